@@ -1,0 +1,23 @@
+/** One `agentrt <name>` subcommand. Each lives in its own file under commands/ and is listed in commands/index.ts. */
+export interface Command {
+  name: string;
+  /** One line for `agentrt --help`. */
+  summary: string;
+  /** Full usage text for `agentrt <name> --help`. */
+  usage: string;
+  /** Runs the command; resolves to the process exit code. */
+  run(argv: string[], io: CliIO): Promise<number>;
+}
+
+/** Where a command writes; tests pass their own to read the output. */
+export interface CliIO {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+}
+
+/** A usage mistake: printed with the command's usage, exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
