@@ -1,0 +1,181 @@
+import {
+  type Context as OtelContext,
+  type Span,
+  type TextMapPropagator,
+  type TracerProvider,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  defaultTextMapGetter,
+  isSpanContextValid,
+  propagation,
+  trace,
+} from '@opentelemetry/api';
+import { RPCType, getRPCMetadata } from '@opentelemetry/core';
+import {
+  BAGGAGE_HEADER,
+  SESSION_ID_BAGGAGE_KEY,
+  SESSION_ID_HEADERS,
+  TRACEPARENT_HEADER,
+  TRACE_ID_HEADERS,
+  createAgentPropagator,
+  isValidSessionId,
+  readSessionId,
+} from '@agentrt/propagation';
+import type { Context as KoaContext, Middleware } from 'koa';
+import { type Logger, diagLogger } from './logger.js';
+
+/** The tracer name of the server spans. */
+export const TRACER_NAME = '@agentrt/server';
+
+/** Options of {@link agentContext}. */
+export interface AgentContextOptions {
+  /** How headers become context. Default: `createAgentPropagator()` from `@agentrt/propagation`. */
+  propagator?: TextMapPropagator;
+  /** Where server spans come from. Default: the global tracer provider (a no-op until one is registered). */
+  tracerProvider?: TracerProvider;
+  /**
+   * Which requests get context and a server span. Default: every request except `GET /ping`
+   * (health checks are neither traced nor logged).
+   */
+  traceRequest?: (ctx: KoaContext) => boolean;
+  /** Where malformed-header notes go (at debug level). Default: OpenTelemetry `diag`. */
+  logger?: Logger;
+}
+
+/** What {@link agentContext} found, kept on `ctx.state.agentrt` for later middleware. */
+export interface AgentContextState {
+  /** The OpenTelemetry context the rest of the chain runs in. */
+  readonly otelContext: OtelContext;
+  /** The session id (baggage `session.id`, else the session header), when valid. */
+  readonly sessionId: string | undefined;
+  /** The request's server span: ours, or the one an HTTP auto-instrumentation already started. */
+  readonly span: Span;
+  /** True when this middleware started (and will end) the span. */
+  readonly ownsSpan: boolean;
+}
+
+/** The state {@link agentContext} left on a Koa context, if it ran for this request. */
+export function getAgentContextState(ctx: KoaContext): AgentContextState | undefined {
+  return (ctx.state as { agentrt?: AgentContextState }).agentrt;
+}
+
+/** The session id of the active OpenTelemetry context (baggage `session.id`), if any. */
+export function getActiveSessionId(): string | undefined {
+  const value = propagation.getActiveBaggage()?.getEntry(SESSION_ID_BAGGAGE_KEY)?.value;
+  return isValidSessionId(value) ? value : undefined;
+}
+
+const isPing = (ctx: KoaContext): boolean => ctx.path === '/ping';
+
+/**
+ * Koa middleware that puts the incoming trace and session headers into the active OpenTelemetry
+ * context for everything downstream: `X-Cloud-Trace-Id`/`X-Amzn-Trace-Id`, `traceparent`/`tracestate`,
+ * `baggage`, and the session header (as baggage `session.id`). Each request (except `/ping`) is one
+ * SERVER span carrying `session.id`, unless an HTTP auto-instrumentation already started the server
+ * span, in which case that span gets the attributes instead. Malformed headers are ignored with a
+ * debug note; this middleware never fails a request.
+ */
+export function agentContext(options: AgentContextOptions = {}): Middleware {
+  const propagator = options.propagator ?? createAgentPropagator();
+  const traceRequest = options.traceRequest ?? ((ctx: KoaContext) => !isPing(ctx));
+  const logger = options.logger ?? diagLogger;
+  const tracer = (options.tracerProvider ?? trace).getTracer(TRACER_NAME);
+
+  return async function agentContextMiddleware(ctx, next) {
+    if (!traceRequest(ctx)) return next();
+    const headers = ctx.req.headers;
+    const active = context.active();
+    const upstream = upstreamServerSpan(active);
+    let otelContext: OtelContext;
+    let extracted: OtelContext;
+    let span: Span;
+    if (upstream) {
+      // The HTTP instrumentation already extracted the trace parent into its span; only merge the
+      // baggage (and session id) so the span we did not create is left as it is.
+      extracted = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+      otelContext = mergeBaggage(active, extracted);
+      span = upstream;
+    } else {
+      const parent = (extracted = propagator.extract(active, headers, defaultTextMapGetter));
+      span = tracer.startSpan(
+        ctx.method,
+        {
+          kind: SpanKind.SERVER,
+          attributes: {
+            'http.request.method': ctx.method,
+            'url.path': ctx.path,
+            'url.scheme': ctx.protocol,
+          },
+        },
+        parent,
+      );
+      otelContext = trace.setSpan(parent, span);
+    }
+    noteIgnoredHeaders(headers, extracted, logger);
+    const baggageSession = propagation.getBaggage(otelContext)?.getEntry(SESSION_ID_BAGGAGE_KEY)?.value;
+    const sessionId = isValidSessionId(baggageSession) ? baggageSession : readSessionId(headers);
+    if (sessionId !== undefined) span.setAttribute(SESSION_ID_BAGGAGE_KEY, sessionId);
+    const state: AgentContextState = { otelContext, sessionId, span, ownsSpan: !upstream };
+    (ctx.state as { agentrt?: AgentContextState }).agentrt = state;
+
+    if (!upstream) ctx.res.once('close', () => endSpan(ctx, span));
+    await context.with(otelContext, next);
+    const route = matchedRoute(ctx);
+    if (route !== undefined) {
+      span.setAttribute('http.route', route);
+      span.updateName(`${ctx.method} ${route}`);
+    }
+  };
+}
+
+function upstreamServerSpan(active: OtelContext): Span | undefined {
+  const rpc = getRPCMetadata(active);
+  if (rpc?.type === RPCType.HTTP && rpc.span.isRecording()) return rpc.span;
+  const span = trace.getSpan(active);
+  return span?.isRecording() ? span : undefined;
+}
+
+function mergeBaggage(base: OtelContext, extracted: OtelContext): OtelContext {
+  const incoming = propagation.getBaggage(extracted);
+  if (!incoming) return base;
+  let merged = propagation.getBaggage(base) ?? propagation.createBaggage();
+  for (const [key, entry] of incoming.getAllEntries()) {
+    if (!merged.getEntry(key)) merged = merged.setEntry(key, entry);
+  }
+  return propagation.setBaggage(base, merged);
+}
+
+function endSpan(ctx: KoaContext, span: Span): void {
+  const status = ctx.res.statusCode;
+  span.setAttribute('http.response.status_code', status);
+  if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  if (!ctx.res.writableFinished) span.setAttribute('agentrt.client_disconnected', true);
+  span.end();
+}
+
+function matchedRoute(ctx: KoaContext): string | undefined {
+  const route = (ctx as KoaContext & { _matchedRoute?: unknown })._matchedRoute;
+  return typeof route === 'string' ? route : undefined;
+}
+
+function noteIgnoredHeaders(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  extracted: OtelContext,
+  logger: Logger,
+): void {
+  const present = (name: string) => headers[name] !== undefined;
+  const traceHeaders = [...TRACE_ID_HEADERS, TRACEPARENT_HEADER].filter(present);
+  const parent = trace.getSpanContext(extracted);
+  if (traceHeaders.length > 0 && !(parent && isSpanContextValid(parent))) {
+    logger.debug('ignored malformed trace headers', { headers: traceHeaders });
+  }
+  const sessionHeaders = SESSION_ID_HEADERS.filter(present);
+  if (sessionHeaders.length > 0 && readSessionId(headers) === undefined) {
+    logger.debug('ignored malformed session id header', { headers: sessionHeaders });
+  }
+  if (present(BAGGAGE_HEADER) && propagation.getBaggage(extracted) === undefined) {
+    logger.debug('ignored malformed baggage header');
+  }
+}

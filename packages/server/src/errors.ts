@@ -1,0 +1,129 @@
+import { SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Middleware } from 'koa';
+import type { Logger } from './logger.js';
+
+/** Options of {@link AgentError}. */
+export interface AgentErrorOptions {
+  /** A stable machine-readable code, e.g. `invalid_json`. Default: derived from the status. */
+  code?: string;
+  /** Whether the message is shown to the client. Default: true below 500, false from 500. */
+  expose?: boolean;
+  /** The underlying error. */
+  cause?: unknown;
+  /** Extra response headers, e.g. `Allow` for a 405. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The one error class of the server. Throw it from an entrypoint to choose the status:
+ * `throw new AgentError(422, 'prompt must be a string', { code: 'invalid_prompt' })`.
+ */
+export class AgentError extends Error {
+  override readonly name = 'AgentError';
+  readonly status: number;
+  readonly code: string;
+  readonly expose: boolean;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(status: number, message: string, options: AgentErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.status = Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500;
+    this.code = options.code ?? codeFor(this.status);
+    this.expose = options.expose ?? this.status < 500;
+    this.headers = options.headers ?? {};
+  }
+}
+
+function codeFor(status: number): string {
+  switch (status) {
+    case 400:
+      return 'bad_request';
+    case 401:
+      return 'unauthorized';
+    case 403:
+      return 'forbidden';
+    case 404:
+      return 'not_found';
+    case 405:
+      return 'method_not_allowed';
+    case 409:
+      return 'conflict';
+    case 413:
+      return 'payload_too_large';
+    case 415:
+      return 'unsupported_media_type';
+    case 422:
+      return 'unprocessable_entity';
+    case 429:
+      return 'too_many_requests';
+    case 503:
+      return 'service_unavailable';
+    default:
+      return status < 500 ? 'client_error' : 'internal_error';
+  }
+}
+
+/** The JSON body of every error response. `error` holds the message, as both AWS SDKs do. */
+export interface ErrorBody {
+  error: string;
+  code: string;
+}
+
+/**
+ * Turns anything thrown into an {@link AgentError}. Errors carrying a numeric `status` or
+ * `statusCode` (Koa's `ctx.throw`, http-errors) keep it; anything else is a 500 whose message is
+ * shown, because an agent's own failure text is what its caller needs to see (seed section 7).
+ */
+export function toAgentError(err: unknown): AgentError {
+  if (err instanceof AgentError) return err;
+  const e = (typeof err === 'object' && err !== null ? err : {}) as {
+    status?: unknown;
+    statusCode?: unknown;
+    message?: unknown;
+    expose?: unknown;
+    code?: unknown;
+  };
+  const status =
+    typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : 500;
+  const message = typeof e.message === 'string' && e.message !== '' ? e.message : String(err);
+  return new AgentError(status, message, {
+    cause: err,
+    expose: typeof e.expose === 'boolean' ? e.expose : true,
+    ...(typeof e.code === 'string' && /^[a-z][a-z0-9_]*$/.test(e.code) ? { code: e.code } : {}),
+  });
+}
+
+/**
+ * The single place that turns errors into responses: JSON `{"error": message, "code": code}` with
+ * the error's status. 5xx details (stack) go to the log and to the active span. Once a response has
+ * started (a stream), nothing more can be sent: the error is logged and the connection left to the
+ * stream's own error event.
+ */
+export function errorMiddleware(logger: Logger): Middleware {
+  return async function agentErrors(ctx, next) {
+    try {
+      await next();
+    } catch (thrown) {
+      const err = toAgentError(thrown);
+      const span = trace.getActiveSpan();
+      if (err.status >= 500) {
+        span?.recordException(thrown instanceof Error ? thrown : String(thrown));
+        span?.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+        const cause = thrown instanceof Error ? thrown : undefined;
+        logger.error('request failed', {
+          status: err.status,
+          path: ctx.path,
+          error: err.message,
+          ...(cause?.stack ? { stack: cause.stack } : {}),
+        });
+      } else {
+        logger.debug('request rejected', { status: err.status, path: ctx.path, error: err.message });
+      }
+      if (ctx.headerSent || !ctx.writable) return;
+      ctx.status = err.status;
+      for (const [name, value] of Object.entries(err.headers)) ctx.set(name, value);
+      const body: ErrorBody = { error: err.expose ? err.message : 'Internal Server Error', code: err.code };
+      ctx.body = body;
+    }
+  };
+}
