@@ -1,0 +1,260 @@
+/**
+ * The only reader of `process.env` in @agentrt/instrument. Rules (as in opentelemetry-js core's
+ * environment.ts): a blank value is unset; a bad value produces one warning and the default; an
+ * explicit option passed to `startTelemetry` beats the environment.
+ */
+
+/** OTLP/HTTP body encoding. */
+export type OtlpProtocol = 'http/protobuf' | 'http/json';
+/** Where a signal goes. */
+export type SignalExporter = 'otlp' | 'console' | 'none';
+/** Propagator names accepted in `OTEL_PROPAGATORS`. */
+export type PropagatorName = 'tracecontext' | 'baggage' | 'xray' | 'session';
+/** Sampler names accepted in `OTEL_TRACES_SAMPLER`. */
+export type SamplerName =
+  | 'always_on'
+  | 'always_off'
+  | 'traceidratio'
+  | 'parentbased_always_on'
+  | 'parentbased_always_off'
+  | 'parentbased_traceidratio';
+
+/** Per-signal export settings. */
+export interface SignalConfig {
+  exporter: SignalExporter;
+  protocol: OtlpProtocol;
+  /** Full URL including the `/v1/<signal>` path. */
+  url: string;
+}
+
+/** Everything the launcher needs, resolved from options, then env, then defaults. */
+export interface InstrumentConfig {
+  disabled: boolean;
+  /** `OTEL_SERVICE_NAME`; undefined means "take it from the app's package.json". */
+  serviceName: string | undefined;
+  /** Parsed `OTEL_RESOURCE_ATTRIBUTES`. */
+  resourceAttributes: Readonly<Record<string, string>>;
+  /** `deployment.environment.name` when `OTEL_RESOURCE_ATTRIBUTES` has none (from `NODE_ENV`). */
+  deploymentEnvironment: string;
+  traces: SignalConfig;
+  logs: SignalConfig;
+  metrics: SignalConfig;
+  /** Metric export interval (`OTEL_METRIC_EXPORT_INTERVAL`). */
+  metricExportIntervalMs: number;
+  propagators: readonly PropagatorName[];
+  sampler: SamplerName;
+  samplerRatio: number;
+  /** Baggage keys copied onto every span at start (always includes `session.id`). */
+  baggageSpanAttributes: readonly string[];
+  /** Record GenAI message content (prompts, completions, tool arguments). Off by default. */
+  captureMessageContent: boolean;
+  /** Extra attribute key patterns to redact (`*` wildcard), on top of the built-in list. */
+  redactAttributes: readonly string[];
+  /** Short instrumentation names (`http`, `koa`, …) to enable; undefined = the default set. */
+  enabledInstrumentations: readonly string[] | undefined;
+  disabledInstrumentations: readonly string[];
+  /** Wrap `console.*` so each call is also an OTLP log record. */
+  captureConsole: boolean;
+  /** Deadline of the flush on SIGTERM/SIGINT/beforeExit. */
+  shutdownTimeoutMs: number;
+  /** `OTEL_LOG_LEVEL` for OTel's diag logger (`none|error|warn|info|debug|verbose|all`). */
+  logLevel: DiagLevelName;
+}
+
+export type DiagLevelName = 'none' | 'error' | 'warn' | 'info' | 'debug' | 'verbose' | 'all';
+
+/** Explicit options of `startTelemetry`; each beats the matching env var. */
+export type InstrumentOptions = Partial<InstrumentConfig>;
+
+export const DEFAULT_OTLP_ENDPOINT = 'http://127.0.0.1:4318';
+export const DEFAULT_PROPAGATORS: readonly PropagatorName[] = ['xray', 'tracecontext', 'baggage', 'session'];
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 2000;
+const PROPAGATOR_NAMES = new Set<string>(['tracecontext', 'baggage', 'xray', 'session', 'none']);
+const SAMPLER_NAMES = new Set<string>([
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+]);
+const LOG_LEVELS = new Set<string>(['none', 'error', 'warn', 'info', 'debug', 'verbose', 'all']);
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** A warning about one bad setting; the caller prints each once. */
+export type ConfigWarn = (message: string) => void;
+
+/** Reads the launcher's configuration. Never throws: bad values warn and fall back. */
+export function readConfig(
+  options: InstrumentOptions = {},
+  env: Env = process.env,
+  warn: ConfigWarn = () => {},
+): Readonly<InstrumentConfig> {
+  const str = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const value = str(name)?.toLowerCase();
+    if (value === undefined) return fallback;
+    if (value === 'true') return true;
+    if (value === 'false') return false;
+    warn(`${name}="${value}" is not true or false; using ${fallback}`);
+    return fallback;
+  };
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const value = str(name);
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      warn(`${name}="${value}" is not an integer in [${min}, ${max}]; using ${fallback}`);
+      return fallback;
+    }
+    return n;
+  };
+  const list = (name: string): string[] | undefined => {
+    const value = str(name);
+    if (value === undefined) return undefined;
+    return value
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+  };
+
+  const protocolOf = (name: string, fallback: OtlpProtocol): OtlpProtocol => {
+    const value = str(name);
+    if (value === undefined) return fallback;
+    if (value === 'http/protobuf' || value === 'http/json') return value;
+    warn(`${name}="${value}" is not supported (http/protobuf or http/json); using ${fallback}`);
+    return fallback;
+  };
+  const baseProtocol = protocolOf('OTEL_EXPORTER_OTLP_PROTOCOL', 'http/protobuf');
+  const baseEndpoint = endpointOf(str('OTEL_EXPORTER_OTLP_ENDPOINT'), warn, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+
+  const signal = (name: 'TRACES' | 'LOGS' | 'METRICS', path: string): SignalConfig => {
+    const exporterVar = `OTEL_${name}_EXPORTER`;
+    const exporters = list(exporterVar) ?? ['otlp'];
+    let exporter: SignalExporter = 'otlp';
+    const first = exporters[0] ?? 'otlp';
+    if (exporters.includes('none')) exporter = 'none';
+    else if (first === 'otlp' || first === 'console') exporter = first;
+    else warn(`${exporterVar}="${exporters.join(',')}" is not supported (otlp, console, none); using otlp`);
+    const endpointVar = `OTEL_EXPORTER_OTLP_${name}_ENDPOINT`;
+    const url =
+      endpointOf(str(endpointVar), warn, endpointVar) ??
+      `${(baseEndpoint ?? DEFAULT_OTLP_ENDPOINT).replace(/\/+$/, '')}/${path}`;
+    return {
+      exporter,
+      protocol: protocolOf(`OTEL_EXPORTER_OTLP_${name}_PROTOCOL`, baseProtocol),
+      url,
+    };
+  };
+
+  const propagators = (() => {
+    const names = list('OTEL_PROPAGATORS');
+    if (names === undefined) return DEFAULT_PROPAGATORS;
+    const bad = names.filter((n) => !PROPAGATOR_NAMES.has(n));
+    if (bad.length > 0) {
+      warn(
+        `OTEL_PROPAGATORS has unsupported ${bad.join(',')} (tracecontext, baggage, xray, session, none); ignoring them`,
+      );
+    }
+    if (names.includes('none')) return [];
+    const good = names.filter((n): n is PropagatorName => PROPAGATOR_NAMES.has(n));
+    return good.length > 0 || bad.length === 0 ? good : DEFAULT_PROPAGATORS;
+  })();
+
+  const sampler = (() => {
+    const value = str('OTEL_TRACES_SAMPLER');
+    if (value === undefined) return 'parentbased_always_on' as const;
+    if (SAMPLER_NAMES.has(value)) return value as SamplerName;
+    warn(`OTEL_TRACES_SAMPLER="${value}" is not supported; using parentbased_always_on`);
+    return 'parentbased_always_on' as const;
+  })();
+
+  const samplerRatio = (() => {
+    const value = str('OTEL_TRACES_SAMPLER_ARG');
+    if (value === undefined) return 1;
+    const n = Number(value);
+    if (Number.isFinite(n) && n >= 0 && n <= 1) return n;
+    warn(`OTEL_TRACES_SAMPLER_ARG="${value}" is not a number in [0, 1]; using 1`);
+    return 1;
+  })();
+
+  const logLevel = (() => {
+    const value = str('OTEL_LOG_LEVEL')?.toLowerCase();
+    if (value === undefined) return 'warn' as const;
+    if (LOG_LEVELS.has(value)) return value as DiagLevelName;
+    warn(`OTEL_LOG_LEVEL="${value}" is not supported; using warn`);
+    return 'warn' as const;
+  })();
+
+  const resourceAttributes = parseResourceAttributes(str('OTEL_RESOURCE_ATTRIBUTES'), warn);
+  const baggageKeys =
+    list('AGENTRT_BAGGAGE_SPAN_ATTRIBUTES') ?? list('OTEL_BAGGAGE_SPAN_ATTRIBUTE_KEYS') ?? [];
+
+  const fromEnv: InstrumentConfig = {
+    disabled: bool('OTEL_SDK_DISABLED', false),
+    serviceName: str('OTEL_SERVICE_NAME'),
+    resourceAttributes,
+    deploymentEnvironment: str('NODE_ENV') ?? 'development',
+    traces: signal('TRACES', 'v1/traces'),
+    logs: signal('LOGS', 'v1/logs'),
+    metrics: signal('METRICS', 'v1/metrics'),
+    metricExportIntervalMs: int('OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100, 3_600_000),
+    propagators,
+    sampler,
+    samplerRatio,
+    baggageSpanAttributes: [...new Set(['session.id', ...baggageKeys])],
+    captureMessageContent: bool('OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', false),
+    redactAttributes: list('AGENTRT_REDACT_ATTRIBUTES') ?? [],
+    enabledInstrumentations: list('OTEL_NODE_ENABLED_INSTRUMENTATIONS'),
+    disabledInstrumentations: list('OTEL_NODE_DISABLED_INSTRUMENTATIONS') ?? [],
+    captureConsole: bool('AGENTRT_CAPTURE_CONSOLE', true),
+    shutdownTimeoutMs: int('AGENTRT_SHUTDOWN_TIMEOUT_MS', DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, 600_000),
+    logLevel,
+  };
+  const merged: InstrumentConfig = { ...fromEnv };
+  for (const [key, value] of Object.entries(options)) {
+    if (value !== undefined) (merged as unknown as Record<string, unknown>)[key] = value;
+  }
+  return Object.freeze(merged);
+}
+
+function endpointOf(value: string | undefined, warn: ConfigWarn, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    const url = new URL(value);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return value;
+  } catch {
+    // fall through to the warning: an unparsable URL is a bad setting like any other
+  }
+  warn(`${name}="${value}" is not an http(s) URL; using the default`);
+  return undefined;
+}
+
+/** Parses `key1=value1,key2=value2` (values percent-encoded, as the OTel spec says). */
+export function parseResourceAttributes(
+  value: string | undefined,
+  warn: ConfigWarn = () => {},
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (value === undefined) return out;
+  for (const pair of value.split(',')) {
+    if (pair.trim() === '') continue;
+    const eq = pair.indexOf('=');
+    const key = eq > 0 ? pair.slice(0, eq).trim() : '';
+    if (key === '') {
+      warn(`OTEL_RESOURCE_ATTRIBUTES has an entry without key=value ("${pair}"); ignoring it`);
+      continue;
+    }
+    const raw = pair.slice(eq + 1).trim();
+    try {
+      out[key] = decodeURIComponent(raw);
+    } catch {
+      out[key] = raw;
+    }
+  }
+  return out;
+}
