@@ -1,1 +1,9 @@
-export {};
+export { createRuntimeServer } from './server.js';
+export type { RuntimeServer } from './server.js';
+export { resolveRuntimeConfig, DEFAULT_PORT } from './config.js';
+export type { RuntimeServerOptions, RuntimeConfig, IsolationSetting, LogLevel } from './config.js';
+export type { IsolationMode } from './sessions/isolation.js';
+export type { Session, SessionState } from './sessions/session-manager.js';
+export { RuntimeApiError } from './errors.js';
+export type { ErrorType } from './errors.js';
+export { SESSION_HEADER, CLOUD_SESSION_HEADER } from './data/data-plane.js';

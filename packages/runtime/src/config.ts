@@ -1,0 +1,128 @@
+import os from 'node:os';
+import { join, resolve } from 'node:path';
+
+/** How workers are isolated: `auto` uses bubblewrap when it is on PATH (Linux), `none` never does. */
+export type IsolationSetting = 'auto' | 'bwrap' | 'none';
+
+/** Options of {@link createRuntimeServer}; each one beats its `AGENTRT_*` env var, which beats the default. */
+export interface RuntimeServerOptions {
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  /** Where the SQLite state file and the per-session directories live. */
+  dataDir?: string;
+  region?: string;
+  accountId?: string;
+  /** How long a new session's worker may take to answer `/ping` before the invoke fails with 424. */
+  startTimeoutMs?: number;
+  /** Between SIGTERM and SIGKILL when a worker is stopped. */
+  stopGraceMs?: number;
+  /** How often an idle session's `/ping` is polled. */
+  pingIntervalMs?: number;
+  /** Cap on live sessions (all runtimes); one more gives 402 ServiceQuotaExceededException. */
+  maxSessions?: number;
+  /** Pre-started workers kept per runtime version, adopted by new sessions. */
+  warmPoolSize?: number;
+  isolation?: IsolationSetting;
+  /** Faithful AWS 424 message (`Received error (N) from runtime...`) without the container's body. */
+  terseErrors?: boolean;
+  /** Accept session ids of 1–256 chars instead of 33–256. */
+  laxSessionIds?: boolean;
+  /** Lower bound of lifecycle settings in seconds (AWS: 60); tests lower it. */
+  lifecycleMinSeconds?: number;
+  /** When non-empty, every request must carry one of these keys (x-api-key or the SigV4 access key id). */
+  apiKeys?: string[];
+  /** Preload @agentrt/instrument into node workers. */
+  instrumentWorkers?: boolean;
+  /** OTLP/HTTP base endpoint: worker logs are exported there and workers get it as OTEL_EXPORTER_OTLP_ENDPOINT. */
+  otlpEndpoint?: string;
+  maxBodyBytes?: number;
+  logLevel?: LogLevel;
+  /** Where JSON log lines go (default: stdout). */
+  logSink?: (line: string) => void;
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface RuntimeConfig extends Required<Omit<RuntimeServerOptions, 'otlpEndpoint' | 'logSink'>> {
+  otlpEndpoint: string | undefined;
+  logSink: (line: string) => void;
+  /** Warnings about bad env values, logged once the logger exists. */
+  warnings: readonly string[];
+}
+
+export const DEFAULT_PORT = 8787;
+
+type Env = Record<string, string | undefined>;
+
+/** Resolves the runtime's settings: explicit options, then env, then defaults. Blank env = unset. */
+export function resolveRuntimeConfig(
+  options: RuntimeServerOptions = {},
+  env: Env = process.env,
+): Readonly<RuntimeConfig> {
+  const warnings: string[] = [];
+  const str = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value ? value : undefined;
+  };
+  const int = (name: string, fallback: number, min = 0): number => {
+    const raw = str(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min) {
+      warnings.push(`${name}=${raw} is not an integer >= ${min}; using ${fallback}`);
+      return fallback;
+    }
+    return value;
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = str(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+    if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+    warnings.push(`${name}=${raw} is not a boolean; using ${fallback}`);
+    return fallback;
+  };
+  const isolationRaw = str('AGENTRT_ISOLATION');
+  let isolation: IsolationSetting = 'auto';
+  if (isolationRaw === 'auto' || isolationRaw === 'bwrap' || isolationRaw === 'none')
+    isolation = isolationRaw;
+  else if (isolationRaw !== undefined)
+    warnings.push(`AGENTRT_ISOLATION=${isolationRaw} is not auto|bwrap|none; using auto`);
+  const levelRaw = str('AGENTRT_LOG_LEVEL');
+  let logLevel: LogLevel = 'info';
+  if (levelRaw === 'debug' || levelRaw === 'info' || levelRaw === 'warn' || levelRaw === 'error')
+    logLevel = levelRaw;
+  else if (levelRaw !== undefined)
+    warnings.push(`AGENTRT_LOG_LEVEL=${levelRaw} is not debug|info|warn|error; using info`);
+
+  const config: RuntimeConfig = {
+    host: options.host ?? str('AGENTRT_RUNTIME_HOST') ?? '127.0.0.1',
+    port: options.port ?? int('AGENTRT_RUNTIME_PORT', DEFAULT_PORT),
+    dataDir: resolve(options.dataDir ?? str('AGENTRT_DATA_DIR') ?? join(os.homedir(), '.agentrt', 'runtime')),
+    region: options.region ?? str('AGENTRT_REGION') ?? str('AWS_REGION') ?? 'us-east-1',
+    accountId: options.accountId ?? str('AGENTRT_ACCOUNT_ID') ?? '123456789012',
+    startTimeoutMs: options.startTimeoutMs ?? int('AGENTRT_START_TIMEOUT_MS', 60_000, 1),
+    stopGraceMs: options.stopGraceMs ?? int('AGENTRT_STOP_GRACE_MS', 5_000),
+    pingIntervalMs: options.pingIntervalMs ?? int('AGENTRT_PING_INTERVAL_MS', 2_000, 10),
+    maxSessions: options.maxSessions ?? int('AGENTRT_MAX_SESSIONS', 100, 1),
+    warmPoolSize: options.warmPoolSize ?? int('AGENTRT_WARM_POOL_SIZE', 0),
+    isolation: options.isolation ?? isolation,
+    terseErrors: options.terseErrors ?? bool('AGENTRT_TERSE_ERRORS', false),
+    laxSessionIds: options.laxSessionIds ?? bool('AGENTRT_LAX_SESSION_IDS', false),
+    lifecycleMinSeconds: options.lifecycleMinSeconds ?? int('AGENTRT_LIFECYCLE_MIN_S', 60, 1),
+    apiKeys:
+      options.apiKeys ??
+      (str('AGENTRT_API_KEYS') ?? '')
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean),
+    instrumentWorkers: options.instrumentWorkers ?? bool('AGENTRT_INSTRUMENT_WORKERS', false),
+    otlpEndpoint: options.otlpEndpoint ?? str('OTEL_EXPORTER_OTLP_ENDPOINT'),
+    maxBodyBytes: options.maxBodyBytes ?? int('AGENTRT_MAX_BODY_BYTES', 100_000_000, 1),
+    logLevel: options.logLevel ?? logLevel,
+    logSink: options.logSink ?? ((line) => process.stdout.write(line)),
+    warnings,
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,299 @@
+import { randomUUID } from 'node:crypto';
+import { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, request } from 'node:http';
+import { type RuntimeConfig } from '../config.js';
+import { parseRuntimeArn } from '../control/arn.js';
+import { getEndpointOr404, getRuntimeOr404, getVersionOr404 } from '../control/control-plane.js';
+import { type RuntimeRecord, type Store, type VersionRecord } from '../control/store.js';
+import { validateSessionId } from '../control/validate.js';
+import { RuntimeApiError, notFound, validationError } from '../errors.js';
+import { header, readBody, sendJson } from '../http/http-util.js';
+import { type RouteContext, type Router } from '../http/router.js';
+import { type Logger } from '../logger.js';
+import { type Session, type SessionManager } from '../sessions/session-manager.js';
+import { type Authenticator } from './auth.js';
+
+export const SESSION_HEADER = 'x-amzn-bedrock-agentcore-runtime-session-id';
+export const CLOUD_SESSION_HEADER = 'x-cloud-agent-runtime-session-id';
+const REQUEST_ID_HEADER = 'x-amzn-bedrock-agentcore-runtime-request-id';
+const CUSTOM_PREFIX = 'x-amzn-bedrock-agentcore-runtime-custom-';
+/** Trace and MCP headers forwarded as they come (both the AWS and our X-Cloud names). */
+const PASS_THROUGH = [
+  'traceparent',
+  'tracestate',
+  'x-amzn-trace-id',
+  'x-cloud-trace-id',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'mcp-method',
+  'mcp-name',
+  'x-amzn-bedrock-agentcore-runtime-user-id',
+];
+/** Echoed back to the caller from the container's response. */
+const ECHO = [
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'traceparent',
+  'tracestate',
+  'x-amzn-trace-id',
+  'baggage',
+];
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+export interface DataPlaneDeps {
+  config: Readonly<RuntimeConfig>;
+  store: Store;
+  sessions: SessionManager;
+  auth: Authenticator;
+  logger: Logger;
+}
+
+/** Adds `session.id=<id>` to a W3C baggage header unless it already names one. */
+export function withSessionBaggage(baggage: string | undefined, sessionId: string): string {
+  const entries = (baggage ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
+  if (entries.some((e) => e.split('=')[0]?.trim() === 'session.id')) return entries.join(',');
+  return [...entries, `session.id=${encodeURIComponent(sessionId)}`].join(',');
+}
+
+function first(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Registers InvokeAgentRuntime and StopRuntimeSession of `BedrockAgentCoreClient` on the router. */
+export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
+  const { config, store, sessions, auth, logger } = deps;
+
+  /** The label is a percent-decoded runtime ARN, or a bare id with `?accountId=`. */
+  const resolveRuntime = (ctx: RouteContext): RuntimeRecord => {
+    const label = ctx.params.runtime as string;
+    const parsed = parseRuntimeArn(label);
+    if (parsed) {
+      if (parsed.endpointName)
+        throw validationError(
+          'agentRuntimeArn',
+          'must be a runtime ARN, not an endpoint ARN (use qualifier)',
+        );
+      const runtime = store.get('runtime', parsed.runtimeId);
+      if (!runtime || runtime.arn !== label.replace(/^arn:aws(-[^:]+)?:/, 'arn:aws:'))
+        throw notFound(`Agent runtime ${label} not found`);
+      return runtime;
+    }
+    if (label.startsWith('arn:'))
+      throw validationError('agentRuntimeArn', `${label} is not an agent runtime ARN`);
+    const accountId = ctx.query.get('accountId');
+    if (accountId !== null && !/^[0-9]{12}$/.test(accountId))
+      throw validationError('accountId', 'must be 12 digits');
+    if (accountId !== null && accountId !== config.accountId)
+      throw notFound(`Agent runtime ${label} not found in account ${accountId}`);
+    return getRuntimeOr404(store, label);
+  };
+
+  const resolveVersion = (ctx: RouteContext, runtime: RuntimeRecord): VersionRecord => {
+    const qualifier = ctx.query.get('qualifier') ?? 'DEFAULT';
+    const endpoint = getEndpointOr404(store, runtime, qualifier);
+    return getVersionOr404(store, runtime.id, endpoint.liveVersion ?? endpoint.targetVersion);
+  };
+
+  const sessionIdOf = (req: IncomingMessage, required: boolean): string => {
+    const id = header(req, SESSION_HEADER) ?? header(req, CLOUD_SESSION_HEADER);
+    if (id === undefined) {
+      if (required)
+        throw validationError(
+          'runtimeSessionId',
+          'is required (header X-Amzn-Bedrock-AgentCore-Runtime-Session-Id)',
+        );
+      return randomUUID(); // raw HTTP and OAuth callers may omit it: mint one and echo it back
+    }
+    return validateSessionId(id, config.laxSessionIds);
+  };
+
+  const authenticate = (ctx: RouteContext, runtime: RuntimeRecord, version: VersionRecord) => {
+    const qualifier = ctx.query.get('qualifier') ?? 'DEFAULT';
+    const host = header(ctx.req, 'host') ?? `${config.host}:${config.port}`;
+    const metadataUrl = `http://${host}/runtimes/${encodeURIComponent(runtime.arn)}/invocations/.well-known/oauth-protected-resource?qualifier=${encodeURIComponent(qualifier)}`;
+    return auth.authenticate(
+      ctx.req,
+      version.config.authorizerConfiguration?.customJWTAuthorizer,
+      metadataUrl,
+    );
+  };
+
+  const assertRunnable = (runtime: RuntimeRecord, version: VersionRecord) => {
+    if (version.status === 'CREATING' || runtime.status === 'DELETING')
+      throw new RuntimeApiError(
+        'RetryableConflictException',
+        `Agent runtime ${runtime.id} version ${version.version} is ${runtime.status === 'DELETING' ? 'DELETING' : 'not ready yet'}`,
+      );
+    if (version.status !== 'READY')
+      throw new RuntimeApiError(
+        'RuntimeClientError',
+        `Agent runtime ${runtime.id} version ${version.version} is ${version.status}: ${version.failureReason ?? 'unknown reason'}`,
+      );
+  };
+
+  const forwardHeaders = (
+    ctx: RouteContext,
+    version: VersionRecord,
+    sessionId: string,
+    requestId: string,
+    bodyLength: number,
+  ): OutgoingHttpHeaders => {
+    const h = ctx.req.headers;
+    const out: OutgoingHttpHeaders = {
+      'content-type': first(h, 'content-type') ?? 'application/octet-stream',
+      'content-length': bodyLength,
+      [SESSION_HEADER]: sessionId,
+      [CLOUD_SESSION_HEADER]: sessionId,
+      [REQUEST_ID_HEADER]: first(h, REQUEST_ID_HEADER) ?? requestId,
+      baggage: withSessionBaggage(first(h, 'baggage'), sessionId),
+    };
+    const accept = first(h, 'accept');
+    if (accept) out.accept = accept;
+    for (const name of PASS_THROUGH) {
+      const v = first(h, name);
+      if (v !== undefined) out[name] = v;
+    }
+    const allow = (version.config.requestHeaderConfiguration?.requestHeaderAllowlist ?? []).map((n) =>
+      n.toLowerCase(),
+    );
+    const jwt = version.config.authorizerConfiguration?.customJWTAuthorizer !== undefined;
+    for (const [name, value] of Object.entries(h)) {
+      if (value === undefined) continue;
+      const allowed =
+        name.startsWith(CUSTOM_PREFIX) || (allow.includes(name) && (name !== 'authorization' || jwt));
+      if (allowed) out[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    return out;
+  };
+
+  /**
+   * Sends the payload to the session's worker and streams its answer back chunk by chunk. A non-2xx
+   * answer, or a worker that dies before answering, rejects with a 424 RuntimeClientError.
+   */
+  const proxy = (
+    ctx: RouteContext,
+    session: Session,
+    version: VersionRecord,
+    sessionId: string,
+    body: Buffer,
+  ) =>
+    new Promise<void>((resolve, reject) => {
+      const worker = session.worker!;
+      const log = logger.child({ runtimeId: session.runtimeId, sessionId, requestId: ctx.requestId });
+      let settled = false;
+      const done = (error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        if (error === undefined) return resolve();
+        if (ctx.res.headersSent) {
+          ctx.res.destroy();
+          return resolve();
+        }
+        reject(
+          error instanceof RuntimeApiError
+            ? error
+            : new RuntimeApiError(
+                'RuntimeClientError',
+                `The session's worker failed during the invocation (${(error as Error).message}). Last output:\n${worker.lastOutput() || '(none)'}`,
+                {},
+                { cause: error },
+              ),
+        );
+      };
+      const upstream = request(
+        {
+          host: '127.0.0.1',
+          port: worker.port,
+          method: 'POST',
+          path: '/invocations',
+          agent: worker.agent,
+          headers: forwardHeaders(ctx, version, sessionId, ctx.requestId, body.length),
+        },
+        (res) => {
+          const status = res.statusCode ?? 502;
+          res.on('error', done);
+          if (status < 200 || status >= 300) {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => {
+              if (text.length < MAX_ERROR_BODY_BYTES) text += c;
+            });
+            res.on('end', () => {
+              const terse = `Received error (${status}) from runtime. Please check your CloudWatch logs for more information.`;
+              const detail = text.slice(0, MAX_ERROR_BODY_BYTES).trim() || '(empty body)';
+              log.warn('container error', { status });
+              done(
+                new RuntimeApiError(
+                  'RuntimeClientError',
+                  config.terseErrors ? terse : `Received error (${status}) from runtime: ${detail}`,
+                ),
+              );
+            });
+            return;
+          }
+          const headers: OutgoingHttpHeaders = {
+            [SESSION_HEADER]: sessionId,
+            [CLOUD_SESSION_HEADER]: sessionId,
+            'x-amzn-requestid': ctx.requestId,
+          };
+          for (const name of ['content-type', 'content-length', ...ECHO])
+            if (res.headers[name] !== undefined) headers[name] = res.headers[name];
+          ctx.res.writeHead(status, headers);
+          ctx.res.flushHeaders();
+          // Chunk by chunk, never buffered: SSE frames reach the caller as the worker writes them.
+          res.on('data', (chunk: Buffer) => ctx.res.write(chunk));
+          res.on('end', () => {
+            ctx.res.end();
+            done();
+          });
+        },
+      );
+      upstream.on('error', done);
+      ctx.res.on('close', () => {
+        if (!ctx.res.writableFinished) upstream.destroy();
+      });
+      upstream.end(body);
+    });
+
+  router.add('POST', '/runtimes/:runtime/invocations', async (ctx) => {
+    const runtime = resolveRuntime(ctx);
+    const version = resolveVersion(ctx, runtime);
+    await authenticate(ctx, runtime, version);
+    const sessionId = sessionIdOf(ctx.req, false);
+    assertRunnable(runtime, version);
+    const body = await readBody(ctx.req, config.maxBodyBytes);
+    const session = await sessions.acquire({ runtime, version }, sessionId);
+    try {
+      const pinned =
+        session.version === version.version ? version : getVersionOr404(store, runtime.id, session.version);
+      await proxy(ctx, session, pinned, sessionId, body);
+    } finally {
+      sessions.release(session);
+    }
+  });
+
+  router.add('POST', '/runtimes/:runtime/stopruntimesession', async (ctx) => {
+    const runtime = resolveRuntime(ctx);
+    const version = resolveVersion(ctx, runtime);
+    await authenticate(ctx, runtime, version);
+    const sessionId = sessionIdOf(ctx.req, true);
+    await readBody(ctx.req, 1_000_000);
+    await sessions.stop(runtime.id, sessionId);
+    ctx.res.setHeader(SESSION_HEADER, sessionId);
+    sendJson(ctx.res, 200, {});
+  });
+
+  const unsupported = (what: string) => async (ctx: RouteContext) => {
+    resolveRuntime(ctx);
+    throw validationError('operation', `${what} is not supported by the agentrt local runtime`);
+  };
+  router.add('POST', '/runtimes/:runtime/commands', unsupported('InvokeAgentRuntimeCommand'));
+  router.add(
+    'GET',
+    '/runtimes/:runtime/invocations/.well-known/agent-card.json',
+    unsupported('GetAgentCard'),
+  );
+}

@@ -1,0 +1,55 @@
+/** The AWS error names the SDK clients know for the runtime operations, with their HTTP status. */
+export const ERROR_STATUS = {
+  ValidationException: 400,
+  UnauthorizedException: 401,
+  ServiceQuotaExceededException: 402,
+  AccessDeniedException: 403,
+  ResourceNotFoundException: 404,
+  ConflictException: 409,
+  RetryableConflictException: 409,
+  RuntimeClientError: 424,
+  ThrottlingException: 429,
+  InternalServerException: 500,
+} as const;
+
+export type ErrorType = keyof typeof ERROR_STATUS;
+
+export interface FieldError {
+  name: string;
+  message: string;
+}
+
+/**
+ * The one error class of the runtime's HTTP server. The error handler turns it into the AWS JSON
+ * error shape (`x-amzn-errortype` header plus `{"message"}` body) that the SDK clients parse into
+ * the modelled exception. `expose` is false only for 500s, whose detail goes to the log.
+ */
+export class RuntimeApiError extends Error {
+  override name = 'RuntimeApiError';
+  readonly status: number;
+  readonly expose: boolean;
+  constructor(
+    readonly type: ErrorType,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
+    super(message, options);
+    this.status = ERROR_STATUS[type];
+    this.expose = this.status < 500;
+    this.headers = options?.headers ?? {};
+  }
+  readonly headers: Record<string, string>;
+}
+
+/** A ValidationException naming the field, as the SDK exposes it (`reason`, `fieldList`). */
+export function validationError(field: string, message: string): RuntimeApiError {
+  return new RuntimeApiError('ValidationException', `${field}: ${message}`, {
+    reason: 'FieldValidationFailed',
+    fieldList: [{ name: field, message }],
+  });
+}
+
+export function notFound(message: string): RuntimeApiError {
+  return new RuntimeApiError('ResourceNotFoundException', message);
+}

@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { type RuntimeServerOptions, resolveRuntimeConfig } from './config.js';
+import { registerControlPlane } from './control/control-plane.js';
+import { createStore } from './control/store.js';
+import { createAuthenticator } from './data/auth.js';
+import { registerDataPlane } from './data/data-plane.js';
+import { RuntimeApiError } from './errors.js';
+import { createRouter } from './http/router.js';
+import { type Logger, createLogger } from './logger.js';
+import { createOtlpLogExporter } from './otlp-logs.js';
+import { type IsolationMode, detectIsolation } from './sessions/isolation.js';
+import { type Session, createSessionManager } from './sessions/session-manager.js';
+
+export interface RuntimeServer {
+  /** `http://host:port`, the `endpoint` to give the AWS SDK clients. */
+  url: string;
+  port: number;
+  /** Which isolation the workers run under. */
+  isolation: IsolationMode;
+  /** Live sessions (for tests and the CLI). */
+  sessions(): Session[];
+  /** Ready warm-pool workers, for one runtime or all. */
+  warmCount(runtimeId?: string): number;
+  /** Stops every worker (SIGTERM, then SIGKILL after the grace period), then the server. */
+  close(): Promise<void>;
+}
+
+/** The one error handler: any error becomes the AWS JSON error shape the SDK clients parse. */
+function sendError(res: ServerResponse, error: unknown, requestId: string, logger: Logger): void {
+  let err: RuntimeApiError;
+  if (error instanceof RuntimeApiError) err = error;
+  else if (error instanceof URIError)
+    err = new RuntimeApiError('ValidationException', `path: malformed percent-encoding (${error.message})`, {
+      reason: 'CannotParse',
+    });
+  else {
+    logger.error('internal error', {
+      requestId,
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+    });
+    err = new RuntimeApiError(
+      'InternalServerException',
+      `Internal error; see the runtime log for request ${requestId}`,
+    );
+  }
+  if (err.status >= 500 && error instanceof RuntimeApiError)
+    logger.error(err.message, { requestId, type: err.type });
+  if (res.headersSent) {
+    res.destroy(err);
+    return;
+  }
+  const body = JSON.stringify({ message: err.message, ...err.extra });
+  res.writeHead(err.status, {
+    ...err.headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    'x-amzn-errortype': err.type,
+    'x-amzn-requestid': requestId,
+  });
+  res.end(body);
+}
+
+/**
+ * Starts the local hosting runtime: the AgentCore control plane and data plane on one port, state
+ * in SQLite under `dataDir`, one isolated worker process per session.
+ */
+export async function createRuntimeServer(options: RuntimeServerOptions = {}): Promise<RuntimeServer> {
+  const config = resolveRuntimeConfig(options);
+  const exporter = config.otlpEndpoint ? createOtlpLogExporter(config.otlpEndpoint) : undefined;
+  const logger = createLogger({
+    level: config.logLevel,
+    sink: config.logSink,
+    ...(exporter ? { onRecord: (r) => exporter.export(r) } : {}),
+  });
+  for (const warning of config.warnings) logger.warn(warning);
+  const isolation = detectIsolation(config.isolation);
+  const store = createStore(config.dataDir);
+  const sessions = createSessionManager({ config, isolation, logger });
+  const auth = createAuthenticator(config.apiKeys);
+  const router = createRouter();
+  const deps = { config, store, sessions, auth, logger };
+  registerControlPlane(router, deps);
+  registerDataPlane(router, deps);
+
+  // Runtimes that were mid-transition when the last process stopped settle now; warm pools refill.
+  for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
+    const version = store.get('version', `${runtime.id}#${runtime.latestVersion}`);
+    if (runtime.status === 'DELETING') {
+      store.deleteChildren(runtime.id);
+      store.delete('runtime', runtime.id);
+    } else if (version?.status === 'READY' && runtime.status === 'READY')
+      sessions.refreshWarmPool({ runtime, version });
+  }
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const requestId = randomUUID();
+    res.setHeader('x-amzn-requestid', requestId);
+    try {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
+      const found = router.match(req.method ?? 'GET', rawPath);
+      if (!('handler' in found)) {
+        throw found.methodMismatch
+          ? new RuntimeApiError(
+              'ValidationException',
+              `method ${req.method} is not allowed on ${url.pathname}`,
+            )
+          : new RuntimeApiError('ResourceNotFoundException', `No operation at ${req.method} ${url.pathname}`);
+      }
+      await found.handler({ req, res, params: found.params, query: url.searchParams, requestId });
+    } catch (error) {
+      sendError(res, error, requestId, logger);
+    }
+  };
+
+  const server: Server = createServer(
+    { keepAliveTimeout: 65_000, requestTimeout: 0 },
+    (req, res) => void handle(req, res),
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  logger.info('runtime listening', {
+    url,
+    isolation: isolation.mode,
+    isolationReason: isolation.reason,
+    dataDir: config.dataDir,
+    pdeathsig: isolation.pdeathsig,
+  });
+
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    isolation: isolation.mode,
+    sessions: () => sessions.list(),
+    warmCount: (runtimeId) => sessions.warmCount(runtimeId),
+    close: () =>
+      (closed ??= (async () => {
+        const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+        await sessions.close();
+        server.closeAllConnections();
+        await serverClosed;
+        store.close();
+        await exporter?.close();
+      })()),
+  };
+}

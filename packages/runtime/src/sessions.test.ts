@@ -1,0 +1,313 @@
+import {
+  InvokeAgentRuntimeCommand,
+  ResourceNotFoundException,
+  RetryableConflictException,
+  RuntimeClientError,
+  ServiceQuotaExceededException,
+  StopRuntimeSessionCommand,
+} from '@aws-sdk/client-bedrock-agentcore';
+import { UpdateAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ROLE_ARN,
+  type TestRuntime,
+  alive,
+  createReady,
+  fixtureUri,
+  invokeJson,
+  pollStatus,
+  sdkClients,
+  sessionId,
+  startRuntime,
+  waitFor,
+} from './test-support.js';
+
+describe('sessions through the AWS SDK clients', () => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    rt = await startRuntime();
+  });
+  afterAll(async () => {
+    await rt?.close();
+  }, 30_000);
+
+  it('keeps state across invokes on one session and isolates another session', async () => {
+    const runtime = await createReady(rt.control, 'counter_state', 'counter', {
+      environmentVariables: { AGENT_GREETING: 'hi' },
+    });
+    expect(runtime.status).toBe('READY');
+    const a = sessionId('session-a');
+    const first = await invokeJson(rt.data, runtime.agentRuntimeArn!, a, { hello: 1 });
+    const second = await invokeJson(rt.data, runtime.agentRuntimeArn!, a, { hello: 2 });
+    expect(first.count).toBe(1);
+    expect(second.count).toBe(2);
+    expect(second.fileCount).toBe(2);
+    expect(second.pid).toBe(first.pid);
+    const b = await invokeJson(rt.data, runtime.agentRuntimeArn!, sessionId('session-b'), {
+      read: first.file,
+    });
+    expect(b.count).toBe(1);
+    const hostPids = rt.server
+      .sessions()
+      .filter((s) => s.runtimeId === runtime.agentRuntimeId)
+      .map((s) => s.worker!.pid);
+    expect(new Set(hostPids).size).toBe(2);
+    expect((b.env as Record<string, string>).TMPDIR).not.toBe((first.env as Record<string, string>).TMPDIR);
+    if (rt.server.isolation === 'bwrap') {
+      expect(b.read).toBe('ERR:ENOENT');
+      // Own PID namespace: the worker sees only its sandbox's few processes, not the host's.
+      expect(b.visiblePids).toBeLessThan(5);
+      expect(b.pid).toBeLessThan(5);
+    }
+    expect((first.env as Record<string, string>).OTEL_RESOURCE_ATTRIBUTES).toContain(
+      `cloud.resource_id=${runtime.agentRuntimeArn}`,
+    );
+    expect((first.env as Record<string, string>).AGENT_GREETING).toBe('hi');
+  });
+
+  it('passes the payload, session, request and trace headers into the worker', async () => {
+    const runtime = await createReady(rt.control, 'counter_headers', 'counter');
+    const sid = sessionId('headers');
+    const payload = '{"prompt": "exact  bytes\\u00e9"}';
+    const out = await rt.data.send(
+      new InvokeAgentRuntimeCommand({
+        agentRuntimeArn: runtime.agentRuntimeArn!,
+        runtimeSessionId: sid,
+        contentType: 'application/json',
+        accept: 'application/json, text/event-stream',
+        traceParent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+        traceId: 'Root=1-5759e988-bd862e3fe1be46a994272793',
+        baggage: 'user.tier=gold',
+        payload: new TextEncoder().encode(payload),
+      }),
+    );
+    expect(out.contentType).toBe('application/json');
+    expect(out.runtimeSessionId).toBe(sid);
+    const body = JSON.parse(await out.response!.transformToString()) as {
+      raw: string;
+      headers: Record<string, string>;
+    };
+    expect(body.raw).toBe(payload);
+    expect(body.headers['x-amzn-bedrock-agentcore-runtime-session-id']).toBe(sid);
+    expect(body.headers['x-cloud-agent-runtime-session-id']).toBe(sid);
+    expect(body.headers['x-amzn-bedrock-agentcore-runtime-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(body.headers.accept).toBe('application/json, text/event-stream');
+    expect(body.headers['content-type']).toBe('application/json');
+    expect(body.headers.traceparent).toBe('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
+    expect(body.headers['x-amzn-trace-id']).toBe('Root=1-5759e988-bd862e3fe1be46a994272793');
+    expect(body.headers.baggage).toBe(`user.tier=gold,session.id=${sid}`);
+  });
+
+  it('streams SSE frames as the worker writes them', async () => {
+    const runtime = await createReady(rt.control, 'streamer', 'streaming', {
+      environmentVariables: { FRAMES: '4', FRAME_DELAY_MS: '150' },
+    });
+    const out = await rt.data.send(
+      new InvokeAgentRuntimeCommand({
+        agentRuntimeArn: runtime.agentRuntimeArn!,
+        runtimeSessionId: sessionId('stream'),
+        contentType: 'application/json',
+        accept: 'text/event-stream',
+        payload: new TextEncoder().encode('{}'),
+      }),
+    );
+    expect(out.contentType).toBe('text/event-stream');
+    const arrivals: { at: number; text: string }[] = [];
+    for await (const chunk of out.response as AsyncIterable<Uint8Array>)
+      arrivals.push({ at: Date.now(), text: Buffer.from(chunk).toString('utf8') });
+    const frames = arrivals
+      .map((a) => a.text)
+      .join('')
+      .split('\n\n')
+      .filter(Boolean);
+    expect(frames).toHaveLength(4);
+    // Incremental: the first frame arrived well before the last (the worker spaces them 150 ms).
+    expect(arrivals.length).toBeGreaterThanOrEqual(3);
+    expect(arrivals.at(-1)!.at - arrivals[0]!.at).toBeGreaterThanOrEqual(300);
+  });
+
+  it('pins sessions to their version: after an update new sessions get the new code, old ones keep theirs', async () => {
+    const runtime = await createReady(rt.control, 'versioned', 'counter', {
+      environmentVariables: { AGENT_VERSION: 'one' },
+    });
+    const old = sessionId('pinned-old');
+    expect((await invokeJson(rt.data, runtime.agentRuntimeArn!, old, {})).version).toBe('one');
+    const updated = await rt.control.send(
+      new UpdateAgentRuntimeCommand({
+        agentRuntimeId: runtime.agentRuntimeId!,
+        agentRuntimeArtifact: { containerConfiguration: { containerUri: fixtureUri('counter') } },
+        roleArn: ROLE_ARN,
+        networkConfiguration: { networkMode: 'PUBLIC' },
+        environmentVariables: { AGENT_VERSION: 'two' },
+      }),
+    );
+    expect(updated.agentRuntimeVersion).toBe('2');
+    expect(updated.status).toBe('UPDATING');
+    expect((await pollStatus(rt.control, runtime.agentRuntimeId!)).status).toBe('READY');
+    const fresh = await invokeJson(rt.data, runtime.agentRuntimeArn!, sessionId('pinned-new'), {});
+    expect(fresh.version).toBe('two');
+    const again = await invokeJson(rt.data, runtime.agentRuntimeArn!, old, {});
+    expect(again.version).toBe('one');
+    expect(again.count).toBe(2);
+  });
+
+  it('stops a session (404 for an unknown one) and restarts a stopped id fresh', async () => {
+    const runtime = await createReady(rt.control, 'stoppable', 'counter');
+    const sid = sessionId('stop-me');
+    await invokeJson(rt.data, runtime.agentRuntimeArn!, sid, {});
+    expect((await invokeJson(rt.data, runtime.agentRuntimeArn!, sid, {})).count).toBe(2);
+    const pid = rt.server.sessions().find((s) => s.sessionId === sid)!.worker!.pid;
+    const stopped = await rt.data.send(
+      new StopRuntimeSessionCommand({ agentRuntimeArn: runtime.agentRuntimeArn!, runtimeSessionId: sid }),
+    );
+    expect(stopped.runtimeSessionId).toBe(sid);
+    expect(alive(pid)).toBe(false);
+    await expect(
+      rt.data.send(
+        new StopRuntimeSessionCommand({ agentRuntimeArn: runtime.agentRuntimeArn!, runtimeSessionId: sid }),
+      ),
+    ).rejects.toBeInstanceOf(ResourceNotFoundException);
+    expect((await invokeJson(rt.data, runtime.agentRuntimeArn!, sid, {})).count).toBe(1);
+  });
+
+  it('reaps idle sessions but keeps HealthyBusy ones alive', async () => {
+    const lifecycleConfiguration = { idleRuntimeSessionTimeout: 1, maxLifetime: 60 };
+    const idle = await createReady(rt.control, 'idler', 'counter', { lifecycleConfiguration });
+    const busy = await createReady(rt.control, 'busy_worker', 'busy', { lifecycleConfiguration });
+    expect(idle.lifecycleConfiguration).toEqual(lifecycleConfiguration);
+    await invokeJson(rt.data, idle.agentRuntimeArn!, sessionId('idle'), {});
+    await invokeJson(rt.data, busy.agentRuntimeArn!, sessionId('busy'), {});
+    const find = (id: string) => rt.server.sessions().find((s) => s.runtimeId === id);
+    const busyPid = find(busy.agentRuntimeId!)!.worker!.pid;
+    const idlePid = find(idle.agentRuntimeId!)!.worker!.pid;
+    await waitFor(() => find(idle.agentRuntimeId!) === undefined, 10_000, 'idle session reaped');
+    expect(alive(idlePid)).toBe(false);
+    // The busy one has been idle just as long (its time_of_last_update is older still) and survives.
+    expect(find(busy.agentRuntimeId!)?.state).toBe('ready');
+    expect(find(busy.agentRuntimeId!)?.ping.status).toBe('HealthyBusy');
+    expect(alive(busyPid)).toBe(true);
+  });
+
+  it('turns a crash into 424 and recovers on the next invoke', async () => {
+    const runtime = await createReady(rt.control, 'crasher', 'crashing');
+    const sid = sessionId('crash');
+    const before = await invokeJson(rt.data, runtime.agentRuntimeArn!, sid, {});
+    const crash = invokeJson(rt.data, runtime.agentRuntimeArn!, sid, { crash: true });
+    await expect(crash).rejects.toBeInstanceOf(RuntimeClientError);
+    await expect(crash).rejects.toMatchObject({ $metadata: { httpStatusCode: 424 } });
+    await waitFor(
+      () => !rt.server.sessions().some((s) => s.sessionId === sid),
+      10_000,
+      'crashed session gone',
+    );
+    const after = await invokeJson(rt.data, runtime.agentRuntimeArn!, sid, {});
+    expect(after.ok).toBe(true);
+    expect(after.pid).toBeDefined();
+    expect(before.ok).toBe(true);
+  });
+
+  it('maps a container error status to 424 keeping its body in the message', async () => {
+    const runtime = await createReady(rt.control, 'failer', 'crashing');
+    const error = await invokeJson(rt.data, runtime.agentRuntimeArn!, sessionId('fail'), {
+      fail: true,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RuntimeClientError);
+    expect((error as Error).message).toContain('Received error (500) from runtime');
+    expect((error as Error).message).toContain('tool exploded: weather API unreachable');
+  });
+});
+
+describe('session start failures, limits and shutdown', () => {
+  const opened: TestRuntime[] = [];
+  const start = async (options: Parameters<typeof startRuntime>[0]) => {
+    const rt = await startRuntime(options);
+    opened.push(rt);
+    return rt;
+  };
+  afterAll(async () => {
+    await Promise.all(opened.map((rt) => rt.close()));
+  }, 30_000);
+
+  it('gives the faithful terse 424 message when asked to', async () => {
+    const rt = await start({ terseErrors: true });
+    const runtime = await createReady(rt.control, 'terse', 'crashing');
+    const error = await invokeJson(rt.data, runtime.agentRuntimeArn!, sessionId('terse'), {
+      fail: true,
+    }).catch((e: unknown) => e);
+    expect((error as Error).message).toBe(
+      'Received error (500) from runtime. Please check your CloudWatch logs for more information.',
+    );
+  });
+
+  it('answers 424 with the worker output when it does not start in time or crashes on start', async () => {
+    const rt = await start({ startTimeoutMs: 400 });
+    const slow = await createReady(rt.control, 'slow', 'slow-start', {
+      environmentVariables: { START_DELAY_MS: '5000' },
+    });
+    const timeout = await invokeJson(rt.data, slow.agentRuntimeArn!, sessionId('slow'), {}).catch(
+      (e: unknown) => e,
+    );
+    expect(timeout).toBeInstanceOf(RuntimeClientError);
+    expect((timeout as Error).message).toContain('initialization time exceeded');
+    expect((timeout as Error).message).toContain('slow-start: warming up for 5000 ms');
+    const broken = await createReady(rt.control, 'broken', 'slow-start', {
+      environmentVariables: { CRASH_ON_START: '1' },
+    });
+    const crash = await invokeJson(rt.data, broken.agentRuntimeArn!, sessionId('broken'), {}).catch(
+      (e: unknown) => e,
+    );
+    expect(crash).toBeInstanceOf(RuntimeClientError);
+    expect((crash as Error).message).toContain('exited with code 1');
+    expect((crash as Error).message).toContain('missing-dependency');
+    expect(rt.server.sessions()).toHaveLength(0);
+  });
+
+  it('answers 409 RetryableConflict while a session starts and 402 over the session cap', async () => {
+    const rt = await start({ maxSessions: 2 });
+    const slow = await createReady(rt.control, 'slowish', 'slow-start', {
+      environmentVariables: { START_DELAY_MS: '600' },
+    });
+    const { data } = sdkClients(rt.server.url, 'us-east-1', 'AKIDLOCAL', 1);
+    const sid = sessionId('racing');
+    const results = await Promise.allSettled([
+      invokeJson(data, slow.agentRuntimeArn!, sid, {}),
+      new Promise((r) => setTimeout(r, 150)).then(() => invokeJson(data, slow.agentRuntimeArn!, sid, {})),
+    ]);
+    expect(results[0].status).toBe('fulfilled');
+    expect(results[1].status).toBe('rejected');
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(RetryableConflictException);
+    await invokeJson(data, slow.agentRuntimeArn!, sessionId('second'), {});
+    const over = await invokeJson(data, slow.agentRuntimeArn!, sessionId('third'), {}).catch(
+      (e: unknown) => e,
+    );
+    expect(over).toBeInstanceOf(ServiceQuotaExceededException);
+    expect((over as { $metadata: { httpStatusCode: number } }).$metadata.httpStatusCode).toBe(402);
+    data.destroy();
+  });
+
+  it('adopts a pre-started warm-pool worker for a new session', async () => {
+    const rt = await start({ warmPoolSize: 1 });
+    const runtime = await createReady(rt.control, 'warm', 'counter');
+    await waitFor(() => rt.server.warmCount(runtime.agentRuntimeId!) === 1, 15_000, 'warm worker');
+    const t0 = performance.now();
+    const out = await invokeJson(rt.data, runtime.agentRuntimeArn!, sessionId('warm'), {});
+    const coldMs = performance.now() - t0;
+    expect(out.count).toBe(1);
+    expect(rt.server.sessions()[0]!.warm).toBe(true);
+    expect(coldMs).toBeLessThan(2000);
+    await waitFor(() => rt.server.warmCount(runtime.agentRuntimeId!) === 1, 15_000, 'pool refilled');
+  });
+
+  it('kills every worker when the runtime closes (no orphans)', async () => {
+    const rt = await startRuntime({ warmPoolSize: 1 });
+    const runtime = await createReady(rt.control, 'orphans', 'counter');
+    await Promise.all(
+      [1, 2, 3].map((i) => invokeJson(rt.data, runtime.agentRuntimeArn!, sessionId(`orphan-${i}`), {})),
+    );
+    await waitFor(() => rt.server.warmCount() === 1, 15_000, 'warm worker');
+    const pids = rt.server.sessions().map((s) => s.worker!.pid);
+    expect(pids).toHaveLength(3);
+    await rt.close();
+    for (const pid of pids) expect(alive(pid)).toBe(false);
+  });
+});

@@ -1,0 +1,444 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { type RuntimeConfig } from '../config.js';
+import { type RuntimeRecord, type VersionRecord } from '../control/store.js';
+import { RuntimeApiError, notFound } from '../errors.js';
+import { type Logger } from '../logger.js';
+import { type LaunchSpec, resolveArtifact } from './artifact.js';
+import { type Isolation, isolate } from './isolation.js';
+import {
+  type PingState,
+  type Worker,
+  type WorkerExit,
+  WorkerStartError,
+  freePort,
+  spawnWorker,
+} from './worker.js';
+
+export type SessionState = 'starting' | 'ready' | 'stopping';
+export type StopReason =
+  'idle' | 'max-lifetime' | 'stopped' | 'unhealthy' | 'runtime-deleted' | 'shutdown' | `exited:${string}`;
+
+/** One live session: a dedicated worker pinned to the version it started on. */
+export interface Session {
+  readonly runtimeId: string;
+  readonly sessionId: string;
+  readonly version: number;
+  state: SessionState;
+  worker: Worker | undefined;
+  readonly startedAtMs: number;
+  lastActivityMs: number;
+  inflight: number;
+  ping: PingState;
+  /** True when it adopted a pre-started worker from the warm pool. */
+  warm: boolean;
+}
+
+/** A runtime version the session manager can start workers for. */
+export interface SessionTarget {
+  runtime: RuntimeRecord;
+  version: VersionRecord;
+}
+
+export interface SessionManager {
+  /** The ready session for this id, starting a worker on first use. Throws 402/409/424 as the spec says. */
+  acquire(target: SessionTarget, sessionId: string): Promise<Session>;
+  /** Marks the end of one invocation on the session (resets its idle clock). */
+  release(session: Session): void;
+  stop(runtimeId: string, sessionId: string): Promise<void>;
+  stopRuntime(runtimeId: string): Promise<void>;
+  /** Keeps `warmPoolSize` pre-started workers for the version; drops pools of other versions. */
+  refreshWarmPool(target: SessionTarget): void;
+  list(): Session[];
+  warmCount(runtimeId?: string): number;
+  close(): Promise<void>;
+}
+
+interface PooledWorker {
+  worker: Worker;
+  sessionDir: string;
+  ready: Promise<void>;
+  isReady: boolean;
+}
+
+export interface SessionManagerOptions {
+  config: Readonly<RuntimeConfig>;
+  isolation: Isolation;
+  logger: Logger;
+}
+
+const CONSECUTIVE_PING_FAILURES_TO_STOP = 3;
+
+export function createSessionManager({ config, isolation, logger }: SessionManagerOptions): SessionManager {
+  const sessions = new Map<string, Session>();
+  const pools = new Map<string, PooledWorker[]>(); // key runtimeId#version
+  const timers = new Map<Session, NodeJS.Timeout[]>();
+  const sessionsRoot = join(config.dataDir, 'sessions');
+  mkdirSync(sessionsRoot, { recursive: true });
+  let closing = false;
+  const starting = new Set<Promise<void>>();
+  let instrumentPath: string | undefined | null = null; // null = not resolved yet
+
+  const keyOf = (runtimeId: string, sessionId: string) => `${runtimeId}\u0000${sessionId}`;
+  const poolKey = (runtimeId: string, version: number) => `${runtimeId}#${version}`;
+
+  const resolveInstrument = (): string | undefined => {
+    if (instrumentPath !== null) return instrumentPath;
+    const require = createRequire(import.meta.url);
+    for (const name of ['@agentrt/instrument/register', '@agentrt/instrument']) {
+      try {
+        instrumentPath = require.resolve(name);
+        return instrumentPath;
+      } catch {
+        // try the next entry name
+      }
+    }
+    instrumentPath = undefined;
+    logger.warn(
+      'AGENTRT_INSTRUMENT_WORKERS is on but @agentrt/instrument is not resolvable; workers run uninstrumented',
+    );
+    return undefined;
+  };
+
+  const workerEnv = (
+    target: SessionTarget,
+    launch: LaunchSpec,
+    port: number,
+    sessionDir: string,
+  ): Record<string, string> => {
+    const { runtime, version } = target;
+    const user = version.config.environmentVariables ?? {};
+    const region = runtime.arn.split(':')[3] ?? config.region;
+    const env: Record<string, string> = {};
+    for (const name of [
+      'PATH',
+      'LANG',
+      'LC_ALL',
+      'TZ',
+      'AWS_ACCESS_KEY_ID',
+      'AWS_SECRET_ACCESS_KEY',
+      'AWS_SESSION_TOKEN',
+    ]) {
+      const value = process.env[name];
+      if (value) env[name] = value;
+    }
+    Object.assign(env, user, {
+      PORT: String(port),
+      AWS_REGION: region,
+      AWS_DEFAULT_REGION: region,
+      TMPDIR: join(sessionDir, 'tmp'),
+      HOME: join(sessionDir, 'home'),
+      OTEL_RESOURCE_ATTRIBUTES: [`cloud.resource_id=${runtime.arn}`, user.OTEL_RESOURCE_ATTRIBUTES]
+        .filter(Boolean)
+        .join(','),
+    });
+    env.OTEL_SERVICE_NAME ??= runtime.name;
+    if (config.otlpEndpoint && !user.OTEL_EXPORTER_OTLP_ENDPOINT)
+      env.OTEL_EXPORTER_OTLP_ENDPOINT = config.otlpEndpoint;
+    if (config.instrumentWorkers && launch.kind === 'process' && launch.node) {
+      const path = resolveInstrument();
+      if (path) env.NODE_OPTIONS = [user.NODE_OPTIONS, `--require ${path}`].filter(Boolean).join(' ');
+    }
+    return env;
+  };
+
+  /** Spawns a worker for the version; resolves once it is spawned (not yet ready). */
+  const startWorker = async (target: SessionTarget, tag: Record<string, string>) => {
+    const containerUri =
+      target.version.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
+    const launch = await resolveArtifact(containerUri);
+    const id = randomUUID();
+    const sessionDir = join(sessionsRoot, id);
+    mkdirSync(join(sessionDir, 'tmp'), { recursive: true });
+    mkdirSync(join(sessionDir, 'home'), { recursive: true });
+    const port = await freePort();
+    const env = workerEnv(target, launch, port, sessionDir);
+    let argv: string[];
+    let cwd: string;
+    if (launch.kind === 'docker') {
+      const envArgs = Object.entries(env)
+        .filter(([k]) => !['PATH', 'TMPDIR', 'HOME', 'PORT'].includes(k))
+        .flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+      argv = [
+        'docker',
+        'run',
+        '--rm',
+        '--init',
+        '-p',
+        `127.0.0.1:${port}:8080`,
+        '-e',
+        'PORT=8080',
+        ...envArgs,
+        launch.image,
+      ];
+      cwd = sessionDir;
+    } else {
+      cwd = launch.cwd;
+      argv = isolate(isolation, [launch.command, ...launch.args], {
+        sessionDir,
+        cwd,
+        hiddenDirs: [config.dataDir],
+      });
+    }
+    const worker = spawnWorker({
+      id,
+      argv,
+      cwd,
+      env: launch.kind === 'docker' ? ({ ...process.env, ...env } as Record<string, string>) : env,
+      port,
+      logger: logger.child({
+        runtimeId: target.runtime.id,
+        runtimeArn: target.runtime.arn,
+        workerId: id,
+        ...tag,
+      }),
+    });
+    worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
+    return { worker, sessionDir };
+  };
+
+  const fillPool = (target: SessionTarget): void => {
+    if (closing || config.warmPoolSize <= 0) return;
+    const key = poolKey(target.runtime.id, target.version.version);
+    const pool = pools.get(key) ?? [];
+    pools.set(key, pool);
+    while (pool.length < config.warmPoolSize) {
+      const entry: PooledWorker = {
+        worker: undefined as unknown as Worker,
+        sessionDir: '',
+        ready: Promise.resolve(),
+        isReady: false,
+      };
+      pool.push(entry);
+      entry.ready = startWorker(target, { pool: 'warm' }).then(async ({ worker, sessionDir }) => {
+        entry.worker = worker;
+        entry.sessionDir = sessionDir;
+        worker.onExit(() => {
+          const i = pool.indexOf(entry);
+          if (i >= 0) pool.splice(i, 1);
+        });
+        await worker.waitReady(config.startTimeoutMs, () => closing);
+        entry.isReady = !closing;
+      });
+      entry.ready.catch((error: unknown) => {
+        const i = pool.indexOf(entry);
+        if (i >= 0) pool.splice(i, 1);
+        void entry.worker?.stop(0);
+        logger.warn('warm pool worker failed to start', {
+          runtimeId: target.runtime.id,
+          version: target.version.version,
+          error: (error as Error).message,
+        });
+      });
+    }
+  };
+
+  const takeWarm = (target: SessionTarget): PooledWorker | undefined => {
+    const pool = pools.get(poolKey(target.runtime.id, target.version.version));
+    const i = pool?.findIndex((e) => e.isReady && !e.worker.exited) ?? -1;
+    if (!pool || i < 0) return undefined;
+    const [entry] = pool.splice(i, 1);
+    return entry;
+  };
+
+  const clearTimers = (session: Session) => {
+    for (const t of timers.get(session) ?? []) clearTimeout(t);
+    timers.delete(session);
+  };
+
+  const stopSession = async (session: Session, reason: StopReason): Promise<void> => {
+    if (session.state === 'stopping') return;
+    session.state = 'stopping';
+    clearTimers(session);
+    const exit = await session.worker?.stop(config.stopGraceMs);
+    sessions.delete(keyOf(session.runtimeId, session.sessionId));
+    logger.info('session stopped', {
+      runtimeId: session.runtimeId,
+      sessionId: session.sessionId,
+      reason,
+      exitCode: exit?.code,
+      signal: exit?.signal,
+    });
+  };
+
+  const monitor = (session: Session, idleMs: number, maxLifetimeMs: number) => {
+    let failures = 0;
+    const lifetime = setTimeout(() => void stopSession(session, 'max-lifetime'), maxLifetimeMs);
+    const tick = async () => {
+      if (session.state !== 'ready') return;
+      if (session.inflight === 0) {
+        try {
+          session.ping = await session.worker!.ping();
+          failures = 0;
+        } catch {
+          failures++;
+          if (failures >= CONSECUTIVE_PING_FAILURES_TO_STOP && session.state === 'ready')
+            return stopSession(session, 'unhealthy');
+        }
+        // HealthyBusy keeps a session active; otherwise idle time counts from the later of the last
+        // invocation and the worker's own time_of_last_update.
+        const idleSince = Math.max(session.lastActivityMs, session.ping.timeOfLastUpdateMs ?? 0);
+        if (
+          session.ping.status !== 'HealthyBusy' &&
+          Date.now() - idleSince >= idleMs &&
+          session.inflight === 0 &&
+          session.state === 'ready'
+        )
+          return stopSession(session, 'idle');
+      }
+      const next = setTimeout(() => void tick(), config.pingIntervalMs);
+      timers.set(session, [lifetime, next]);
+    };
+    timers.set(session, [lifetime, setTimeout(() => void tick(), config.pingIntervalMs)]);
+  };
+
+  const onWorkerExit = (session: Session) => (exit: WorkerExit) => {
+    if (session.state !== 'ready') return;
+    const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+    void stopSession(session, `exited:${how}`);
+  };
+
+  return {
+    async acquire(target, sessionId) {
+      if (closing) throw new RuntimeApiError('RetryableConflictException', 'The runtime is shutting down');
+      const key = keyOf(target.runtime.id, sessionId);
+      const existing = sessions.get(key);
+      if (existing) {
+        if (existing.state !== 'ready' || existing.worker?.exited)
+          throw new RuntimeApiError(
+            'RetryableConflictException',
+            'Session operation in progress, please retry',
+          );
+        existing.inflight++;
+        return existing;
+      }
+      if (sessions.size >= config.maxSessions)
+        throw new RuntimeApiError(
+          'ServiceQuotaExceededException',
+          `Live session limit reached (maxVms ${config.maxSessions}); stop a session or raise AGENTRT_MAX_SESSIONS`,
+        );
+      const session: Session = {
+        runtimeId: target.runtime.id,
+        sessionId,
+        version: target.version.version,
+        state: 'starting',
+        worker: undefined,
+        startedAtMs: Date.now(),
+        lastActivityMs: Date.now(),
+        inflight: 1,
+        ping: { status: 'Unknown' },
+        warm: false,
+      };
+      sessions.set(key, session);
+      const log = logger.child({ runtimeId: target.runtime.id, sessionId });
+      const start = (async () => {
+        const warm = takeWarm(target);
+        if (warm) {
+          session.worker = warm.worker;
+          session.warm = true;
+          fillPool(target);
+          return;
+        }
+        const { worker } = await startWorker(target, { sessionId });
+        session.worker = worker;
+        await worker.waitReady(config.startTimeoutMs, () => closing);
+        if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
+      })();
+      starting.add(start);
+      try {
+        await start;
+      } catch (error) {
+        sessions.delete(key);
+        await session.worker?.stop(0);
+        const message = error instanceof Error ? error.message : String(error);
+        log.warn('session failed to start', { error: message });
+        throw new RuntimeApiError('RuntimeClientError', message, {}, { cause: error });
+      } finally {
+        starting.delete(start);
+      }
+      if (!session.worker)
+        throw new RuntimeApiError('InternalServerException', 'session started without a worker');
+      session.worker.onExit(onWorkerExit(session));
+      session.state = 'ready';
+      const { idleRuntimeSessionTimeout, maxLifetime } = target.version.config.lifecycleConfiguration;
+      monitor(session, idleRuntimeSessionTimeout * 1000, maxLifetime * 1000);
+      log.info('session started', {
+        version: session.version,
+        warm: session.warm,
+        pid: session.worker.pid,
+        startMs: Date.now() - session.startedAtMs,
+      });
+      return session;
+    },
+    release(session) {
+      session.inflight = Math.max(0, session.inflight - 1);
+      session.lastActivityMs = Date.now();
+    },
+    async stop(runtimeId, sessionId) {
+      const session = sessions.get(keyOf(runtimeId, sessionId));
+      if (!session) throw notFound(`Session ${sessionId} is not running on runtime ${runtimeId}`);
+      if (session.state !== 'ready')
+        throw new RuntimeApiError(
+          'RetryableConflictException',
+          'Session operation in progress, please retry',
+        );
+      await stopSession(session, 'stopped');
+    },
+    async stopRuntime(runtimeId) {
+      const doomed = [...sessions.values()].filter((s) => s.runtimeId === runtimeId);
+      const pooled = [...pools.entries()].filter(([k]) => k.startsWith(`${runtimeId}#`));
+      for (const [k] of pooled) pools.delete(k);
+      await Promise.all([
+        ...doomed.map((s) => stopSession(s, 'runtime-deleted')),
+        ...pooled.flatMap(([, p]) =>
+          p.map((e) =>
+            e.ready.then(
+              () => e.worker.stop(config.stopGraceMs),
+              () => undefined,
+            ),
+          ),
+        ),
+      ]);
+    },
+    refreshWarmPool(target) {
+      for (const [k, pool] of pools) {
+        if (
+          k.startsWith(`${target.runtime.id}#`) &&
+          k !== poolKey(target.runtime.id, target.version.version)
+        ) {
+          pools.delete(k);
+          for (const e of pool)
+            void e.ready.then(
+              () => e.worker.stop(config.stopGraceMs),
+              () => undefined,
+            );
+        }
+      }
+      fillPool(target);
+    },
+    list: () => [...sessions.values()],
+    warmCount: (runtimeId) =>
+      [...pools.entries()]
+        .filter(([k]) => runtimeId === undefined || k.startsWith(`${runtimeId}#`))
+        .reduce((n, [, p]) => n + p.filter((e) => e.isReady).length, 0),
+    async close() {
+      closing = true;
+      await Promise.allSettled([...starting]);
+      const pooled = [...pools.values()].flat();
+      pools.clear();
+      await Promise.all([
+        ...[...sessions.values()].map((s) =>
+          s.state === 'stopping' ? s.worker?.stop(config.stopGraceMs) : stopSession(s, 'shutdown'),
+        ),
+        ...pooled.map((e) =>
+          e.ready.then(
+            () => e.worker.stop(config.stopGraceMs),
+            () => e.worker?.stop(0),
+          ),
+        ),
+      ]);
+    },
+  };
+}

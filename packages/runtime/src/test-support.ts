@@ -1,0 +1,154 @@
+// Shared set-up for the runtime's tests: a server on port 0 with its own data dir, and the
+// official AWS SDK clients pointed at it. Not part of the package's API.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { BedrockAgentCoreClient, InvokeAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore';
+import {
+  BedrockAgentCoreControlClient,
+  CreateAgentRuntimeCommand,
+  type CreateAgentRuntimeCommandInput,
+  GetAgentRuntimeCommand,
+  type GetAgentRuntimeCommandOutput,
+} from '@aws-sdk/client-bedrock-agentcore-control';
+import { type RuntimeServerOptions } from './config.js';
+import { type RuntimeServer, createRuntimeServer } from './server.js';
+
+export const ROLE_ARN = 'arn:aws:iam::123456789012:role/AgentRuntimeRole';
+const fixturesDir = resolve(fileURLToPath(import.meta.url), '..', '..', 'test-fixtures');
+
+export function fixtureUri(name: string): string {
+  return pathToFileURL(join(fixturesDir, name)).href;
+}
+
+/** A session id of the 33+ chars the data plane requires. */
+export function sessionId(label: string): string {
+  return `${label}-${'0'.repeat(40)}`.slice(0, Math.max(40, label.length + 1));
+}
+
+export interface TestRuntime {
+  server: RuntimeServer;
+  control: BedrockAgentCoreControlClient;
+  data: BedrockAgentCoreClient;
+  dataDir: string;
+  logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+export function sdkClients(url: string, region = 'us-east-1', accessKeyId = 'AKIDLOCAL', maxAttempts = 3) {
+  const common = {
+    endpoint: url,
+    region,
+    maxAttempts,
+    credentials: { accessKeyId, secretAccessKey: 'local-secret' },
+  };
+  return { control: new BedrockAgentCoreControlClient(common), data: new BedrockAgentCoreClient(common) };
+}
+
+export async function startRuntime(
+  options: RuntimeServerOptions = {},
+  dataDir?: string,
+): Promise<TestRuntime> {
+  const dir = dataDir ?? mkdtempSync(join(os.tmpdir(), 'agentrt-runtime-test-'));
+  const logs: Record<string, unknown>[] = [];
+  const server = await createRuntimeServer({
+    host: '127.0.0.1',
+    port: 0,
+    dataDir: dir,
+    pingIntervalMs: 100,
+    stopGraceMs: 1000,
+    startTimeoutMs: 20_000,
+    lifecycleMinSeconds: 1,
+    logSink: (line) => void logs.push(JSON.parse(line) as Record<string, unknown>),
+    ...options,
+  });
+  const { control, data } = sdkClients(server.url);
+  return {
+    server,
+    control,
+    data,
+    dataDir: dir,
+    logs,
+    async close() {
+      control.destroy();
+      data.destroy();
+      await server.close();
+      if (!dataDir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Creates a runtime and polls GetAgentRuntime until it leaves CREATING/UPDATING (there are no waiters). */
+export async function createReady(
+  control: BedrockAgentCoreControlClient,
+  name: string,
+  fixture: string,
+  extra: Partial<CreateAgentRuntimeCommandInput> = {},
+): Promise<GetAgentRuntimeCommandOutput> {
+  const created = await control.send(
+    new CreateAgentRuntimeCommand({
+      agentRuntimeName: name,
+      agentRuntimeArtifact: { containerConfiguration: { containerUri: fixtureUri(fixture) } },
+      roleArn: ROLE_ARN,
+      networkConfiguration: { networkMode: 'PUBLIC' },
+      ...extra,
+    }),
+  );
+  return pollStatus(control, created.agentRuntimeId!);
+}
+
+export async function pollStatus(
+  control: BedrockAgentCoreControlClient,
+  agentRuntimeId: string,
+): Promise<GetAgentRuntimeCommandOutput> {
+  for (let i = 0; i < 200; i++) {
+    const got = await control.send(new GetAgentRuntimeCommand({ agentRuntimeId }));
+    if (got.status !== 'CREATING' && got.status !== 'UPDATING') return got;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`runtime ${agentRuntimeId} never settled`);
+}
+
+/** Invokes with a JSON payload and parses the JSON answer. */
+export async function invokeJson(
+  data: BedrockAgentCoreClient,
+  agentRuntimeArn: string,
+  runtimeSessionId: string,
+  payload: unknown,
+  extra: { qualifier?: string } = {},
+): Promise<Record<string, unknown>> {
+  const out = await data.send(
+    new InvokeAgentRuntimeCommand({
+      agentRuntimeArn,
+      runtimeSessionId,
+      contentType: 'application/json',
+      accept: 'application/json',
+      payload: new TextEncoder().encode(JSON.stringify(payload)),
+      ...extra,
+    }),
+  );
+  return JSON.parse(await out.response!.transformToString()) as Record<string, unknown>;
+}
+
+/** True while a process with this pid exists. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
