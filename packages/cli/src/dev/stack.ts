@@ -1,0 +1,447 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { runDemo, type DemoResult } from './demo.js';
+import { answersHttp, answersOk } from './http.js';
+import { chooseModelProvider, type ModelProviderChoice } from './model-provider.js';
+import { findFreePort, findPortOwner, isPortFree } from './ports.js';
+import { createProgress } from './progress.js';
+import { registerAgents, type RegisteredRuntime } from './runtime-registration.js';
+import { createSupervisor, ServiceStartError, type ServiceSpec } from './supervisor.js';
+
+export interface DevStackOptions {
+  repoRoot: string;
+  dataDir: string;
+  /** Address every service binds to (127.0.0.1 by default). */
+  host: string;
+  collectorPort: number;
+  runtimePort: number;
+  weatherPort: number;
+  /** The offline fixture weather API; 0 = any free port. */
+  weatherApiPort: number;
+  demo: boolean;
+  ui: boolean;
+  verbose: boolean;
+  /** Environment the services inherit (credentials, OTEL_*, AGENTRT_MODEL_PROVIDER...). */
+  env: NodeJS.ProcessEnv;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  /** Animate progress (stdout is a terminal). */
+  interactive: boolean;
+  stopGraceMs: number;
+  readyTimeoutMs: number;
+  /** Aborts when the user asks to stop (Ctrl-C, SIGTERM). */
+  signal: AbortSignal;
+}
+
+/** How to change each port: the flag and the env var, named in the port-in-use message. */
+export const PORT_SETTINGS = {
+  collector: { flag: '--collector-port', env: 'AGENTRT_COLLECTOR_PORT' },
+  runtime: { flag: '--runtime-port', env: 'AGENTRT_RUNTIME_PORT' },
+  weather: { flag: '--weather-port', env: 'AGENTRT_WEATHER_PORT' },
+  'weather-api': { flag: '--weather-api-port', env: 'AGENTRT_WEATHER_API_PORT' },
+} as const;
+
+/** Written while the stack runs, removed on a clean stop: what runs where (for scripts, doctor and tests). */
+export interface DevState {
+  pid: number;
+  startedAt: string;
+  dataDir: string;
+  urls: Record<string, string>;
+  services: { name: string; pid: number; logFile: string }[];
+  runtimes: RegisteredRuntime[];
+  sessionId: string;
+  modelProvider: ModelProviderChoice;
+  demo?: DemoResult[];
+}
+
+export const DEV_STATE_FILE = 'dev-state.json';
+
+function entry(repoRoot: string, path: string): string {
+  return join(repoRoot, path);
+}
+
+/** The built files the stack runs; all must exist (`npm run build`). */
+function entries(repoRoot: string) {
+  return {
+    collector: entry(repoRoot, 'collector/dist/main.js'),
+    runtime: entry(repoRoot, 'packages/runtime/dist/main.js'),
+    weather: entry(repoRoot, 'examples/weather/dist/main.js'),
+    weatherApiFixture: entry(repoRoot, 'examples/models/dist/fixtures/index.js'),
+    instrument: entry(repoRoot, 'packages/instrument/dist/index.js'),
+    sdkAgent: entry(repoRoot, 'examples/sdk-agent'),
+    customAgent: entry(repoRoot, 'examples/custom-agent'),
+  };
+}
+
+function hostForUrl(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** A one-line node program that serves the fixture weather API until SIGTERM (no file of its own needed). */
+function weatherApiProgram(fixtureModule: string, host: string, port: number): string {
+  return [
+    `const { startWeatherApiFixture } = await import(${JSON.stringify(pathToFileURL(fixtureModule).href)});`,
+    `const api = await startWeatherApiFixture({ host: ${JSON.stringify(host)}, port: ${port} });`,
+    `console.log(JSON.stringify({ level: 'info', msg: 'fixture weather API listening', url: api.url }));`,
+    `const stop = () => api.close().then(() => process.exit(0));`,
+    `process.once('SIGTERM', stop); process.once('SIGINT', stop);`,
+  ].join('\n');
+}
+
+function indent(text: string, prefix = '    '): string {
+  return text
+    .split('\n')
+    .map((line) => prefix + line)
+    .join('\n');
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * `agentrt dev`: starts the collector, the fixture weather API (offline), the weather service and the
+ * hosting runtime with the reference agents registered, every agent under @agentrt/instrument and
+ * exporting to the collector; prints one summary; runs until `signal` aborts or a service dies; then
+ * stops everything. Resolves to the exit code.
+ */
+export async function runDevStack(options: DevStackOptions): Promise<number> {
+  const { stdout, stderr, repoRoot, dataDir, host } = options;
+  const files = entries(repoRoot);
+  const missing = Object.values(files).filter((file) => !existsSync(file));
+  if (missing.length > 0) {
+    stderr(
+      `agentrt dev: these built files are missing:\n${missing.map((f) => `  ${relative(repoRoot, f)}`).join('\n')}\n` +
+        `Build first: npm run build (or just npm start, which builds and then runs agentrt dev).\n`,
+    );
+    return 1;
+  }
+
+  const model = chooseModelProvider(options.env);
+  const externalWeatherApi = options.env['WEATHER_API_BASE_URL']?.trim();
+  const useFixtureWeatherApi = !externalWeatherApi && model.provider === 'offline';
+
+  // Ports first, all at once, so one message names every conflict and how to move it.
+  const wanted: [keyof typeof PORT_SETTINGS, number][] = [
+    ['collector', options.collectorPort],
+    ['runtime', options.runtimePort],
+    ['weather', options.weatherPort],
+  ];
+  if (useFixtureWeatherApi && options.weatherApiPort !== 0)
+    wanted.push(['weather-api', options.weatherApiPort]);
+  const conflicts: string[] = [];
+  for (const [name, port] of wanted) {
+    if (await isPortFree(host, port)) continue;
+    const owner = await findPortOwner(port);
+    const by = owner ? ` by pid ${owner.pid} (${owner.command.slice(0, 120)})` : '';
+    const setting = PORT_SETTINGS[name];
+    conflicts.push(
+      `  port ${port} (${name}) is in use${by}.\n` +
+        `    Stop that process, or pick another port: ${setting.flag} <port> or ${setting.env}=<port>.`,
+    );
+  }
+  if (conflicts.length > 0) {
+    stderr(`agentrt dev: cannot start, ports in use on ${host}:\n${conflicts.join('\n')}\n`);
+    return 1;
+  }
+  const weatherApiPort = useFixtureWeatherApi
+    ? options.weatherApiPort || (await findFreePort(host === '0.0.0.0' ? '127.0.0.1' : host))
+    : 0;
+
+  const logDir = join(dataDir, 'logs');
+  await mkdir(join(dataDir, 'collector'), { recursive: true });
+  await mkdir(join(dataDir, 'runtime'), { recursive: true });
+  await mkdir(logDir, { recursive: true });
+
+  const urlHost = hostForUrl(host);
+  const urls: Record<string, string> = {
+    collector: `http://${urlHost}:${options.collectorPort}`,
+    runtime: `http://${urlHost}:${options.runtimePort}`,
+    weather: `http://${urlHost}:${options.weatherPort}`,
+  };
+  if (useFixtureWeatherApi) urls['weather-api'] = `http://${urlHost}:${weatherApiPort}`;
+  const collectorUrl = urls['collector']!;
+
+  let crashed: { name: string; detail: string } | undefined;
+  let wakeOnCrash: () => void = () => {};
+  const crash = new Promise<void>((resolve) => (wakeOnCrash = resolve));
+  const supervisor = createSupervisor({
+    logDir,
+    stopGraceMs: options.stopGraceMs,
+    onLine: options.verbose ? (name, line) => stderr(`[${name}] ${line}\n`) : undefined,
+    onUnexpectedExit: (name, code, signal, tail) => {
+      crashed ??= { name, detail: `${signal ? `signal ${signal}` : `code ${code}`}\n${indent(tail)}` };
+      wakeOnCrash();
+    },
+  });
+  const progress = createProgress({ write: stdout, interactive: options.interactive });
+
+  // What every agent gets: the preload, and the collector as the OTLP endpoint.
+  const baseEnv: NodeJS.ProcessEnv = {
+    ...options.env,
+    OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl,
+    AGENTRT_DATA_DIR: undefined,
+    NODE_OPTIONS: undefined,
+  };
+  const node = process.execPath;
+  const ready = options.readyTimeoutMs;
+  const specs: { spec: ServiceSpec; label: string; detail: string }[] = [
+    {
+      label: 'collector',
+      detail: `${collectorUrl}`,
+      spec: {
+        name: 'collector',
+        command: node,
+        args: [files.collector],
+        env: {
+          ...baseEnv,
+          AGENTRT_COLLECTOR_HOST: host,
+          AGENTRT_COLLECTOR_PORT: String(options.collectorPort),
+          AGENTRT_DATA_DIR: join(dataDir, 'collector'),
+          AGENTRT_COLLECTOR_UI: options.ui ? undefined : '0',
+        },
+        ready: () => answersOk(`${collectorUrl}/healthz`),
+        readyTimeoutMs: ready,
+      },
+    },
+  ];
+  if (useFixtureWeatherApi) {
+    specs.push({
+      label: 'fixture weather API (offline)',
+      detail: urls['weather-api']!,
+      spec: {
+        name: 'weather-api',
+        command: node,
+        args: ['--input-type=module', '-e', weatherApiProgram(files.weatherApiFixture, host, weatherApiPort)],
+        env: baseEnv,
+        cwd: repoRoot,
+        ready: () => answersHttp(`${urls['weather-api']}/`),
+        readyTimeoutMs: ready,
+      },
+    });
+  }
+  specs.push(
+    {
+      label: 'weather service',
+      detail: urls['weather']!,
+      spec: {
+        name: 'weather',
+        command: node,
+        args: ['--require', '@agentrt/instrument', files.weather],
+        cwd: repoRoot,
+        env: {
+          ...baseEnv,
+          OTEL_SERVICE_NAME: 'weather',
+          PORT: String(options.weatherPort),
+          HOST: host,
+          WEATHER_API_BASE_URL: externalWeatherApi || urls['weather-api'],
+        },
+        ready: () => answersHttp(`${urls['weather']}/ping`),
+        readyTimeoutMs: ready,
+      },
+    },
+    {
+      label: 'hosting runtime',
+      detail: urls['runtime']!,
+      spec: {
+        name: 'runtime',
+        command: node,
+        args: [files.runtime],
+        cwd: repoRoot,
+        env: {
+          ...baseEnv,
+          OTEL_SERVICE_NAME: 'agentrt-runtime',
+          AGENTRT_RUNTIME_HOST: host,
+          AGENTRT_RUNTIME_PORT: String(options.runtimePort),
+          AGENTRT_DATA_DIR: join(dataDir, 'runtime'),
+          AGENTRT_INSTRUMENT_WORKERS: '1',
+        },
+        ready: () => answersOk(`${urls['runtime']}/runtimes/`, { method: 'POST' }),
+        readyTimeoutMs: ready,
+      },
+    },
+  );
+
+  const stateFile = join(dataDir, DEV_STATE_FILE);
+  const stopEverything = async (): Promise<void> => {
+    const step = progress.step('stopping services');
+    await supervisor.stopAll();
+    await rm(stateFile, { force: true });
+    step.done();
+  };
+  const aborted = () => options.signal.aborted;
+
+  stdout(`agentrt dev: starting the local stack (data: ${dataDir}, model: ${model.provider})\n`);
+  try {
+    for (const { spec, label, detail } of specs) {
+      if (aborted()) break;
+      const step = progress.step(`${label}`);
+      try {
+        await supervisor.start(spec);
+        step.done(detail);
+      } catch (error) {
+        step.fail();
+        throw error;
+      }
+    }
+    let runtimes: RegisteredRuntime[] = [];
+    const sessionId = `dev-session-${randomUUID()}`;
+    if (!aborted()) {
+      const step = progress.step('reference agents registered in the runtime');
+      const agentEnv = (name: string): Record<string, string> => {
+        const vars: Record<string, string> = { OTEL_SERVICE_NAME: name };
+        if (options.env['AGENTRT_MODEL_PROVIDER'])
+          vars['AGENTRT_MODEL_PROVIDER'] = options.env['AGENTRT_MODEL_PROVIDER'];
+        return vars;
+      };
+      try {
+        runtimes = await registerAgents(
+          urls['runtime']!,
+          [
+            {
+              name: 'sdk_agent',
+              dir: files.sdkAgent,
+              description: 'SDK-integration example on @agentrt/server',
+              environmentVariables: agentEnv('sdk-agent'),
+            },
+            {
+              name: 'custom_agent',
+              dir: files.customAgent,
+              description: 'Custom agent on plain Koa with the agentContext() middleware',
+              environmentVariables: agentEnv('custom-agent'),
+            },
+          ],
+          options.readyTimeoutMs,
+        );
+        step.done(runtimes.map((r) => `${r.name}${r.reused ? ' (reused)' : ''}`).join(', '));
+      } catch (error) {
+        step.fail();
+        throw error;
+      }
+    }
+    let demo: DemoResult[] | undefined;
+    if (options.demo && !aborted()) {
+      const step = progress.step('demo invocations');
+      demo = await runDemo({ runtimeUrl: urls['runtime']!, weatherUrl: urls['weather']!, runtimes });
+      const failed = demo.filter((d) => !d.ok);
+      if (failed.length > 0) step.fail(`${demo.length - failed.length}/${demo.length} as expected`);
+      else step.done(`${demo.length} sent`);
+      for (const result of demo) stdout(`    ${result.ok ? '✔' : '✖'} ${result.name}: ${result.detail}\n`);
+    }
+    if (aborted()) {
+      await stopEverything();
+      return 0;
+    }
+    const state: DevState = {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      dataDir,
+      urls,
+      services: supervisor.services.map(({ name, pid, logFile }) => ({ name, pid, logFile })),
+      runtimes,
+      sessionId,
+      modelProvider: model,
+      ...(demo ? { demo } : {}),
+    };
+    await writeFile(stateFile, `${JSON.stringify(state, null, 2)}\n`);
+    stdout(summary({ options, urls, runtimes, sessionId, model, demo, logDir, useFixtureWeatherApi }));
+  } catch (error) {
+    if (!aborted()) {
+      const message = error instanceof Error ? error.message : String(error);
+      stderr(`\nagentrt dev: ${message}\n`);
+      if (error instanceof ServiceStartError && error.tail)
+        stderr(`  last output of ${error.service}:\n${indent(error.tail)}\n`);
+      if (error instanceof ServiceStartError) stderr(`  full log: ${join(logDir, `${error.service}.log`)}\n`);
+    }
+    await stopEverything();
+    return aborted() ? 0 : 1;
+  }
+
+  await Promise.race([
+    crash,
+    new Promise<void>((resolve) => {
+      if (options.signal.aborted) resolve();
+      options.signal.addEventListener('abort', () => resolve(), { once: true });
+    }),
+  ]);
+  if (crashed && !aborted()) {
+    stderr(`\nagentrt dev: ${crashed.name} stopped unexpectedly (${crashed.detail})\n  stopping the rest.\n`);
+    await stopEverything();
+    return 1;
+  }
+  stdout('\n');
+  await stopEverything();
+  stdout('agentrt dev: stopped.\n');
+  return 0;
+}
+
+interface SummaryInput {
+  options: DevStackOptions;
+  urls: Record<string, string>;
+  runtimes: RegisteredRuntime[];
+  sessionId: string;
+  model: ModelProviderChoice;
+  demo: DemoResult[] | undefined;
+  logDir: string;
+  useFixtureWeatherApi: boolean;
+}
+
+function summary({
+  options,
+  urls,
+  runtimes,
+  sessionId,
+  model,
+  demo,
+  logDir,
+  useFixtureWeatherApi,
+}: SummaryInput): string {
+  const collector = urls['collector']!;
+  const runtime = urls['runtime']!;
+  const sdk = runtimes.find((r) => r.name === 'sdk_agent');
+  const runtimeFlag = options.runtimePort === 8787 ? '' : ` --endpoint ${runtime}`;
+  const payload = JSON.stringify({ prompt: 'Hello! What can you do?' });
+  const weatherPayload = JSON.stringify({ prompt: 'What is the weather in Seattle?' });
+  const rows: [string, string][] = [
+    ...(options.ui ? [['Trace UI', `${collector}/`] as [string, string]] : []),
+    ['Collector', `${collector}  (OTLP/HTTP ${collector}/v1/traces, query API ${collector}/api/query)`],
+    ['Runtime', `${runtime}  (AWS SDK endpoint; runtimes: ${runtimes.map((r) => r.name).join(', ')})`],
+    ['Weather', `${urls['weather']}  (POST /weather, POST /weather-streaming)`],
+    ...(useFixtureWeatherApi
+      ? [['Weather API', `${urls['weather-api']}  (offline fixture)`] as [string, string]]
+      : []),
+    ['Model', `${model.provider}  (${model.reason})`],
+    ['Data', `${options.dataDir}  (logs: ${logDir})`],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  const lines = [
+    '',
+    'agentrt dev is running.',
+    '',
+    ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`),
+    '',
+    'Try it (paste into another terminal):',
+    `  agentrt invoke sdk_agent ${shellQuote(payload)} --session ${sessionId}${runtimeFlag}`,
+    `  agentrt invoke sdk_agent ${shellQuote(JSON.stringify({ prompt: 'Tell me about agentrt' }))} --session ${sessionId} --stream${runtimeFlag}`,
+    `  curl -sS ${urls['weather']}/weather -H 'content-type: application/json' -H 'X-Cloud-Agent-Runtime-Session-Id: ${sessionId}' -d ${shellQuote(weatherPayload)}`,
+  ];
+  if (sdk) {
+    lines.push(
+      `  curl -sS -X POST '${runtime}/runtimes/${encodeURIComponent(sdk.arn)}/invocations' -H 'content-type: application/json' -H 'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id: ${sessionId}' -d ${shellQuote(payload)}`,
+    );
+  }
+  lines.push(`  agentrt sessions ${sessionId}`, '');
+  if (options.ui)
+    lines.push(`Then open that session in the UI: ${collector}/#/sessions/${encodeURIComponent(sessionId)}`);
+  if (demo) {
+    const demoSessions = [...new Set(demo.map((d) => d.sessionId).filter(Boolean))];
+    if (options.ui) lines.push(`Demo sessions are already in the UI: ${collector}/#/sessions`);
+    else lines.push(`Demo sessions: ${demoSessions.join(', ')}`);
+  }
+  lines.push('', 'Press Ctrl-C to stop everything.', '');
+  return lines.join('\n');
+}

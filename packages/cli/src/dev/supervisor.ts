@@ -1,0 +1,214 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** One child process of the dev stack. */
+export interface ServiceSpec {
+  /** Short name shown in progress lines and used for its log file (`<logDir>/<name>.log`). */
+  name: string;
+  command: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Resolves true once the service is ready (e.g. a health URL answers 2xx). Polled until the deadline. */
+  ready: () => Promise<boolean>;
+  /** How long the service may take to become ready. */
+  readyTimeoutMs: number;
+}
+
+export interface RunningService {
+  name: string;
+  pid: number;
+  logFile: string;
+  /** The last lines it printed (stdout and stderr), for error messages. */
+  tail(): string;
+}
+
+export interface SupervisorOptions {
+  logDir: string;
+  /** Between SIGTERM and SIGKILL of a service's process group on stop. */
+  stopGraceMs?: number;
+  /** Called when a service exits on its own after it was started (not during stop). */
+  onUnexpectedExit?: (name: string, code: number | null, signal: NodeJS.Signals | null, tail: string) => void;
+  /** Called with every line a service prints (for --verbose). */
+  onLine?: (name: string, line: string) => void;
+}
+
+export interface Supervisor {
+  /** Spawns the service in its own process group and waits until it is ready; throws ServiceStartError. */
+  start(spec: ServiceSpec): Promise<RunningService>;
+  /** Stops every service, newest first: SIGTERM to its group, SIGKILL after the grace period. */
+  stopAll(): Promise<void>;
+  /** The services started so far, oldest first. */
+  readonly services: readonly RunningService[];
+}
+
+/** A service that exited, or did not become ready, while starting. */
+export class ServiceStartError extends Error {
+  override name = 'ServiceStartError';
+  constructor(
+    readonly service: string,
+    message: string,
+    readonly tail: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+const TAIL_LINES = 40;
+const READY_POLL_MS = 100;
+
+interface Entry extends RunningService {
+  child: ChildProcess;
+  exited: Promise<void>;
+  stopping: boolean;
+  log: WriteStream;
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    // EPERM means it exists but is not ours to signal; treat it as alive so we report it.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: the whole group is already gone, which is what we want.
+  }
+}
+
+/**
+ * Runs the dev stack's services as child processes, each the leader of its own process group so that
+ * everything it forks (cluster workers, session workers) is stopped with it and nothing is orphaned.
+ */
+export function createSupervisor(options: SupervisorOptions): Supervisor {
+  const stopGraceMs = options.stopGraceMs ?? 5_000;
+  const entries: Entry[] = [];
+
+  async function start(spec: ServiceSpec): Promise<RunningService> {
+    await mkdir(options.logDir, { recursive: true });
+    const logFile = join(options.logDir, `${spec.name}.log`);
+    const log = createWriteStream(logFile, { flags: 'w' });
+    const lines: string[] = [];
+    const child = spawn(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      detached: true, // own process group: we signal -pid
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let partial = '';
+    const onData = (chunk: Buffer) => {
+      log.write(chunk);
+      const text = partial + chunk.toString('utf8');
+      const parts = text.split('\n');
+      partial = parts.pop() ?? '';
+      for (const line of parts) {
+        lines.push(line);
+        if (lines.length > TAIL_LINES) lines.shift();
+        options.onLine?.(spec.name, line);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    const tail = () => [...lines, partial].filter(Boolean).join('\n');
+
+    let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let spawnError: Error | undefined;
+    const exited = new Promise<void>((resolve) => {
+      child.once('error', (error) => {
+        spawnError = error;
+        resolve();
+      });
+      child.once('exit', (code, signal) => {
+        exitInfo = { code, signal };
+        resolve();
+      });
+    });
+    const entry: Entry = {
+      name: spec.name,
+      pid: child.pid ?? -1,
+      logFile,
+      tail,
+      child,
+      exited,
+      stopping: false,
+      log,
+    };
+    entries.push(entry);
+    let startedOk = false;
+    void exited.then(() => {
+      log.end();
+      if (!entry.stopping && child.pid !== undefined && startedOk) {
+        options.onUnexpectedExit?.(spec.name, exitInfo?.code ?? null, exitInfo?.signal ?? null, tail());
+      }
+    });
+
+    const deadline = Date.now() + spec.readyTimeoutMs;
+    for (;;) {
+      if (spawnError) {
+        throw new ServiceStartError(
+          spec.name,
+          `${spec.name} could not be started: ${spawnError.message}`,
+          tail(),
+          {
+            cause: spawnError,
+          },
+        );
+      }
+      if (entry.stopping)
+        throw new ServiceStartError(spec.name, `${spec.name} was stopped while starting`, tail());
+      if (exitInfo) {
+        const how = exitInfo.signal ? `signal ${exitInfo.signal}` : `code ${exitInfo.code}`;
+        throw new ServiceStartError(spec.name, `${spec.name} exited with ${how} while starting`, tail());
+      }
+      if (await spec.ready().catch(() => false)) break;
+      if (Date.now() > deadline) {
+        throw new ServiceStartError(
+          spec.name,
+          `${spec.name} was not ready after ${Math.round(spec.readyTimeoutMs / 1000)} s`,
+          tail(),
+        );
+      }
+      await Promise.race([delay(READY_POLL_MS), exited]);
+    }
+    startedOk = true;
+    return { name: entry.name, pid: entry.pid, logFile, tail };
+  }
+
+  async function stopOne(entry: Entry): Promise<void> {
+    entry.stopping = true;
+    const pgid = entry.pid;
+    if (pgid <= 0) return;
+    signalGroup(pgid, 'SIGTERM');
+    const deadline = Date.now() + stopGraceMs;
+    await Promise.race([entry.exited, delay(stopGraceMs)]);
+    // The leader is gone; wait for the rest of its group (workers draining) until the same deadline.
+    while (groupAlive(pgid) && Date.now() < deadline) await delay(50);
+    if (groupAlive(pgid)) signalGroup(pgid, 'SIGKILL');
+    await entry.exited;
+    // SIGKILLed members linger as zombies until init reaps them; give that a moment.
+    const reapDeadline = Date.now() + 2_000;
+    while (groupAlive(pgid) && Date.now() < reapDeadline) await delay(20);
+  }
+
+  async function stopAll(): Promise<void> {
+    for (const entry of [...entries].reverse()) await stopOne(entry);
+  }
+
+  return {
+    start,
+    stopAll,
+    get services() {
+      return entries.map(({ name, pid, logFile, tail }) => ({ name, pid, logFile, tail }));
+    },
+  };
+}
