@@ -71,7 +71,9 @@ export async function serve(
           inFlight: app.inFlight,
           drainTimeoutMs,
         });
-        app.abortInFlight();
+        app.abortInFlight(new Error(`server shutting down: drain timeout of ${drainTimeoutMs} ms reached`));
+        // Give the aborted streams a moment to send their closing event before sockets are cut.
+        await Promise.race([app.whenIdle(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
       }
       server.closeAllConnections();
       await stopped;

@@ -84,31 +84,48 @@ export async function streamSse(
       // If the client left, `next` may still settle later; its outcome no longer matters.
       next.catch(() => undefined);
       const step = await Promise.race([next, aborted]);
-      if (step === ABORTED) {
-        stopIterator(iterator, logger);
-        return;
-      }
+      if (step === ABORTED) return await stopped(res, iterator, signal, logger);
       if (step.done) break;
       const flushed = res.write(sseFrame(step.value));
       heartbeat?.refresh();
       if (!flushed && (await Promise.race([drained(res), aborted])) === ABORTED) {
-        stopIterator(iterator, logger);
-        return;
+        return await stopped(res, iterator, signal, logger);
       }
     }
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
     logger.error('stream failed', { error: e.message, ...(e.stack ? { stack: e.stack } : {}) });
-    const event: StreamErrorEvent = {
-      error: e.message,
-      error_type: e.name,
-      message: 'An error occurred during streaming',
-    };
-    if (!res.destroyed) res.write(sseFrame(event, 'error'));
+    if (!res.destroyed) res.write(errorFrame(e));
   } finally {
     if (heartbeat) clearTimeout(heartbeat);
   }
   if (!res.destroyed) await new Promise<void>((resolve) => res.end(resolve));
+}
+
+function errorFrame(e: Error): string {
+  const event: StreamErrorEvent = {
+    error: e.message,
+    error_type: e.name,
+    message: 'An error occurred during streaming',
+  };
+  return sseFrame(event, 'error');
+}
+
+/**
+ * Stops the iterator after the signal fired. When the client left there is nothing more to send;
+ * when the server stopped the stream (drain deadline) the client gets an error event and a proper end.
+ */
+async function stopped(
+  res: ServerResponse,
+  iterator: Iterator<unknown> | AsyncIterator<unknown>,
+  signal: AbortSignal,
+  logger: Logger,
+): Promise<void> {
+  stopIterator(iterator, logger);
+  if (res.destroyed || res.writableEnded) return;
+  const reason: unknown = signal.reason;
+  res.write(errorFrame(reason instanceof Error ? reason : new Error(String(reason))));
+  await new Promise<void>((resolve) => res.end(resolve));
 }
 
 function drained(res: ServerResponse): Promise<void> {

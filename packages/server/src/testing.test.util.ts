@@ -58,10 +58,14 @@ export interface TimedFrame {
 
 /**
  * Reads an SSE response, recording when each complete frame (`...\n\n`) arrived. `stopAfter` frames
- * ends the read early (the caller may then abort the request).
+ * ends the read early (cancelling the body, so the server sees a disconnect). Frames are pushed into
+ * `frames` as they arrive, so a caller can watch progress.
  */
-export async function readFrames(res: Response, stopAfter = Infinity): Promise<TimedFrame[]> {
-  const frames: TimedFrame[] = [];
+export async function readFrames(
+  res: Response,
+  stopAfter = Infinity,
+  frames: TimedFrame[] = [],
+): Promise<TimedFrame[]> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let buffer = '';

@@ -1,0 +1,258 @@
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import {
+  SpanKind,
+  SpanStatusCode,
+  context,
+  defaultTextMapSetter,
+  propagation,
+  trace,
+} from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { createAgentPropagator } from '@agentrt/propagation';
+import Koa from 'koa';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { agentContext, getActiveSessionId } from './agent-context.js';
+import type { LogFields, Logger } from './logger.js';
+import { closeAll, invoke, readFrames, start, until } from './testing.test.util.js';
+
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const contextManager = new AsyncLocalStorageContextManager();
+
+beforeAll(() => {
+  context.setGlobalContextManager(contextManager.enable());
+  trace.setGlobalTracerProvider(provider);
+  propagation.setGlobalPropagator(createAgentPropagator());
+});
+afterEach(async () => {
+  await closeAll();
+  exporter.reset();
+});
+afterAll(async () => {
+  await provider.shutdown();
+  trace.disable();
+  context.disable();
+  propagation.disable();
+});
+
+const SESSION = 'trace-session-0123456789abcdef0123456789';
+const W3C_TRACE = '0af7651916cd43dd8448eb211c80319c';
+const TRACEPARENT = `00-${W3C_TRACE}-b7ad6b7169203331-01`;
+const XRAY = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
+
+const serverSpans = () => exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.SERVER);
+const waitForSpans = (n: number) => until(() => exporter.getFinishedSpans().length >= n);
+
+function captureLogger(): Logger & { records: Array<{ level: string; msg: string; fields?: LogFields }> } {
+  const records: Array<{ level: string; msg: string; fields?: LogFields }> = [];
+  const at = (level: string) => (msg: string, fields?: LogFields) =>
+    void records.push({ level, msg, ...(fields ? { fields } : {}) });
+  return { records, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+describe('server spans with a registered tracer provider', () => {
+  it('makes one SERVER span per invocation with session.id, and none for /ping', async () => {
+    const { url } = await start(() => 'ok');
+    await fetch(`${url}/ping`);
+    await invoke(url, {}, { 'x-cloud-agent-runtime-session-id': SESSION });
+    await invoke(url, {}, { 'x-amzn-bedrock-agentcore-runtime-session-id': SESSION });
+    await fetch(`${url}/ping`);
+    await waitForSpans(2);
+    const spans = serverSpans();
+    expect(spans).toHaveLength(2);
+    expect(exporter.getFinishedSpans()).toHaveLength(2);
+    for (const span of spans) {
+      expect(span.name).toBe('POST /invocations');
+      expect(span.instrumentationScope.name).toBe('@agentrt/server');
+      expect(span.attributes).toMatchObject({
+        'session.id': SESSION,
+        'http.route': '/invocations',
+        'http.request.method': 'POST',
+        'http.response.status_code': 200,
+      });
+    }
+    expect(spans[0]!.spanContext().traceId).not.toBe(spans[1]!.spanContext().traceId);
+  });
+
+  it('continues an incoming traceparent (which wins over an X-Ray header sent with it)', async () => {
+    const { url } = await start(() => 'ok');
+    await invoke(url, {}, { traceparent: TRACEPARENT, 'x-cloud-trace-id': XRAY });
+    await waitForSpans(1);
+    const [span] = serverSpans();
+    expect(span!.spanContext().traceId).toBe(W3C_TRACE);
+    expect(span!.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
+  });
+
+  it.each([
+    ['X-Cloud-Trace-Id', 'x-cloud-trace-id'],
+    ['X-Amzn-Trace-Id', 'x-amzn-trace-id'],
+  ])('continues an incoming %s', async (_n, header) => {
+    const { url } = await start(() => 'ok');
+    await invoke(url, {}, { [header]: XRAY });
+    await waitForSpans(1);
+    const [span] = serverSpans();
+    expect(span!.spanContext().traceId).toBe('5759e988bd862e3fe1be46a994272793');
+    expect(span!.parentSpanContext?.spanId).toBe('53995c3f42cd8ad8');
+  });
+
+  it('ignores malformed trace, session and baggage headers with a debug note, never a 500', async () => {
+    const logger = captureLogger();
+    const { url } = await start((_p, ctx) => ctx.traceId ?? null, { logger });
+    const res = await invoke(
+      url,
+      {},
+      {
+        traceparent: '00-zzzz-01',
+        'x-cloud-trace-id': 'Root=nonsense',
+        'x-cloud-agent-runtime-session-id': 'bad session',
+        baggage: '===,,,',
+      },
+    );
+    expect(res.status).toBe(200);
+    const traceId = await res.json();
+    await waitForSpans(1);
+    const [span] = serverSpans();
+    expect(span!.parentSpanContext).toBeUndefined();
+    expect(span!.spanContext().traceId).toBe(traceId);
+    expect(span!.attributes['session.id']).toBeUndefined();
+    expect(logger.records.filter((r) => r.level === 'debug').map((r) => r.msg)).toEqual([
+      'ignored malformed trace headers',
+      'ignored malformed session id header',
+      'ignored malformed baggage header',
+    ]);
+  });
+
+  it('runs the entrypoint inside the span: child spans, baggage session.id and outbound headers', async () => {
+    let outbound: Record<string, string> = {};
+    const { url } = await start(async (_p, ctx) => {
+      await trace.getTracer('agent').startActiveSpan('invoke_agent', async (span) => {
+        outbound = {};
+        propagation.inject(context.active(), outbound, defaultTextMapSetter);
+        span.end();
+      });
+      return { session: getActiveSessionId() ?? null, traceId: ctx.traceId, spanId: ctx.spanId };
+    });
+    const res = await invoke(
+      url,
+      {},
+      { 'x-cloud-agent-runtime-session-id': SESSION, baggage: 'tenant=acme' },
+    );
+    const body = (await res.json()) as { session: string; traceId: string; spanId: string };
+    await waitForSpans(2);
+    const [server] = serverSpans();
+    const child = exporter.getFinishedSpans().find((s) => s.name === 'invoke_agent')!;
+    expect(body).toEqual({
+      session: SESSION,
+      traceId: server!.spanContext().traceId,
+      spanId: server!.spanContext().spanId,
+    });
+    expect(child.parentSpanContext?.spanId).toBe(server!.spanContext().spanId);
+    expect(outbound.traceparent).toBe(`00-${server!.spanContext().traceId}-${child.spanContext().spanId}-01`);
+    expect(outbound.baggage?.split(',').sort()).toEqual([`session.id=${SESSION}`, 'tenant=acme']);
+  });
+
+  it('keeps the span open for the whole stream and marks failures', async () => {
+    const { url } = await start(async function* (p: { fail?: boolean }) {
+      yield 1;
+      await new Promise((r) => setTimeout(r, 100));
+      if (p.fail) throw new Error('x');
+      yield trace.getActiveSpan()?.spanContext().spanId ?? null;
+    });
+    const started = performance.now();
+    const frames = await readFrames(await invoke(url, {}));
+    await waitForSpans(1);
+    const [span] = serverSpans();
+    expect(frames[1]!.text).toBe(`data: "${span!.spanContext().spanId}"`);
+    expect(span!.endTime[0] * 1000 + span!.endTime[1] / 1e6).toBeGreaterThanOrEqual(
+      span!.startTime[0] * 1000 + span!.startTime[1] / 1e6 + 90,
+    );
+    expect(performance.now() - started).toBeGreaterThan(90);
+
+    exporter.reset();
+    const { url: url2 } = await start(() => {
+      throw new Error('boom');
+    });
+    expect((await invoke(url2, {})).status).toBe(500);
+    await waitForSpans(1);
+    const [failed] = serverSpans();
+    expect(failed!.status.code).toBe(SpanStatusCode.ERROR);
+    expect(failed!.attributes['http.response.status_code']).toBe(500);
+    expect(failed!.events.map((e) => e.name)).toContain('exception');
+  });
+});
+
+describe('agentContext() in an existing Koa app', () => {
+  it('puts headers into the active context for downstream middleware', async () => {
+    const koa = new Koa();
+    koa.use(agentContext());
+    koa.use((ctx) => {
+      const span = trace.getActiveSpan();
+      ctx.body = {
+        session: getActiveSessionId() ?? null,
+        traceId: span?.spanContext().traceId ?? null,
+        tenant: propagation.getActiveBaggage()?.getEntry('tenant')?.value ?? null,
+      };
+    });
+    const server = koa.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const res = await fetch(`${url}/anything`, {
+        headers: {
+          'x-amzn-trace-id': XRAY,
+          'x-amzn-bedrock-agentcore-runtime-session-id': SESSION,
+          baggage: 'tenant=t1',
+        },
+      });
+      expect(await res.json()).toEqual({
+        session: SESSION,
+        traceId: '5759e988bd862e3fe1be46a994272793',
+        tenant: 't1',
+      });
+      await waitForSpans(1);
+      expect(serverSpans()[0]!.name).toBe('GET');
+      expect(serverSpans()[0]!.attributes['session.id']).toBe(SESSION);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('with the OpenTelemetry HTTP instrumentation loaded', () => {
+  it('adds session.id and the route to the HTTP server span instead of making a second one', async () => {
+    const { HttpInstrumentation } = await import('@opentelemetry/instrumentation-http');
+    const instrumentation = new HttpInstrumentation();
+    instrumentation.setTracerProvider(provider);
+    instrumentation.enable();
+    // Builtins are patched when required after enable(); Koa's server shares the patched prototype.
+    createRequire(import.meta.url)('node:http');
+    try {
+      const { url } = await start(() => trace.getActiveSpan()?.spanContext().spanId ?? null);
+      const res = await invoke(
+        url,
+        {},
+        { traceparent: TRACEPARENT, 'x-cloud-agent-runtime-session-id': SESSION },
+      );
+      const spanIdSeen = await res.json();
+      await until(() => serverSpans().length >= 1);
+      await new Promise((r) => setTimeout(r, 50));
+      const spans = serverSpans();
+      expect(spans).toHaveLength(1);
+      const [span] = spans as [ReadableSpan];
+      expect(span.instrumentationScope.name).toBe('@opentelemetry/instrumentation-http');
+      expect(span.spanContext().spanId).toBe(spanIdSeen);
+      expect(span.spanContext().traceId).toBe(W3C_TRACE);
+      expect(span.attributes).toMatchObject({ 'session.id': SESSION, 'http.route': '/invocations' });
+    } finally {
+      instrumentation.disable();
+    }
+  });
+});
