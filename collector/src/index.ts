@@ -1,1 +1,53 @@
-export {};
+/**
+ * @agentrt/collector — local OTLP/HTTP collector: spans stored as structured log records in SQLite,
+ * a Logs Insights-like query language, an HTTP API and the web UI, on one port.
+ */
+export { createCollector, type Collector, type CollectorOptions } from './http/collector.js';
+export { HttpError } from './http/http-error.js';
+export { loadConfig, DEFAULTS, type CollectorConfig } from './config.js';
+export { createJsonLogger, silentLogger, type Logger } from './logger.js';
+export { decodeTraceRequest, decodeLogsRequest, decodeMetricsRequest } from './otlp/decode-protobuf.js';
+export {
+  decodeTraceRequestJson,
+  decodeLogsRequestJson,
+  decodeMetricsRequestJson,
+} from './otlp/decode-json.js';
+export type { DecodedTraces, DecodedLogs, DecodedMetrics } from './otlp/records.js';
+export { OtlpDecodeError } from './otlp/otlp-decode-error.js';
+export { spansToOtlpJson, logsToOtlpJson } from './otlp/encode-json.js';
+export {
+  createSpanStore,
+  isTraceIndexed,
+  type SpanStore,
+  type SpanStoreOptions,
+  type TraceListFilter,
+  type RetentionOptions,
+} from './store/span-store.js';
+export { runQuery, DEFAULT_COLUMNS, DEFAULT_LIMIT, type QueryOptions } from './query/engine.js';
+export { parseQuery } from './query/parser.js';
+export { QueryError } from './query/query-error.js';
+export { resolveField } from './query/fields.js';
+export type {
+  AttributeValue,
+  Attributes,
+  SpanKindName,
+  StatusCodeName,
+  SpanEventRecord,
+  SpanLinkRecord,
+  SpanRecord,
+  LogRecord,
+  TokenTotals,
+  QueryRequest,
+  QueryResponse,
+  QueryErrorBody,
+  SpanNode,
+  TraceSummary,
+  TraceResponse,
+  TraceListResponse,
+  SessionSummary,
+  SessionListResponse,
+  SessionResponse,
+  ServiceListResponse,
+  KeyListResponse,
+  LiveSpansEvent,
+} from './wire-types.js';

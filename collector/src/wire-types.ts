@@ -81,7 +81,12 @@ export interface QueryRequest {
   endMs?: number;
 }
 
-/** POST /api/query response. `rows` are span records (projected by `fields`) or `stats` rows. */
+/**
+ * POST /api/query response. `rows` are span rows (projected by `fields`) or `stats` rows, keyed by
+ * the names in `columns`. Without `fields`, span rows have the columns `@timestamp` (epoch ms),
+ * `traceId`, `spanId`, `name`, `resource.attributes.service.name`, `durationNano`, `status.code` and
+ * `@message` (the whole SpanRecord).
+ */
 export interface QueryResponse {
   kind: 'spans' | 'stats';
   columns: string[];
@@ -129,6 +134,8 @@ export interface TraceSummary {
 export interface TraceResponse {
   summary: TraceSummary;
   roots: SpanNode[];
+  /** Log records of the trace that name no span of it (no spanId, or a span not received). */
+  logs?: LogRecord[];
 }
 
 /** GET /api/traces?service=&status=error|ok&minDurationMs=&q=&limit= */

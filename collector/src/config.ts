@@ -1,0 +1,93 @@
+import { resolve } from 'node:path';
+
+/** Everything the collector process can be configured with. */
+export interface CollectorConfig {
+  /** Listen port; 0 picks a free one. Env AGENTRT_COLLECTOR_PORT, default 4318. */
+  port: number;
+  /** Bind address; 0.0.0.0 in containers. Env AGENTRT_COLLECTOR_HOST, default 127.0.0.1. */
+  host: string;
+  /** Directory of the SQLite store. Env AGENTRT_DATA_DIR, default `<cwd>/.data/collector`. */
+  dataDir: string;
+  /** Share of traces given a trace summary (0–100). Env AGENTRT_TRACE_INDEX_PERCENT, default 100. */
+  traceIndexPercent: number;
+  /** Cap on a request body after decompression. Env AGENTRT_MAX_BODY_BYTES, default 20 MiB. */
+  maxBodyBytes: number;
+  /** Records waiting to be written before 429. Env AGENTRT_MAX_PENDING_RECORDS, default 100000. */
+  maxPendingRecords: number;
+  /** Retention by age. Env AGENTRT_RETENTION_HOURS, default 168 (7 days); 0 keeps forever. */
+  retentionHours: number;
+  /** Retention by size. Env AGENTRT_MAX_DB_MB, default 2048; 0 means no cap. */
+  maxDbMb: number;
+  /** Upstream OTLP/HTTP endpoints everything received is forwarded to. Env AGENTRT_FORWARD_ENDPOINTS (comma-separated). */
+  forwardEndpoints: string[];
+  /** Directory of the built web UI. Env AGENTRT_UI_DIR, default collector/ui/dist. */
+  uiDir?: string;
+}
+
+export const DEFAULTS: Omit<CollectorConfig, 'dataDir'> = {
+  port: 4318,
+  host: '127.0.0.1',
+  traceIndexPercent: 100,
+  maxBodyBytes: 20 * 1024 * 1024,
+  maxPendingRecords: 100_000,
+  retentionHours: 168,
+  maxDbMb: 2048,
+  forwardEndpoints: [],
+};
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Reads the collector's configuration: explicit overrides beat the environment, which beats the
+ * defaults. Blank variables count as unset; a bad value is reported in `warnings` and the default
+ * is used. The only reader of AGENTRT_* collector variables.
+ */
+export function loadConfig(
+  env: Env = process.env,
+  overrides: Partial<CollectorConfig> = {},
+  cwd = process.cwd(),
+): { config: Readonly<CollectorConfig>; warnings: string[] } {
+  const warnings: string[] = [];
+  const raw = (name: string): string | undefined => {
+    const v = env[name]?.trim();
+    return v ? v : undefined;
+  };
+  const num = (name: string, fallback: number, min: number, max: number, integer = true): number => {
+    const v = raw(name);
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+      warnings.push(
+        `${name}=${JSON.stringify(v)} is not ${integer ? 'an integer' : 'a number'} from ${min} to ${max}; using ${fallback}`,
+      );
+      return fallback;
+    }
+    return n;
+  };
+  const config: CollectorConfig = {
+    port: num('AGENTRT_COLLECTOR_PORT', DEFAULTS.port, 0, 65535),
+    host: raw('AGENTRT_COLLECTOR_HOST') ?? DEFAULTS.host,
+    dataDir: resolve(cwd, raw('AGENTRT_DATA_DIR') ?? '.data/collector'),
+    traceIndexPercent: num('AGENTRT_TRACE_INDEX_PERCENT', DEFAULTS.traceIndexPercent, 0, 100, false),
+    maxBodyBytes: num('AGENTRT_MAX_BODY_BYTES', DEFAULTS.maxBodyBytes, 1024, 2 ** 31),
+    maxPendingRecords: num('AGENTRT_MAX_PENDING_RECORDS', DEFAULTS.maxPendingRecords, 1, 1e8),
+    retentionHours: num('AGENTRT_RETENTION_HOURS', DEFAULTS.retentionHours, 0, 1e6, false),
+    maxDbMb: num('AGENTRT_MAX_DB_MB', DEFAULTS.maxDbMb, 0, 1e7, false),
+    forwardEndpoints: (raw('AGENTRT_FORWARD_ENDPOINTS') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => {
+        if (!s) return false;
+        if (/^https?:\/\//.test(s)) return true;
+        warnings.push(`AGENTRT_FORWARD_ENDPOINTS entry ${JSON.stringify(s)} is not an http(s) URL; ignored`);
+        return false;
+      }),
+  };
+  const uiDir = raw('AGENTRT_UI_DIR');
+  if (uiDir) config.uiDir = resolve(cwd, uiDir);
+  for (const [k, v] of Object.entries(overrides)) {
+    if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
+  }
+  if (overrides.dataDir) config.dataDir = resolve(cwd, overrides.dataDir);
+  return { config: Object.freeze(config), warnings };
+}

@@ -1,0 +1,456 @@
+import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DEFAULTS, type CollectorConfig } from '../config.js';
+import { type Logger, silentLogger } from '../logger.js';
+import {
+  decodeLogsRequestJson,
+  decodeMetricsRequestJson,
+  decodeTraceRequestJson,
+} from '../otlp/decode-json.js';
+import { decodeLogsRequest, decodeMetricsRequest, decodeTraceRequest } from '../otlp/decode-protobuf.js';
+import { logsToOtlpJson, spansToOtlpJson } from '../otlp/encode-json.js';
+import {
+  type Signal,
+  exportResponseJson,
+  exportResponseProtobuf,
+  grpcCodeFor,
+  statusProtobuf,
+} from '../otlp/encode-response.js';
+import { OtlpDecodeError } from '../otlp/otlp-decode-error.js';
+import { runQuery } from '../query/engine.js';
+import { QueryError } from '../query/query-error.js';
+import { type SpanStore, createSpanStore } from '../store/span-store.js';
+import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
+import type {
+  KeyListResponse,
+  LogRecord,
+  QueryRequest,
+  ServiceListResponse,
+  SessionListResponse,
+  SpanNode,
+  SpanRecord,
+  TraceListResponse,
+  TraceResponse,
+} from '../wire-types.js';
+import { createForwarder } from './forwarder.js';
+import { HttpError } from './http-error.js';
+import { createIngestQueue } from './ingest-queue.js';
+import { createLiveHub } from './live-hub.js';
+import { readBody } from './read-body.js';
+import { DEFAULT_UI_DIR, serveUi } from './static-ui.js';
+
+/** Options of createCollector: the config fields (all optional) plus library-only knobs. */
+export interface CollectorOptions extends Partial<CollectorConfig> {
+  dataDir: string;
+  logger?: Logger;
+  /** Wait this long to group requests into one write (default 0: the next tick). */
+  flushDelayMs?: number;
+  /** How often retention runs (default 60 s). */
+  retentionIntervalMs?: number;
+}
+
+export interface Collector {
+  /** Base URL, e.g. http://127.0.0.1:4318 */
+  url: string;
+  port: number;
+  host: string;
+  /** The underlying store (tests, benchmarks, embedding). */
+  store: SpanStore;
+  /** Stops accepting, flushes queued writes, closes the store. Idempotent. */
+  close(): Promise<void>;
+}
+
+const MAX_API_BODY_BYTES = 1024 * 1024;
+const EXPORT_SPAN_LIMIT = 100_000;
+const TRACE_ID_RE = /^[0-9a-f]{32}$/;
+
+type Encoding = 'protobuf' | 'json';
+
+interface Route {
+  /** How errors are written: OTLP google.rpc.Status in the request's encoding, or API JSON. */
+  errors: Encoding | 'api';
+}
+
+/** Starts the collector: OTLP/HTTP ingest, query API, live view and web UI on one port. */
+export async function createCollector(options: CollectorOptions): Promise<Collector> {
+  const logger = options.logger ?? silentLogger;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
+  const uiDir = options.uiDir ?? DEFAULT_UI_DIR;
+  const store = createSpanStore({
+    dataDir: options.dataDir,
+    traceIndexPercent: options.traceIndexPercent ?? DEFAULTS.traceIndexPercent,
+  });
+  const live = createLiveHub();
+  const queue = createIngestQueue({
+    store,
+    maxPendingRecords: options.maxPendingRecords ?? DEFAULTS.maxPendingRecords,
+    flushDelayMs: options.flushDelayMs ?? 0,
+    onCommit: (spans) => live.publish(spans),
+  });
+  const forwarder = createForwarder(options.forwardEndpoints ?? [], logger);
+  const counters = { spans: 0, logs: 0, metricDataPoints: 0, rejected: 0, requests: 0 };
+
+  async function ingest(
+    signal: Signal,
+    req: IncomingMessage,
+    res: ServerResponse,
+    encoding: Encoding,
+  ): Promise<void> {
+    if (req.method !== 'POST') {
+      throw new HttpError(405, 'method_not_allowed', `use POST for /v1/${signal}`, {
+        headers: { allow: 'POST' },
+      });
+    }
+    // Refuse early when full or closing: no point inflating a body we will not take.
+    queue.checkAccepting(1);
+    const body = await readBody(req, maxBodyBytes);
+    let rejected = 0;
+    let message: string | undefined;
+    if (signal === 'traces') {
+      const d = encoding === 'protobuf' ? decodeTraceRequest(body) : decodeTraceRequestJson(body);
+      rejected = d.rejected;
+      message = d.rejectReason;
+      await queue.enqueue(d.spans, []);
+      counters.spans += d.spans.length;
+    } else if (signal === 'logs') {
+      const d = encoding === 'protobuf' ? decodeLogsRequest(body) : decodeLogsRequestJson(body);
+      await queue.enqueue([], d.logs);
+      counters.logs += d.logs.length;
+    } else {
+      const d = encoding === 'protobuf' ? decodeMetricsRequest(body) : decodeMetricsRequestJson(body);
+      counters.metricDataPoints += d.dataPoints;
+    }
+    counters.rejected += rejected;
+    if (forwarder.enabled) {
+      forwarder.forward(
+        signal,
+        body,
+        encoding === 'protobuf' ? 'application/x-protobuf' : 'application/json',
+      );
+    }
+    if (encoding === 'protobuf') {
+      send(res, 200, 'application/x-protobuf', Buffer.from(exportResponseProtobuf(rejected, message)));
+    } else {
+      send(res, 200, 'application/json', exportResponseJson(signal, rejected, message));
+    }
+  }
+
+  function ingestEncoding(req: IncomingMessage): Encoding {
+    const type = String(req.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
+    if (type === 'application/x-protobuf' || type === 'application/protobuf') return 'protobuf';
+    if (type === 'application/json') return 'json';
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      `Content-Type '${type || '(none)'}' is not supported; use application/x-protobuf or application/json`,
+    );
+  }
+
+  async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+    const type = String(req.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
+    if (type !== 'application/json') {
+      throw new HttpError(415, 'unsupported_media_type', 'send the request body as application/json');
+    }
+    const body = await readBody(req, MAX_API_BODY_BYTES);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString('utf8'));
+    } catch (error) {
+      throw new HttpError(400, 'bad_json', `body is not valid JSON: ${(error as Error).message}`);
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new HttpError(400, 'bad_json', 'body must be a JSON object');
+    }
+    return parsed as Record<string, unknown>;
+  }
+
+  function optionalNumber(value: unknown, name: string, where: 'body' | 'query'): number | undefined {
+    if (value === undefined || value === null || value === '') return undefined;
+    const n = typeof value === 'string' && where === 'query' ? Number(value) : value;
+    if (typeof n !== 'number' || !Number.isFinite(n)) {
+      throw new HttpError(400, 'bad_request', `${name} must be a number`);
+    }
+    return n;
+  }
+
+  function limitParam(params: URLSearchParams, fallback: number, max: number): number {
+    const n = optionalNumber(params.get('limit'), 'limit', 'query') ?? fallback;
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      throw new HttpError(400, 'bad_request', `limit must be a whole number from 1 to ${max}`);
+    }
+    return n;
+  }
+
+  function traceTree(spans: SpanRecord[], logs: LogRecord[]): { roots: SpanNode[]; unattached: LogRecord[] } {
+    const bySpan = new Map<string, LogRecord[]>();
+    const unattached: LogRecord[] = [];
+    const ids = new Set(spans.map((s) => s.spanId));
+    for (const l of logs) {
+      if (l.spanId && ids.has(l.spanId)) {
+        const list = bySpan.get(l.spanId);
+        if (list) list.push(l);
+        else bySpan.set(l.spanId, [l]);
+      } else unattached.push(l);
+    }
+    const convert = (n: SpanTreeNode<SpanRecord>): SpanNode => ({
+      span: n.span,
+      logs: bySpan.get(n.span.spanId) ?? [],
+      children: n.children.map(convert),
+    });
+    return { roots: buildSpanTree(spans).map(convert), unattached };
+  }
+
+  async function api(
+    path: string,
+    params: URLSearchParams,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    const method = req.method ?? 'GET';
+    const get = method === 'GET' || method === 'HEAD';
+    if (path === '/api/query') {
+      if (method !== 'POST') throw new HttpError(405, 'method_not_allowed', 'use POST for /api/query');
+      const body = await readJson(req);
+      if (typeof body.query !== 'string') throw new HttpError(400, 'bad_request', 'query must be a string');
+      if (body.query.length > 100_000)
+        throw new HttpError(400, 'bad_request', 'query is longer than 100000 characters');
+      const request: QueryRequest = { query: body.query };
+      const startMs = optionalNumber(body.startMs, 'startMs', 'body');
+      const endMs = optionalNumber(body.endMs, 'endMs', 'body');
+      if (startMs !== undefined) request.startMs = startMs;
+      if (endMs !== undefined) request.endMs = endMs;
+      try {
+        return sendJson(res, 200, runQuery(store.db, request.query, request));
+      } catch (error) {
+        if (error instanceof QueryError) return sendJson(res, 400, error.toBody(request.query));
+        throw error;
+      }
+    }
+    if (!get) throw new HttpError(405, 'method_not_allowed', `use GET for ${path}`);
+    if (path === '/api/traces') {
+      const status = params.get('status') || undefined;
+      if (status && status !== 'error' && status !== 'ok') {
+        throw new HttpError(400, 'bad_request', "status must be 'error' or 'ok'");
+      }
+      const minDurationMs = optionalNumber(params.get('minDurationMs'), 'minDurationMs', 'query');
+      const out: TraceListResponse = {
+        traces: store.listTraces({
+          service: params.get('service') || undefined,
+          status: status as 'error' | 'ok' | undefined,
+          minDurationMs,
+          q: params.get('q') || undefined,
+          sessionId: params.get('sessionId') || undefined,
+          limit: limitParam(params, 100, 1000),
+        }),
+      };
+      return sendJson(res, 200, out);
+    }
+    const trace = /^\/api\/traces\/([^/]+)$/.exec(path);
+    if (trace) {
+      const traceId = decodeURIComponent(trace[1]!).toLowerCase();
+      if (!TRACE_ID_RE.test(traceId))
+        throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
+      const spans = store.spansOfTrace(traceId);
+      if (!spans.length) throw new HttpError(404, 'not_found', `trace ${traceId} not found`);
+      const summary = store.traceSummary(traceId)!;
+      const { roots, unattached } = traceTree(spans, store.logsOfTrace(traceId));
+      const out: TraceResponse = { summary, roots, logs: unattached };
+      return sendJson(res, 200, out);
+    }
+    if (path === '/api/sessions') {
+      const out: SessionListResponse = { sessions: store.listSessions(limitParam(params, 100, 1000)) };
+      return sendJson(res, 200, out);
+    }
+    const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
+    if (session) {
+      const id = decodeURIComponent(session[1]!);
+      const found = store.getSession(id);
+      if (!found) throw new HttpError(404, 'not_found', `session ${JSON.stringify(id)} not found`);
+      return sendJson(res, 200, found);
+    }
+    if (path === '/api/services') {
+      const out: ServiceListResponse = { services: store.services() };
+      return sendJson(res, 200, out);
+    }
+    if (path === '/api/keys') {
+      const out: KeyListResponse = { keys: store.attributeKeys() };
+      return sendJson(res, 200, out);
+    }
+    if (path === '/api/live') {
+      live.add(res);
+      return;
+    }
+    if (path === '/api/export') return exportData(params, res);
+    throw new HttpError(404, 'not_found', `no API route ${path}`);
+  }
+
+  /** OTLP/JSON lines: one ExportTraceServiceRequest, then one ExportLogsServiceRequest if any. */
+  function exportData(params: URLSearchParams, res: ServerResponse): void {
+    const traceId = params.get('traceId')?.toLowerCase();
+    let spans: SpanRecord[];
+    let logs: LogRecord[];
+    if (traceId) {
+      if (!TRACE_ID_RE.test(traceId))
+        throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
+      spans = store.spansOfTrace(traceId);
+      if (!spans.length) throw new HttpError(404, 'not_found', `trace ${traceId} not found`);
+      logs = store.logsOfTrace(traceId);
+    } else {
+      const startMs = optionalNumber(params.get('startMs'), 'startMs', 'query') ?? 0;
+      const endMs = optionalNumber(params.get('endMs'), 'endMs', 'query') ?? 8.64e15;
+      const range = [Math.floor(startMs * 1000), Math.floor(endMs * 1000)];
+      spans = (
+        store
+          .prepare('SELECT doc FROM spans WHERE start_us >= ? AND start_us < ? ORDER BY start_us LIMIT ?')
+          .all(range[0]!, range[1]!, EXPORT_SPAN_LIMIT) as { doc: string }[]
+      ).map((r) => JSON.parse(r.doc) as SpanRecord);
+      logs = (
+        store
+          .prepare('SELECT doc FROM logs WHERE time_us >= ? AND time_us < ? ORDER BY time_us LIMIT ?')
+          .all(range[0]!, range[1]!, EXPORT_SPAN_LIMIT) as { doc: string }[]
+      ).map((r) => JSON.parse(r.doc) as LogRecord);
+    }
+    const lines = [JSON.stringify(spansToOtlpJson(spans))];
+    if (logs.length) lines.push(JSON.stringify(logsToOtlpJson(logs)));
+    send(res, 200, 'application/x-ndjson', `${lines.join('\n')}\n`);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let route: Route = { errors: 'api' };
+    try {
+      const url = new URL(req.url ?? '/', 'http://collector.local');
+      const path = url.pathname;
+      const signal = /^\/v1\/(traces|logs|metrics)\/?$/.exec(path)?.[1] as Signal | undefined;
+      if (signal) {
+        counters.requests++;
+        const encoding = ingestEncoding(req);
+        route = { errors: encoding };
+        return await ingest(signal, req, res, encoding);
+      }
+      if (path === '/healthz') {
+        return sendJson(res, 200, {
+          status: 'ok',
+          received: counters,
+          pendingRecords: queue.pendingRecords,
+          forward: forwarder.stats,
+          liveClients: live.size,
+        });
+      }
+      if (path.startsWith('/api/')) return await api(path, url.searchParams, req, res);
+      if (path.startsWith('/v1/')) throw new HttpError(404, 'not_found', `no OTLP route ${path}`);
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        throw new HttpError(405, 'method_not_allowed', `use GET for ${path}`);
+      }
+      return serveUi(uiDir, path, res, req.method === 'HEAD');
+    } catch (error) {
+      onError(error, route, res);
+    }
+  }
+
+  /** The one place errors become responses. */
+  function onError(error: unknown, route: Route, res: ServerResponse): void {
+    let err: HttpError;
+    if (error instanceof HttpError) err = error;
+    else if (error instanceof OtlpDecodeError)
+      err = new HttpError(400, 'bad_data', error.message, { cause: error });
+    else err = new HttpError(500, 'internal', 'internal error', { cause: error });
+    if (err.status >= 500) logger.error('request failed', { status: err.status, error: err.cause ?? err });
+    if (err.status === 429) counters.rejected++;
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+    const message = err.expose ? err.message : 'internal error';
+    if (route.errors === 'protobuf') {
+      send(
+        res,
+        err.status,
+        'application/x-protobuf',
+        Buffer.from(statusProtobuf(grpcCodeFor(err.status), message)),
+      );
+    } else if (route.errors === 'json') {
+      sendJson(res, err.status, { code: grpcCodeFor(err.status), message, details: [] });
+    } else {
+      sendJson(res, err.status, { error: err.code, message });
+    }
+  }
+
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    void handle(req, res);
+  });
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? DEFAULTS.port, options.host ?? DEFAULTS.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = options.host ?? DEFAULTS.host;
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+
+  const refresher = setInterval(() => {
+    try {
+      store.refreshSummaries(500);
+    } catch (error) {
+      logger.warn('summary refresh failed', { error });
+    }
+  }, 2000);
+  refresher.unref();
+  const maxAgeMs = (options.retentionHours ?? DEFAULTS.retentionHours) * 3_600_000;
+  const maxBytes = (options.maxDbMb ?? DEFAULTS.maxDbMb) * 1024 * 1024;
+  const runRetention = (): void => {
+    try {
+      const deleted = store.applyRetention({ maxAgeMs, maxBytes });
+      if (deleted) logger.info('retention deleted old spans', { deleted });
+    } catch (error) {
+      logger.warn('retention failed', { error });
+    }
+  };
+  const retention = setInterval(runRetention, options.retentionIntervalMs ?? 60_000);
+  retention.unref();
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${urlHost}:${address.port}`,
+    port: address.port,
+    host,
+    store,
+    close(): Promise<void> {
+      closing ??= (async () => {
+        clearInterval(refresher);
+        clearInterval(retention);
+        queue.close();
+        live.close();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+          setTimeout(() => server.closeAllConnections(), 2000).unref();
+        });
+        store.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string | Buffer): void {
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  send(res, status, 'application/json; charset=utf-8', JSON.stringify(value));
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+// The collector process: reads config from the environment, logs JSON lines to stdout, and on
+// SIGTERM/SIGINT stops accepting, writes everything queued and closes the store.
+import { loadConfig } from './config.js';
+import { createCollector } from './http/collector.js';
+import { createJsonLogger } from './logger.js';
+
+const logger = createJsonLogger((line) => process.stdout.write(line), { service: 'agentrt-collector' });
+const { config, warnings } = loadConfig(process.env);
+for (const w of warnings) logger.warn(w);
+
+try {
+  const collector = await createCollector({ ...config, logger });
+  logger.info('listening', {
+    url: collector.url,
+    dataDir: config.dataDir,
+    traceIndexPercent: config.traceIndexPercent,
+  });
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal });
+    collector.close().then(
+      () => {
+        logger.info('stopped');
+        process.exitCode = 0;
+      },
+      (error: unknown) => {
+        logger.error('shutdown failed', { error });
+        process.exitCode = 1;
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+} catch (error) {
+  logger.error('could not start', { error, host: config.host, port: config.port });
+  process.exitCode = 1;
+}

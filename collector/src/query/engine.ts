@@ -1,0 +1,389 @@
+import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import { KIND_NAMES, STATUS_NAMES } from '../otlp/records.js';
+import type { AttributeValue, QueryResponse, SpanRecord } from '../wire-types.js';
+import type { Command, Expr, Literal } from './ast.js';
+import { type Getter, accumulator, evaluate, sortCompare } from './evaluate.js';
+import { resolveField } from './fields.js';
+import { parseQuery } from './parser.js';
+import { QueryError } from './query-error.js';
+
+export interface QueryOptions {
+  /** Only spans starting at or after this epoch-ms time. */
+  startMs?: number;
+  /** Only spans starting before this epoch-ms time. */
+  endMs?: number;
+}
+
+/** Rows returned when a query has no `limit`. */
+export const DEFAULT_LIMIT = 1000;
+
+/** Columns of a span result without `fields`; `@message` carries the whole record. */
+export const DEFAULT_COLUMNS = [
+  '@timestamp',
+  'traceId',
+  'spanId',
+  'name',
+  'resource.attributes.service.name',
+  'durationNano',
+  'status.code',
+  '@message',
+];
+
+interface Column {
+  sql: string;
+  kind: 'text' | 'number';
+  /** The column holds exactly the field's value (not a superset used only to narrow). */
+  exact: boolean;
+  /** Scale from the query's unit to the column's (ms → µs for @timestamp). */
+  scale?: number;
+}
+
+// Fields with a column of their own. `attributes.session.id` narrows by the session column (which
+// also holds gen_ai.conversation.id) and is then checked exactly on the record.
+const COLUMNS: Record<string, Column> = {
+  traceId: { sql: 'trace_id', kind: 'text', exact: true },
+  spanId: { sql: 'span_id', kind: 'text', exact: true },
+  parentSpanId: { sql: 'parent_span_id', kind: 'text', exact: true },
+  name: { sql: 'name', kind: 'text', exact: true },
+  kind: { sql: 'kind', kind: 'text', exact: true },
+  'status.code': { sql: 'status', kind: 'text', exact: true },
+  durationNano: { sql: 'duration_ns', kind: 'number', exact: true },
+  '@timestamp': { sql: 'start_us', kind: 'number', exact: true, scale: 1000 },
+  'resource.attributes.service.name': { sql: 'service', kind: 'text', exact: true },
+  'attributes.session.id': { sql: 'session_id', kind: 'text', exact: false },
+};
+const NOT_NULL = new Set(['trace_id', 'span_id', 'name', 'kind', 'status', 'duration_ns', 'start_us']);
+
+function normalizeEnum(field: string, v: Literal): Literal {
+  const names: readonly string[] | undefined =
+    field === 'status.code' ? STATUS_NAMES : field === 'kind' ? KIND_NAMES : undefined;
+  if (!names)
+    return field === 'traceId' || field === 'spanId' || field === 'parentSpanId'
+      ? typeof v === 'string'
+        ? v.toLowerCase()
+        : v
+      : v;
+  if (typeof v === 'number') return names[v] ?? v;
+  if (typeof v === 'string') {
+    const up = v.toUpperCase().replace(/^(STATUS_CODE_|SPAN_KIND_)/, '');
+    return names.includes(up) ? up : v;
+  }
+  return v;
+}
+
+/** Rewrites enum/id literals to their stored form so `status.code = 2` means ERROR. */
+function normalize(expr: Expr): Expr {
+  switch (expr.type) {
+    case 'cmp':
+      return { ...expr, value: normalizeEnum(expr.field, expr.value) };
+    case 'in':
+      return { ...expr, values: expr.values.map((v) => normalizeEnum(expr.field, v)) };
+    case 'and':
+    case 'or':
+      return { ...expr, left: normalize(expr.left), right: normalize(expr.right) };
+    case 'not':
+      return { ...expr, expr: normalize(expr.expr) };
+    default:
+      return expr;
+  }
+}
+
+function conjuncts(expr: Expr): Expr[] {
+  return expr.type === 'and' ? [...conjuncts(expr.left), ...conjuncts(expr.right)] : [expr];
+}
+
+/** SQL for a conjunct on an indexed column, or undefined. `exact` says whether it can be dropped. */
+function pushdown(e: Expr): { sql: string; params: SQLInputValue[]; exact: boolean } | undefined {
+  if (e.type !== 'cmp' && e.type !== 'in') return undefined;
+  const col = COLUMNS[e.field];
+  if (!col) return undefined;
+  const values = e.type === 'cmp' ? [e.value] : e.values;
+  if (!values.every((v) => (col.kind === 'number' ? typeof v === 'number' : typeof v === 'string'))) {
+    return undefined;
+  }
+  const scaled = values.map((v) =>
+    col.scale ? Math.floor((v as number) * col.scale) : v,
+  ) as SQLInputValue[];
+  if (e.type === 'in') {
+    if (e.negate || !values.length) return undefined;
+    return { sql: `${col.sql} IN (${values.map(() => '?').join(', ')})`, params: scaled, exact: col.exact };
+  }
+  if (e.op === '!=' && !NOT_NULL.has(col.sql)) return undefined;
+  // A scaled (ms → µs) bound is inexact; keep the row check.
+  if (col.scale && e.op === '=') return undefined;
+  return { sql: `${col.sql} ${e.op} ?`, params: scaled, exact: col.exact && !col.scale };
+}
+
+const SIMPLE_SEGMENT = /^[A-Za-z0-9_]+$/;
+
+/** SQL that extracts a field without parsing the whole record, or undefined when it needs the record. */
+function extractSql(path: string): { sql: string; json: boolean } | undefined {
+  const col = COLUMNS[path];
+  if (col?.exact) {
+    return { sql: col.scale ? `(${col.sql} / ${col.scale}.0)` : col.sql, json: false };
+  }
+  const quote = (k: string): string | undefined => (/["\\]/.test(k) ? undefined : `"${k}"`);
+  for (const prefix of ['resource.attributes.', 'attributes.']) {
+    if (path.startsWith(prefix)) {
+      const key = path.slice(prefix.length);
+      const q = quote(key);
+      if (!q || !key) return undefined;
+      const base = `$.${prefix.slice(0, -1)}`;
+      const flat = `doc -> '${base}.${q}'`;
+      // Dotted keys are looked up whole first; nested (kvlist) lookups are a fallback.
+      if (!key.includes('.') || !key.split('.').every((s) => SIMPLE_SEGMENT.test(s)))
+        return { sql: flat, json: true };
+      return { sql: `coalesce(${flat}, doc -> '${base}.${key}')`, json: true };
+    }
+  }
+  if (path === '@message') return undefined;
+  const segments = path.split('.');
+  if (!segments.every((s) => SIMPLE_SEGMENT.test(s))) return undefined;
+  return { sql: `doc -> '$.${path}'`, json: true };
+}
+
+function fieldsOf(cmd: Command): string[] {
+  const out: string[] = [];
+  const walk = (e: Expr): void => {
+    if (e.type === 'and' || e.type === 'or') {
+      walk(e.left);
+      walk(e.right);
+    } else if (e.type === 'not') walk(e.expr);
+    else if ('field' in e) out.push(e.field);
+  };
+  switch (cmd.type) {
+    case 'filter':
+      walk(cmd.expr);
+      break;
+    case 'fields':
+      out.push(...cmd.items.map((i) => i.path));
+      break;
+    case 'stats':
+      for (const a of cmd.aggs) if (a.field) out.push(a.field);
+      for (const b of cmd.by) out.push(b.type === 'bin' ? '@timestamp' : b.path);
+      break;
+    case 'sort':
+      out.push(...cmd.keys.map((k) => k.path));
+      break;
+    default:
+  }
+  return out;
+}
+
+const recordGetter: Getter = (row, path) => resolveField(row as SpanRecord, path);
+const objectGetter: Getter = (row, path) =>
+  Object.hasOwn(row as object, path) ? (row as Record<string, unknown>)[path] : undefined;
+
+/** Parses and runs a query over the span table. Throws QueryError for bad queries. */
+export function runQuery(db: DatabaseSync, query: string, options: QueryOptions = {}): QueryResponse {
+  const started = performance.now();
+  const commands = parseQuery(query).map((c) =>
+    c.type === 'filter' ? { ...c, expr: normalize(c.expr) } : c,
+  );
+
+  // Leading filters run (partly) in SQL; everything after runs in order over the rows.
+  let lead = 0;
+  while (commands[lead]?.type === 'filter') lead++;
+  const where: string[] = [];
+  const params: SQLInputValue[] = [];
+  const residual: Expr[] = [];
+  for (const cmd of commands.slice(0, lead)) {
+    for (const c of conjuncts((cmd as { expr: Expr }).expr)) {
+      const p = pushdown(c);
+      if (p) {
+        where.push(p.sql);
+        params.push(...p.params);
+      }
+      if (!p?.exact) residual.push(c);
+    }
+  }
+  if (options.startMs !== undefined) {
+    where.push('start_us >= ?');
+    params.push(Math.floor(options.startMs * 1000));
+  }
+  if (options.endMs !== undefined) {
+    where.push('start_us < ?');
+    params.push(Math.floor(options.endMs * 1000));
+  }
+  const rest = commands.slice(lead);
+  const hasStats = rest.some((c) => c.type === 'stats');
+  const hasFields = rest.some((c) => c.type === 'fields');
+
+  // Which fields to read: columns and JSON paths when possible, the whole record otherwise.
+  const paths = [...new Set(commands.flatMap(fieldsOf))];
+  if (!hasStats && !hasFields) paths.push(...DEFAULT_COLUMNS);
+  const extracts = paths.map((p) => extractSql(p));
+  const useRecord = extracts.some((e) => e === undefined);
+  const index = new Map(paths.map((p, i) => [p, i]));
+
+  // Streaming with an SQL order and early stop works when nothing regroups or refilters later.
+  const sorts = rest.filter((c) => c.type === 'sort');
+  const lastSort = sorts[sorts.length - 1];
+  const limits = rest.filter((c) => c.type === 'limit').map((c) => c.n);
+  const limit = limits.length ? Math.min(...limits) : hasStats ? Infinity : DEFAULT_LIMIT;
+  const aliases = new Set(
+    rest.flatMap((c) =>
+      c.type === 'fields' ? c.items.filter((i) => i.name !== i.path).map((i) => i.name) : [],
+    ),
+  );
+  const streamable = !hasStats && !rest.some((c) => c.type === 'filter');
+  let orderSql = '';
+  let sortedBySql = false;
+  if (streamable) {
+    const keys = lastSort ? lastSort.keys : [{ path: '@timestamp', desc: true }];
+    const cols = keys.map((k) => (aliases.has(k.path) ? undefined : COLUMNS[k.path]));
+    if (cols.every((c) => c?.exact)) {
+      orderSql = ` ORDER BY ${cols.map((c, i) => `${c!.sql} ${keys[i]!.desc ? 'DESC' : 'ASC'}`).join(', ')}, id`;
+      sortedBySql = true;
+    }
+  }
+  const stopAfter = sortedBySql ? limit : Infinity;
+  const select = useRecord ? 'doc' : extracts.map((e, i) => `${e!.sql} AS c${i}`).join(', ') || '1 AS c0';
+  const sqlLimit = sortedBySql && !residual.length && Number.isFinite(limit) ? ` LIMIT ${limit}` : '';
+  const sql = `SELECT ${select} FROM spans${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${orderSql}${sqlLimit}`;
+
+  let get: Getter;
+  let rows: unknown[] = [];
+  let scanned = 0;
+  const filter = residual.length
+    ? residual.reduce((l, r): Expr => ({ type: 'and', left: l, right: r, pos: r.pos }))
+    : undefined;
+  const stmt = db.prepare(sql);
+  if (useRecord) {
+    get = recordGetter;
+    for (const r of stmt.iterate(...params) as Iterable<{ doc: string }>) {
+      scanned++;
+      const rec = JSON.parse(r.doc) as SpanRecord;
+      if (filter && !evaluate(filter, rec, get)) continue;
+      rows.push(rec);
+      if (rows.length >= stopAfter) break;
+    }
+  } else {
+    const json = extracts.map((e) => e!.json);
+    get = (row, path) => {
+      const i = index.get(path);
+      return i === undefined ? undefined : (row as unknown[])[i];
+    };
+    const n = paths.length;
+    for (const r of stmt.iterate(...params) as Iterable<Record<string, unknown>>) {
+      scanned++;
+      const arr = new Array<unknown>(n);
+      for (let i = 0; i < n; i++) {
+        const v = r[`c${i}`];
+        arr[i] = json[i] && typeof v === 'string' ? JSON.parse(v) : (v ?? undefined);
+      }
+      if (filter && !evaluate(filter, arr, get)) continue;
+      rows.push(arr);
+      if (rows.length >= stopAfter) break;
+    }
+  }
+
+  let kind: QueryResponse['kind'] = 'spans';
+  let columns: string[] = DEFAULT_COLUMNS;
+  let projected = false;
+  let timeColumn: string | undefined;
+  for (const cmd of rest) {
+    switch (cmd.type) {
+      case 'filter':
+        rows = rows.filter((r) => evaluate(cmd.expr, r, get));
+        break;
+      case 'fields': {
+        const g = get;
+        rows = rows.map((r) => {
+          const o: Record<string, unknown> = {};
+          for (const item of cmd.items) o[item.name] = g(r, item.path) ?? null;
+          return o;
+        });
+        columns = cmd.items.map((i) => i.name);
+        get = objectGetter;
+        projected = true;
+        break;
+      }
+      case 'stats': {
+        const g = get;
+        const groups = new Map<string, { key: unknown[]; accs: ReturnType<typeof accumulator>[] }>();
+        for (const r of rows) {
+          const key = cmd.by.map((b) => {
+            if (b.type === 'bin') {
+              const ts = g(r, '@timestamp');
+              return typeof ts === 'number' ? Math.floor(ts / b.ms) * b.ms : null;
+            }
+            return g(r, b.path) ?? null;
+          });
+          const k = JSON.stringify(key);
+          let group = groups.get(k);
+          if (!group) groups.set(k, (group = { key, accs: cmd.aggs.map((a) => accumulator(a, g)) }));
+          for (const acc of group.accs) acc.add(r);
+        }
+        if (!groups.size && !cmd.by.length) {
+          groups.set('[]', { key: [], accs: cmd.aggs.map((a) => accumulator(a, g)) });
+        }
+        const bin = cmd.by.findIndex((b) => b.type === 'bin');
+        rows = [...groups.values()].map((group) => {
+          const o: Record<string, unknown> = {};
+          cmd.by.forEach((b, i) => (o[b.name] = group.key[i]));
+          cmd.aggs.forEach((a, i) => (o[a.name] = group.accs[i]!.result()));
+          return o;
+        });
+        if (bin >= 0) {
+          timeColumn = cmd.by[bin]!.name;
+          const tc = timeColumn;
+          rows.sort((a, b) =>
+            sortCompare((a as Record<string, unknown>)[tc], (b as Record<string, unknown>)[tc]),
+          );
+        } else if (cmd.aggs[0]) {
+          const first = cmd.aggs[0].name;
+          rows.sort((a, b) =>
+            sortCompare((b as Record<string, unknown>)[first], (a as Record<string, unknown>)[first]),
+          );
+        }
+        columns = [...cmd.by.map((b) => b.name), ...cmd.aggs.map((a) => a.name)];
+        get = objectGetter;
+        kind = 'stats';
+        projected = true;
+        break;
+      }
+      case 'sort': {
+        const g = get;
+        const keys = cmd.keys;
+        if (!(sortedBySql && cmd === lastSort)) {
+          rows.sort((a, b) => {
+            for (const k of keys) {
+              const c = sortCompare(g(a, k.path), g(b, k.path));
+              if (c) return k.desc ? -c : c;
+            }
+            return 0;
+          });
+        }
+        break;
+      }
+      case 'limit':
+        rows = rows.slice(0, cmd.n);
+        break;
+    }
+  }
+  if (!lastSort && !sortedBySql && kind === 'spans') {
+    const g = get;
+    rows.sort((a, b) => -sortCompare(g(a, '@timestamp'), g(b, '@timestamp')));
+  }
+  if (Number.isFinite(limit)) rows = rows.slice(0, limit);
+  if (!projected) {
+    const g = get;
+    rows = rows.map((r) => {
+      const o: Record<string, unknown> = {};
+      for (const c of DEFAULT_COLUMNS) o[c] = g(r, c) ?? null;
+      return o;
+    });
+  }
+  const response: QueryResponse = {
+    kind,
+    columns,
+    rows: rows as Record<string, AttributeValue>[],
+    scanned,
+    elapsedMs: Math.round((performance.now() - started) * 100) / 100,
+  };
+  if (timeColumn) response.timeColumn = timeColumn;
+  return response;
+}
+
+export { QueryError };

@@ -1,0 +1,391 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { sessionIdOf } from '../trace-model/genai.js';
+import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
+import { SCHEMA, SCHEMA_VERSION } from './schema.js';
+import { summarizeSession, summarizeTrace } from './summaries.js';
+
+export interface SpanStoreOptions {
+  /** Directory holding `collector.sqlite` (+ WAL files); created when missing. */
+  dataDir: string;
+  /**
+   * Share of traces (0–100) that get a trace summary row (the trace list), chosen deterministically
+   * by trace id. Every span stays searchable whatever the setting.
+   */
+  traceIndexPercent?: number;
+  /** Cap on distinct attribute keys remembered for autocompletion (hostile senders). */
+  maxAttributeKeys?: number;
+}
+
+export interface TraceListFilter {
+  service?: string;
+  status?: 'error' | 'ok';
+  minDurationMs?: number;
+  /** Free text: a trace id, or a substring of any span's record (case-insensitive). */
+  q?: string;
+  sessionId?: string;
+  limit?: number;
+}
+
+export interface RetentionOptions {
+  /** Spans and logs older than this (by start time) are deleted. */
+  maxAgeMs?: number;
+  /** The database is trimmed (oldest first) until its live pages fit. */
+  maxBytes?: number;
+}
+
+/** Fields every span record has, offered for autocompletion before any attribute key. */
+export const FIXED_KEYS = [
+  '@timestamp',
+  'traceId',
+  'spanId',
+  'parentSpanId',
+  'name',
+  'kind',
+  'durationNano',
+  'startTimeUnixNano',
+  'endTimeUnixNano',
+  'status.code',
+  'status.message',
+  'scope.name',
+  'scope.version',
+  'flags',
+  'traceState',
+];
+
+const SUMMARY_REFRESH_LIMIT = 2000;
+
+export type SpanStore = ReturnType<typeof createSpanStore>;
+
+/** Epoch ns → µs, the unit of the time columns. */
+export const nsToUs = (ns: number): number => Math.floor(ns / 1000);
+
+/** Deterministic "is this trace indexed" by the last 8 hex digits (the random part of X-Ray ids too). */
+export function isTraceIndexed(traceId: string, percent: number): boolean {
+  if (percent >= 100) return true;
+  if (percent <= 0) return false;
+  const n = parseInt(traceId.slice(-8), 16);
+  return (Number.isNaN(n) ? 0 : n % 10_000) < percent * 100;
+}
+
+/** The durable span/log store (node:sqlite, WAL). Synchronous: callers batch into insertBatch. */
+export function createSpanStore(options: SpanStoreOptions) {
+  mkdirSync(options.dataDir, { recursive: true });
+  const path = join(options.dataDir, 'collector.sqlite');
+  const db = new DatabaseSync(path);
+  db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;
+    PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456;`);
+  db.exec(SCHEMA);
+  db.prepare('INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)').run('schema', String(SCHEMA_VERSION));
+  const indexPercent = options.traceIndexPercent ?? 100;
+  const maxKeys = options.maxAttributeKeys ?? 10_000;
+
+  const insertSpan = db.prepare(`INSERT OR REPLACE INTO spans
+    (trace_id, span_id, parent_span_id, start_us, end_us, duration_ns, service, session_id, name, status, kind, doc)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const insertLog = db.prepare(
+    'INSERT INTO logs (trace_id, span_id, time_us, severity, doc) VALUES (?, ?, ?, ?, ?)',
+  );
+  const markTrace = db.prepare(`INSERT INTO traces (trace_id, dirty, start_us) VALUES (?, 1, ?)
+    ON CONFLICT(trace_id) DO UPDATE SET dirty = 1, start_us = min(start_us, excluded.start_us)`);
+  const markSession = db.prepare(`INSERT INTO sessions (session_id, dirty, last_us) VALUES (?, 1, ?)
+    ON CONFLICT(session_id) DO UPDATE SET dirty = 1, last_us = max(last_us, excluded.last_us)`);
+  const upsertService = db.prepare(`INSERT INTO services (name, span_count, last_us) VALUES (?, ?, ?)
+    ON CONFLICT(name) DO UPDATE SET span_count = span_count + excluded.span_count,
+    last_us = max(last_us, excluded.last_us)`);
+  const insertKey = db.prepare('INSERT OR IGNORE INTO attribute_keys (key) VALUES (?)');
+  const spansOfTraceStmt = db.prepare('SELECT doc FROM spans WHERE trace_id = ? ORDER BY start_us, id');
+  const logsOfTraceStmt = db.prepare('SELECT doc FROM logs WHERE trace_id = ? ORDER BY time_us, id');
+  const traceIdsOfSession = db.prepare(
+    'SELECT trace_id, min(start_us) AS s FROM spans WHERE session_id = ? GROUP BY trace_id ORDER BY s',
+  );
+  const traceSummaryStmt = db.prepare('SELECT summary, dirty FROM traces WHERE trace_id = ?');
+
+  const keys = new Set<string>(
+    (db.prepare('SELECT key FROM attribute_keys').all() as { key: string }[]).map((r) => r.key),
+  );
+
+  function rememberKeys(prefix: string, attrs: object): void {
+    for (const k in attrs) {
+      if (keys.size >= maxKeys) return;
+      const key = prefix + k;
+      if (!keys.has(key)) {
+        keys.add(key);
+        insertKey.run(key);
+      }
+    }
+  }
+
+  function transaction<T>(fn: () => T): T {
+    db.exec('BEGIN');
+    try {
+      const result = fn();
+      db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  /** Stores spans and logs in one transaction (all or nothing). */
+  function insertBatch(spans: readonly SpanRecord[], logs: readonly LogRecord[] = []): void {
+    if (!spans.length && !logs.length) return;
+    transaction(() => {
+      const traces = new Map<string, number>();
+      const sessions = new Map<string, number>();
+      const services = new Map<string, { n: number; last: number }>();
+      let lastResource: object | undefined;
+      for (const s of spans) {
+        const startUs = nsToUs(s.startTimeUnixNano);
+        const endUs = nsToUs(s.startTimeUnixNano + s.durationNano);
+        const svc = s.resource.attributes['service.name'];
+        const service = typeof svc === 'string' ? svc : null;
+        const session = sessionIdOf(s.attributes, s.resource.attributes) ?? null;
+        insertSpan.run(
+          s.traceId,
+          s.spanId,
+          s.parentSpanId ?? null,
+          startUs,
+          endUs,
+          s.durationNano,
+          service,
+          session,
+          s.name,
+          s.status.code,
+          s.kind,
+          JSON.stringify(s),
+        );
+        if (isTraceIndexed(s.traceId, indexPercent)) {
+          const prev = traces.get(s.traceId);
+          if (prev === undefined || startUs < prev) traces.set(s.traceId, startUs);
+        }
+        if (session !== null) sessions.set(session, Math.max(sessions.get(session) ?? 0, endUs));
+        if (service !== null) {
+          const e = services.get(service);
+          if (e) {
+            e.n++;
+            if (endUs > e.last) e.last = endUs;
+          } else services.set(service, { n: 1, last: endUs });
+        }
+        if (keys.size < maxKeys) {
+          rememberKeys('attributes.', s.attributes);
+          if (s.resource !== lastResource) {
+            lastResource = s.resource;
+            rememberKeys('resource.attributes.', s.resource.attributes);
+          }
+        }
+      }
+      for (const l of logs) {
+        insertLog.run(
+          l.traceId ?? null,
+          l.spanId ?? null,
+          nsToUs(l.timeUnixNano || l.observedTimeUnixNano),
+          l.severityNumber,
+          JSON.stringify(l),
+        );
+      }
+      for (const [id, startUs] of traces) markTrace.run(id, startUs);
+      for (const [id, lastUs] of sessions) markSession.run(id, lastUs);
+      for (const [name, e] of services) upsertService.run(name, e.n, e.last);
+    });
+  }
+
+  function spansOfTrace(traceId: string): SpanRecord[] {
+    return (spansOfTraceStmt.all(traceId) as { doc: string }[]).map((r) => JSON.parse(r.doc) as SpanRecord);
+  }
+
+  function logsOfTrace(traceId: string): LogRecord[] {
+    return (logsOfTraceStmt.all(traceId) as { doc: string }[]).map((r) => JSON.parse(r.doc) as LogRecord);
+  }
+
+  /** A trace's summary: the stored one when fresh, else computed from its spans. */
+  function traceSummary(traceId: string): TraceSummary | undefined {
+    const row = traceSummaryStmt.get(traceId) as { summary: string | null; dirty: number } | undefined;
+    if (row?.summary && !row.dirty) return JSON.parse(row.summary) as TraceSummary;
+    const spans = spansOfTrace(traceId);
+    return spans.length ? summarizeTrace(traceId, spans) : undefined;
+  }
+
+  function sessionTraces(sessionId: string): TraceSummary[] {
+    const ids = traceIdsOfSession.all(sessionId) as { trace_id: string }[];
+    return ids.map((r) => traceSummary(r.trace_id)).filter((t) => t !== undefined);
+  }
+
+  const dirtyTraces = db.prepare('SELECT trace_id FROM traces WHERE dirty = 1 LIMIT ?');
+  const updateTrace = db.prepare(`UPDATE traces SET dirty = 0, start_us = ?, duration_ns = ?, service = ?,
+    error_count = ?, summary = ? WHERE trace_id = ?`);
+  const deleteTrace = db.prepare('DELETE FROM traces WHERE trace_id = ?');
+  const dirtySessions = db.prepare('SELECT session_id FROM sessions WHERE dirty = 1 LIMIT ?');
+  const updateSession = db.prepare(
+    'UPDATE sessions SET dirty = 0, last_us = ?, summary = ? WHERE session_id = ?',
+  );
+  const deleteSession = db.prepare('DELETE FROM sessions WHERE session_id = ?');
+
+  /**
+   * Recomputes up to `limit` stale trace and session summaries (marked dirty at ingest). Returns
+   * how many were refreshed, so a background loop knows whether there is more to do.
+   */
+  function refreshSummaries(limit = SUMMARY_REFRESH_LIMIT): number {
+    return transaction(() => {
+      let n = 0;
+      for (const { trace_id: id } of dirtyTraces.all(limit) as { trace_id: string }[]) {
+        n++;
+        const spans = spansOfTrace(id);
+        if (!spans.length) {
+          deleteTrace.run(id);
+          continue;
+        }
+        const s = summarizeTrace(id, spans);
+        updateTrace.run(
+          nsToUs(s.startTimeUnixNano),
+          s.durationNano,
+          s.serviceName || null,
+          s.errorCount,
+          JSON.stringify(s),
+          id,
+        );
+      }
+      for (const { session_id: id } of dirtySessions.all(limit) as { session_id: string }[]) {
+        n++;
+        const traces = sessionTraces(id);
+        if (!traces.length) {
+          deleteSession.run(id);
+          continue;
+        }
+        const s = summarizeSession(id, traces);
+        updateSession.run(nsToUs(s.lastSeenUnixNano), JSON.stringify(s), id);
+      }
+      return n;
+    });
+  }
+
+  function listTraces(filter: TraceListFilter = {}): TraceSummary[] {
+    refreshSummaries();
+    const where = ['summary IS NOT NULL'];
+    const params: (string | number)[] = [];
+    if (filter.service) {
+      where.push('service = ?');
+      params.push(filter.service);
+    }
+    if (filter.status === 'error') where.push('error_count > 0');
+    if (filter.status === 'ok') where.push('error_count = 0');
+    if (filter.minDurationMs !== undefined) {
+      where.push('duration_ns >= ?');
+      params.push(Math.round(filter.minDurationMs * 1e6));
+    }
+    if (filter.sessionId) {
+      where.push('trace_id IN (SELECT trace_id FROM spans WHERE session_id = ?)');
+      params.push(filter.sessionId);
+    }
+    const q = filter.q?.trim();
+    if (q) {
+      if (/^[0-9a-fA-F]{32}$/.test(q)) {
+        where.push('trace_id = ?');
+        params.push(q.toLowerCase());
+      } else {
+        where.push("trace_id IN (SELECT trace_id FROM spans WHERE doc LIKE ? ESCAPE '\\')");
+        params.push(`%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      }
+    }
+    params.push(Math.max(1, Math.min(filter.limit ?? 100, 1000)));
+    const rows = db
+      .prepare(`SELECT summary FROM traces WHERE ${where.join(' AND ')} ORDER BY start_us DESC LIMIT ?`)
+      .all(...params) as { summary: string }[];
+    return rows.map((r) => JSON.parse(r.summary) as TraceSummary);
+  }
+
+  const listSessionsStmt = db.prepare(
+    'SELECT summary FROM sessions WHERE summary IS NOT NULL ORDER BY last_us DESC LIMIT ?',
+  );
+
+  function listSessions(limit = 100): SessionSummary[] {
+    refreshSummaries();
+    const rows = listSessionsStmt.all(Math.max(1, Math.min(limit, 1000))) as { summary: string }[];
+    return rows.map((r) => JSON.parse(r.summary) as SessionSummary);
+  }
+
+  function getSession(sessionId: string): { session: SessionSummary; traces: TraceSummary[] } | undefined {
+    refreshSummaries();
+    const traces = sessionTraces(sessionId);
+    if (!traces.length) return undefined;
+    return { session: summarizeSession(sessionId, traces), traces };
+  }
+
+  function services(): { name: string; spanCount: number; lastSeenUnixNano: number }[] {
+    const rows = db.prepare('SELECT name, span_count, last_us FROM services ORDER BY last_us DESC').all() as {
+      name: string;
+      span_count: number;
+      last_us: number;
+    }[];
+    return rows.map((r) => ({ name: r.name, spanCount: r.span_count, lastSeenUnixNano: r.last_us * 1000 }));
+  }
+
+  function attributeKeys(): string[] {
+    return [...FIXED_KEYS, 'resource.attributes.service.name', ...[...keys].sort()].filter(
+      (k, i, all) => all.indexOf(k) === i,
+    );
+  }
+
+  const liveBytes = (): number => {
+    const get = (p: string): number => Number((db.prepare(`PRAGMA ${p}`).get() as Record<string, number>)[p]);
+    return (get('page_count') - get('freelist_count')) * get('page_size');
+  };
+
+  /** Deletes by age and by size (oldest first). Returns the number of spans deleted. */
+  function applyRetention(opts: RetentionOptions, nowMs = Date.now()): number {
+    let deleted = 0;
+    const chunk = 5000;
+    if (opts.maxAgeMs !== undefined && opts.maxAgeMs > 0) {
+      const cutoffUs = (nowMs - opts.maxAgeMs) * 1000;
+      deleted += Number(db.prepare('DELETE FROM spans WHERE start_us < ?').run(cutoffUs).changes);
+      db.prepare('DELETE FROM logs WHERE time_us < ?').run(cutoffUs);
+    }
+    if (opts.maxBytes !== undefined && opts.maxBytes > 0) {
+      const oldest = db.prepare(
+        'DELETE FROM spans WHERE id IN (SELECT id FROM spans ORDER BY start_us LIMIT ?)',
+      );
+      const oldestLogs = db.prepare(
+        'DELETE FROM logs WHERE id IN (SELECT id FROM logs ORDER BY time_us LIMIT ?)',
+      );
+      for (let i = 0; i < 10_000 && liveBytes() > opts.maxBytes; i++) {
+        const n = Number(oldest.run(chunk).changes) + Number(oldestLogs.run(chunk / 5).changes);
+        if (!n) break;
+        deleted += n;
+      }
+    }
+    if (deleted) {
+      transaction(() => {
+        db.exec(`UPDATE traces SET dirty = 1 WHERE trace_id NOT IN (SELECT trace_id FROM spans)`);
+        db.exec(`UPDATE sessions SET dirty = 1
+          WHERE session_id NOT IN (SELECT session_id FROM spans WHERE session_id IS NOT NULL)`);
+        db.exec(`DELETE FROM services;
+          INSERT INTO services (name, span_count, last_us)
+          SELECT service, count(*), max(end_us) FROM spans WHERE service IS NOT NULL GROUP BY service`);
+      });
+    }
+    return deleted;
+  }
+
+  return {
+    path,
+    /** The raw connection, for the query engine (read-only use). */
+    db,
+    insertBatch,
+    spansOfTrace,
+    logsOfTrace,
+    traceSummary,
+    refreshSummaries,
+    listTraces,
+    listSessions,
+    getSession,
+    services,
+    attributeKeys,
+    applyRetention,
+    prepare: (sql: string): StatementSync => db.prepare(sql),
+    close: (): void => {
+      if (db.isOpen) db.close();
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import { sessionIdOf } from '../trace-model/genai.js';
+import { sumTokens, traceTokenTotals } from '../trace-model/tokens.js';
+import type { SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
+
+/** The summary of one trace from its spans (any order, possibly still incomplete). */
+export function summarizeTrace(traceId: string, spans: readonly SpanRecord[]): TraceSummary {
+  const ids = new Set(spans.map((s) => s.spanId));
+  let root: SpanRecord | undefined;
+  let fallback: SpanRecord | undefined;
+  let start = Infinity;
+  let end = -Infinity;
+  let errorCount = 0;
+  let sessionId: string | undefined;
+  for (const s of spans) {
+    const sEnd = s.startTimeUnixNano + s.durationNano;
+    if (s.startTimeUnixNano < start) start = s.startTimeUnixNano;
+    if (sEnd > end) end = sEnd;
+    if (s.status.code === 'ERROR') errorCount++;
+    sessionId ??= sessionIdOf(s.attributes, s.resource.attributes);
+    if (!s.parentSpanId) {
+      if (!root || s.startTimeUnixNano < root.startTimeUnixNano) root = s;
+    } else if (!ids.has(s.parentSpanId)) {
+      if (!fallback || s.startTimeUnixNano < fallback.startTimeUnixNano) fallback = s;
+    }
+  }
+  const main = root ?? fallback ?? spans[0];
+  if (!spans.length) start = end = 0;
+  const summary: TraceSummary = {
+    traceId,
+    rootName: main?.name ?? '',
+    serviceName: String(main?.resource.attributes['service.name'] ?? ''),
+    startTimeUnixNano: start,
+    endTimeUnixNano: end,
+    durationNano: Math.max(0, end - start),
+    spanCount: spans.length,
+    errorCount,
+    tokens: traceTokenTotals(spans),
+    inProgress: !root,
+  };
+  if (sessionId) summary.sessionId = sessionId;
+  return summary;
+}
+
+/** The summary of one session from the summaries of its traces. */
+export function summarizeSession(sessionId: string, traces: readonly TraceSummary[]): SessionSummary {
+  const services = new Set<string>();
+  let first = Infinity;
+  let last = -Infinity;
+  for (const t of traces) {
+    if (t.serviceName) services.add(t.serviceName);
+    if (t.startTimeUnixNano < first) first = t.startTimeUnixNano;
+    if (t.endTimeUnixNano > last) last = t.endTimeUnixNano;
+  }
+  return {
+    sessionId,
+    serviceNames: [...services].sort(),
+    traceCount: traces.length,
+    spanCount: traces.reduce((n, t) => n + t.spanCount, 0),
+    errorCount: traces.reduce((n, t) => n + t.errorCount, 0),
+    tokens: sumTokens(traces.map((t) => t.tokens)),
+    firstSeenUnixNano: traces.length ? first : 0,
+    lastSeenUnixNano: traces.length ? last : 0,
+  };
+}
