@@ -16,7 +16,7 @@ Every agent runs under @agentrt/instrument and exports to the collector.
 Options:
   --demo                   send sample invocations (single, streaming, multi-turn, failing tool)
   --data-dir <dir>         where data and logs live (env AGENTRT_DATA_DIR; default <repo>/.data)
-  --no-ui                  do not serve the trace UI (collector API only)
+  --no-ui                  leave the trace UI links out of the summary (headless use, scripts)
   --host <addr>            address the services bind to (env AGENTRT_DEV_HOST; default 127.0.0.1)
   --collector-port <n>     env AGENTRT_COLLECTOR_PORT (default 4318)
   --runtime-port <n>       env AGENTRT_RUNTIME_PORT (default 8787)

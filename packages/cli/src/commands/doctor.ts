@@ -9,7 +9,7 @@ import { answersOk } from '../dev/http.js';
 import { chooseModelProvider } from '../dev/model-provider.js';
 import { findPortOwner, isPortFree } from '../dev/ports.js';
 import { findRepoRoot } from '../dev/repo-root.js';
-import { PORT_SETTINGS } from '../dev/stack.js';
+import { BUILT_ENTRIES, PORT_SETTINGS } from '../dev/stack.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -56,12 +56,7 @@ function checkNode(): Check {
 function checkBuild(): Check {
   const root = findRepoRoot();
   if (!root) return { name: 'build', status: 'ok', detail: 'not in an agentrt checkout; nothing to build' };
-  const needed = [
-    'collector/dist/main.js',
-    'packages/runtime/dist/main.js',
-    'packages/instrument/dist/index.js',
-    'examples/weather/dist/main.js',
-  ];
+  const needed = Object.values(BUILT_ENTRIES);
   const missing = needed.filter((file) => !existsSync(join(root, file)));
   return missing.length === 0
     ? { name: 'build', status: 'ok', detail: 'built (dist/ present)' }

@@ -22,6 +22,7 @@ export interface DevStackOptions {
   /** The offline fixture weather API; 0 = any free port. */
   weatherApiPort: number;
   demo: boolean;
+  /** Show the trace UI's links in the summary (the collector serves the UI at / either way). */
   ui: boolean;
   verbose: boolean;
   /** Environment the services inherit (credentials, OTEL_*, AGENTRT_MODEL_PROVIDER...). */
@@ -59,20 +60,27 @@ export interface DevState {
 
 export const DEV_STATE_FILE = 'dev-state.json';
 
-function entry(repoRoot: string, path: string): string {
-  return join(repoRoot, path);
-}
+/** The built files the stack runs, relative to the repo root; all must exist (`npm run build`). */
+export const BUILT_ENTRIES = {
+  collector: 'collector/dist/main.js',
+  runtime: 'packages/runtime/dist/main.js',
+  weather: 'examples/weather/dist/main.js',
+  weatherApiFixture: 'examples/models/dist/fixtures/index.js',
+  instrument: 'packages/instrument/dist/register-require.js',
+  sdkAgent: 'examples/sdk-agent/dist/main.js',
+  customAgent: 'examples/custom-agent/dist/main.js',
+} as const;
 
-/** The built files the stack runs; all must exist (`npm run build`). */
 function entries(repoRoot: string) {
+  const at = (path: string) => join(repoRoot, path);
   return {
-    collector: entry(repoRoot, 'collector/dist/main.js'),
-    runtime: entry(repoRoot, 'packages/runtime/dist/main.js'),
-    weather: entry(repoRoot, 'examples/weather/dist/main.js'),
-    weatherApiFixture: entry(repoRoot, 'examples/models/dist/fixtures/index.js'),
-    instrument: entry(repoRoot, 'packages/instrument/dist/index.js'),
-    sdkAgent: entry(repoRoot, 'examples/sdk-agent'),
-    customAgent: entry(repoRoot, 'examples/custom-agent'),
+    collector: at(BUILT_ENTRIES.collector),
+    runtime: at(BUILT_ENTRIES.runtime),
+    weather: at(BUILT_ENTRIES.weather),
+    weatherApiFixture: at(BUILT_ENTRIES.weatherApiFixture),
+    instrument: at(BUILT_ENTRIES.instrument),
+    sdkAgent: at(BUILT_ENTRIES.sdkAgent),
+    customAgent: at(BUILT_ENTRIES.customAgent),
   };
 }
 
@@ -202,7 +210,6 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
           AGENTRT_COLLECTOR_HOST: host,
           AGENTRT_COLLECTOR_PORT: String(options.collectorPort),
           AGENTRT_DATA_DIR: join(dataDir, 'collector'),
-          AGENTRT_COLLECTOR_UI: options.ui ? undefined : '0',
         },
         ready: () => answersOk(`${collectorUrl}/healthz`),
         readyTimeoutMs: ready,
@@ -304,13 +311,13 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
           [
             {
               name: 'sdk_agent',
-              dir: files.sdkAgent,
+              dir: join(repoRoot, 'examples/sdk-agent'),
               description: 'SDK-integration example on @agentrt/server',
               environmentVariables: agentEnv('sdk-agent'),
             },
             {
               name: 'custom_agent',
-              dir: files.customAgent,
+              dir: join(repoRoot, 'examples/custom-agent'),
               description: 'Custom agent on plain Koa with the agentContext() middleware',
               environmentVariables: agentEnv('custom-agent'),
             },
@@ -425,8 +432,8 @@ function summary({
     ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`),
     '',
     'Try it (paste into another terminal):',
-    `  agentrt invoke sdk_agent ${shellQuote(payload)} --session ${sessionId}${runtimeFlag}`,
-    `  agentrt invoke sdk_agent ${shellQuote(JSON.stringify({ prompt: 'Tell me about agentrt' }))} --session ${sessionId} --stream${runtimeFlag}`,
+    `  npx agentrt invoke sdk_agent ${shellQuote(payload)} --session ${sessionId}${runtimeFlag}`,
+    `  npx agentrt invoke sdk_agent ${shellQuote(JSON.stringify({ prompt: 'Tell me about agentrt' }))} --session ${sessionId} --stream${runtimeFlag}`,
     `  curl -sS ${urls['weather']}/weather -H 'content-type: application/json' -H 'X-Cloud-Agent-Runtime-Session-Id: ${sessionId}' -d ${shellQuote(weatherPayload)}`,
   ];
   if (sdk) {
@@ -434,7 +441,7 @@ function summary({
       `  curl -sS -X POST '${runtime}/runtimes/${encodeURIComponent(sdk.arn)}/invocations' -H 'content-type: application/json' -H 'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id: ${sessionId}' -d ${shellQuote(payload)}`,
     );
   }
-  lines.push(`  agentrt sessions ${sessionId}`, '');
+  lines.push(`  npx agentrt sessions ${sessionId}`, '');
   if (options.ui)
     lines.push(`Then open that session in the UI: ${collector}/#/sessions/${encodeURIComponent(sessionId)}`);
   if (demo) {
