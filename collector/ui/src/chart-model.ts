@@ -1,0 +1,99 @@
+/** Turns a `stats` query result into chart data: a time series for bin(), else bars by group. */
+import type { AttributeValue } from './view-types.js';
+
+export interface StatsResult {
+  columns: string[];
+  rows: Record<string, AttributeValue>[];
+  timeColumn?: string;
+}
+
+export interface Series {
+  name: string;
+  points: { x: number; y: number }[];
+}
+
+export type ChartModel =
+  | { type: 'line'; series: Series[]; xMin: number; xMax: number; yMax: number }
+  | { type: 'bar'; metric: string; bars: { label: string; value: number }[]; yMax: number }
+  | { type: 'none'; reason: string };
+
+function num(v: AttributeValue | undefined): number | undefined {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
+  return Number.isFinite(n) ? n : undefined;
+}
+
+function timeMs(v: AttributeValue | undefined): number | undefined {
+  if (typeof v === 'string') {
+    const d = Date.parse(v);
+    if (Number.isFinite(d)) return d;
+  }
+  const n = num(v);
+  if (n === undefined) return undefined;
+  // Accept epoch ns, µs, ms or s: pick the unit that lands in a plausible range.
+  if (n > 1e17) return n / 1e6;
+  if (n > 1e14) return n / 1e3;
+  if (n > 1e11) return n;
+  return n * 1000;
+}
+
+/** Metric columns are those whose values are all numeric; the rest are group keys. */
+export function metricColumns(result: StatsResult): string[] {
+  return result.columns.filter(
+    (c) =>
+      c !== result.timeColumn &&
+      result.rows.length > 0 &&
+      result.rows.every((r) => r[c] === undefined || r[c] === null || num(r[c]) !== undefined),
+  );
+}
+
+export function buildChart(result: StatsResult): ChartModel {
+  if (result.rows.length === 0) return { type: 'none', reason: 'No rows to chart.' };
+  const metrics = metricColumns(result);
+  if (metrics.length === 0) return { type: 'none', reason: 'No numeric column to chart.' };
+  const groups = result.columns.filter((c) => c !== result.timeColumn && !metrics.includes(c));
+  const groupLabel = (r: Record<string, AttributeValue>): string =>
+    groups.map((g) => String(r[g] ?? '∅')).join(' · ');
+  if (result.timeColumn) {
+    const byName = new Map<string, Series>();
+    let xMin = Infinity;
+    let xMax = -Infinity;
+    let yMax = 0;
+    for (const row of result.rows) {
+      const x = timeMs(row[result.timeColumn]);
+      if (x === undefined) continue;
+      for (const metric of metrics) {
+        const y = num(row[metric]);
+        if (y === undefined) continue;
+        const label = groups.length > 0 ? groupLabel(row) : '';
+        const name = [metrics.length > 1 || !label ? metric : '', label].filter(Boolean).join(' · ');
+        const series = byName.get(name) ?? { name, points: [] };
+        byName.set(name, series);
+        series.points.push({ x, y });
+        xMin = Math.min(xMin, x);
+        xMax = Math.max(xMax, x);
+        yMax = Math.max(yMax, y);
+      }
+    }
+    if (byName.size === 0) return { type: 'none', reason: 'The time column has no usable timestamps.' };
+    for (const s of byName.values()) s.points.sort((p, q) => p.x - q.x);
+    const series = [...byName.values()].sort((p, q) => (p.name < q.name ? -1 : p.name > q.name ? 1 : 0));
+    return { type: 'line', series, xMin, xMax, yMax };
+  }
+  const metric = metrics[0]!;
+  const bars = result.rows.map((r, i) => ({
+    label: groups.length > 0 ? groupLabel(r) : `row ${i + 1}`,
+    value: num(r[metric]) ?? 0,
+  }));
+  return { type: 'bar', metric, bars, yMax: Math.max(0, ...bars.map((b) => b.value)) };
+}
+
+/** About `count` round tick values from 0 to at least `max` (1, 2, 5 × 10^n steps). */
+export function niceTicks(max: number, count = 4): number[] {
+  if (!(max > 0)) return [0, 1];
+  const raw = max / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = ([1, 2, 5, 10].find((f) => f * mag >= raw) ?? 10) * mag;
+  const ticks: number[] = [];
+  for (let v = 0; v < max + step * 0.999; v += step) ticks.push(Number(v.toPrecision(12)));
+  return ticks;
+}

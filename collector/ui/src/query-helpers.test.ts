@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { applyCompletion, completionContext, insideString, suggest } from './autocomplete.js';
+import { buildChart, niceTicks } from './chart-model.js';
+
+describe('autocomplete', () => {
+  const keys = [
+    'attributes.session.id',
+    'attributes.gen_ai.request.model',
+    'durationNano',
+    'resource.attributes.service.name',
+  ];
+  it('finds the word at the cursor and replaces it whole', () => {
+    const text = 'filter attributes.ses = "x"';
+    const ctx = completionContext(text, 21);
+    expect(ctx).toEqual({ prefix: 'attributes.ses', start: 7, end: 21 });
+    expect(applyCompletion(text, ctx, 'attributes.session.id')).toEqual({
+      text: 'filter attributes.session.id = "x"',
+      cursor: 28,
+    });
+  });
+  it('matches keys with or without the attributes prefix, then keywords', () => {
+    expect(suggest(keys, 'attributes.s')).toEqual([
+      'attributes.session.id',
+      'resource.attributes.service.name',
+    ]);
+    expect(suggest(keys, 'service')).toEqual(['resource.attributes.service.name']);
+    expect(suggest(keys, 'model')).toEqual(['attributes.gen_ai.request.model']);
+    expect(suggest(keys, 'st')).toEqual(['stats', 'attributes.gen_ai.request.model']);
+    expect(suggest(keys, '')).toEqual([]);
+  });
+  it('knows when the cursor is in a string', () => {
+    expect(insideString('filter a = "se', 14)).toBe(true);
+    expect(insideString('filter a = "x\\"y" and b', 23)).toBe(false);
+  });
+});
+
+describe('buildChart', () => {
+  it('draws bin() results as one line per group', () => {
+    const chart = buildChart({
+      columns: ['bin(1m)', 'model', 'count(*)'],
+      timeColumn: 'bin(1m)',
+      rows: [
+        { 'bin(1m)': 120_000, model: 'b', 'count(*)': 2 },
+        { 'bin(1m)': 60_000, model: 'a', 'count(*)': 5 },
+        { 'bin(1m)': 120_000, model: 'a', 'count(*)': 3 },
+      ],
+    });
+    expect(chart.type).toBe('line');
+    if (chart.type !== 'line') return;
+    expect(chart.series.map((s) => s.name)).toEqual(['a', 'b']);
+    expect(chart.series[0]!.points.map((p) => p.y)).toEqual([5, 3]);
+    expect(chart.yMax).toBe(5);
+  });
+  it('reads ISO and epoch-nanosecond bins', () => {
+    const iso = buildChart({
+      columns: ['t', 'n'],
+      timeColumn: 't',
+      rows: [{ t: '2026-01-01T00:00:00Z', n: 1 }],
+    });
+    const ns = buildChart({
+      columns: ['t', 'n'],
+      timeColumn: 't',
+      rows: [{ t: 1_767_225_600_000_000_000, n: 1 }],
+    });
+    expect(iso.type === 'line' && iso.xMin).toBe(Date.UTC(2026, 0, 1));
+    expect(ns.type === 'line' && ns.xMin).toBe(Date.UTC(2026, 0, 1));
+  });
+  it('draws grouped stats as bars and explains when it cannot chart', () => {
+    const bars = buildChart({
+      columns: ['model', 'avg'],
+      rows: [
+        { model: 'a', avg: '2.5' },
+        { model: 'b', avg: 4 },
+      ],
+    });
+    expect(bars).toEqual({
+      type: 'bar',
+      metric: 'avg',
+      bars: [
+        { label: 'a', value: 2.5 },
+        { label: 'b', value: 4 },
+      ],
+      yMax: 4,
+    });
+    expect(buildChart({ columns: ['x'], rows: [{ x: 'text' }] }).type).toBe('none');
+  });
+  it('picks round ticks', () => {
+    expect(niceTicks(9)).toEqual([0, 5, 10]);
+    expect(niceTicks(340)).toEqual([0, 100, 200, 300, 400]);
+    expect(niceTicks(0)).toEqual([0, 1]);
+  });
+});

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { parseRoute, routeHref, type Route } from './router.js';
+
+describe('hash routes', () => {
+  it('round-trips every view', () => {
+    const routes: Route[] = [
+      { view: 'sessions' },
+      { view: 'session', sessionId: 'sess 1/ä' },
+      { view: 'traces', filters: { service: 'weather', status: 'error', minDurationMs: 250, q: 'paris' } },
+      { view: 'traces', filters: {} },
+      { view: 'trace', traceId: 'abc', spanId: 'def' },
+      { view: 'trace', traceId: 'abc' },
+      { view: 'search', query: 'filter durationNano > 1e9 | limit 5' },
+      { view: 'compare', a: 'x', b: 'y' },
+      { view: 'live' },
+    ];
+    for (const r of routes) expect(parseRoute(routeHref(r))).toEqual(r);
+  });
+  it('falls back to sessions and ignores junk parameters', () => {
+    expect(parseRoute('')).toEqual({ view: 'sessions' });
+    expect(parseRoute('#/nope')).toEqual({ view: 'sessions' });
+    expect(parseRoute('#/traces?status=weird&minDurationMs=abc')).toEqual({ view: 'traces', filters: {} });
+    expect(parseRoute('#/sessions/%E0%A4%A')).toEqual({ view: 'session', sessionId: '%E0%A4%A' });
+  });
+});

@@ -1,0 +1,98 @@
+/** Hash routing (`#/traces/abc?span=def`): shareable links, no server routes needed. */
+
+export type Route =
+  | { view: 'sessions' }
+  | { view: 'session'; sessionId: string }
+  | { view: 'traces'; filters: TraceFilters }
+  | { view: 'trace'; traceId: string; spanId?: string }
+  | { view: 'search'; query?: string }
+  | { view: 'compare'; a?: string; b?: string }
+  | { view: 'live' };
+
+export interface TraceFilters {
+  service?: string;
+  status?: 'error' | 'ok';
+  minDurationMs?: number;
+  q?: string;
+}
+
+function query(params: Record<string, string | number | undefined>): string {
+  const entries = Object.entries(params).filter(([, v]) => v !== undefined && v !== '');
+  if (entries.length === 0) return '';
+  return '?' + new URLSearchParams(entries.map(([k, v]) => [k, String(v)])).toString();
+}
+
+/** The hash (with leading '#') for a route. */
+export function routeHref(route: Route): string {
+  switch (route.view) {
+    case 'sessions':
+      return '#/sessions';
+    case 'session':
+      return `#/sessions/${encodeURIComponent(route.sessionId)}`;
+    case 'traces':
+      return `#/traces${query({ ...route.filters })}`;
+    case 'trace':
+      return `#/traces/${encodeURIComponent(route.traceId)}${query({ span: route.spanId })}`;
+    case 'search':
+      return `#/search${query({ q: route.query })}`;
+    case 'compare':
+      return `#/compare${query({ a: route.a, b: route.b })}`;
+    case 'live':
+      return '#/live';
+  }
+}
+
+/** Parses a location hash; anything unknown goes to the sessions list. */
+export function parseRoute(hash: string): Route {
+  const raw = hash.replace(/^#/, '');
+  const [path = '', search = ''] = raw.split('?', 2);
+  const params = new URLSearchParams(search);
+  const get = (k: string): string | undefined => params.get(k) || undefined;
+  const parts = path.split('/').filter(Boolean).map(safeDecode);
+  switch (parts[0]) {
+    case 'sessions':
+      return parts[1] ? { view: 'session', sessionId: parts[1] } : { view: 'sessions' };
+    case 'traces': {
+      if (parts[1]) {
+        const span = get('span');
+        return span
+          ? { view: 'trace', traceId: parts[1], spanId: span }
+          : { view: 'trace', traceId: parts[1] };
+      }
+      const filters: TraceFilters = {};
+      const service = get('service');
+      const status = get('status');
+      const min = Number(get('minDurationMs'));
+      const q = get('q');
+      if (service) filters.service = service;
+      if (status === 'error' || status === 'ok') filters.status = status;
+      if (Number.isFinite(min) && min > 0) filters.minDurationMs = min;
+      if (q) filters.q = q;
+      return { view: 'traces', filters };
+    }
+    case 'search': {
+      const q = get('q');
+      return q ? { view: 'search', query: q } : { view: 'search' };
+    }
+    case 'compare': {
+      const route: Route = { view: 'compare' };
+      const a = get('a');
+      const b = get('b');
+      if (a) route.a = a;
+      if (b) route.b = b;
+      return route;
+    }
+    case 'live':
+      return { view: 'live' };
+    default:
+      return { view: 'sessions' };
+  }
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s; // A hand-edited link with a stray '%': use it as typed.
+  }
+}

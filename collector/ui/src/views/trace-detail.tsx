@@ -1,0 +1,83 @@
+/** One trace: summary, waterfall with critical path, span panel. */
+import { getTrace } from '../api.js';
+import { ErrorBox, Loading, StatusPill, Tokens } from '../components/common.js';
+import { SpanPanel } from '../components/span-panel.js';
+import { Waterfall } from '../components/waterfall.js';
+import { formatDateTime, formatDuration } from '../format.js';
+import { navigate, useAsync, useLiveSpans } from '../hooks.js';
+import { routeHref } from '../router.js';
+import { Card } from './sessions.js';
+
+export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?: string }) {
+  const state = useAsync(() => getTrace(traceId), [traceId]);
+  useLiveSpans((spans) => {
+    if (spans.some((s) => s.traceId === traceId)) state.reload();
+  }, 500);
+  if (state.error) return <ErrorBox error={state.error} retry={state.reload} />;
+  if (!state.data) return <Loading what="trace" />;
+  const trace = state.data;
+  const selected = spanId ? trace.spans.find((s) => s.spanId === spanId) : undefined;
+  const select = (id: string | undefined): void =>
+    navigate(routeHref({ view: 'trace', traceId, spanId: id }));
+  const root = trace.roots[0]?.span;
+  const criticalMs = trace.criticalPath.segments.reduce(
+    (sum, s) => sum + (s.endTimeUnixNano - s.startTimeUnixNano) / 1e6,
+    0,
+  );
+  const errors = trace.spans.filter((s) => s.status === 'error').length;
+  const sessionId = trace.summary.sessionId;
+  return (
+    <section class="trace-detail">
+      <nav class="crumbs">
+        <a href={routeHref({ view: 'traces', filters: {} })}>Traces</a>
+        {sessionId && (
+          <>
+            {' '}
+            · session <a href={routeHref({ view: 'session', sessionId })}>{sessionId}</a>
+          </>
+        )}{' '}
+        / <span class="mono">{traceId}</span>
+      </nav>
+      <h1 class="trace-title">
+        {root?.name ?? trace.summary.rootName}
+        <StatusPill errors={errors} inProgress={trace.summary.inProgress} />
+      </h1>
+      <div class="summary-cards">
+        <Card label="duration" value={formatDuration(trace.endMs - trace.startMs)} />
+        <Card label="spans" value={trace.spans.length} />
+        <Card label="critical path" value={formatDuration(criticalMs)} />
+        <Card label="tokens in / out" value={<Tokens tokens={trace.tokens.total} />} />
+        <Card label="errors" value={errors} tone={errors > 0 ? 'bad' : undefined} />
+        <Card label="started" value={formatDateTime(trace.startMs)} />
+      </div>
+      <div class="toolbar">
+        <a class="btn ghost" href={routeHref({ view: 'compare', a: traceId })}>
+          Compare with…
+        </a>
+        <a
+          class="btn ghost"
+          href={routeHref({
+            view: 'search',
+            query: `filter traceId = "${traceId}" | fields name, durationNano, status.code | sort startTimeUnixNano asc`,
+          })}
+        >
+          Query spans
+        </a>
+        <a
+          class="btn ghost"
+          href={`/api/traces/${encodeURIComponent(traceId)}`}
+          target="_blank"
+          rel="noopener"
+        >
+          JSON
+        </a>
+      </div>
+      <div class={`trace-body ${selected ? 'with-panel' : ''}`}>
+        <Waterfall trace={trace} selectedSpanId={selected?.spanId} onSelect={select} />
+        {selected && (
+          <SpanPanel key={selected.spanId} span={selected} trace={trace} onClose={() => select(undefined)} />
+        )}
+      </div>
+    </section>
+  );
+}
