@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type RuntimeConfig } from '../config.js';
 import { type RuntimeRecord, type VersionRecord } from '../control/store.js';
 import { RuntimeApiError, notFound } from '../errors.js';
@@ -71,6 +71,33 @@ export interface SessionManagerOptions {
 
 const CONSECUTIVE_PING_FAILURES_TO_STOP = 3;
 
+/**
+ * The built CommonJS-loadable preload of @agentrt/instrument (its `require` export), found from the
+ * package's own manifest so that the condition flags of the current process (e.g. a test runner's
+ * source condition) cannot send a worker to a .ts file.
+ */
+function findInstrumentPreload(): string | undefined {
+  let entry: string;
+  try {
+    entry = createRequire(import.meta.url).resolve('@agentrt/instrument');
+  } catch {
+    return undefined; // not installed
+  }
+  for (let dir = dirname(entry); dir !== dirname(dir); dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (!existsSync(manifest)) continue;
+    const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as {
+      name?: string;
+      exports?: Record<string, Record<string, string>>;
+    };
+    if (pkg.name !== '@agentrt/instrument') return undefined;
+    const target = pkg.exports?.['./register'] ?? pkg.exports?.['.'];
+    const file = target?.require ?? target?.default;
+    return file && existsSync(join(dir, file)) ? join(dir, file) : undefined;
+  }
+  return undefined;
+}
+
 export function createSessionManager({ config, isolation, logger }: SessionManagerOptions): SessionManager {
   const sessions = new Map<string, Session>();
   const pools = new Map<string, PooledWorker[]>(); // key runtimeId#version
@@ -86,20 +113,12 @@ export function createSessionManager({ config, isolation, logger }: SessionManag
 
   const resolveInstrument = (): string | undefined => {
     if (instrumentPath !== null) return instrumentPath;
-    const require = createRequire(import.meta.url);
-    for (const name of ['@agentrt/instrument/register', '@agentrt/instrument']) {
-      try {
-        instrumentPath = require.resolve(name);
-        return instrumentPath;
-      } catch {
-        // try the next entry name
-      }
-    }
-    instrumentPath = undefined;
-    logger.warn(
-      'AGENTRT_INSTRUMENT_WORKERS is on but @agentrt/instrument is not resolvable; workers run uninstrumented',
-    );
-    return undefined;
+    instrumentPath = findInstrumentPreload();
+    if (!instrumentPath)
+      logger.warn(
+        'AGENTRT_INSTRUMENT_WORKERS is on but @agentrt/instrument is not resolvable (or not built); workers run uninstrumented',
+      );
+    return instrumentPath;
   };
 
   const workerEnv = (

@@ -51,6 +51,7 @@ const server = createServer((req, res) => {
             AGENT_GREETING: process.env.AGENT_GREETING,
             AWS_REGION: process.env.AWS_REGION,
             NODE_OPTIONS: process.env.NODE_OPTIONS,
+            OTEL_EXPORTER_OTLP_ENDPOINT: process.env.OTEL_EXPORTER_OTLP_ENDPOINT,
           },
           version: process.env.AGENT_VERSION ?? 'unset',
         }),
