@@ -329,6 +329,11 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       const signal = /^\/v1\/(traces|logs|metrics)\/?$/.exec(path)?.[1] as Signal | undefined;
       if (signal) {
         counters.requests++;
+        if (req.method !== 'POST') {
+          throw new HttpError(405, 'method_not_allowed', `use POST for /v1/${signal}`, {
+            headers: { allow: 'POST' },
+          });
+        }
         const encoding = ingestEncoding(req);
         route = { errors: encoding };
         return await ingest(signal, req, res, encoding);

@@ -55,7 +55,9 @@ export function spansToOtlpJson(spans: SpanRecord[]): Json {
             name: span.name,
             kind: Math.max(0, KIND_NAMES.indexOf(span.kind)),
             startTimeUnixNano: nanos(span.startTimeUnixNano),
-            endTimeUnixNano: (BigInt(Math.round(span.startTimeUnixNano)) + BigInt(Math.round(span.durationNano))).toString(),
+            endTimeUnixNano: (
+              BigInt(Math.round(span.startTimeUnixNano)) + BigInt(Math.round(span.durationNano))
+            ).toString(),
             attributes: keyValuesJson(span.attributes),
             events: span.events.map((e) => ({
               name: e.name,

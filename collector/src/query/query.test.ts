@@ -1,0 +1,213 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeTraceRequestJson } from '../otlp/decode-json.js';
+import { type SpanStore, createSpanStore } from '../store/span-store.js';
+import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
+import { runQuery } from './engine.js';
+import { parseQuery } from './parser.js';
+import { QueryError } from './query-error.js';
+
+const T0 = Date.UTC(2026, 10, 21, 12, 0, 0);
+
+function errorOf(q: string) {
+  try {
+    parseQuery(q);
+  } catch (error) {
+    expect(error).toBeInstanceOf(QueryError);
+    return (error as QueryError).toBody(q);
+  }
+  throw new Error(`query parsed: ${q}`);
+}
+
+describe('query parser', () => {
+  it('parses pipelines of every command', () => {
+    const cmds = parseQuery(
+      'filter attributes.session.id = "s1" and durationNano > 1e9 | fields name, durationNano as d | stats count(*), pct(durationNano, 95) by name, bin(5m) | sort d desc | limit 20',
+    );
+    expect(cmds.map((c) => c.type)).toEqual(['filter', 'fields', 'stats', 'sort', 'limit']);
+    expect(cmds[0]).toMatchObject({
+      expr: {
+        type: 'and',
+        left: { type: 'cmp', field: 'attributes.session.id', value: 's1' },
+        right: { value: 1e9 },
+      },
+    });
+    expect(cmds[2]).toMatchObject({ by: [{ type: 'field' }, { type: 'bin', ms: 300_000, name: 'bin(5m)' }] });
+  });
+
+  it('points at the position and says what was expected', () => {
+    expect(errorOf('filter name = ')).toMatchObject({
+      error: 'QuerySyntaxError',
+      position: 14,
+      line: 1,
+      column: 15,
+      expected: expect.arrayContaining(['a string', 'a number']),
+    });
+    expect(errorOf('filter name = "a"\n| sort')).toMatchObject({
+      line: 2,
+      column: 7,
+      expected: ['a field name'],
+    });
+    expect(errorOf('fliter x = 1')).toMatchObject({
+      position: 0,
+      expected: expect.arrayContaining(['filter', 'stats']),
+    });
+    expect(errorOf('filter x = "open')).toMatchObject({ position: 11, message: 'unterminated string' });
+    expect(errorOf('stats avg(x) by bin(5)')).toMatchObject({ position: 20 });
+    expect(errorOf('limit 0').message).toMatch(/whole number from 1 to 10000/);
+    expect(errorOf('filter x like /(/').message).toMatch(/invalid regular expression/);
+    expect(errorOf('filter (a = 1').expected).toEqual(["')'"]);
+    expect(errorOf('filter a = 1 b').expected).toEqual(["'|'", 'end of query']);
+  });
+});
+
+describe('query engine', () => {
+  let store: SpanStore;
+  let tmp: ReturnType<typeof tempDir>;
+  const q = (query: string, opts = {}) => runQuery(store.db, query, opts);
+
+  beforeAll(() => {
+    tmp = tempDir();
+    store = createSpanStore({ dataDir: tmp.dir });
+    const spans = [];
+    for (let i = 0; i < 40; i++) {
+      const traceId = hex(1000 + Math.floor(i / 4), 16);
+      const root = i % 4 === 0;
+      spans.push(
+        jsonSpan({
+          traceId,
+          spanId: hex(i + 1, 8),
+          parentSpanId: root ? undefined : hex(i - (i % 4) + 1, 8),
+          name: root ? 'invoke_agent weather' : i % 4 === 3 ? 'execute_tool get_weather' : 'chat claude',
+          startMs: T0 + i * 60_000,
+          durationMs: (i + 1) * 100,
+          status: i === 7 ? 2 : 0,
+          kind: root ? 2 : 3,
+          attributes: {
+            'session.id': `s${i % 2}`,
+            ...(root || i % 4 === 3
+              ? {}
+              : { 'gen_ai.request.model': i % 3 ? 'claude' : 'nova', 'gen_ai.usage.input_tokens': i }),
+            ...(i === 5 ? { 'gen_ai.prompt': 'What is the weather in Paris?' } : {}),
+          },
+        }),
+      );
+    }
+    const req = jsonRequest('weather-agent', spans);
+    // One span with a nested kvlist attribute and a __proto__ key.
+    (req.resourceSpans as { scopeSpans: { spans: unknown[] }[] }[])[0]!.scopeSpans[0]!.spans.push({
+      ...jsonSpan({
+        traceId: hex(9999, 16),
+        spanId: hex(9999, 8),
+        name: 'nested',
+        startMs: T0 - 1000,
+        durationMs: 1,
+      }),
+      attributes: [
+        {
+          key: 'http',
+          value: { kvlistValue: { values: [{ key: 'route', value: { stringValue: '/invocations' } }] } },
+        },
+        { key: '__proto__', value: { stringValue: 'x' } },
+      ],
+    });
+    store.insertBatch(decodeTraceRequestJson(JSON.stringify(req)).spans);
+  });
+  afterAll(() => {
+    store.close();
+    tmp.remove();
+  });
+
+  it('filters by session and duration (pushed down), newest first, with default columns', () => {
+    const r = q('filter attributes.session.id = "s1" and durationNano > 3e9');
+    expect(r.kind).toBe('spans');
+    expect(r.rows.map((x) => x.spanId)).toEqual([39, 37, 35, 33, 31].map((i) => hex(i + 1, 8)));
+    // Both conditions narrow in SQL; only the five matching rows are read.
+    expect(r.scanned).toBe(5);
+    expect(r.columns).toContain('@message');
+    expect((r.rows[0]!['@message'] as { attributes: Record<string, unknown> }).attributes['session.id']).toBe(
+      's1',
+    );
+    expect(r.rows[0]!['resource.attributes.service.name']).toBe('weather-agent');
+  });
+
+  it('supports like (string and regex), in, ispresent, not, or and parentheses', () => {
+    expect(q('filter attributes.gen_ai.prompt like "Paris"').rows).toHaveLength(1);
+    expect(q('filter name like /^EXECUTE_tool/i').rows).toHaveLength(10);
+    expect(q('filter name not like "chat"').rows).toHaveLength(21);
+    expect(q('filter attributes.gen_ai.request.model in ["nova", "other"]').rows).toHaveLength(6);
+    expect(q('filter ispresent(attributes.gen_ai.request.model)').rows).toHaveLength(20);
+    expect(q('filter not ispresent(attributes.gen_ai.request.model)').rows).toHaveLength(21);
+    expect(q('filter (name = "nested" or status.code = 2) and kind != "SERVER"').rows).toHaveLength(2);
+    expect(q('filter status.code = "STATUS_CODE_ERROR"').rows.map((r) => r.spanId)).toEqual([hex(8, 8)]);
+    expect(q('filter status.code = 2 | fields spanId').rows).toEqual([{ spanId: hex(8, 8) }]);
+    expect(q('filter traceId = "' + hex(1000, 16).toUpperCase() + '"').rows).toHaveLength(4);
+    expect(q('filter attributes.gen_ai.usage.input_tokens >= 37').rows).toHaveLength(2);
+  });
+
+  it('looks up nested kvlist values by dotted key and never the prototype', () => {
+    expect(q('filter attributes.http.route = "/invocations" | fields name').rows).toEqual([
+      { name: 'nested' },
+    ]);
+    expect(q('filter ispresent(attributes.constructor) | fields name').rows).toEqual([]);
+    expect(q('filter attributes.__proto__ = "x" | fields name').rows).toEqual([{ name: 'nested' }]);
+  });
+
+  it('projects fields with aliases, sorts and limits', () => {
+    const r = q(
+      'filter name = "chat claude" | fields name, durationNano as d, attributes.gen_ai.request.model as model | sort d desc | limit 3',
+    );
+    expect(r.columns).toEqual(['name', 'd', 'model']);
+    expect(r.rows.map((x) => x.d)).toEqual([3.9e9, 3.8e9, 3.5e9]);
+    expect(q('fields name | sort @timestamp asc | limit 1').rows).toEqual([{ name: 'nested' }]);
+    expect(q('fields name, @timestamp | limit 2').rows.map((x) => x['@timestamp'])).toEqual([
+      T0 + 39 * 60_000,
+      T0 + 38 * 60_000,
+    ]);
+  });
+
+  it('computes stats by field and by time bin', () => {
+    const byModel = q(
+      'filter ispresent(attributes.gen_ai.request.model) | stats count(*) as n, sum(attributes.gen_ai.usage.input_tokens) as tokens, avg(durationNano), min(durationNano), max(durationNano), pct(durationNano, 50) by attributes.gen_ai.request.model as model | sort n desc',
+    );
+    expect(byModel.kind).toBe('stats');
+    expect(byModel.columns).toEqual([
+      'model',
+      'n',
+      'tokens',
+      'avg(durationNano)',
+      'min(durationNano)',
+      'max(durationNano)',
+      'pct(durationNano, 50)',
+    ]);
+    const claude = byModel.rows.find((r) => r.model === 'claude')!;
+    const nova = byModel.rows.find((r) => r.model === 'nova')!;
+    expect(claude.n).toBe(14);
+    expect(nova.n).toBe(6);
+    expect((claude.tokens as number) + (nova.tokens as number)).toBe(
+      [...Array(40).keys()].filter((i) => i % 4 === 1 || i % 4 === 2).reduce((a, b) => a + b, 0),
+    );
+    expect(nova['min(durationNano)']).toBe(7e8);
+    const bins = q('stats count(*) by bin(10m)');
+    expect(bins.timeColumn).toBe('bin(10m)');
+    expect(bins.rows.slice(1, 3)).toEqual([
+      { 'bin(10m)': T0, 'count(*)': 10 },
+      { 'bin(10m)': T0 + 600_000, 'count(*)': 10 },
+    ]);
+    expect(q('stats count(*)').rows).toEqual([{ 'count(*)': 41 }]);
+    expect(q('filter name = "none" | stats count(*), avg(durationNano)').rows).toEqual([
+      { 'count(*)': 0, 'avg(durationNano)': null },
+    ]);
+    expect(q('stats count_distinct(traceId) as traces').rows).toEqual([{ traces: 11 }]);
+    const top = q('stats count(*) by name | sort count(*) desc | limit 1');
+    expect(top.rows).toEqual([{ name: 'chat claude', 'count(*)': 20 }]);
+  });
+
+  it('restricts to the time range', () => {
+    const r = q('stats count(*)', { startMs: T0 + 10 * 60_000, endMs: T0 + 20 * 60_000 });
+    expect(r.rows).toEqual([{ 'count(*)': 10 }]);
+  });
+
+  it('reports run-time problems as QueryError with a position', () => {
+    expect(() => q('filter name = ')).toThrow(QueryError);
+  });
+});
