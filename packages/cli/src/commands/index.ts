@@ -1,6 +1,8 @@
 import { type Command } from '../command.js';
 import { devCommand } from './dev.js';
 import { doctorCommand } from './doctor.js';
+import { invokeCommand } from './invoke.js';
+import { runtimeCommand } from './runtime.js';
 
 /** Every subcommand, in the order `agentrt --help` lists them. Add one line per command file. */
-export const commands: Command[] = [devCommand, doctorCommand];
+export const commands: Command[] = [devCommand, doctorCommand, runtimeCommand, invokeCommand];

@@ -70,6 +70,10 @@ export function isolate(
       '--tmpfs',
       '/tmp',
       ...options.hiddenDirs.flatMap((dir) => ['--tmpfs', dir]),
+      // The artifact stays visible (read-only) even when it lives under /tmp or the data dir.
+      '--ro-bind',
+      options.cwd,
+      options.cwd,
       '--bind',
       options.sessionDir,
       options.sessionDir,

@@ -1,0 +1,89 @@
+import { parseArgs } from 'node:util';
+import { type Command, UsageError } from '../command.js';
+import { clientFrom } from './runtime.js';
+
+const usage = `Usage: agentrt invoke <runtime> '<json>' [--session <id>] [--stream] [--qualifier <endpoint>] [--json]
+
+Invokes an agent runtime (name, id or ARN) with a JSON payload and prints the answer as it arrives.
+  --session <id>     reuse a session (33–256 chars); without it a new session id is made and printed
+  --stream           ask for text/event-stream; SSE data frames print one per line as they arrive
+  --qualifier <ep>   endpoint name (default DEFAULT, the latest version)
+  --json             print the body exactly as received (no pretty-printing or SSE unwrapping)
+  --url <url>        the runtime (default $AGENTRT_RUNTIME_URL or http://127.0.0.1:8787)
+  --api-key <key>    sent as x-api-key (default $AGENTRT_API_KEY)
+
+The session id goes to stderr, so stdout carries only the answer.`;
+
+export const invokeCommand: Command = {
+  name: 'invoke',
+  summary: 'Invoke an agent runtime with a JSON payload (sessions, streaming)',
+  usage,
+  async run(argv, io) {
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        allowPositionals: true,
+        options: {
+          session: { type: 'string' },
+          stream: { type: 'boolean', default: false },
+          qualifier: { type: 'string' },
+          json: { type: 'boolean', default: false },
+          url: { type: 'string' },
+          'api-key': { type: 'string' },
+        },
+      });
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+    const { values, positionals } = parsed;
+    const [ref, payload = '{}', ...extra] = positionals;
+    if (!ref) throw new UsageError('missing <runtime>');
+    if (extra.length) throw new UsageError(`unexpected argument '${extra[0]}' (quote the JSON payload)`);
+    try {
+      JSON.parse(payload);
+    } catch (error) {
+      throw new UsageError(`the payload is not valid JSON: ${(error as Error).message}`);
+    }
+    const client = clientFrom(values, io);
+    const runtime = await client.resolve(ref);
+    const result = await client.invoke(runtime.agentRuntimeArn, payload, {
+      ...(values.session ? { sessionId: values.session } : {}),
+      ...(values.qualifier ? { qualifier: values.qualifier } : {}),
+      accept: values.stream ? 'text/event-stream, application/json' : 'application/json, text/event-stream',
+    });
+    io.stderr(`session ${result.sessionId}\n`);
+    const decoder = new TextDecoder();
+    const sse = !values.json && (result.contentType ?? '').startsWith('text/event-stream');
+    let pending = '';
+    let whole = '';
+    for await (const chunk of result.body) {
+      const text = decoder.decode(chunk, { stream: true });
+      if (sse) {
+        // One line per SSE data frame, printed the moment the frame is complete.
+        pending += text;
+        const frames = pending.split(/\r?\n\r?\n/);
+        pending = frames.pop() ?? '';
+        for (const frame of frames) {
+          const data = frame
+            .split(/\r?\n/)
+            .filter((l) => l.startsWith('data:'))
+            .map((l) => l.slice(5).trimStart())
+            .join('\n');
+          if (data) io.stdout(`${data}\n`);
+        }
+      } else if (values.json || values.stream) io.stdout(text);
+      else whole += text;
+    }
+    if (!sse && !values.json && !values.stream) {
+      let pretty = whole;
+      try {
+        pretty = JSON.stringify(JSON.parse(whole), null, 2);
+      } catch {
+        // not JSON: print as received
+      }
+      io.stdout(pretty.endsWith('\n') ? pretty : `${pretty}\n`);
+    } else if (sse && pending.trim()) io.stdout(`${pending.trim()}\n`);
+    return 0;
+  },
+};
