@@ -321,7 +321,7 @@ export async function runChecks(options: {
       checkPort('runtime', runtimePort, () =>
         answersOk(`http://127.0.0.1:${runtimePort}/runtimes/`, { method: 'POST' }),
       ),
-      checkPort('weather', weatherPort, () => answersOk(`http://127.0.0.1:${weatherPort}/ping`)),
+      checkPort('weather', weatherPort, () => answersOk(`http://127.0.0.1:${weatherPort}/health`)),
     ]),
     checkCollector(options.collectorUrl, env, timeoutMs),
     checkBwrap(timeoutMs),

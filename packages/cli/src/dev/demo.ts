@@ -134,7 +134,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult[]> {
       name: 'failing tool (weather outside the forecast area)',
       url: `${options.weatherUrl}/weather`,
       sessionId: failing,
-      payload: { prompt: 'What is the weather at latitude 48.8566, longitude 2.3522 (Paris, France)?' },
+      payload: { prompt: 'What is the weather at 48.8566,2.3522 (Paris, France)?' },
       headers: { [CLOUD_SESSION_HEADER]: failing },
       // The tool's HTTP call fails (404 from the forecast API); the agent may still answer, or fail.
       expect: (status) => status === 200 || status === 500,

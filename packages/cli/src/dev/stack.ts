@@ -247,7 +247,7 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
           HOST: host,
           WEATHER_API_BASE_URL: externalWeatherApi || urls['weather-api'],
         },
-        ready: () => answersHttp(`${urls['weather']}/ping`),
+        ready: () => answersOk(`${urls['weather']}/health`),
         readyTimeoutMs: ready,
       },
     },
