@@ -5,8 +5,7 @@ export type HeaderCarrier = Readonly<Record<string, string | string[] | undefine
 
 /**
  * Reads the first value of the first header in `names` that is present in `carrier`, through a
- * `TextMapGetter`. Names are compared without case, as HTTP requires, because carriers built by
- * hand (tests, fetch `Headers` copied into a record) do not always use lowercase keys.
+ * `TextMapGetter` (lowercase keys, see {@link headerValue}).
  */
 export function firstHeader<Carrier>(
   carrier: Carrier,
@@ -20,29 +19,19 @@ export function firstHeader<Carrier>(
   return undefined;
 }
 
-/** One header's first value (trimmed), or undefined when it is absent or empty. */
+/**
+ * One header's first value (trimmed), or undefined when it is absent or empty. Keys are looked up
+ * lowercase, as Node's `IncomingMessage.headers` and the W3C propagators have them; a carrier built
+ * by hand must use lowercase keys too.
+ */
 export function headerValue<Carrier>(
   carrier: Carrier,
   name: string,
   getter: TextMapGetter<Carrier>,
 ): string | undefined {
-  let raw = getter.get(carrier, name);
-  if (raw === undefined) {
-    // Fall back to a case-insensitive key scan only when the exact lowercase key is missing.
-    const key = safeKeys(carrier, getter).find((k) => k.toLowerCase() === name);
-    if (key !== undefined) raw = getter.get(carrier, key);
-  }
+  const raw = getter.get(carrier, name);
   const first = Array.isArray(raw) ? raw[0] : raw;
   if (typeof first !== 'string') return undefined;
   const trimmed = first.trim();
   return trimmed === '' ? undefined : trimmed;
-}
-
-function safeKeys<Carrier>(carrier: Carrier, getter: TextMapGetter<Carrier>): string[] {
-  try {
-    return carrier === null || carrier === undefined ? [] : getter.keys(carrier);
-  } catch {
-    // A hostile or odd carrier must not break extraction: treat it as having no headers.
-    return [];
-  }
 }

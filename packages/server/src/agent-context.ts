@@ -113,10 +113,11 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
       );
       otelContext = trace.setSpan(parent, span);
     }
-    noteIgnoredHeaders(headers, extracted, logger);
     const baggageSession = propagation.getBaggage(otelContext)?.getEntry(SESSION_ID_BAGGAGE_KEY)?.value;
-    const sessionId = isValidSessionId(baggageSession) ? baggageSession : readSessionId(headers);
+    const headerSession = readSessionId(headers);
+    const sessionId = isValidSessionId(baggageSession) ? baggageSession : headerSession;
     if (sessionId !== undefined) span.setAttribute(SESSION_ID_BAGGAGE_KEY, sessionId);
+    noteIgnoredHeaders(headers, extracted, headerSession !== undefined, logger);
     const state: AgentContextState = { otelContext, sessionId, span, ownsSpan: !upstream };
     (ctx.state as { agentrt?: AgentContextState }).agentrt = state;
 
@@ -163,19 +164,21 @@ function matchedRoute(ctx: KoaContext): string | undefined {
 function noteIgnoredHeaders(
   headers: Readonly<Record<string, string | string[] | undefined>>,
   extracted: OtelContext,
+  sessionHeaderValid: boolean,
   logger: Logger,
 ): void {
-  const present = (name: string) => headers[name] !== undefined;
-  const traceHeaders = [...TRACE_ID_HEADERS, TRACEPARENT_HEADER].filter(present);
   const parent = trace.getSpanContext(extracted);
-  if (traceHeaders.length > 0 && !(parent && isSpanContextValid(parent))) {
-    logger.debug('ignored malformed trace headers', { headers: traceHeaders });
+  if (!(parent && isSpanContextValid(parent))) {
+    const sent = TRACE_HEADERS.filter((name) => headers[name] !== undefined);
+    if (sent.length > 0) logger.debug('ignored malformed trace headers', { headers: sent });
   }
-  const sessionHeaders = SESSION_ID_HEADERS.filter(present);
-  if (sessionHeaders.length > 0 && readSessionId(headers) === undefined) {
-    logger.debug('ignored malformed session id header', { headers: sessionHeaders });
+  if (!sessionHeaderValid) {
+    const sent = SESSION_ID_HEADERS.filter((name) => headers[name] !== undefined);
+    if (sent.length > 0) logger.debug('ignored malformed session id header', { headers: sent });
   }
-  if (present(BAGGAGE_HEADER) && propagation.getBaggage(extracted) === undefined) {
+  if (headers[BAGGAGE_HEADER] !== undefined && propagation.getBaggage(extracted) === undefined) {
     logger.debug('ignored malformed baggage header');
   }
 }
+
+const TRACE_HEADERS = [...TRACE_ID_HEADERS, TRACEPARENT_HEADER];

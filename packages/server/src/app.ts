@@ -19,7 +19,7 @@ import {
   HealthTracker,
 } from './health.js';
 import { type Logger, diagLogger } from './logger.js';
-import { type RequestContext, createRequestContext, runWithRequestContext } from './request-context.js';
+import { InvocationContext, type RequestContext, runWithRequestContext } from './request-context.js';
 import { isStreamable, streamSse } from './sse.js';
 
 /**
@@ -105,19 +105,23 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
     ? new Set(options.headerAllowList.map((h) => h.toLowerCase()))
     : undefined;
   const health = new HealthTracker(options.pingHandler ? { pingHandler: options.pingHandler } : {});
-  const inFlight = new Set<AbortController>();
+  const inFlight = new Set<InvocationContext>();
+  let active = 0;
   let idleWaiters: Array<() => void> = [];
   let draining = false;
 
   const invoke = async (ctx: KoaContext): Promise<void> => {
     if (draining) throw new AgentError(503, 'Server is shutting down', { headers: { 'Retry-After': '1' } });
-    const controller = new AbortController();
+    const done = health.beginInvocation();
+    active++;
+    let invocation: InvocationContext | undefined;
+    let disconnected = false;
     const onClose = () => {
-      if (!ctx.res.writableFinished) controller.abort(new Error('client disconnected'));
+      if (ctx.res.writableFinished) return;
+      disconnected = true;
+      invocation?.abort(new Error('client disconnected'));
     };
     ctx.res.once('close', onClose);
-    inFlight.add(controller);
-    const done = health.beginInvocation();
     try {
       const payload = await readJsonBody(ctx.req, maxBodyBytes);
       const state = getAgentContextState(ctx);
@@ -139,13 +143,14 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
           code: 'missing_session_id',
         });
       }
-      const requestContext = createRequestContext({
+      const requestContext = (invocation = new InvocationContext({
         headers: ctx.req.headers,
         otelContext,
         sessionId,
-        signal: controller.signal,
-        ...(headerAllowList ? { headerAllowList } : {}),
-      });
+        headerAllowList,
+      }));
+      inFlight.add(invocation);
+      if (disconnected) invocation.abort(new Error('client disconnected'));
       const responseHeaders: Record<string, string> = { [CLOUD_REQUEST_ID_HEADER]: requestContext.requestId };
       if (sessionId !== undefined) responseHeaders[CLOUD_SESSION_ID_HEADER] = sessionId;
       const inContext = <T>(fn: () => T): T =>
@@ -158,7 +163,7 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
         await inContext(() =>
           streamSse(ctx.res, result, {
             heartbeatMs,
-            signal: controller.signal,
+            signal: requestContext.signal,
             headers: responseHeaders,
             logger,
           }),
@@ -169,8 +174,9 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
       sendResult(ctx, result, options.stringResponse ?? 'json');
     } finally {
       done();
-      inFlight.delete(controller);
-      if (inFlight.size === 0) {
+      ctx.res.off('close', onClose);
+      if (invocation) inFlight.delete(invocation);
+      if (--active === 0) {
         const waiters = idleWaiters;
         idleWaiters = [];
         for (const resolve of waiters) resolve();
@@ -179,6 +185,7 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
   };
 
   const routes: Middleware = async (ctx) => {
+    if (draining) ctx.set('Connection', 'close');
     if (ctx.path === '/invocations') {
       (ctx as KoaContext & { _matchedRoute?: string })._matchedRoute = '/invocations';
       if (ctx.method !== 'POST') throw methodNotAllowed(ctx.method, 'POST');
@@ -196,10 +203,6 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
   // Errors never reach Koa's default handler (which writes to the console): the error middleware
   // answers them all, and this listener only covers socket-level failures Koa reports.
   koa.on('error', (err: unknown) => logger.debug('koa error', { error: String(err) }));
-  koa.use(async (ctx, next) => {
-    if (draining) ctx.set('Connection', 'close');
-    await next();
-  });
   koa.use(
     agentContext({
       logger,
@@ -229,15 +232,15 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
     clearForcedPingStatus: () => health.clearForcedPingStatus(),
     setPingHandler: (handler) => health.setPingHandler(handler),
     get inFlight() {
-      return inFlight.size;
+      return active;
     },
     whenIdle: () =>
-      inFlight.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve)),
+      active === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve)),
     startDraining: () => {
       draining = true;
     },
     abortInFlight: (reason = new Error('server shutting down')) => {
-      for (const controller of inFlight) controller.abort(reason);
+      for (const invocation of inFlight) invocation.abort(reason);
     },
   };
 }

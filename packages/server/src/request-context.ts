@@ -53,44 +53,124 @@ export function runWithRequestContext<T>(requestContext: RequestContext, fn: () 
 
 const ID_PATTERN = /^[\w.:@=+/-]{1,256}$/;
 
-function idHeader(headers: IncomingHttpHeaders, names: readonly string[], max: number): string | undefined {
+function idHeader(headers: IncomingHttpHeaders, names: readonly string[]): string | undefined {
   for (const name of names) {
     const value = headerValue(headers, name, defaultTextMapGetter);
-    if (value !== undefined && value.length <= max && ID_PATTERN.test(value)) return value;
+    if (value !== undefined && ID_PATTERN.test(value)) return value;
   }
   return undefined;
 }
 
-/** Builds the request context from the request headers and the OpenTelemetry context. */
-export function createRequestContext(input: {
+/** Inputs of {@link InvocationContext}. */
+export interface InvocationContextInput {
   headers: IncomingHttpHeaders;
   otelContext: OtelContext;
   sessionId: string | undefined;
-  signal: AbortSignal;
-  headerAllowList?: ReadonlySet<string>;
-}): RequestContext {
-  const { headers, otelContext } = input;
-  const spanContext = trace.getSpanContext(otelContext);
-  const valid = spanContext !== undefined && isSpanContextValid(spanContext);
-  const baggage: Record<string, string> = {};
-  for (const [key, entry] of propagation.getBaggage(otelContext)?.getAllEntries() ?? []) {
-    baggage[key] = entry.value;
+  headerAllowList?: ReadonlySet<string> | undefined;
+}
+
+/**
+ * The {@link RequestContext} of one invocation. Parts an entrypoint may never read (forwarded
+ * headers, baggage, the abort signal) are built on first access, which keeps the per-request cost
+ * of the server close to a bare Koa handler's.
+ */
+export class InvocationContext implements RequestContext {
+  readonly sessionId: string | undefined;
+  readonly requestId: string;
+  readonly otelContext: OtelContext;
+  readonly #input: InvocationContextInput;
+  #headers: Record<string, string> | undefined;
+  #baggage: Record<string, string> | undefined;
+  #controller: AbortController | undefined;
+  #abortReason: unknown;
+  #aborted = false;
+
+  constructor(input: InvocationContextInput) {
+    this.#input = input;
+    this.sessionId = input.sessionId;
+    this.otelContext = input.otelContext;
+    this.requestId = idHeader(input.headers, REQUEST_ID_HEADERS) ?? randomUUID();
   }
-  return {
-    sessionId: input.sessionId,
-    requestId: idHeader(headers, REQUEST_ID_HEADERS, 256) ?? randomUUID(),
-    userId:
-      headerValue(headers, USER_ID_HEADERS[0], defaultTextMapGetter) ??
-      headerValue(headers, USER_ID_HEADERS[1], defaultTextMapGetter),
-    traceId: valid ? spanContext.traceId : undefined,
-    spanId: valid ? spanContext.spanId : undefined,
-    baggage,
-    headers: pickForwardedHeaders(headers, input.headerAllowList),
-    workloadAccessToken:
-      headerValue(headers, WORKLOAD_ACCESS_TOKEN_HEADER, defaultTextMapGetter) ??
-      headerValue(headers, LEGACY_WORKLOAD_ACCESS_TOKEN_HEADER, defaultTextMapGetter),
-    oauth2CallbackUrl: headerValue(headers, OAUTH2_CALLBACK_URL_HEADER, defaultTextMapGetter),
-    signal: input.signal,
-    otelContext,
-  };
+
+  get userId(): string | undefined {
+    return firstValue(this.#input.headers, USER_ID_HEADERS);
+  }
+
+  get traceId(): string | undefined {
+    const sc = trace.getSpanContext(this.otelContext);
+    return sc && isSpanContextValid(sc) ? sc.traceId : undefined;
+  }
+
+  get spanId(): string | undefined {
+    const sc = trace.getSpanContext(this.otelContext);
+    return sc && isSpanContextValid(sc) ? sc.spanId : undefined;
+  }
+
+  get baggage(): Readonly<Record<string, string>> {
+    if (this.#baggage === undefined) {
+      this.#baggage = {};
+      for (const [key, entry] of propagation.getBaggage(this.otelContext)?.getAllEntries() ?? []) {
+        this.#baggage[key] = entry.value;
+      }
+    }
+    return this.#baggage;
+  }
+
+  get headers(): Readonly<Record<string, string>> {
+    return (this.#headers ??= pickForwardedHeaders(this.#input.headers, this.#input.headerAllowList));
+  }
+
+  get workloadAccessToken(): string | undefined {
+    return firstValue(this.#input.headers, [
+      WORKLOAD_ACCESS_TOKEN_HEADER,
+      LEGACY_WORKLOAD_ACCESS_TOKEN_HEADER,
+    ]);
+  }
+
+  get oauth2CallbackUrl(): string | undefined {
+    return firstValue(this.#input.headers, [OAUTH2_CALLBACK_URL_HEADER]);
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#abortReason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Fires the signal (client gone, or the server's drain deadline). Idempotent. */
+  abort(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#abortReason = reason;
+    this.#controller?.abort(reason);
+  }
+
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  /** A plain snapshot, so `console.log(context)` and `JSON.stringify` show the getters' values. */
+  toJSON(): Omit<RequestContext, 'signal' | 'otelContext'> {
+    return {
+      sessionId: this.sessionId,
+      requestId: this.requestId,
+      userId: this.userId,
+      traceId: this.traceId,
+      spanId: this.spanId,
+      baggage: this.baggage,
+      headers: this.headers,
+      workloadAccessToken: this.workloadAccessToken,
+      oauth2CallbackUrl: this.oauth2CallbackUrl,
+    };
+  }
+}
+
+function firstValue(headers: IncomingHttpHeaders, names: readonly string[]): string | undefined {
+  for (const name of names) {
+    const value = headerValue(headers, name, defaultTextMapGetter);
+    if (value !== undefined) return value;
+  }
+  return undefined;
 }
