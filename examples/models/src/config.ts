@@ -161,7 +161,7 @@ export function readWeatherApiConfig(env: Env): WeatherApiConfig {
 export interface FixtureServerConfig {
   /** `HOST` (default 127.0.0.1). */
   readonly host: string;
-  /** `PORT` (default: the fixture's own, 8787 for the weather API, 8788 for the OpenAI stub). */
+  /** `PORT` (default: the fixture's own, 8790 for the weather API, 8791 for the OpenAI stub). */
   readonly port: number;
   /** `WEATHER_FIXTURE_LATENCY_MS` (default 0): added to every weather API answer. */
   readonly latencyMs: number;

@@ -62,3 +62,4 @@ export {
   createHttpRequestTool,
   createReadyToSummarizeTool,
 } from './tools.js';
+export { HttpError, accessLog, detailErrors, readJsonBody, requireObject, routeNotFound } from './http.js';

@@ -1,0 +1,242 @@
+/**
+ * The weather service as its container runs it: the Dockerfile's CMD (`node --require
+ * @agentrt/instrument dist/main.js`) from dist, with the Dockerfile's ENV, as a real child process.
+ * Needs a build (`npx tsc -b examples/weather`).
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Collector, createCollector } from '@agentrt/collector';
+import { type WeatherApiFixture, startWeatherApiFixture } from '@agentrt/example-models/fixtures';
+import {
+  type RunningContainer,
+  readContainerCommand,
+  startContainerCommand,
+} from '@agentrt/example-models/testing';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+
+const exampleDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+const NO_EXPORT = { OTEL_TRACES_EXPORTER: 'none', OTEL_METRICS_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none' };
+
+let weather: WeatherApiFixture;
+const running: RunningContainer[] = [];
+
+beforeAll(async () => {
+  weather = await startWeatherApiFixture({ latencyMs: 150 });
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((r) => r.stop('SIGKILL', 5_000)));
+});
+afterAll(async () => {
+  await weather?.close();
+});
+
+/** Starts the container command on a free port and waits until `workers` workers listen. */
+async function startService(env: Record<string, string>, workers = 2) {
+  const service = startContainerCommand(exampleDir, {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    WEATHER_API_BASE_URL: weather.url,
+    AGENTRT_OFFLINE_CHUNK_DELAY_MS: '10',
+    WEATHER_WORKERS: String(workers),
+    ...env,
+  });
+  running.push(service);
+  const listening = await service.waitForLog((l) => l.msg === 'worker listening', 30_000);
+  for (let i = 1; i < workers; i++) {
+    await service.waitForLog(
+      () => service.logs.filter((x) => x.msg === 'worker listening').length > i,
+      30_000,
+    );
+  }
+  return { service, url: `http://127.0.0.1:${String(listening.port)}` };
+}
+
+const ask = (url: string, prompt: string, path = '/weather', headers: Record<string, string> = {}) =>
+  fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ prompt }),
+  });
+
+describe('static checks', () => {
+  it('the Dockerfile is multi-stage, non-root, exposes 8000, has a HEALTHCHECK and the instrumented CMD', () => {
+    const { argv, env, workdir, parsed } = readContainerCommand(join(exampleDir, 'Dockerfile'));
+    expect(parsed.stageCount).toBeGreaterThanOrEqual(2);
+    const final = parsed.finalStage;
+    const user = final.filter((i) => i.keyword === 'USER').at(-1)?.args;
+    expect(user).toBeDefined();
+    expect(['root', '0', '0:0']).not.toContain(user);
+    expect(final.filter((i) => i.keyword === 'EXPOSE').map((i) => i.args)).toEqual(['8000']);
+    expect(final.some((i) => i.keyword === 'HEALTHCHECK' && i.args.includes('/health'))).toBe(true);
+    expect(argv).toEqual(['node', '--require', '@agentrt/instrument', 'dist/main.js']);
+    expect(env).toMatchObject({ PORT: '8000', WEATHER_WORKERS: '2', NODE_ENV: 'production' });
+    expect(workdir).toBe('/app/examples/weather');
+    // The shipped stage is built for the target platform (buildx: linux/arm64 and linux/amd64).
+    const froms = parsed.instructions.filter((i) => i.keyword === 'FROM');
+    expect(froms.at(-1)!.args).not.toContain('--platform');
+    expect(froms.every((f) => /node:\d+\.\d+\.\d+-/.test(f.args))).toBe(true);
+  });
+
+  it('the Kubernetes manifests parse: Deployment with 2 replicas and probes, Service 80 → 8000', () => {
+    const docs = ['deployment.yaml', 'service.yaml'].flatMap((file) =>
+      parseAllDocuments(readFileSync(join(exampleDir, 'k8s', file), 'utf8')).map((doc) => {
+        expect(doc.errors).toEqual([]);
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- manifests are checked field by field below
+        return doc.toJS() as Record<string, any>;
+      }),
+    );
+    const deployment = docs.find((d) => d.kind === 'Deployment')!;
+    const service = docs.find((d) => d.kind === 'Service')!;
+    expect(deployment.apiVersion).toBe('apps/v1');
+    expect(deployment.spec.replicas).toBe(2);
+    const pod = deployment.spec.template;
+    expect(deployment.spec.selector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'weather' });
+    expect(pod.metadata.labels).toMatchObject(deployment.spec.selector.matchLabels);
+    expect(pod.spec.securityContext.runAsNonRoot).toBe(true);
+    const [container] = pod.spec.containers;
+    const port = container.ports.find((p: { name: string }) => p.name === 'http');
+    expect(port.containerPort).toBe(8000);
+    for (const probe of [container.readinessProbe, container.livenessProbe]) {
+      expect(probe.httpGet).toEqual({ path: '/health', port: 'http' });
+    }
+    expect(service.spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
+    expect(service.spec.selector).toEqual(deployment.spec.selector.matchLabels);
+  });
+});
+
+describe('the container command', () => {
+  it('runs 2 workers that serve requests concurrently (distinct worker pids)', async () => {
+    const { service, url } = await startService(NO_EXPORT);
+    const primaryPid = service.child.pid;
+    const before = weather.maxConcurrent;
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => ask(url, `Weather at ${40 + i}.5,-100.25`)),
+    );
+    const pids = new Set<string>();
+    for (const response of responses) {
+      expect(response.status).toBe(200);
+      expect(await response.text()).toMatch(/^Here is the forecast for /);
+      pids.add(response.headers.get('x-worker-pid')!);
+    }
+    expect(pids.size).toBe(2);
+    expect(pids.has(String(primaryPid))).toBe(false);
+    const workerPids = service.logs
+      .filter((l) => l.msg === 'worker listening')
+      .map((l) => String(l.workerPid));
+    expect([...pids].sort()).toEqual(workerPids.sort());
+    expect(Math.max(before, weather.maxConcurrent)).toBeGreaterThanOrEqual(2);
+    const offlineNote = service.logs.find(
+      (l) => l.level === 'warn' && String(l.msg).includes('offline deterministic model'),
+    );
+    expect(offlineNote).toBeDefined();
+  });
+
+  it('SIGTERM drains: an in-flight stream finishes, then the service exits 0', async () => {
+    const { service, url } = await startService(NO_EXPORT, 1);
+    const response = await ask(url, 'Weather at 47.6062,-122.3321', '/weather-streaming');
+    expect(response.status).toBe(200);
+    const reader = response.body!.getReader();
+    const first = await reader.read();
+    expect(first.done).toBe(false);
+    service.child.kill('SIGTERM');
+    let text = new TextDecoder().decode(first.value);
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text).toMatch(/^Here is the forecast for Seattle, WA:[\s\S]*In detail, tonight: /);
+    const exit = await service.exited;
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(service.logs.some((l) => l.msg === 'draining')).toBe(true);
+    await expect(fetch(`${url}/health`)).rejects.toThrow();
+  });
+
+  it('one request yields the GenAI span tree in the collector, found by session.id', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'weather-collector-'));
+    let collector: Collector | undefined;
+    try {
+      collector = await createCollector({ dataDir, port: 0, host: '127.0.0.1' });
+      const { url } = await startService(
+        {
+          OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+          OTEL_METRICS_EXPORTER: 'none',
+          OTEL_BSP_SCHEDULE_DELAY: '100',
+          OTEL_SERVICE_NAME: 'weather',
+        },
+        1,
+      );
+      const session = `weather-e2e-${Date.now()}-0123456789abcdef0123`;
+      const response = await ask(url, 'What is the weather at 39.7392,-104.9903?', '/weather', {
+        'X-Cloud-Agent-Runtime-Session-Id': session,
+      });
+      expect(response.status).toBe(200);
+      await response.text();
+
+      // Poll the collector's API until the trace of this session is complete.
+      let tree: { roots: SpanNode[] } | undefined;
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline) {
+        const list = (await (await fetch(`${collector.url}/api/traces?sessionId=${session}`)).json()) as {
+          traces: { traceId: string; spanCount: number; inProgress: boolean }[];
+        };
+        const found = list.traces[0];
+        if (found && !found.inProgress && found.spanCount >= 7) {
+          tree = (await (await fetch(`${collector.url}/api/traces/${found.traceId}`)).json()) as {
+            roots: SpanNode[];
+          };
+          if (flatten(tree.roots).some((n) => n.span.name === 'invoke_agent weather')) break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(tree).toBeDefined();
+      const nodes = flatten(tree!.roots);
+      const agent = nodes.find((n) => n.span.name === 'invoke_agent weather')!;
+      expect(agent).toBeDefined();
+      const childNames = agent.children.map((c) => c.span.name);
+      expect(childNames).toEqual([
+        'chat agentrt-offline-weather-1',
+        'execute_tool http_request',
+        'chat agentrt-offline-weather-1',
+        'execute_tool http_request',
+        'chat agentrt-offline-weather-1',
+      ]);
+      const chat = agent.children[0]!.span;
+      expect(chat.kind).toBe('CLIENT');
+      expect(chat.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'offline',
+        'gen_ai.request.model': 'agentrt-offline-weather-1',
+        'gen_ai.conversation.id': session,
+        'session.id': session,
+      });
+      expect(Number(chat.attributes['gen_ai.usage.input_tokens'])).toBeGreaterThan(0);
+      // The invocation's server span is the agent's parent, and the tool's outbound HTTP call nests in the tool span.
+      const parent = nodes.find((n) => n.children.includes(agent))!;
+      expect(parent.span.kind).toBe('SERVER');
+      expect(parent.span.attributes['session.id']).toBe(session);
+      const tool = agent.children[1]!;
+      expect(tool.children.some((c) => c.span.kind === 'CLIENT')).toBe(true);
+      // Content capture is off by default.
+      expect(nodes.every((n) => !Object.keys(n.span.attributes).some((k) => k.endsWith('.messages')))).toBe(
+        true,
+      );
+    } finally {
+      await Promise.all(running.splice(0).map((r) => r.stop('SIGTERM', 10_000)));
+      await collector?.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+interface SpanNode {
+  span: { name: string; kind: string; attributes: Record<string, unknown> };
+  children: SpanNode[];
+}
+
+function flatten(nodes: SpanNode[]): SpanNode[] {
+  return nodes.flatMap((n) => [n, ...flatten(n.children)]);
+}
