@@ -410,7 +410,7 @@ function summary({
   const collector = urls['collector']!;
   const runtime = urls['runtime']!;
   const sdk = runtimes.find((r) => r.name === 'sdk_agent');
-  const runtimeFlag = options.runtimePort === 8787 ? '' : ` --endpoint ${runtime}`;
+  const runtimeFlag = options.runtimePort === 8787 ? '' : ` --url ${runtime}`;
   const payload = JSON.stringify({ prompt: 'Hello! What can you do?' });
   const weatherPayload = JSON.stringify({ prompt: 'What is the weather in Seattle?' });
   const rows: [string, string][] = [
