@@ -114,15 +114,30 @@ export function createStore(dataDir: string): Store {
   const countAll = db.prepare('SELECT count(*) AS n FROM docs WHERE kind = ?');
   const countByParent = db.prepare('SELECT count(*) AS n FROM docs WHERE kind = ? AND parent = ?');
   const parse = <T>(row: unknown): T => JSON.parse((row as { doc: string }).doc) as T;
+  // Write-through cache of parsed documents: every invoke reads its runtime and version, so the hot
+  // path never touches SQLite. Callers treat documents as immutable (they spread, never mutate).
+  const cache = new Map<string, unknown>();
   return {
-    get: (kind, id) => {
+    get: <K extends Kind>(kind: K, id: string) => {
+      const key = `${kind}\u0000${id}`;
+      if (cache.has(key)) return cache.get(key) as Kinds[K];
       const row = getStmt.get(kind, id);
-      return row ? parse(row) : undefined;
+      const doc = row ? parse<Kinds[K]>(row) : undefined;
+      if (doc) cache.set(key, doc);
+      return doc;
     },
-    put: (kind, id, doc, parent = '', ord = 0) =>
-      void putStmt.run(kind, id, parent, ord, JSON.stringify(doc)),
-    delete: (kind, id) => void delStmt.run(kind, id),
-    deleteChildren: (parent) => void delChildren.run(parent),
+    put: (kind, id, doc, parent = '', ord = 0) => {
+      putStmt.run(kind, id, parent, ord, JSON.stringify(doc));
+      cache.set(`${kind}\u0000${id}`, structuredClone(doc));
+    },
+    delete: (kind, id) => {
+      delStmt.run(kind, id);
+      cache.delete(`${kind}\u0000${id}`);
+    },
+    deleteChildren: (parent) => {
+      delChildren.run(parent);
+      cache.clear();
+    },
     list: (kind, { parent, offset, limit }) =>
       (parent === undefined
         ? listAll.all(kind, limit, offset)

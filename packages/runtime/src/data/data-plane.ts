@@ -182,7 +182,6 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
   ) =>
     new Promise<void>((resolve, reject) => {
       const worker = session.worker!;
-      const log = logger.child({ runtimeId: session.runtimeId, sessionId, requestId: ctx.requestId });
       let settled = false;
       const done = (error?: unknown) => {
         if (settled) return;
@@ -224,7 +223,12 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
             res.on('end', () => {
               const terse = `Received error (${status}) from runtime. Please check your CloudWatch logs for more information.`;
               const detail = text.slice(0, MAX_ERROR_BODY_BYTES).trim() || '(empty body)';
-              log.warn('container error', { status });
+              logger.warn('container error', {
+                runtimeId: session.runtimeId,
+                sessionId,
+                requestId: ctx.requestId,
+                status,
+              });
               done(
                 new RuntimeApiError(
                   'RuntimeClientError',
@@ -242,7 +246,8 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
           for (const name of ['content-type', 'content-length', ...ECHO])
             if (res.headers[name] !== undefined) headers[name] = res.headers[name];
           ctx.res.writeHead(status, headers);
-          ctx.res.flushHeaders();
+          // A streamed (chunked) answer shows its headers at once; a sized one goes out with its body.
+          if (headers['content-length'] === undefined) ctx.res.flushHeaders();
           // Chunk by chunk, never buffered: SSE frames reach the caller as the worker writes them.
           res.on('data', (chunk: Buffer) => ctx.res.write(chunk));
           res.on('end', () => {

@@ -1,0 +1,288 @@
+// Benchmarks the local hosting runtime (@agentrt/runtime, from dist/ — build first):
+//   - session cold start p50/p95: bare `node agent` spawn + /ping (the floor), runtime without
+//     isolation, runtime with bwrap, runtime with bwrap + warm pool
+//   - warm invoke overhead: the same session through the runtime vs the worker's port directly
+//   - 100 sessions started at once (time, sessions/s) and RSS per session → sessions in 24 GB
+// Loopback only; writes its table into docs/benchmarks.md.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createRuntimeServer } from '@agentrt/runtime';
+import { table, writeSection } from '../lib/report.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const fixture = join(here, '..', '..', 'packages', 'runtime', 'test-fixtures', 'counter');
+const COLD = Number(process.env.BENCH_COLD ?? 20);
+const WARM = Number(process.env.BENCH_WARM ?? 1000);
+const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 100);
+const ROLE = 'arn:aws:iam::123456789012:role/Bench';
+
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+let sessionSeq = 0;
+const newSession = () => `bench-session-${process.pid}-${++sessionSeq}-${'0'.repeat(24)}`;
+
+function httpCall(port, method, path, body, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent,
+        headers: { 'content-type': 'application/json', ...headers },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode >= 300) reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`));
+          else resolve(text ? JSON.parse(text) : {});
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const pct = (values, p) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+};
+const ms = (v) => `${v.toFixed(v < 10 ? 2 : 0)} ms`;
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitPing(port, child) {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error('agent exited');
+    try {
+      await httpCall(port, 'GET', '/ping');
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+}
+
+/** The floor: spawn the same agent with plain node and poll /ping, no runtime involved. */
+async function bareColdStarts(n) {
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const port = await freePort();
+    const t0 = performance.now();
+    const child = spawn(process.execPath, ['server.mjs'], {
+      cwd: fixture,
+      env: { PATH: process.env.PATH, PORT: String(port) },
+      stdio: 'ignore',
+    });
+    await waitPing(port, child);
+    await httpCall(port, 'POST', '/invocations', '{}');
+    times.push(performance.now() - t0);
+    child.kill('SIGKILL');
+  }
+  return times;
+}
+
+async function withRuntime(options, fn) {
+  const dataDir = mkdtempSync(join(os.tmpdir(), 'agentrt-bench-runtime-'));
+  const server = await createRuntimeServer({
+    port: 0,
+    dataDir,
+    logSink: () => {},
+    stopGraceMs: 500,
+    maxSessions: 1000,
+    ...options,
+  });
+  try {
+    const created = await httpCall(
+      server.port,
+      'PUT',
+      '/runtimes/',
+      JSON.stringify({
+        agentRuntimeName: 'bench_counter',
+        agentRuntimeArtifact: { containerConfiguration: { containerUri: pathToFileURL(fixture).href } },
+        roleArn: ROLE,
+      }),
+    );
+    for (;;) {
+      const got = await httpCall(server.port, 'GET', `/runtimes/${created.agentRuntimeId}/`);
+      if (got.status === 'READY') break;
+      if (got.status !== 'CREATING') throw new Error(`runtime ${got.status}: ${got.failureReason}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const path = `/runtimes/${encodeURIComponent(created.agentRuntimeArn)}/invocations`;
+    const invoke = (sessionId) =>
+      httpCall(server.port, 'POST', path, '{}', { 'x-amzn-bedrock-agentcore-runtime-session-id': sessionId });
+    return await fn({ server, invoke, runtimeId: created.agentRuntimeId });
+  } finally {
+    await server.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function coldStarts({ server, invoke, runtimeId }, n, waitForPool) {
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    if (waitForPool) while (server.warmCount(runtimeId) < 1) await new Promise((r) => setTimeout(r, 5));
+    const sessionId = newSession();
+    const t0 = performance.now();
+    await invoke(sessionId);
+    times.push(performance.now() - t0);
+    await httpCall(server.port, 'POST', `/runtimes/${runtimeId}/stopruntimesession`, '{}', {
+      'x-amzn-bedrock-agentcore-runtime-session-id': sessionId,
+    });
+  }
+  return times;
+}
+
+/** RSS of every process in the worker's process group (the sandbox and the agent). */
+function groupRssBytes(pgid) {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) !== pgid) continue;
+      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'));
+      if (rss) total += Number(rss[1]) * 1024;
+    } catch {
+      // the process went away while we looked
+    }
+  }
+  return total;
+}
+
+const rows = [];
+const started = performance.now();
+
+const bare = await bareColdStarts(COLD);
+rows.push([
+  'cold start: bare `node agent` spawn + /ping (baseline, no runtime)',
+  ms(pct(bare, 50)),
+  ms(pct(bare, 95)),
+  '1.00×',
+  '',
+]);
+
+const plain = await withRuntime({ isolation: 'none' }, (rt) => coldStarts(rt, COLD, false));
+rows.push([
+  'cold start: runtime, process-group isolation',
+  ms(pct(plain, 50)),
+  ms(pct(plain, 95)),
+  `${(pct(plain, 50) / pct(bare, 50)).toFixed(2)}×`,
+  '',
+]);
+
+let isolationMode = 'none';
+const sandboxed = await withRuntime({ isolation: 'auto' }, (rt) => {
+  isolationMode = rt.server.isolation;
+  return coldStarts(rt, COLD, false);
+});
+rows.push([
+  `cold start: runtime, ${isolationMode} isolation`,
+  ms(pct(sandboxed, 50)),
+  ms(pct(sandboxed, 95)),
+  `${(pct(sandboxed, 50) / pct(bare, 50)).toFixed(2)}×`,
+  '',
+]);
+
+const pooled = await withRuntime({ isolation: 'auto', warmPoolSize: 2 }, (rt) => coldStarts(rt, COLD, true));
+rows.push([
+  `cold start: runtime, ${isolationMode} + warm pool (2)`,
+  ms(pct(pooled, 50)),
+  ms(pct(pooled, 95)),
+  `${(pct(pooled, 50) / pct(bare, 50)).toFixed(2)}×`,
+  pct(pooled, 50) < 300 ? 'goal < 300 ms p50: met' : 'goal < 300 ms p50: missed',
+]);
+
+// Warm invokes: same session, through the runtime vs straight to the worker, interleaved batches.
+const warm = await withRuntime({ isolation: 'auto' }, async ({ server, invoke }) => {
+  const sessionId = newSession();
+  await invoke(sessionId);
+  const port = server.sessions()[0].worker.port;
+  const direct = () =>
+    httpCall(port, 'POST', '/invocations', '{}', {
+      'x-amzn-bedrock-agentcore-runtime-session-id': sessionId,
+    });
+  for (let i = 0; i < 100; i++) await Promise.all([invoke(sessionId), direct()]); // warm-up
+  const via = [];
+  const straight = [];
+  for (let batch = 0; batch < 10; batch++) {
+    for (let i = 0; i < WARM / 10; i++) {
+      let t0 = performance.now();
+      await invoke(sessionId);
+      via.push(performance.now() - t0);
+      t0 = performance.now();
+      await direct();
+      straight.push(performance.now() - t0);
+    }
+  }
+  return { via, straight };
+});
+const overhead = pct(warm.via, 50) - pct(warm.straight, 50);
+rows.push([
+  'warm invoke: worker directly (baseline)',
+  ms(pct(warm.straight, 50)),
+  ms(pct(warm.straight, 95)),
+  '1.00×',
+  '',
+]);
+rows.push([
+  'warm invoke: through the runtime',
+  ms(pct(warm.via, 50)),
+  ms(pct(warm.via, 95)),
+  `${(pct(warm.via, 50) / pct(warm.straight, 50)).toFixed(2)}×`,
+  `overhead p50 ${ms(overhead)} (goal < 1 ms: ${overhead < 1 ? 'met' : 'missed'})`,
+]);
+
+// 100 sessions at once, then RSS per session.
+const burst = await withRuntime({ isolation: 'auto' }, async ({ server, invoke }) => {
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENT }, () => invoke(newSession())));
+  const elapsedMs = performance.now() - t0;
+  const rss = server.sessions().map((s) => groupRssBytes(s.worker.pid));
+  return { elapsedMs, rss };
+});
+const avgRss = burst.rss.reduce((a, b) => a + b, 0) / burst.rss.length;
+const fit = Math.floor((24 * 2 ** 30) / avgRss);
+rows.push([
+  `${CONCURRENT} sessions started at once (${isolationMode})`,
+  ms(burst.elapsedMs),
+  '',
+  `${((CONCURRENT / burst.elapsedMs) * 1000).toFixed(1)} sessions/s`,
+  burst.elapsedMs < 10_000 ? 'goal < 10 s: met' : 'goal < 10 s: missed',
+]);
+rows.push([
+  'RSS per session (sandbox + agent process group)',
+  `${(avgRss / 2 ** 20).toFixed(1)} MiB`,
+  '',
+  `≈ ${fit} sessions in 24 GiB`,
+  'memory only; CPU is the real limit',
+]);
+
+const markdown = `${table(['measure', 'p50 / value', 'p95', 'ratio to baseline', 'note'], rows)}
+
+Figures are from one run on a shared, loaded 2-core machine: compare the ratios, not the absolute
+times. Agent: \`packages/runtime/test-fixtures/counter\` (plain node:http). Cold start = a new session
+id's first InvokeAgentRuntime answered (spawn, /ping readiness, proxy), ${COLD} samples each; warm =
+${WARM} invokes on one live session, interleaved with the same number sent straight to its worker.
+Run: \`npx tsc -b packages/runtime && node bench/runtime/index.mjs\` (${((performance.now() - started) / 1000).toFixed(0)} s).`;
+writeSection('runtime', 'Hosting runtime (@agentrt/runtime): sessions', markdown);
+console.log(markdown);
+agent.destroy();
