@@ -151,12 +151,15 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
       }));
       inFlight.add(invocation);
       if (disconnected) invocation.abort(new Error('client disconnected'));
-      const responseHeaders: Record<string, string> = { [CLOUD_REQUEST_ID_HEADER]: requestContext.requestId };
-      if (sessionId !== undefined) responseHeaders[CLOUD_SESSION_ID_HEADER] = sessionId;
       const inContext = <T>(fn: () => T): T =>
         context.with(otelContext, () => runWithRequestContext(requestContext, fn));
-
       const result: unknown = await inContext(() => entrypoint(payload, requestContext));
+      // Echo the request id when one was sent or the entrypoint used it (no UUID is made otherwise).
+      const requestId = requestContext.sentRequestId ?? requestContext.generatedRequestId;
+      const responseHeaders: Record<string, string> = {};
+      if (requestId !== undefined) responseHeaders[CLOUD_REQUEST_ID_HEADER] = requestId;
+      if (sessionId !== undefined) responseHeaders[CLOUD_SESSION_ID_HEADER] = sessionId;
+
       if (isStreamable(result)) {
         ctx.respond = false;
         if (draining) responseHeaders.connection = 'close';

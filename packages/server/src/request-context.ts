@@ -76,9 +76,9 @@ export interface InvocationContextInput {
  */
 export class InvocationContext implements RequestContext {
   readonly sessionId: string | undefined;
-  readonly requestId: string;
   readonly otelContext: OtelContext;
   readonly #input: InvocationContextInput;
+  #requestId: string | undefined;
   #headers: Record<string, string> | undefined;
   #baggage: Record<string, string> | undefined;
   #controller: AbortController | undefined;
@@ -89,7 +89,21 @@ export class InvocationContext implements RequestContext {
     this.#input = input;
     this.sessionId = input.sessionId;
     this.otelContext = input.otelContext;
-    this.requestId = idHeader(input.headers, REQUEST_ID_HEADERS) ?? randomUUID();
+  }
+
+  /** The request id header if one was sent; else a UUID generated on first read. */
+  get requestId(): string {
+    return (this.#requestId ??= this.sentRequestId ?? randomUUID());
+  }
+
+  /** The generated request id, if {@link requestId} was read and no header was sent. */
+  get generatedRequestId(): string | undefined {
+    return this.#requestId;
+  }
+
+  /** The request id header as sent (valid ids only), without generating one. */
+  get sentRequestId(): string | undefined {
+    return idHeader(this.#input.headers, REQUEST_ID_HEADERS);
   }
 
   get userId(): string | undefined {
@@ -153,6 +167,7 @@ export class InvocationContext implements RequestContext {
 
   /** A plain snapshot, so `console.log(context)` and `JSON.stringify` show the getters' values. */
   toJSON(): Omit<RequestContext, 'signal' | 'otelContext'> {
+    // (requestId is generated here if nobody read it before)
     return {
       sessionId: this.sessionId,
       requestId: this.requestId,

@@ -52,7 +52,6 @@ export async function serve(
   const server = await app.listen(port, host);
   const bound = (server.address() as AddressInfo).port;
   const url = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${bound}`;
-  logger.info('listening', { host, port: bound, url });
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
@@ -108,5 +107,7 @@ export async function serve(
       process.off('SIGINT', onSignal);
     });
   }
+  // Logged last: whoever waits for this line may signal the process at once.
+  logger.info('listening', { host, port: bound, url });
   return { app, server, port: bound, url, close };
 }
