@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type RuntimeServer, createRuntimeServer } from '@agentrt/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../main.js';
@@ -127,5 +129,34 @@ describe('agentrt runtime / invoke', () => {
     c = capture();
     expect(await main(['invoke', 'cli_invoke', '{}', '--session', 'short'], c.io(env))).toBe(1);
     expect(c.err()).toContain('ValidationException (400): runtimeSessionId');
+  });
+});
+
+describe('agentrt runtime start (dist/bin.js)', () => {
+  it('serves until SIGTERM, then stops cleanly', async () => {
+    const bin = resolve(fileURLToPath(import.meta.url), '..', '..', '..', 'dist', 'bin.js');
+    const dataDir = mkdtempSync(join(os.tmpdir(), 'agentrt-cli-start-'));
+    const child = spawn(process.execPath, [bin, 'runtime', 'start', '--port', '0', '--data-dir', dataDir], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    try {
+      let err = '';
+      child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+      const deadline = Date.now() + 20_000;
+      while (!/listening on (http:\S+)/.test(err) && Date.now() < deadline && child.exitCode === null)
+        await new Promise((r) => setTimeout(r, 50));
+      const url = /listening on (http:\S+)/.exec(err)?.[1];
+      expect(url, err).toBeDefined();
+      expect(err).toMatch(/isolation: (bwrap|process-group)/);
+      const c = capture();
+      expect(await main(['runtime', 'list', '--url', url!], c.io({}))).toBe(0);
+      expect(c.out()).toBe('no runtimes\n');
+      const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
