@@ -114,10 +114,11 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
       otelContext = trace.setSpan(parent, span);
     }
     const baggageSession = propagation.getBaggage(otelContext)?.getEntry(SESSION_ID_BAGGAGE_KEY)?.value;
-    const headerSession = readSessionId(headers);
-    const sessionId = isValidSessionId(baggageSession) ? baggageSession : headerSession;
+    // The propagator already copied a valid session header into baggage; the header is read again
+    // only when the caller's own baggage session.id was unusable.
+    const sessionId = isValidSessionId(baggageSession) ? baggageSession : readSessionId(headers);
     if (sessionId !== undefined) span.setAttribute(SESSION_ID_BAGGAGE_KEY, sessionId);
-    noteIgnoredHeaders(headers, extracted, headerSession !== undefined, logger);
+    noteIgnoredHeaders(headers, extracted, sessionId !== undefined, logger);
     const state: AgentContextState = { otelContext, sessionId, span, ownsSpan: !upstream };
     (ctx.state as { agentrt?: AgentContextState }).agentrt = state;
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentError } from './errors.js';
 import { getRequestContext, type RequestContext } from './request-context.js';
-import { closeAll, invoke, rawRequest, start } from './testing.test.util.js';
+import { closeAll, invoke, rawRequest, start, until } from './testing.test.util.js';
 
 afterEach(closeAll);
 
@@ -143,6 +143,29 @@ describe('POST /invocations contract', () => {
       code: 'missing_session_id',
     });
     expect((await invoke(strict.url, {}, { 'x-cloud-agent-runtime-session-id': SESSION })).status).toBe(200);
+  });
+});
+
+describe('client disconnect during a non-streaming invocation', () => {
+  it('fires context.signal with the reason and returns to Healthy', async () => {
+    let reason: unknown;
+    const { url, app } = await start(
+      (_p, ctx) =>
+        new Promise((resolve) => {
+          ctx.signal.addEventListener('abort', () => {
+            reason = ctx.signal.reason;
+            resolve('too late');
+          });
+        }),
+    );
+    const controller = new AbortController();
+    const pending = invoke(url, {}, {}, { signal: controller.signal }).catch((err: unknown) => err);
+    await until(() => app.inFlight === 1);
+    controller.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    await until(() => reason !== undefined && app.inFlight === 0);
+    expect((reason as Error).message).toBe('client disconnected');
+    expect((await app.ping()).status).toBe('Healthy');
   });
 });
 
