@@ -23,7 +23,8 @@ const HEADERS = {
 function installPeer() {
   if (existsSync(join(peerDir, 'node_modules', 'bedrock-agentcore', 'package.json'))) return undefined;
   mkdirSync(peerDir, { recursive: true });
-  if (!existsSync(join(peerDir, 'package.json'))) writeFileSync(join(peerDir, 'package.json'), '{"private":true}\n');
+  if (!existsSync(join(peerDir, 'package.json')))
+    writeFileSync(join(peerDir, 'package.json'), '{"private":true}\n');
   console.log(`installing ${PEER} into ${peerDir}`);
   const r = spawnSync('npm', ['install', '--prefix', peerDir, '--no-audit', '--no-fund', PEER], {
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -74,7 +75,8 @@ function stopTarget(child) {
 async function check(url) {
   const res = await fetch(`${url}/invocations`, { method: 'POST', headers: HEADERS, body: BODY });
   const text = await res.text();
-  if (res.status !== 200 || JSON.parse(text).ok !== true) throw new Error(`unexpected answer ${res.status} ${text}`);
+  if (res.status !== 200 || JSON.parse(text).ok !== true)
+    throw new Error(`unexpected answer ${res.status} ${text}`);
 }
 
 // CPU seconds (user + system) the process has used so far, from /proc (Linux). The machine is shared,
