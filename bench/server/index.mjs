@@ -12,8 +12,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const peerDir = join(here, '..', '.peers', 'server');
 const PEER = 'bedrock-agentcore@0.4.4';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const BODY = JSON.stringify({ prompt: 'Hello, agent' });
 const HEADERS = {
   'content-type': 'application/json',
@@ -109,22 +109,33 @@ const targets = [
   { kind: 'bedrock-agentcore', label: `bedrock-agentcore ${PEER.split('@')[1]} (Fastify)` },
 ];
 const peerProblem = installPeer();
-const results = new Map();
 const problems = new Map();
 if (peerProblem) problems.set('bedrock-agentcore', peerProblem);
 
-for (let round = 0; round < ROUNDS; round++) {
-  // Rotate the order so no target always runs first (or right after the same neighbour).
-  for (const t of [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)]) {
-    if (problems.has(t.kind)) continue;
-    let running;
-    try {
-      running = await startTarget(t.kind);
-      await check(running.url);
-      await load(running.url, 1); // warm-up (JIT, connection pool)
-      const cpuBefore = cpuSeconds(running.child.pid);
-      const r = await load(running.url, DURATION_S);
-      const cpuUsPerReq = ((cpuSeconds(running.child.pid) - cpuBefore) * 1e6) / r.requests.total;
+// All servers start first and stay up; then short runs alternate between them, round after round,
+// in rotating order. Medians over the rounds smooth out the bursts of a shared machine.
+const running = new Map();
+for (const t of targets) {
+  if (problems.has(t.kind)) continue;
+  try {
+    const target = await startTarget(t.kind);
+    running.set(t.kind, target);
+    await check(target.url);
+    await load(target.url, 1); // warm-up (JIT, connection pool)
+  } catch (err) {
+    problems.set(t.kind, err.message);
+    console.log(`${t.kind}: ${err.message}`);
+  }
+}
+const samples = new Map([...running.keys()].map((k) => [k, []]));
+try {
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = [...running.keys()];
+    for (const kind of [...order.slice(round % order.length), ...order.slice(0, round % order.length)]) {
+      const { url, child } = running.get(kind);
+      const cpuBefore = cpuSeconds(child.pid);
+      const r = await load(url, DURATION_S);
+      const cpuUsPerReq = ((cpuSeconds(child.pid) - cpuBefore) * 1e6) / r.requests.total;
       const sample = {
         rps: r.requests.average,
         p50: r.latency.p50,
@@ -132,26 +143,33 @@ for (let round = 0; round < ROUNDS; round++) {
         cpuUsPerReq,
         errors: r.errors + r.timeouts + r.non2xx,
       };
+      samples.get(kind).push(sample);
       console.log(
-        `round ${round + 1} ${t.kind}: ${sample.rps.toFixed(0)} req/s p50 ${sample.p50} ms p99 ${sample.p99} ms ` +
+        `round ${round + 1} ${kind}: ${sample.rps.toFixed(0)} req/s p50 ${sample.p50} ms p99 ${sample.p99} ms ` +
           `${cpuUsPerReq.toFixed(0)} µs CPU/req`,
       );
-      const prev = results.get(t.kind);
-      results.set(t.kind, {
-        rps: Math.max(prev?.rps ?? 0, sample.rps),
-        p50: Math.min(prev?.p50 ?? Infinity, sample.p50),
-        p99: Math.min(prev?.p99 ?? Infinity, sample.p99),
-        cpuUsPerReq: Math.min(prev?.cpuUsPerReq ?? Infinity, sample.cpuUsPerReq),
-        errors: (prev?.errors ?? 0) + sample.errors,
-      });
-    } catch (err) {
-      problems.set(t.kind, err.message);
-      console.log(`${t.kind}: ${err.message}`);
-    } finally {
-      if (running) await stopTarget(running.child);
     }
   }
+} finally {
+  await Promise.all([...running.values()].map((t) => stopTarget(t.child)));
 }
+const median = (values) => {
+  const sorted = [...values].sort((x, y) => x - y);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+const results = new Map(
+  [...samples].map(([kind, list]) => [
+    kind,
+    {
+      rps: median(list.map((x) => x.rps)),
+      p50: median(list.map((x) => x.p50)),
+      p99: median(list.map((x) => x.p99)),
+      cpuUsPerReq: median(list.map((x) => x.cpuUsPerReq)),
+      errors: list.reduce((n, x) => n + x.errors, 0),
+    },
+  ]),
+);
 
 const koa = results.get('koa');
 const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}×` : 'n/a');
@@ -171,8 +189,8 @@ const rows = targets.map((t) => {
 });
 const md = `POST /invocations with body \`${BODY}\` and a session header; each server reads and parses the
 JSON body and answers \`{"ok":true}\`. autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per run after a 1 s
-warm-up, ${ROUNDS} rounds in rotating order, best figure of each column kept; each server in its own process
-on 127.0.0.1. "server CPU µs/req" is the server process's user+system CPU time (from /proc) divided by the
+warm-up, ${ROUNDS} rounds alternating between the servers in rotating order, **median** of each column over
+the rounds; each server in its own process on 127.0.0.1. "server CPU µs/req" is the server process's user+system CPU time (from /proc) divided by the
 requests it answered: on a shared machine it is steadier than req/s, which mostly measures how much CPU
 the load generator and the neighbours left over. @agentrt/server runs its full
 path (context extraction, request context, health tracking, error middleware) with no tracer provider
