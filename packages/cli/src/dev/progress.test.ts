@@ -30,3 +30,19 @@ describe('createProgress', () => {
     expect(out.length).toBe(length); // the spinner stopped
   });
 });
+
+describe('createProgress with overlapping steps', () => {
+  it('names every running step on the spinner line and prints each result as it ends', () => {
+    let out = '';
+    const progress = createProgress({ write: (t) => (out += t), interactive: true, frameMs: 10_000 });
+    const weather = progress.step('weather service');
+    const runtime = progress.step('hosting runtime');
+    expect(out.split('\r\x1b[2K').at(-1)).toMatch(/^⠋ weather service, hosting runtime 0\.\ds$/);
+    runtime.done('http://127.0.0.1:8787');
+    const screens = out.split('\r\x1b[2K');
+    expect(screens.at(-2)).toMatch(/^✔ hosting runtime http:\/\/127\.0\.0\.1:8787 \(0\.\ds\)\n$/);
+    expect(screens.at(-1)).toMatch(/^⠋ weather service 0\.\ds$/);
+    weather.fail();
+    expect(out).toMatch(/✖ weather service \(0\.\ds\)\n$/);
+  });
+});

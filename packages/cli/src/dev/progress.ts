@@ -1,4 +1,7 @@
-/** Progress lines while the dev stack starts: a spinner on a terminal, plain lines otherwise. */
+/**
+ * Progress lines while the dev stack starts: on a terminal, one spinner line naming every step still
+ * running (steps may overlap) with a ✔/✖ line printed above it as each ends; plain lines otherwise.
+ */
 export interface Progress {
   /** Begins a step; the returned handle ends it. */
   step(label: string): ProgressStep;
@@ -27,18 +30,29 @@ function seconds(ms: number): string {
 
 export function createProgress(options: ProgressOptions): Progress {
   const now = options.now ?? Date.now;
+  const active: { label: string; started: number }[] = [];
+  let frame = 0;
+  let timer: NodeJS.Timeout | undefined;
+
+  const spinnerLine = () => {
+    const oldest = Math.min(...active.map((a) => a.started));
+    return `${FRAMES[frame]} ${active.map((a) => a.label).join(', ')} ${seconds(now() - oldest)}`;
+  };
+  const render = () => options.write(`${CLEAR_LINE}${spinnerLine()}`);
+
   return {
     step(label) {
-      const started = now();
-      let frame = 0;
-      let timer: NodeJS.Timeout | undefined;
+      const entry = { label, started: now() };
+      active.push(entry);
       if (options.interactive) {
-        options.write(`${FRAMES[0]} ${label}`);
-        timer = setInterval(() => {
-          frame = (frame + 1) % FRAMES.length;
-          options.write(`${CLEAR_LINE}${FRAMES[frame]} ${label} ${seconds(now() - started)}`);
-        }, options.frameMs ?? 80);
-        timer.unref();
+        render();
+        if (!timer) {
+          timer = setInterval(() => {
+            frame = (frame + 1) % FRAMES.length;
+            render();
+          }, options.frameMs ?? 80);
+          timer.unref();
+        }
       } else {
         options.write(`… ${label}\n`);
       }
@@ -46,10 +60,15 @@ export function createProgress(options: ProgressOptions): Progress {
       const end = (mark: string, detail: string | undefined) => {
         if (ended) return;
         ended = true;
-        if (timer) clearInterval(timer);
-        const suffix = detail ? ` ${detail}` : '';
-        const line = `${mark} ${label}${suffix} (${seconds(now() - started)})\n`;
-        options.write(options.interactive ? `${CLEAR_LINE}${line}` : line);
+        active.splice(active.indexOf(entry), 1);
+        const line = `${mark} ${label}${detail ? ` ${detail}` : ''} (${seconds(now() - entry.started)})\n`;
+        if (!options.interactive) return options.write(line);
+        options.write(`${CLEAR_LINE}${line}`);
+        if (active.length > 0) render();
+        else {
+          clearInterval(timer);
+          timer = undefined;
+        }
       };
       return {
         done: (detail) => end('✔', detail),

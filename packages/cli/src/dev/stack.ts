@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { runDemo, type DemoResult } from './demo.js';
@@ -59,6 +59,37 @@ export interface DevState {
 }
 
 export const DEV_STATE_FILE = 'dev-state.json';
+/** Kept across starts: the fixture weather API's port, so the agents' registered environment stays the same. */
+const DEV_PORTS_FILE = 'dev-ports.json';
+
+/** Settings the hosted agents need from the developer's environment (the runtime gives workers a clean one). */
+const AGENT_PASSTHROUGH_ENV = [
+  'AGENTRT_MODEL_PROVIDER',
+  'AGENTRT_MODEL_ID',
+  'OPENAI_API_KEY',
+  'OPENAI_BASE_URL',
+  'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT',
+] as const;
+
+/**
+ * The fixture weather API's port: the flag/env when given; else the one an earlier start used, when it
+ * is still free (so the registered runtimes do not get a new version on every start); else any.
+ */
+async function chooseWeatherApiPort(options: DevStackOptions): Promise<number> {
+  if (options.weatherApiPort !== 0) return options.weatherApiPort;
+  const bindHost = options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
+  const file = join(options.dataDir, DEV_PORTS_FILE);
+  const previous = await readFile(file, 'utf8')
+    .then((text) => (JSON.parse(text) as { weatherApi?: unknown }).weatherApi)
+    .catch(() => undefined);
+  const port =
+    typeof previous === 'number' && (await isPortFree(options.host, previous))
+      ? previous
+      : await findFreePort(bindHost);
+  await mkdir(options.dataDir, { recursive: true });
+  await writeFile(file, `${JSON.stringify({ weatherApi: port })}\n`);
+  return port;
+}
 
 /** The built files the stack runs, relative to the repo root; all must exist (`npm run build`). */
 export const BUILT_ENTRIES = {
@@ -156,9 +187,7 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
     stderr(`agentrt dev: cannot start, ports in use on ${host}:\n${conflicts.join('\n')}\n`);
     return 1;
   }
-  const weatherApiPort = useFixtureWeatherApi
-    ? options.weatherApiPort || (await findFreePort(host === '0.0.0.0' ? '127.0.0.1' : host))
-    : 0;
+  const weatherApiPort = useFixtureWeatherApi ? await chooseWeatherApiPort(options) : 0;
 
   const logDir = join(dataDir, 'logs');
   await mkdir(join(dataDir, 'collector'), { recursive: true });
@@ -213,6 +242,7 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
         },
         ready: () => answersOk(`${collectorUrl}/healthz`),
         readyTimeoutMs: ready,
+        stopLast: true,
       },
     },
   ];
@@ -284,9 +314,9 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
 
   stdout(`agentrt dev: starting the local stack (data: ${dataDir}, model: ${model.provider})\n`);
   try {
-    for (const { spec, label, detail } of specs) {
-      if (aborted()) break;
-      const step = progress.step(`${label}`);
+    // The collector first (everything else exports to it), then the rest side by side.
+    const startOne = async ({ spec, label, detail }: (typeof specs)[number]) => {
+      const step = progress.step(label);
       try {
         await supervisor.start(spec);
         step.done(detail);
@@ -294,15 +324,24 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
         step.fail();
         throw error;
       }
-    }
+    };
+    const [first, ...rest] = specs;
+    if (first && !aborted()) await startOne(first);
+    if (!aborted()) await Promise.all(rest.map(startOne));
     let runtimes: RegisteredRuntime[] = [];
     const sessionId = `dev-session-${randomUUID()}`;
     if (!aborted()) {
       const step = progress.step('reference agents registered in the runtime');
+      // Session workers get a clean environment from the runtime (plus AWS credentials), so what the
+      // agents need travels as the runtime's environment variables.
       const agentEnv = (name: string): Record<string, string> => {
         const vars: Record<string, string> = { OTEL_SERVICE_NAME: name };
-        if (options.env['AGENTRT_MODEL_PROVIDER'])
-          vars['AGENTRT_MODEL_PROVIDER'] = options.env['AGENTRT_MODEL_PROVIDER'];
+        const weatherApi = externalWeatherApi || urls['weather-api'];
+        if (weatherApi) vars['WEATHER_API_BASE_URL'] = weatherApi;
+        for (const key of AGENT_PASSTHROUGH_ENV) {
+          const value = options.env[key]?.trim();
+          if (value) vars[key] = value;
+        }
         return vars;
       };
       try {
@@ -433,7 +472,7 @@ function summary({
     '',
     'Try it (paste into another terminal):',
     `  npx agentrt invoke sdk_agent ${shellQuote(payload)} --session ${sessionId}${runtimeFlag}`,
-    `  npx agentrt invoke sdk_agent ${shellQuote(JSON.stringify({ prompt: 'Tell me about agentrt' }))} --session ${sessionId} --stream${runtimeFlag}`,
+    `  npx agentrt invoke sdk_agent ${shellQuote(JSON.stringify({ prompt: 'Weather in Seattle?', stream: true }))} --session ${sessionId} --stream${runtimeFlag}`,
     `  curl -sS ${urls['weather']}/weather -H 'content-type: application/json' -H 'X-Cloud-Agent-Runtime-Session-Id: ${sessionId}' -d ${shellQuote(weatherPayload)}`,
   ];
   if (sdk) {

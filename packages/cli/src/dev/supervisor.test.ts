@@ -119,6 +119,25 @@ describe('createSupervisor', () => {
     expect(s.services.map((x) => alive(x.pid))).toEqual([false, false]);
   });
 
+  it('stops the others together, and the stopLast ones after them', async () => {
+    const s = await make();
+    const slow = `console.log('READY'); process.on('SIGTERM', () => setTimeout(() => { console.log('EXIT ' + Date.now()); process.exit(0); }, 400)); setInterval(() => {}, 1000)`;
+    const last = `console.log('READY'); process.on('SIGTERM', () => { console.log('TERM ' + Date.now()); process.exit(0); }); setInterval(() => {}, 1000)`;
+    const collector = await s.start(withLines({ ...spec('collector', last), stopLast: true }));
+    const a = await s.start(withLines(spec('a', slow)));
+    const b = await s.start(withLines(spec('b', slow)));
+    const started = Date.now();
+    await s.stopAll();
+    expect(Date.now() - started).toBeLessThan(1_500); // a and b stopped in parallel, not one after the other
+    const stamp = async (file: string, word: string) =>
+      Number(
+        /(\d+)$/m.exec((await readFile(file, 'utf8')).split('\n').find((l) => l.startsWith(word)) ?? '')?.[1],
+      );
+    const collectorTerm = await stamp(collector.logFile, 'TERM');
+    expect(collectorTerm).toBeGreaterThanOrEqual(await stamp(a.logFile, 'EXIT'));
+    expect(collectorTerm).toBeGreaterThanOrEqual(await stamp(b.logFile, 'EXIT'));
+  });
+
   it('fails clearly when the program cannot be spawned', async () => {
     const s = await make();
     const error = await s

@@ -16,6 +16,8 @@ export interface ServiceSpec {
   ready: () => Promise<boolean>;
   /** How long the service may take to become ready. */
   readyTimeoutMs: number;
+  /** Stop it only after all the others (e.g. the collector, so the others' last telemetry lands). */
+  stopLast?: boolean;
 }
 
 export interface RunningService {
@@ -39,7 +41,10 @@ export interface SupervisorOptions {
 export interface Supervisor {
   /** Spawns the service in its own process group and waits until it is ready; throws ServiceStartError. */
   start(spec: ServiceSpec): Promise<RunningService>;
-  /** Stops every service, newest first: SIGTERM to its group, SIGKILL after the grace period. */
+  /**
+   * Stops every service: SIGTERM to its process group, SIGKILL after the grace period. All at once,
+   * except the `stopLast` ones, which are stopped after the others are gone.
+   */
   stopAll(): Promise<void>;
   /** The services started so far, oldest first. */
   readonly services: readonly RunningService[];
@@ -63,6 +68,7 @@ const READY_POLL_MS = 100;
 
 interface Entry extends RunningService {
   child: ChildProcess;
+  stopLast: boolean;
   exited: Promise<void>;
   stopping: boolean;
   log: WriteStream;
@@ -141,6 +147,7 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
       child,
       exited,
       stopping: false,
+      stopLast: spec.stopLast ?? false,
       log,
     };
     entries.push(entry);
@@ -201,7 +208,8 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   }
 
   async function stopAll(): Promise<void> {
-    for (const entry of [...entries].reverse()) await stopOne(entry);
+    await Promise.all(entries.filter((e) => !e.stopLast).map(stopOne));
+    await Promise.all(entries.filter((e) => e.stopLast).map(stopOne));
   }
 
   return {
