@@ -47,6 +47,8 @@ export interface CollectorOptions extends Partial<CollectorConfig> {
   flushDelayMs?: number;
   /** How often retention runs (default 60 s). */
   retentionIntervalMs?: number;
+  /** How often stale trace/session summaries are rebuilt in the background (default 2 s; 0: only on read). */
+  summaryRefreshIntervalMs?: number;
 }
 
 export interface Collector {
@@ -85,8 +87,12 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     store,
     maxPendingRecords: options.maxPendingRecords ?? DEFAULTS.maxPendingRecords,
     flushDelayMs: options.flushDelayMs ?? 0,
-    onCommit: (spans) => live.publish(spans),
+    onCommit: (spans) => {
+      lastCommitMs = Date.now();
+      live.publish(spans);
+    },
   });
+  let lastCommitMs = 0;
   const forwarder = createForwarder(options.forwardEndpoints ?? [], logger);
   const counters = { spans: 0, logs: 0, metricDataPoints: 0, rejected: 0, requests: 0 };
 
@@ -406,14 +412,21 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const host = options.host ?? DEFAULTS.host;
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
 
-  const refresher = setInterval(() => {
-    try {
-      store.refreshSummaries(500);
-    } catch (error) {
-      logger.warn('summary refresh failed', { error });
-    }
-  }, 2000);
-  refresher.unref();
+  const refreshMs = options.summaryRefreshIntervalMs ?? 2000;
+  const refresher =
+    refreshMs > 0
+      ? setInterval(() => {
+          // Summaries are rebuilt when ingest pauses (reads rebuild what they need right away),
+          // so a burst of spans is not slowed by re-reading traces that are still growing.
+          if (Date.now() - lastCommitMs < refreshMs) return;
+          try {
+            store.refreshSummaries(500);
+          } catch (error) {
+            logger.warn('summary refresh failed', { error });
+          }
+        }, refreshMs)
+      : undefined;
+  refresher?.unref();
   const maxAgeMs = (options.retentionHours ?? DEFAULTS.retentionHours) * 3_600_000;
   const maxBytes = (options.maxDbMb ?? DEFAULTS.maxDbMb) * 1024 * 1024;
   const runRetention = (): void => {

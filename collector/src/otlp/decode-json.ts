@@ -6,7 +6,7 @@ import type {
   SpanLinkRecord,
   SpanRecord,
 } from '../wire-types.js';
-import { OtlpDecodeError } from './otlp-decode-error.js';
+import { OtlpDecodeError, rethrowAt } from './otlp-decode-error.js';
 import { bytesToHex } from './protobuf-reader.js';
 import {
   type DecodedLogs,
@@ -21,6 +21,7 @@ import {
 
 // OTLP/JSON, with the quirks seen in the wild: ids in hex (spec) or base64 (proto3 default), int64
 // as strings or numbers, enums as numbers or names (`SPAN_KIND_SERVER`, `STATUS_CODE_ERROR`).
+// Field paths for error messages are added on the way out (rethrowAt), never built on success.
 
 type Obj = Record<string, unknown>;
 
@@ -28,44 +29,54 @@ function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function list(v: unknown, path: string): unknown[] {
-  if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) throw new OtlpDecodeError(`${path} must be an array`);
+const EMPTY: unknown[] = [];
+
+function list(v: unknown, field: string): unknown[] {
+  if (v === undefined || v === null) return EMPTY;
+  if (!Array.isArray(v)) throw new OtlpDecodeError('must be an array', field);
   return v;
 }
 
-function obj(v: unknown, path: string): Obj {
+function obj(v: unknown, field: string): Obj {
   if (v === undefined || v === null) return {};
-  if (!isObj(v)) throw new OtlpDecodeError(`${path} must be an object`);
+  if (!isObj(v)) throw new OtlpDecodeError('must be an object', field);
   return v;
 }
 
-function str(v: unknown, path: string): string {
+function str(v: unknown, field: string): string {
+  if (typeof v === 'string') return v;
   if (v === undefined || v === null) return '';
-  if (typeof v !== 'string') throw new OtlpDecodeError(`${path} must be a string`);
-  return v;
+  throw new OtlpDecodeError('must be a string', field);
 }
 
 const INT_RE = /^-?\d+$/;
 
 /** int64/uint64/fixed64: a decimal string or a number. */
-function int64(v: unknown, path: string): number {
-  if (v === undefined || v === null) return 0;
+function int64(v: unknown, field: string): number {
   if (typeof v === 'number' && Number.isFinite(v)) return v;
   if (typeof v === 'string' && INT_RE.test(v)) return Number(v);
-  throw new OtlpDecodeError(`${path} must be an integer (number or decimal string)`);
+  if (v === undefined || v === null) return 0;
+  throw new OtlpDecodeError('must be an integer (number or decimal string)', field);
 }
 
 /** Exact end − start for nanosecond timestamps given as strings (numbers past 2^53 are rounded). */
 function nanoDiff(endV: unknown, startV: unknown, end: number, start: number): number {
-  if (typeof endV === 'string' && typeof startV === 'string') {
+  if (typeof endV === 'string' && typeof startV === 'string' && end - start < 2 ** 53) {
+    // Same-length decimal strings differ only in their tail: subtract the tails exactly.
+    if (endV.length === startV.length && endV.length > 15) {
+      const cut = endV.length - 15;
+      if (endV.slice(0, cut) === startV.slice(0, cut)) {
+        const d = Number(endV.slice(cut)) - Number(startV.slice(cut));
+        return d > 0 ? d : 0;
+      }
+    }
     const d = Number(BigInt(endV) - BigInt(startV));
     return d > 0 ? d : 0;
   }
   return end > start ? end - start : 0;
 }
 
-function enumValue<T extends string>(v: unknown, names: readonly T[], prefix: string, path: string): T {
+function enumValue<T extends string>(v: unknown, names: readonly T[], prefix: string, field: string): T {
   if (v === undefined || v === null) return names[0]!;
   if (typeof v === 'number' && Number.isInteger(v)) return names[v] ?? names[0]!;
   if (typeof v === 'string') {
@@ -73,78 +84,124 @@ function enumValue<T extends string>(v: unknown, names: readonly T[], prefix: st
     if ((names as readonly string[]).includes(bare)) return bare as T;
     if (INT_RE.test(v)) return names[Number(v)] ?? names[0]!;
   }
-  throw new OtlpDecodeError(
-    `${path} must be one of ${names.map((n) => prefix + n).join(', ')} or its number`,
-  );
+  throw new OtlpDecodeError(`must be one of ${names.map((n) => prefix + n).join(', ')} or its number`, field);
 }
 
 const HEX_RE = /^[0-9a-fA-F]*$/;
+const LOWER_HEX_RE = /^[0-9a-f]*$/;
 const B64_RE = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
 /** Hex (any case) or base64 id → lowercase hex; '' when absent. */
-function id(v: unknown, bytes: number, path: string): string {
-  const s = str(v, path);
+function id(v: unknown, bytes: number, field: string): string {
+  const s = str(v, field);
   if (!s) return '';
-  if (s.length === bytes * 2 && HEX_RE.test(s)) return s.toLowerCase();
+  if (s.length === bytes * 2) {
+    if (LOWER_HEX_RE.test(s)) return s;
+    if (HEX_RE.test(s)) return s.toLowerCase();
+  }
   if (B64_RE.test(s)) {
     const raw = Buffer.from(s, 'base64');
     if (raw.length === bytes) return bytesToHex(raw);
   }
-  throw new OtlpDecodeError(`${path} must be ${bytes} bytes as hex or base64`);
+  throw new OtlpDecodeError(`must be ${bytes} bytes as hex or base64`, field);
 }
 
-function optionalId(v: unknown, bytes: number, path: string): string | undefined {
-  const s = id(v, bytes, path);
+function optionalId(v: unknown, bytes: number, field: string): string | undefined {
+  const s = id(v, bytes, field);
   return s && !/^0+$/.test(s) ? s : undefined;
 }
 
-function anyValue(v: unknown, path: string, depth: number): AttributeValue {
-  checkDepth(depth);
+function anyValue(v: unknown, depth: number): AttributeValue {
   if (v === undefined || v === null) return null;
-  if (!isObj(v)) throw new OtlpDecodeError(`${path} must be an AnyValue object`);
-  if ('stringValue' in v) return str(v.stringValue, `${path}.stringValue`);
+  if (!isObj(v)) throw new OtlpDecodeError('must be an AnyValue object');
+  if (typeof v.stringValue === 'string') return v.stringValue;
+  if ('stringValue' in v) return str(v.stringValue, 'stringValue');
   if ('boolValue' in v) {
-    if (typeof v.boolValue !== 'boolean') throw new OtlpDecodeError(`${path}.boolValue must be a boolean`);
+    if (typeof v.boolValue !== 'boolean') throw new OtlpDecodeError('must be a boolean', 'boolValue');
     return v.boolValue;
   }
-  if ('intValue' in v) return int64(v.intValue, `${path}.intValue`);
+  if ('intValue' in v) return int64(v.intValue, 'intValue');
   if ('doubleValue' in v) {
     const d = v.doubleValue;
     if (typeof d === 'number') return d;
     // proto3 JSON spells non-finite doubles as strings.
-    if (typeof d === 'string' && !Number.isNaN(Number(d))) return Number(d);
     if (d === 'NaN' || d === 'Infinity' || d === '-Infinity') return d;
-    throw new OtlpDecodeError(`${path}.doubleValue must be a number`);
+    if (typeof d === 'string' && d.trim() !== '' && !Number.isNaN(Number(d))) return Number(d);
+    throw new OtlpDecodeError('must be a number', 'doubleValue');
   }
   if ('arrayValue' in v) {
-    const values = list(obj(v.arrayValue, `${path}.arrayValue`).values, `${path}.arrayValue.values`);
-    return values.map((x, i) => anyValue(x, `${path}.arrayValue.values[${i}]`, depth + 1));
+    checkDepth(depth + 1);
+    const values = list(obj(v.arrayValue, 'arrayValue').values, 'arrayValue.values');
+    const out: AttributeValue[] = new Array<AttributeValue>(values.length);
+    for (let i = 0; i < values.length; i++) {
+      try {
+        out[i] = anyValue(values[i], depth + 1);
+      } catch (error) {
+        rethrowAt(rethrowAtSafe(error, i, 'values'), 'arrayValue');
+      }
+    }
+    return out;
   }
   if ('kvlistValue' in v) {
-    const values = list(obj(v.kvlistValue, `${path}.kvlistValue`).values, `${path}.kvlistValue.values`);
-    return keyValues(values, `${path}.kvlistValue.values`, depth + 1);
+    checkDepth(depth + 1);
+    const values = list(obj(v.kvlistValue, 'kvlistValue').values, 'kvlistValue.values');
+    try {
+      return keyValues(values, depth + 1);
+    } catch (error) {
+      return rethrowAt(rethrowAtSafe(error, 'values'), 'kvlistValue');
+    }
   }
-  if ('bytesValue' in v) return str(v.bytesValue, `${path}.bytesValue`);
+  if ('bytesValue' in v) return str(v.bytesValue, 'bytesValue');
   return null;
 }
 
-function keyValues(kvs: unknown, path: string, depth = 0): Attributes {
+/** Adds segments (innermost last) to an OtlpDecodeError and returns it for the next rethrow. */
+function rethrowAtSafe(error: unknown, ...segments: (string | number)[]): unknown {
+  if (error instanceof OtlpDecodeError) for (let i = segments.length - 1; i >= 0; i--) error.at(segments[i]!);
+  return error;
+}
+
+function keyValues(arr: unknown[], depth = 0): Attributes {
   const out: Attributes = {};
-  const arr = list(kvs, path);
   for (let i = 0; i < arr.length; i++) {
     const kv = arr[i];
-    if (!isObj(kv)) throw new OtlpDecodeError(`${path}[${i}] must be a KeyValue object`);
-    setKey(out, str(kv.key, `${path}[${i}].key`), anyValue(kv.value, `${path}[${i}].value`, depth));
+    try {
+      if (!isObj(kv)) throw new OtlpDecodeError('must be a KeyValue object');
+      const key = typeof kv.key === 'string' ? kv.key : str(kv.key, 'key');
+      let value: AttributeValue;
+      try {
+        value = anyValue(kv.value, depth);
+      } catch (error) {
+        rethrowAt(error, 'value');
+      }
+      setKey(out, key, value);
+    } catch (error) {
+      rethrowAt(error, i);
+    }
   }
   return out;
 }
 
-function scopeOf(v: unknown, path: string): { name: string; version?: string } {
-  const o = obj(v, path);
-  const s: { name: string; version?: string } = { name: str(o.name, `${path}.name`) };
-  const version = str(o.version, `${path}.version`);
-  if (version) s.version = version;
-  return s;
+function attributesOf(o: Obj): Attributes {
+  const a = o.attributes;
+  if (a === undefined || a === null) return {};
+  try {
+    return keyValues(list(a, 'attributes'));
+  } catch (error) {
+    return rethrowAt(error, 'attributes');
+  }
+}
+
+function scopeOf(v: unknown): { name: string; version?: string } {
+  try {
+    const o = obj(v, 'scope');
+    const s: { name: string; version?: string } = { name: str(o.name, 'name') };
+    const version = str(o.version, 'version');
+    if (version) s.version = version;
+    return s;
+  } catch (error) {
+    return rethrowAt(error, 'scope');
+  }
 }
 
 function parse(body: string | Uint8Array): Obj {
@@ -164,57 +221,82 @@ function eachScoped(
   resourceKey: string,
   scopeKey: string,
   itemKey: string,
-  onItem: (item: Obj, env: Pick<SpanRecord, 'resource' | 'scope'>, path: string) => void,
+  onItem: (item: Obj, env: Pick<SpanRecord, 'resource' | 'scope'>) => void,
 ): void {
-  list(root[resourceKey], resourceKey).forEach((rs, i) => {
-    const rp = `${resourceKey}[${i}]`;
-    const r = obj(rs, rp);
-    const res = obj(r.resource, `${rp}.resource`);
-    const resource = { attributes: keyValues(res.attributes, `${rp}.resource.attributes`) };
-    list(r[scopeKey], `${rp}.${scopeKey}`).forEach((ss, j) => {
-      const sp = `${rp}.${scopeKey}[${j}]`;
-      const s = obj(ss, sp);
-      const env = { resource, scope: scopeOf(s.scope, `${sp}.scope`) };
-      list(s[itemKey], `${sp}.${itemKey}`).forEach((item, k) => {
-        const ip = `${sp}.${itemKey}[${k}]`;
-        if (!isObj(item)) throw new OtlpDecodeError(`${ip} must be an object`);
-        onItem(item, env, ip);
-      });
-    });
-  });
+  const resources = list(root[resourceKey], resourceKey);
+  for (let i = 0; i < resources.length; i++) {
+    try {
+      const r = obj(resources[i], '');
+      const res = obj(r.resource, 'resource');
+      let resource: { attributes: Attributes };
+      try {
+        resource = { attributes: attributesOf(res) };
+      } catch (error) {
+        rethrowAt(error, 'resource');
+      }
+      const scopes = list(r[scopeKey], scopeKey);
+      for (let j = 0; j < scopes.length; j++) {
+        try {
+          const s = obj(scopes[j], '');
+          const env = { resource, scope: scopeOf(s.scope) };
+          const items = list(s[itemKey], itemKey);
+          for (let k = 0; k < items.length; k++) {
+            const item = items[k];
+            try {
+              if (!isObj(item)) throw new OtlpDecodeError('must be an object');
+              onItem(item, env);
+            } catch (error) {
+              rethrowAt(rethrowAtSafe(error, k), itemKey);
+            }
+          }
+        } catch (error) {
+          rethrowAt(rethrowAtSafe(error, j), scopeKey);
+        }
+      }
+    } catch (error) {
+      rethrowAt(rethrowAtSafe(error, i), resourceKey);
+    }
+  }
 }
 
 /** Decodes an OTLP/JSON ExportTraceServiceRequest (text or bytes). Throws OtlpDecodeError. */
 export function decodeTraceRequestJson(body: string | Uint8Array): DecodedTraces {
   const spans: SpanRecord[] = [];
   let rejected = 0;
-  eachScoped(parse(body), 'resourceSpans', 'scopeSpans', 'spans', (o, env, p) => {
+  eachScoped(parse(body), 'resourceSpans', 'scopeSpans', 'spans', (o, env) => {
     const startV = o.startTimeUnixNano;
     const endV = o.endTimeUnixNano;
-    const start = int64(startV, `${p}.startTimeUnixNano`);
-    const end = int64(endV, `${p}.endTimeUnixNano`);
-    const status = obj(o.status, `${p}.status`);
+    const start = int64(startV, 'startTimeUnixNano');
+    const end = int64(endV, 'endTimeUnixNano');
+    const status = obj(o.status, 'status');
+    let statusCode: SpanRecord['status']['code'];
+    let message: string;
+    try {
+      statusCode = enumValue(status.code, STATUS_NAMES, 'STATUS_CODE_', 'code');
+      message = str(status.message, 'message');
+    } catch (error) {
+      rethrowAt(error, 'status');
+    }
     const s: SpanRecord = {
       resource: env.resource,
       scope: env.scope,
-      traceId: id(o.traceId, 16, `${p}.traceId`),
-      spanId: id(o.spanId, 8, `${p}.spanId`),
-      name: str(o.name, `${p}.name`),
-      kind: enumValue(o.kind, KIND_NAMES, 'SPAN_KIND_', `${p}.kind`),
+      traceId: id(o.traceId, 16, 'traceId'),
+      spanId: id(o.spanId, 8, 'spanId'),
+      name: str(o.name, 'name'),
+      kind: enumValue(o.kind, KIND_NAMES, 'SPAN_KIND_', 'kind'),
       startTimeUnixNano: start,
       endTimeUnixNano: end,
       durationNano: nanoDiff(endV, startV, end, start),
-      attributes: keyValues(o.attributes, `${p}.attributes`),
-      status: { code: enumValue(status.code, STATUS_NAMES, 'STATUS_CODE_', `${p}.status.code`) },
-      events: list(o.events, `${p}.events`).map((e, i) => eventOf(e, `${p}.events[${i}]`)),
-      links: list(o.links, `${p}.links`).map((l, i) => linkOf(l, `${p}.links[${i}]`)),
+      attributes: attributesOf(o),
+      status: { code: statusCode },
+      events: o.events === undefined ? [] : itemsOf(o.events, 'events', eventOf),
+      links: o.links === undefined ? [] : itemsOf(o.links, 'links', linkOf),
     };
-    const parent = optionalId(o.parentSpanId, 8, `${p}.parentSpanId`);
+    const parent = optionalId(o.parentSpanId, 8, 'parentSpanId');
     if (parent) s.parentSpanId = parent;
-    const traceState = str(o.traceState, `${p}.traceState`);
+    const traceState = str(o.traceState, 'traceState');
     if (traceState) s.traceState = traceState;
-    if (o.flags !== undefined) s.flags = int64(o.flags, `${p}.flags`);
-    const message = str(status.message, `${p}.status.message`);
+    if (o.flags !== undefined) s.flags = int64(o.flags, 'flags');
     if (message) s.status.message = message;
     if (validId(s.traceId, 32) && validId(s.spanId, 16)) spans.push(s);
     else rejected++;
@@ -228,78 +310,76 @@ export function decodeTraceRequestJson(body: string | Uint8Array): DecodedTraces
     : { spans, rejected };
 }
 
-function eventOf(v: unknown, path: string): SpanEventRecord {
-  const o = obj(v, path);
+function itemsOf<T>(v: unknown, field: string, each: (o: Obj) => T): T[] {
+  const arr = list(v, field);
+  const out: T[] = [];
+  for (let i = 0; i < arr.length; i++) {
+    try {
+      const o = arr[i];
+      if (!isObj(o)) throw new OtlpDecodeError('must be an object');
+      out.push(each(o));
+    } catch (error) {
+      rethrowAt(rethrowAtSafe(error, i), field);
+    }
+  }
+  return out;
+}
+
+function eventOf(o: Obj): SpanEventRecord {
   return {
-    name: str(o.name, `${path}.name`),
-    timeUnixNano: int64(o.timeUnixNano, `${path}.timeUnixNano`),
-    attributes: keyValues(o.attributes, `${path}.attributes`),
+    name: str(o.name, 'name'),
+    timeUnixNano: int64(o.timeUnixNano, 'timeUnixNano'),
+    attributes: attributesOf(o),
   };
 }
 
-function linkOf(v: unknown, path: string): SpanLinkRecord {
-  const o = obj(v, path);
+function linkOf(o: Obj): SpanLinkRecord {
   const l: SpanLinkRecord = {
-    traceId: id(o.traceId, 16, `${path}.traceId`),
-    spanId: id(o.spanId, 8, `${path}.spanId`),
-    attributes: keyValues(o.attributes, `${path}.attributes`),
+    traceId: id(o.traceId, 16, 'traceId'),
+    spanId: id(o.spanId, 8, 'spanId'),
+    attributes: attributesOf(o),
   };
-  const ts = str(o.traceState, `${path}.traceState`);
+  const ts = str(o.traceState, 'traceState');
   if (ts) l.traceState = ts;
   return l;
 }
 
 const SEVERITY_PREFIX = 'SEVERITY_NUMBER_';
+// prettier-ignore
 const SEVERITY_NAMES = [
-  'UNSPECIFIED',
-  'TRACE',
-  'TRACE2',
-  'TRACE3',
-  'TRACE4',
-  'DEBUG',
-  'DEBUG2',
-  'DEBUG3',
-  'DEBUG4',
-  'INFO',
-  'INFO2',
-  'INFO3',
-  'INFO4',
-  'WARN',
-  'WARN2',
-  'WARN3',
-  'WARN4',
-  'ERROR',
-  'ERROR2',
-  'ERROR3',
-  'ERROR4',
-  'FATAL',
-  'FATAL2',
-  'FATAL3',
-  'FATAL4',
+  'UNSPECIFIED', 'TRACE', 'TRACE2', 'TRACE3', 'TRACE4', 'DEBUG', 'DEBUG2', 'DEBUG3', 'DEBUG4',
+  'INFO', 'INFO2', 'INFO3', 'INFO4', 'WARN', 'WARN2', 'WARN3', 'WARN4', 'ERROR', 'ERROR2', 'ERROR3',
+  'ERROR4', 'FATAL', 'FATAL2', 'FATAL3', 'FATAL4',
 ] as const;
 
 /** Decodes an OTLP/JSON ExportLogsServiceRequest. Throws OtlpDecodeError. */
 export function decodeLogsRequestJson(body: string | Uint8Array): DecodedLogs {
   const logs: LogRecord[] = [];
-  eachScoped(parse(body), 'resourceLogs', 'scopeLogs', 'logRecords', (o, env, p) => {
-    const sev = enumValue(o.severityNumber, SEVERITY_NAMES, SEVERITY_PREFIX, `${p}.severityNumber`);
+  eachScoped(parse(body), 'resourceLogs', 'scopeLogs', 'logRecords', (o, env) => {
+    const sev = enumValue(o.severityNumber, SEVERITY_NAMES, SEVERITY_PREFIX, 'severityNumber');
+    let bodyValue: AttributeValue;
+    try {
+      bodyValue = anyValue(o.body, 0);
+    } catch (error) {
+      rethrowAt(error, 'body');
+    }
     const l: LogRecord = {
       resource: env.resource,
       scope: env.scope,
-      timeUnixNano: int64(o.timeUnixNano, `${p}.timeUnixNano`),
-      observedTimeUnixNano: int64(o.observedTimeUnixNano, `${p}.observedTimeUnixNano`),
+      timeUnixNano: int64(o.timeUnixNano, 'timeUnixNano'),
+      observedTimeUnixNano: int64(o.observedTimeUnixNano, 'observedTimeUnixNano'),
       severityNumber: SEVERITY_NAMES.indexOf(sev),
-      body: anyValue(o.body, `${p}.body`, 0),
-      attributes: keyValues(o.attributes, `${p}.attributes`),
+      body: bodyValue,
+      attributes: attributesOf(o),
     };
-    const text = str(o.severityText, `${p}.severityText`);
+    const text = str(o.severityText, 'severityText');
     if (text) l.severityText = text;
-    const traceId = optionalId(o.traceId, 16, `${p}.traceId`);
+    const traceId = optionalId(o.traceId, 16, 'traceId');
     if (traceId) l.traceId = traceId;
-    const spanId = optionalId(o.spanId, 8, `${p}.spanId`);
+    const spanId = optionalId(o.spanId, 8, 'spanId');
     if (spanId) l.spanId = spanId;
-    if (o.flags !== undefined) l.flags = int64(o.flags, `${p}.flags`);
-    const eventName = str(o.eventName, `${p}.eventName`);
+    if (o.flags !== undefined) l.flags = int64(o.flags, 'flags');
+    const eventName = str(o.eventName, 'eventName');
     if (eventName) l.eventName = eventName;
     logs.push(l);
   });
@@ -312,11 +392,15 @@ const METRIC_DATA_KEYS = ['gauge', 'sum', 'histogram', 'exponentialHistogram', '
 export function decodeMetricsRequestJson(body: string | Uint8Array): DecodedMetrics {
   const metricNames: string[] = [];
   let dataPoints = 0;
-  eachScoped(parse(body), 'resourceMetrics', 'scopeMetrics', 'metrics', (o, _env, p) => {
-    metricNames.push(str(o.name, `${p}.name`));
+  eachScoped(parse(body), 'resourceMetrics', 'scopeMetrics', 'metrics', (o) => {
+    metricNames.push(str(o.name, 'name'));
     for (const key of METRIC_DATA_KEYS) {
       if (o[key] !== undefined) {
-        dataPoints += list(obj(o[key], `${p}.${key}`).dataPoints, `${p}.${key}.dataPoints`).length;
+        try {
+          dataPoints += list(obj(o[key], key).dataPoints, 'dataPoints').length;
+        } catch (error) {
+          rethrowAt(error, key);
+        }
       }
     }
   });

@@ -1,7 +1,6 @@
 import { OtlpDecodeError } from './otlp-decode-error.js';
 
 const TWO_32 = 4294967296;
-const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 /**
  * A minimal protobuf wire-format reader over one byte range. Every read checks bounds and throws
@@ -114,9 +113,7 @@ export class ProtobufReader {
   /** Reads bytes as lowercase hex. */
   hex(): string {
     const start = this.delimited();
-    let s = '';
-    for (let i = start; i < this.pos; i++) s += HEX[this.buf[i]!]!;
-    return s;
+    return this.buf.toString('hex', start, this.pos);
   }
 
   base64(): string {
@@ -156,7 +153,5 @@ export class ProtobufReader {
 
 /** Lowercase hex of bytes, for callers converting base64 ids. */
 export function bytesToHex(bytes: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < bytes.length; i++) s += HEX[bytes[i]!]!;
-  return s;
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 }

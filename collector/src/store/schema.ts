@@ -23,7 +23,6 @@ CREATE TABLE IF NOT EXISTS spans (
 CREATE UNIQUE INDEX IF NOT EXISTS spans_trace ON spans(trace_id, span_id);
 CREATE INDEX IF NOT EXISTS spans_session ON spans(session_id, start_us) WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS spans_start ON spans(start_us);
-CREATE INDEX IF NOT EXISTS spans_service ON spans(service, start_us);
 CREATE TABLE IF NOT EXISTS logs (
   id INTEGER PRIMARY KEY,
   trace_id TEXT,
@@ -36,23 +35,22 @@ CREATE INDEX IF NOT EXISTS logs_trace ON logs(trace_id) WHERE trace_id IS NOT NU
 CREATE INDEX IF NOT EXISTS logs_time ON logs(time_us);
 CREATE TABLE IF NOT EXISTS traces (
   trace_id TEXT PRIMARY KEY,
-  dirty INTEGER NOT NULL,
   start_us INTEGER NOT NULL,
-  duration_ns INTEGER NOT NULL DEFAULT 0,
+  duration_ns INTEGER NOT NULL,
   service TEXT,
-  error_count INTEGER NOT NULL DEFAULT 0,
-  summary TEXT
+  error_count INTEGER NOT NULL,
+  summary TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS traces_start ON traces(start_us);
-CREATE INDEX IF NOT EXISTS traces_dirty ON traces(dirty) WHERE dirty = 1;
 CREATE TABLE IF NOT EXISTS sessions (
   session_id TEXT PRIMARY KEY,
-  dirty INTEGER NOT NULL,
   last_us INTEGER NOT NULL,
-  summary TEXT
+  summary TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS sessions_last ON sessions(last_us);
-CREATE INDEX IF NOT EXISTS sessions_dirty ON sessions(dirty) WHERE dirty = 1;
+-- Traces and sessions whose summaries need rebuilding: one cheap insert at ingest, rebuilt later.
+CREATE TABLE IF NOT EXISTS dirty_traces (trace_id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dirty_sessions (session_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS services (
   name TEXT PRIMARY KEY,
   span_count INTEGER NOT NULL,

@@ -87,10 +87,8 @@ export function createSpanStore(options: SpanStoreOptions) {
   const insertLog = db.prepare(
     'INSERT INTO logs (trace_id, span_id, time_us, severity, doc) VALUES (?, ?, ?, ?, ?)',
   );
-  const markTrace = db.prepare(`INSERT INTO traces (trace_id, dirty, start_us) VALUES (?, 1, ?)
-    ON CONFLICT(trace_id) DO UPDATE SET dirty = 1, start_us = min(start_us, excluded.start_us)`);
-  const markSession = db.prepare(`INSERT INTO sessions (session_id, dirty, last_us) VALUES (?, 1, ?)
-    ON CONFLICT(session_id) DO UPDATE SET dirty = 1, last_us = max(last_us, excluded.last_us)`);
+  const markTrace = db.prepare('INSERT OR IGNORE INTO dirty_traces (trace_id) VALUES (?)');
+  const markSession = db.prepare('INSERT OR IGNORE INTO dirty_sessions (session_id) VALUES (?)');
   const upsertService = db.prepare(`INSERT INTO services (name, span_count, last_us) VALUES (?, ?, ?)
     ON CONFLICT(name) DO UPDATE SET span_count = span_count + excluded.span_count,
     last_us = max(last_us, excluded.last_us)`);
@@ -100,7 +98,9 @@ export function createSpanStore(options: SpanStoreOptions) {
   const traceIdsOfSession = db.prepare(
     'SELECT trace_id, min(start_us) AS s FROM spans WHERE session_id = ? GROUP BY trace_id ORDER BY s',
   );
-  const traceSummaryStmt = db.prepare('SELECT summary, dirty FROM traces WHERE trace_id = ?');
+  const traceSummaryStmt = db.prepare(
+    'SELECT summary, (SELECT 1 FROM dirty_traces d WHERE d.trace_id = t.trace_id) AS dirty FROM traces t WHERE trace_id = ?',
+  );
 
   const keys = new Set<string>(
     (db.prepare('SELECT key FROM attribute_keys').all() as { key: string }[]).map((r) => r.key),
@@ -133,8 +133,8 @@ export function createSpanStore(options: SpanStoreOptions) {
   function insertBatch(spans: readonly SpanRecord[], logs: readonly LogRecord[] = []): void {
     if (!spans.length && !logs.length) return;
     transaction(() => {
-      const traces = new Map<string, number>();
-      const sessions = new Map<string, number>();
+      const traces = new Set<string>();
+      const sessions = new Set<string>();
       const services = new Map<string, { n: number; last: number }>();
       let lastResource: object | undefined;
       for (const s of spans) {
@@ -157,11 +157,8 @@ export function createSpanStore(options: SpanStoreOptions) {
           s.kind,
           JSON.stringify(s),
         );
-        if (isTraceIndexed(s.traceId, indexPercent)) {
-          const prev = traces.get(s.traceId);
-          if (prev === undefined || startUs < prev) traces.set(s.traceId, startUs);
-        }
-        if (session !== null) sessions.set(session, Math.max(sessions.get(session) ?? 0, endUs));
+        if (isTraceIndexed(s.traceId, indexPercent)) traces.add(s.traceId);
+        if (session !== null) sessions.add(session);
         if (service !== null) {
           const e = services.get(service);
           if (e) {
@@ -186,8 +183,8 @@ export function createSpanStore(options: SpanStoreOptions) {
           JSON.stringify(l),
         );
       }
-      for (const [id, startUs] of traces) markTrace.run(id, startUs);
-      for (const [id, lastUs] of sessions) markSession.run(id, lastUs);
+      for (const id of traces) markTrace.run(id);
+      for (const id of sessions) markSession.run(id);
       for (const [name, e] of services) upsertService.run(name, e.n, e.last);
     });
   }
@@ -213,13 +210,15 @@ export function createSpanStore(options: SpanStoreOptions) {
     return ids.map((r) => traceSummary(r.trace_id)).filter((t) => t !== undefined);
   }
 
-  const dirtyTraces = db.prepare('SELECT trace_id FROM traces WHERE dirty = 1 LIMIT ?');
-  const updateTrace = db.prepare(`UPDATE traces SET dirty = 0, start_us = ?, duration_ns = ?, service = ?,
-    error_count = ?, summary = ? WHERE trace_id = ?`);
+  const dirtyTraces = db.prepare('SELECT trace_id FROM dirty_traces LIMIT ?');
+  const cleanTrace = db.prepare('DELETE FROM dirty_traces WHERE trace_id = ?');
+  const upsertTrace = db.prepare(`INSERT OR REPLACE INTO traces
+    (trace_id, start_us, duration_ns, service, error_count, summary) VALUES (?, ?, ?, ?, ?, ?)`);
   const deleteTrace = db.prepare('DELETE FROM traces WHERE trace_id = ?');
-  const dirtySessions = db.prepare('SELECT session_id FROM sessions WHERE dirty = 1 LIMIT ?');
-  const updateSession = db.prepare(
-    'UPDATE sessions SET dirty = 0, last_us = ?, summary = ? WHERE session_id = ?',
+  const dirtySessions = db.prepare('SELECT session_id FROM dirty_sessions LIMIT ?');
+  const cleanSession = db.prepare('DELETE FROM dirty_sessions WHERE session_id = ?');
+  const upsertSession = db.prepare(
+    'INSERT OR REPLACE INTO sessions (session_id, last_us, summary) VALUES (?, ?, ?)',
   );
   const deleteSession = db.prepare('DELETE FROM sessions WHERE session_id = ?');
 
@@ -232,30 +231,32 @@ export function createSpanStore(options: SpanStoreOptions) {
       let n = 0;
       for (const { trace_id: id } of dirtyTraces.all(limit) as { trace_id: string }[]) {
         n++;
+        cleanTrace.run(id);
         const spans = spansOfTrace(id);
         if (!spans.length) {
           deleteTrace.run(id);
           continue;
         }
         const s = summarizeTrace(id, spans);
-        updateTrace.run(
+        upsertTrace.run(
+          id,
           nsToUs(s.startTimeUnixNano),
           s.durationNano,
           s.serviceName || null,
           s.errorCount,
           JSON.stringify(s),
-          id,
         );
       }
       for (const { session_id: id } of dirtySessions.all(limit) as { session_id: string }[]) {
         n++;
+        cleanSession.run(id);
         const traces = sessionTraces(id);
         if (!traces.length) {
           deleteSession.run(id);
           continue;
         }
         const s = summarizeSession(id, traces);
-        updateSession.run(nsToUs(s.lastSeenUnixNano), JSON.stringify(s), id);
+        upsertSession.run(id, nsToUs(s.lastSeenUnixNano), JSON.stringify(s));
       }
       return n;
     });
@@ -263,7 +264,7 @@ export function createSpanStore(options: SpanStoreOptions) {
 
   function listTraces(filter: TraceListFilter = {}): TraceSummary[] {
     refreshSummaries();
-    const where = ['summary IS NOT NULL'];
+    const where = ['1'];
     const params: (string | number)[] = [];
     if (filter.service) {
       where.push('service = ?');
@@ -296,9 +297,7 @@ export function createSpanStore(options: SpanStoreOptions) {
     return rows.map((r) => JSON.parse(r.summary) as TraceSummary);
   }
 
-  const listSessionsStmt = db.prepare(
-    'SELECT summary FROM sessions WHERE summary IS NOT NULL ORDER BY last_us DESC LIMIT ?',
-  );
+  const listSessionsStmt = db.prepare('SELECT summary FROM sessions ORDER BY last_us DESC LIMIT ?');
 
   function listSessions(limit = 100): SessionSummary[] {
     refreshSummaries();
@@ -357,8 +356,9 @@ export function createSpanStore(options: SpanStoreOptions) {
     }
     if (deleted) {
       transaction(() => {
-        db.exec(`UPDATE traces SET dirty = 1 WHERE trace_id NOT IN (SELECT trace_id FROM spans)`);
-        db.exec(`UPDATE sessions SET dirty = 1
+        db.exec(`INSERT OR IGNORE INTO dirty_traces SELECT trace_id FROM traces
+          WHERE trace_id NOT IN (SELECT trace_id FROM spans)`);
+        db.exec(`INSERT OR IGNORE INTO dirty_sessions SELECT session_id FROM sessions
           WHERE session_id NOT IN (SELECT session_id FROM spans WHERE session_id IS NOT NULL)`);
         db.exec(`DELETE FROM services;
           INSERT INTO services (name, span_count, last_us)

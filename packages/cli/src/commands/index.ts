@@ -3,6 +3,17 @@ import { devCommand } from './dev.js';
 import { doctorCommand } from './doctor.js';
 import { invokeCommand } from './invoke.js';
 import { runtimeCommand } from './runtime.js';
+import { collectorCommand } from './collector.js';
+import { tracesCommand } from './traces.js';
+import { sessionsCommand } from './sessions.js';
 
 /** Every subcommand, in the order `agentrt --help` lists them. Add one line per command file. */
-export const commands: Command[] = [devCommand, doctorCommand, runtimeCommand, invokeCommand];
+export const commands: Command[] = [
+  devCommand,
+  doctorCommand,
+  runtimeCommand,
+  invokeCommand,
+  collectorCommand,
+  tracesCommand,
+  sessionsCommand,
+];

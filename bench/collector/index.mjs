@@ -1,0 +1,309 @@
+// bench/collector: OTLP ingest rate (JSON and protobuf, batches of 512 spans, over HTTP) against
+// the physical baselines measured in the same run — plain JSON.parse of the same bodies and a bare
+// node:sqlite insert loop of the same rows — and query latency over 1M stored spans.
+// Run after building: `npx tsc -b collector && node bench/collector/index.mjs` (about 2–3 minutes).
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { createCollector, createSpanStore, decodeTraceRequest } from '../../collector/dist/index.js';
+import { table, writeSection } from '../lib/report.mjs';
+
+const BATCH = 512;
+const INGEST_BATCHES = Number(process.env.BENCH_BATCHES ?? 120);
+const STORED_SPANS = Number(process.env.BENCH_STORED_SPANS ?? 1_000_000);
+const CONCURRENCY = 4;
+const ROUNDS = 3;
+const MODELS = ['claude-sonnet', 'nova-pro', 'llama-70b'];
+const log = (...a) => console.log(...a);
+const now = () => performance.now();
+
+// ---- realistic agent spans through the real SDK --------------------------------------------------
+function makeBatches(count) {
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({
+      'service.name': 'bench-agent',
+      'deployment.environment.name': 'bench',
+      'cloud.platform': 'aws_bedrock_agentcore',
+    }),
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  });
+  const tracer = provider.getTracer('bench', '1.0.0');
+  const batches = [];
+  let n = 0;
+  while (batches.length < count) {
+    const session = `sess-${n % 997}`;
+    const root = tracer.startSpan('invoke_agent weather', {
+      kind: SpanKind.SERVER,
+      attributes: { 'session.id': session, 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'weather' },
+    });
+    const ctx = trace.setSpan(context.active(), root);
+    for (let i = 0; i < 7; i++) {
+      const model = MODELS[(n + i) % 3];
+      const s = tracer.startSpan(
+        i % 2 ? 'execute_tool get_weather' : `chat ${model}`,
+        {
+          kind: SpanKind.CLIENT,
+          attributes: {
+            'session.id': session,
+            'gen_ai.operation.name': i % 2 ? 'execute_tool' : 'chat',
+            'gen_ai.request.model': model,
+            'gen_ai.usage.input_tokens': 100 + i,
+            'gen_ai.usage.output_tokens': 20 + i,
+            'gen_ai.response.finish_reasons': ['stop'],
+            'server.address': 'bedrock-runtime.us-east-1.amazonaws.com',
+            'http.response.status_code': 200,
+            'gen_ai.tool.name': 'get_weather',
+            'aws.request_id': `req-${n}-${i}`,
+          },
+        },
+        ctx,
+      );
+      if (i === 3 && n % 10 === 0) s.setStatus({ code: SpanStatusCode.ERROR, message: 'throttled' });
+      s.end();
+    }
+    root.end();
+    n++;
+    const done = exporter.getFinishedSpans();
+    if (done.length >= BATCH) {
+      batches.push(done.slice(0, BATCH));
+      exporter.reset();
+    }
+  }
+  return batches;
+}
+
+function stats(samples) {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (p) => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+  return { p50: at(50), p95: at(95) };
+}
+
+async function ingest(url, bodies, contentType) {
+  let next = 0;
+  const t0 = now();
+  const worker = async () => {
+    while (next < bodies.length) {
+      const body = bodies[next++];
+      const res = await fetch(`${url}/v1/traces`, { method: 'POST', headers: { 'content-type': contentType }, body });
+      if (res.status !== 200) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return (bodies.length * BATCH) / ((now() - t0) / 1000);
+}
+
+const SCHEMA = `CREATE TABLE spans (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
+  parent_span_id TEXT, start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, duration_ns INTEGER NOT NULL,
+  service TEXT, session_id TEXT, name TEXT NOT NULL, status TEXT NOT NULL, kind TEXT NOT NULL, doc TEXT NOT NULL);
+  CREATE UNIQUE INDEX spans_trace ON spans(trace_id, span_id);
+  CREATE INDEX spans_session ON spans(session_id, start_us) WHERE session_id IS NOT NULL;
+  CREATE INDEX spans_start ON spans(start_us);`;
+
+/** The floor: pre-built rows inserted with the same schema, WAL and 512-row transactions. */
+function bareInsert(dir, records) {
+  mkdirSync(dir, { recursive: true });
+  const db = new DatabaseSync(join(dir, 'bare.sqlite'));
+  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;');
+  db.exec(SCHEMA);
+  const rows = records.map((s) => [
+    s.traceId, s.spanId, s.parentSpanId ?? null, Math.floor(s.startTimeUnixNano / 1000),
+    Math.floor((s.startTimeUnixNano + s.durationNano) / 1000), s.durationNano, 'bench-agent',
+    String(s.attributes['session.id']), s.name, s.status.code, s.kind, JSON.stringify(s),
+  ]);
+  const stmt = db.prepare(`INSERT INTO spans (trace_id, span_id, parent_span_id, start_us, end_us, duration_ns,
+    service, session_id, name, status, kind, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const t0 = now();
+  for (let i = 0; i < rows.length; i += BATCH) {
+    db.exec('BEGIN');
+    for (let j = i; j < Math.min(rows.length, i + BATCH); j++) stmt.run(...rows[j]);
+    db.exec('COMMIT');
+  }
+  const rate = rows.length / ((now() - t0) / 1000);
+  db.close();
+  return rate;
+}
+
+// ---- 1M stored spans, generated straight into the store ------------------------------------------
+function synthSpans(dir, total) {
+  const store = createSpanStore({ dataDir: dir, traceIndexPercent: 1 });
+  const base = Date.now() * 1e6 - total * 1e6;
+  const resource = { attributes: { 'service.name': 'bench-agent', 'deployment.environment.name': 'bench' } };
+  const scope = { name: 'bench', version: '1.0.0' };
+  const t0 = now();
+  let batch = [];
+  for (let i = 0; i < total; i++) {
+    const trace = Math.floor(i / 10);
+    const session = `sess-${Math.floor(trace / 5)}`;
+    const root = i % 10 === 0;
+    const model = MODELS[i % 3];
+    const start = base + i * 1e6;
+    const duration = 1e6 * (1 + (i % 1000));
+    batch.push({
+      resource,
+      scope,
+      traceId: trace.toString(16).padStart(32, '0'),
+      spanId: (i + 1).toString(16).padStart(16, '0'),
+      ...(root ? {} : { parentSpanId: (trace * 10 + 1).toString(16).padStart(16, '0') }),
+      name: root ? 'invoke_agent weather' : `chat ${model}`,
+      kind: root ? 'SERVER' : 'CLIENT',
+      startTimeUnixNano: start,
+      endTimeUnixNano: start + duration,
+      durationNano: duration,
+      attributes: root
+        ? { 'session.id': session, 'gen_ai.operation.name': 'invoke_agent' }
+        : {
+            'session.id': session,
+            'gen_ai.operation.name': 'chat',
+            'gen_ai.request.model': model,
+            'gen_ai.usage.input_tokens': 100 + (i % 50),
+            'gen_ai.usage.output_tokens': 20 + (i % 7),
+          },
+      status: { code: i % 97 === 0 ? 'ERROR' : 'UNSET' },
+      events: [],
+      links: [],
+    });
+    if (batch.length === 5000) {
+      store.insertBatch(batch);
+      batch = [];
+    }
+  }
+  store.insertBatch(batch);
+  store.close();
+  return (now() - t0) / 1000;
+}
+
+async function timeQueries(url, make, runs) {
+  const samples = [];
+  let scanned = 0;
+  for (let i = 0; i < runs; i++) {
+    const t0 = now();
+    const res = await fetch(`${url}/api/query`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: make(i) }),
+    });
+    const body = await res.json();
+    if (res.status !== 200) throw new Error(`query failed: ${JSON.stringify(body)}`);
+    samples.push(now() - t0);
+    scanned = body.scanned;
+  }
+  return { ...stats(samples), scanned };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'agentrt-bench-collector-'));
+try {
+  log(`building ${INGEST_BATCHES} batches of ${BATCH} spans…`);
+  const batches = makeBatches(INGEST_BATCHES);
+  const jsonBodies = batches.map((b) => Buffer.from(JsonTraceSerializer.serializeRequest(b)));
+  const protoBodies = batches.map((b) => Buffer.from(ProtobufTraceSerializer.serializeRequest(b)));
+  const spansTotal = INGEST_BATCHES * BATCH;
+
+  let t0 = now();
+  for (const b of jsonBodies) JSON.parse(b.toString('utf8'));
+  const jsonParseRate = spansTotal / ((now() - t0) / 1000);
+  t0 = now();
+  for (const b of protoBodies) decodeTraceRequest(b);
+  const protoDecodeRate = spansTotal / ((now() - t0) / 1000);
+
+  const records = protoBodies.flatMap((b) => decodeTraceRequest(b).spans);
+  // The machine is shared: measurements alternate (bare, JSON, protobuf) for ROUNDS rounds and the
+  // best of each is kept, so a burst of someone else's load does not land on one side only.
+  const ingestRates = { json: 0, protobuf: 0 };
+  let bareRate = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    bareRate = Math.max(bareRate, bareInsert(join(dir, `bare-${round}`), records));
+    for (const [kind, bodies, type] of [
+      ['json', jsonBodies, 'application/json'],
+      ['protobuf', protoBodies, 'application/x-protobuf'],
+    ]) {
+      const c = await createCollector({
+        dataDir: join(dir, `ingest-${kind}-${round}`),
+        port: 0,
+        retentionHours: 0,
+        maxDbMb: 0,
+      });
+      // Warm-up (JIT, first pages), then the measured run.
+      await ingest(c.url, bodies.slice(0, 10), type);
+      ingestRates[kind] = Math.max(ingestRates[kind], await ingest(c.url, bodies, type));
+      await c.close();
+    }
+    log(`round ${round + 1}: bare ${Math.round(bareRate)}, json ${Math.round(ingestRates.json)}, protobuf ${Math.round(ingestRates.protobuf)} spans/s (best so far)`);
+  }
+
+  log(`generating ${STORED_SPANS} stored spans…`);
+  const genSeconds = synthSpans(join(dir, 'big'), STORED_SPANS);
+  log(`generated in ${genSeconds.toFixed(1)} s`);
+  const big = await createCollector({
+    dataDir: join(dir, 'big'),
+    port: 0,
+    retentionHours: 0,
+    maxDbMb: 0,
+    summaryRefreshIntervalMs: 0,
+  });
+  const sessions = STORED_SPANS / 50;
+  const bySession = await timeQueries(
+    big.url,
+    (i) => `filter attributes.session.id = "sess-${(i * 7919) % sessions}" | sort @timestamp asc`,
+    60,
+  );
+  const byModel = await timeQueries(
+    big.url,
+    () =>
+      'filter ispresent(attributes.gen_ai.request.model) | stats count(*), sum(attributes.gen_ai.usage.input_tokens), pct(durationNano, 95) by attributes.gen_ai.request.model',
+    5,
+  );
+  const slowSpans = await timeQueries(big.url, () => 'filter durationNano > 990000000 | limit 100', 20);
+  await big.close();
+
+  const fmt = (n) => Math.round(n).toLocaleString('en-US');
+  const ms = (n) => `${n.toFixed(1)} ms`;
+  const md = [
+    `Figures are from one run on a shared 2-core machine; compare the ratios. Ingest: ${INGEST_BATCHES} OTLP/HTTP`,
+    `requests of ${BATCH} spans (11 attributes each, from the real OTel SDK and serializers), ${CONCURRENCY} concurrent`,
+    'clients, each request acknowledged only after its spans are committed to SQLite (WAL). Baselines in the same run:',
+    '`JSON.parse` of the same JSON bodies, and a bare `node:sqlite` insert loop of the same rows (same table and',
+    'indexes, prepared statement, 512-row transactions, JSON already stringified). The OTel Collector sustains about',
+    '10–12k spans/s per core (its own published figure). Each rate is the best of 3 alternating rounds.',
+    '',
+    table(
+      ['measure', 'spans/s', 'vs bare insert'],
+      [
+        ['collector ingest, OTLP/JSON over HTTP', fmt(ingestRates.json), `${(ingestRates.json / bareRate).toFixed(2)}×`],
+        ['collector ingest, OTLP/protobuf over HTTP', fmt(ingestRates.protobuf), `${(ingestRates.protobuf / bareRate).toFixed(2)}×`],
+        ['baseline: bare node:sqlite insert loop', fmt(bareRate), '1.00×'],
+        ['baseline: JSON.parse of the same bodies', fmt(jsonParseRate), `${(jsonParseRate / bareRate).toFixed(2)}×`],
+        ['our protobuf decoder alone', fmt(protoDecodeRate), `${(protoDecodeRate / bareRate).toFixed(2)}×`],
+      ],
+    ),
+    '',
+    `Query latency over ${fmt(STORED_SPANS)} stored spans (${fmt(sessions)} sessions of 50 spans; generated in`,
+    `${genSeconds.toFixed(0)} s through the store API), through \`POST /api/query\` including HTTP and JSON:`,
+    '',
+    table(
+      ['query', 'p50', 'p95', 'rows scanned'],
+      [
+        ['`filter attributes.session.id = "…" | sort @timestamp asc` (60 runs)', ms(bySession.p50), ms(bySession.p95), fmt(bySession.scanned)],
+        ['`stats count(*), sum(tokens), pct(durationNano, 95) by model` (5 runs)', ms(byModel.p50), ms(byModel.p95), fmt(byModel.scanned)],
+        ['`filter durationNano > 990000000 | limit 100` (20 runs)', ms(slowSpans.p50), ms(slowSpans.p95), fmt(slowSpans.scanned)],
+      ],
+    ),
+  ].join('\n');
+  const file = writeSection('collector', 'Collector: OTLP ingest and transaction search', md);
+  log(md);
+  log(`\nwritten to ${file}`);
+  const goals = [
+    [ingestRates.json >= bareRate / 2 && ingestRates.protobuf >= bareRate / 2, 'ingest >= half the bare insert rate'],
+    [Math.min(ingestRates.json, ingestRates.protobuf) > 12_000, 'ingest > 12k spans/s'],
+    [bySession.p50 < 50, 'session filter p50 < 50 ms'],
+  ];
+  for (const [ok, goal] of goals) log(`${ok ? 'met' : 'MISSED'}: ${goal}`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
