@@ -15,7 +15,7 @@ import { createRuntimeServer } from '@agentrt/runtime';
 import { table, writeSection } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const fixture = join(here, '..', '..', 'packages', 'runtime', 'test-fixtures', 'counter');
+const fixture = join(here, '..', '..', 'packages', 'runtime', 'test-fixtures', 'echo');
 const COLD = Number(process.env.BENCH_COLD ?? 20);
 const WARM = Number(process.env.BENCH_WARM ?? 1000);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 100);
@@ -168,7 +168,24 @@ function groupRssBytes(pgid) {
   return total;
 }
 
+/** CPU time (user + system) used so far by the processes of a process group, in ms. */
+function groupCpuMs(pgid) {
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid) ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone
+    }
+  }
+  return ticks * 10; // USER_HZ is 100 on Linux
+}
+
 const rows = [];
+const loadBefore = os.loadavg()[0];
 const started = performance.now();
 
 const bare = await bareColdStarts(COLD);
@@ -233,7 +250,17 @@ const warm = await withRuntime({ isolation: 'auto' }, async ({ server, invoke })
       straight.push(performance.now() - t0);
     }
   }
-  return { via, straight };
+  // CPU the runtime spends per proxied invoke: the same sequential batch through it and direct, in
+  // this process (client + in-process runtime), so the difference is the runtime's own work.
+  const cpuOf = async (fn, n) => {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < n; i++) await fn();
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / n;
+  };
+  const cpuVia = await cpuOf(() => invoke(sessionId), WARM);
+  const cpuDirect = await cpuOf(direct, WARM);
+  return { via, straight, runtimeCpuUs: cpuVia - cpuDirect };
 });
 const overhead = pct(warm.via, 50) - pct(warm.straight, 50);
 rows.push([
@@ -250,6 +277,13 @@ rows.push([
   `${(pct(warm.via, 50) / pct(warm.straight, 50)).toFixed(2)}×`,
   `overhead p50 ${ms(overhead)} (goal < 1 ms: ${overhead < 1 ? 'met' : 'missed'})`,
 ]);
+rows.push([
+  'runtime CPU per proxied invoke (user + system, incl. loopback syscalls)',
+  `${warm.runtimeCpuUs.toFixed(0)} µs`,
+  '',
+  '',
+  'through − direct, same client',
+]);
 
 // 100 sessions at once, then RSS per session.
 const burst = await withRuntime({ isolation: 'auto' }, async ({ server, invoke }) => {
@@ -257,7 +291,8 @@ const burst = await withRuntime({ isolation: 'auto' }, async ({ server, invoke }
   await Promise.all(Array.from({ length: CONCURRENT }, () => invoke(newSession())));
   const elapsedMs = performance.now() - t0;
   const rss = server.sessions().map((s) => groupRssBytes(s.worker.pid));
-  return { elapsedMs, rss };
+  const cpuMs = server.sessions().map((s) => groupCpuMs(s.worker.pid));
+  return { elapsedMs, rss, cpuMs };
 });
 const avgRss = burst.rss.reduce((a, b) => a + b, 0) / burst.rss.length;
 const fit = Math.floor((24 * 2 ** 30) / avgRss);
@@ -278,8 +313,9 @@ rows.push([
 
 const markdown = `${table(['measure', 'p50 / value', 'p95', 'ratio to baseline', 'note'], rows)}
 
-Figures are from one run on a shared, loaded 2-core machine: compare the ratios, not the absolute
-times. Agent: \`packages/runtime/test-fixtures/counter\` (plain node:http). Cold start = a new session
+Figures are from one run on a shared 2-core machine that other engineers were loading at the same
+time (1-minute load average ${loadBefore.toFixed(1)} at the start, ${os.loadavg()[0].toFixed(1)} at the end): compare the
+ratios and the CPU figures, not the absolute times. Agent: \`packages/runtime/test-fixtures/echo\` (plain node:http). Cold start = a new session
 id's first InvokeAgentRuntime answered (spawn, /ping readiness, proxy), ${COLD} samples each; warm =
 ${WARM} invokes on one live session, interleaved with the same number sent straight to its worker.
 Run: \`npx tsc -b packages/runtime && node bench/runtime/index.mjs\` (${((performance.now() - started) / 1000).toFixed(0)} s).`;

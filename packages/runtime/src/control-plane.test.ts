@@ -27,6 +27,7 @@ import {
   pollStatus,
   sessionId,
   startRuntime,
+  waitFor,
 } from './test-support.js';
 
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
@@ -163,7 +164,20 @@ describe('control plane through BedrockAgentCoreControlClient', () => {
     ).rejects.toBeInstanceOf(ResourceNotFoundException);
     const deleted = await rt.control.send(new DeleteAgentRuntimeCommand({ agentRuntimeId: id }));
     expect(deleted.status).toBe('DELETING');
-    await expect(pollStatus(rt.control, id)).rejects.toBeInstanceOf(ResourceNotFoundException);
+    // DELETING until its sessions are stopped, then gone.
+    let gone: unknown;
+    await waitFor(
+      async () => {
+        gone = await rt.control.send(new GetAgentRuntimeCommand({ agentRuntimeId: id })).then(
+          (r) => (expect(r.status).toBe('DELETING'), undefined),
+          (e: unknown) => e,
+        );
+        return gone !== undefined;
+      },
+      15_000,
+      'runtime deleted',
+    );
+    expect(gone).toBeInstanceOf(ResourceNotFoundException);
     expect(rt.server.sessions().some((s) => s.runtimeId === id)).toBe(false);
   });
 
@@ -339,6 +353,67 @@ describe('hostile and malformed HTTP input', () => {
       'not found',
     );
     const ready = await createReady(rt.control, 'small_body', 'counter');
+    const arnPath = `${url}/runtimes/${encodeURIComponent(ready.agentRuntimeArn!)}`;
+    await expectAwsError(
+      await fetch(`${arnPath}/stopruntimesession`, { method: 'POST', body: '{}' }),
+      400,
+      'ValidationException',
+      'runtimeSessionId',
+    );
+    await expectAwsError(
+      await fetch(`${arnPath}/invocations?qualifier=nope`, {
+        method: 'POST',
+        body: '{}',
+        headers: { 'x-amzn-bedrock-agentcore-runtime-session-id': sessionId('q') },
+      }),
+      404,
+      'ResourceNotFoundException',
+      'Endpoint nope',
+    );
+    await expectAwsError(await fetch(`${url}/tags/not-an-arn`), 400, 'ValidationException', 'resourceArn');
+    await expectAwsError(
+      await fetch(`${url}/runtimes/${ready.agentRuntimeId}/runtime-endpoints/`, {
+        method: 'PUT',
+        body: JSON.stringify({ name: 'DEFAULT' }),
+      }),
+      409,
+      'ConflictException',
+      'DEFAULT',
+    );
+    await expectAwsError(
+      await fetch(`${url}/runtimes/${ready.agentRuntimeId}/runtime-endpoints/`, {
+        method: 'PUT',
+        body: JSON.stringify({ name: 'x-y' }),
+      }),
+      400,
+      'ValidationException',
+      'name',
+    );
+    await expectAwsError(
+      await fetch(`${url}/runtimes/${ready.agentRuntimeId}/`, { method: 'PUT', body: '{{' }),
+      400,
+      'ValidationException',
+      'not valid JSON',
+    );
+    await expectAwsError(
+      await fetch(`${url}/runtimes/${ready.agentRuntimeId}/`, {
+        method: 'PUT',
+        body: JSON.stringify({
+          agentRuntimeArtifact: { containerConfiguration: { containerUri: 'file:///x' } },
+          roleArn: 'arn:aws:iam::123456789012:role/R',
+          agentRuntimeName: 'rename',
+        }),
+      }),
+      400,
+      'ValidationException',
+      'agentRuntimeName',
+    );
+    await expectAwsError(
+      await fetch(`${url}/runtimes/${ready.agentRuntimeId}/?version=abc`),
+      400,
+      'ValidationException',
+      'version',
+    );
     const big = await fetch(`${url}/runtimes/${encodeURIComponent(ready.agentRuntimeArn!)}/invocations`, {
       method: 'POST',
       body: 'x'.repeat(4096),
