@@ -119,7 +119,11 @@ function flattenNodes(roots: SpanNode[]): SpanView[] {
 }
 
 /** A trace view from spans in any order (API response or live stream). */
-export function traceFromSpans(summary: TraceSummaryView, spans: SpanView[]): TraceView {
+export function traceFromSpans(
+  summary: TraceSummaryView,
+  spans: SpanView[],
+  logs: LogView[] = [],
+): TraceView {
   const roots = buildSpanTree(spans);
   const bounds = traceBounds(spans);
   return {
@@ -128,11 +132,16 @@ export function traceFromSpans(summary: TraceSummaryView, spans: SpanView[]): Tr
     roots,
     criticalPath: traceCriticalPath(roots),
     tokens: rollUpTokens(roots),
+    logs,
     startMs: nsToMs(bounds.startTimeUnixNano),
     endMs: nsToMs(bounds.endTimeUnixNano),
   };
 }
 
 export function toTraceView(response: TraceResponse): TraceView {
-  return traceFromSpans(toTraceSummaryView(response.summary), flattenNodes(response.roots));
+  return traceFromSpans(
+    toTraceSummaryView(response.summary),
+    flattenNodes(response.roots),
+    (response.logs ?? []).map(toLogView).sort((a, b) => a.timeMs - b.timeMs),
+  );
 }

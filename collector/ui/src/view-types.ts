@@ -73,6 +73,8 @@ export interface TraceView {
   roots: SpanTreeNode<SpanView>[];
   criticalPath: CriticalPath;
   tokens: TokenRollup;
+  /** Log records of the trace that belong to no span of it. */
+  logs: LogView[];
   startMs: number;
   endMs: number;
 }

@@ -26,7 +26,7 @@ export function Tokens({ tokens, compact }: { tokens: TokenTotals | undefined; c
   return (
     <span class="tokens" title={title}>
       {compact ? (
-        formatCount(tokens.total)
+        `${formatCount(tokens.total)} tok`
       ) : (
         <>
           <span class="tok-in">↑{formatCount(tokens.input)}</span>{' '}

@@ -2,7 +2,7 @@
 import { extractChatMessages, toolCallOf } from '../../../src/trace-model/index.js';
 import { formatClock, formatDuration } from '../format.js';
 import { routeHref } from '../router.js';
-import type { SpanView, TokenTotals, TraceView } from '../view-types.js';
+import type { LogView, SpanView, TokenTotals, TraceView } from '../view-types.js';
 import { ChatMessages, ToolCallView } from './chat.js';
 import { AttributeTable, AttributeValueView, KindBadge, Section, Tokens } from './common.js';
 
@@ -116,17 +116,7 @@ export function SpanPanel({
         {span.logs.length === 0 ? (
           <p class="muted">No log records joined to this span.</p>
         ) : (
-          span.logs.map((l, i) => (
-            <div key={i} class="event">
-              <div>
-                <span class={`sev sev-${l.severity.toLowerCase()}`}>{l.severity}</span>{' '}
-                {l.eventName && <strong>{l.eventName}</strong>}{' '}
-                <span class="muted">{formatClock(l.timeMs)}</span>
-              </div>
-              <AttributeValueView value={l.body} />
-              {Object.keys(l.attributes).length > 0 && <AttributeTable attributes={l.attributes} />}
-            </div>
-          ))
+          <LogList logs={span.logs} />
         )}
       </Section>
       <Section title="Links" count={span.links.length} open={span.links.length > 0}>
@@ -148,6 +138,23 @@ export function SpanPanel({
         <p class="muted">scope: {span.scope}</p>
       </Section>
     </aside>
+  );
+}
+
+export function LogList({ logs }: { logs: LogView[] }) {
+  return (
+    <>
+      {logs.map((l, i) => (
+        <div key={i} class="event">
+          <div>
+            <span class={`sev sev-${l.severity.toLowerCase()}`}>{l.severity}</span>{' '}
+            {l.eventName && <strong>{l.eventName}</strong>} <span class="muted">{formatClock(l.timeMs)}</span>
+          </div>
+          <AttributeValueView value={l.body} />
+          {Object.keys(l.attributes).length > 0 && <AttributeTable attributes={l.attributes} />}
+        </div>
+      ))}
+    </>
   );
 }
 

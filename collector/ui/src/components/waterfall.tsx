@@ -161,14 +161,7 @@ export function Waterfall({ trace, selectedSpanId, onSelect }: WaterfallProps) {
                     />
                   ))}
               </div>
-              <span
-                class="wf-duration"
-                style={
-                  left + width > 82
-                    ? { right: `${100 - left + 0.5}%` }
-                    : { left: `calc(${left + width}% + 6px)` }
-                }
-              >
+              <span class="wf-duration" style={{ left: `calc(${left + width}% + 6px)` }}>
                 {formatDuration(s.durationMs)}
               </span>
             </div>

@@ -59,11 +59,13 @@ export function LiveView() {
                     <span class="pulse" /> in progress
                   </span>
                 )}
-                <span class="muted">{t.spans.length} spans</span>
+                <span class="muted">
+                  {t.spans.length} span{t.spans.length === 1 ? '' : 's'}
+                </span>
               </div>
               <ul class="live-spans">
                 {[...t.spans]
-                  .sort((a, b) => b.startMs - a.startMs)
+                  .sort((a, b) => b.startMs + b.durationMs - (a.startMs + a.durationMs))
                   .slice(0, 8)
                   .map((s) => (
                     <li key={s.spanId} data-testid="live-span" class={s.status === 'error' ? 'err' : ''}>

@@ -11,7 +11,7 @@ import {
 import { applyCompletion, completionContext, insideString, suggest } from '../autocomplete.js';
 import { StatsChart } from '../components/chart.js';
 import { ErrorBox } from '../components/common.js';
-import { formatCount } from '../format.js';
+import { formatCount, formatDuration } from '../format.js';
 import { navigate, useAsync } from '../hooks.js';
 import { routeHref } from '../router.js';
 import type { AttributeValue } from '../view-types.js';
@@ -89,26 +89,29 @@ export function SearchView({ query }: { query?: string }) {
   return (
     <section class="search">
       <h1>Transaction search</h1>
-      <QueryEditor value={text} onChange={setText} onRun={submit} keys={keys.data ?? []} />
-      <div class="toolbar">
-        <button class="btn primary" disabled={running} onClick={() => submit(text)} data-testid="run-query">
-          {running ? 'Running…' : 'Run query'}
-        </button>
-        <select
-          value={String(rangeIndex)}
-          onChange={(e) => setRangeIndex(Number((e.target as HTMLSelectElement).value))}
-          aria-label="time range"
-        >
-          {RANGES.map((r, i) => (
-            <option key={r.label} value={i}>
-              {r.label}
-            </option>
-          ))}
-        </select>
-        <span class="muted small">
-          <kbd>Enter</kbd> runs · <kbd>Shift</kbd>+<kbd>Enter</kbd> new line · <kbd>Tab</kbd> completes a key
-        </span>
+      <div class="query-row">
+        <QueryEditor value={text} onChange={setText} onRun={submit} keys={keys.data ?? []} />
+        <div class="query-actions">
+          <button class="btn primary" disabled={running} onClick={() => submit(text)} data-testid="run-query">
+            {running ? 'Running…' : 'Run query'}
+          </button>
+          <select
+            value={String(rangeIndex)}
+            onChange={(e) => setRangeIndex(Number((e.target as HTMLSelectElement).value))}
+            aria-label="time range"
+          >
+            {RANGES.map((r, i) => (
+              <option key={r.label} value={i}>
+                {r.label}
+              </option>
+            ))}
+          </select>
+        </div>
       </div>
+      <p class="muted small">
+        <kbd>Enter</kbd> runs · <kbd>Shift</kbd>+<kbd>Enter</kbd> new line · <kbd>Tab</kbd> completes a key ·{' '}
+        <kbd>Esc</kbd> closes suggestions
+      </p>
       {!outcome && (
         <div class="examples">
           <p class="muted">
@@ -257,11 +260,27 @@ function QueryErrorView({ error, query }: { error: QueryErrorBody; query: string
   );
 }
 
-function cell(v: AttributeValue | undefined): string {
+/** Nanosecond columns (durationNano, avg(durationNano), pct(durationNano, 95)…) read as durations. */
+const isNanoColumn = (column: string): boolean => /durationNano/i.test(column);
+
+function cell(v: AttributeValue | undefined, column = ''): string {
   if (v === undefined || v === null) return '';
+  if (typeof v === 'number' && isNanoColumn(column)) return formatDuration(v / 1e6);
   if (typeof v === 'object') return JSON.stringify(v);
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(3).replace(/\.?0+$/, '');
   return String(v);
+}
+
+const MAX_CELL_CHARS = 160;
+
+function Cell({ value, column }: { value: AttributeValue | undefined; column: string }) {
+  const text = cell(value, column);
+  const long = text.length > MAX_CELL_CHARS;
+  return (
+    <span class="cell" title={long ? text : undefined}>
+      {long ? text.slice(0, MAX_CELL_CHARS) + '…' : text}
+    </span>
+  );
 }
 
 function Results({ result }: { result: QueryResponse }) {
@@ -310,9 +329,7 @@ function Results({ result }: { result: QueryResponse }) {
                             {traceId}
                           </a>
                         ) : (
-                          <span class="cell" title={cell(row[c]).length > 160 ? cell(row[c]) : undefined}>
-                            {cell(row[c]).length > 160 ? cell(row[c]).slice(0, 160) + '…' : cell(row[c])}
-                          </span>
+                          <Cell value={row[c]} column={c} />
                         )}
                       </td>
                     ))}

@@ -172,7 +172,7 @@ function Turn({
         <div class="turn-steps muted">
           {turn.models.length > 0 && <span>model {turn.models.join(', ')}</span>}
           {turn.tools.map((t) => (
-            <span key={t} class="badge kind-execute_tool">
+            <span key={t} class="badge kind-execute_tool as-is">
               {t}
             </span>
           ))}

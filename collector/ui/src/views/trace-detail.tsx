@@ -1,9 +1,9 @@
 /** One trace: summary, waterfall with critical path, span panel. */
 import { getTrace } from '../api.js';
-import { ErrorBox, Loading, StatusPill, Tokens } from '../components/common.js';
-import { SpanPanel } from '../components/span-panel.js';
+import { ErrorBox, Loading, Section, StatusPill, Tokens } from '../components/common.js';
+import { LogList, SpanPanel } from '../components/span-panel.js';
 import { Waterfall } from '../components/waterfall.js';
-import { formatDateTime, formatDuration } from '../format.js';
+import { formatClock, formatDateTime, formatDuration } from '../format.js';
 import { navigate, useAsync, useLiveSpans } from '../hooks.js';
 import { routeHref } from '../router.js';
 import { Card } from './sessions.js';
@@ -48,7 +48,10 @@ export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?:
         <Card label="critical path" value={formatDuration(criticalMs)} />
         <Card label="tokens in / out" value={<Tokens tokens={trace.tokens.total} />} />
         <Card label="errors" value={errors} tone={errors > 0 ? 'bad' : undefined} />
-        <Card label="started" value={formatDateTime(trace.startMs)} />
+        <Card
+          label="started"
+          value={<span title={formatDateTime(trace.startMs)}>{formatClock(trace.startMs).slice(0, 8)}</span>}
+        />
       </div>
       <div class="toolbar">
         <a class="btn ghost" href={routeHref({ view: 'compare', a: traceId })}>
@@ -78,6 +81,13 @@ export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?:
           <SpanPanel key={selected.spanId} span={selected} trace={trace} onClose={() => select(undefined)} />
         )}
       </div>
+      {trace.logs.length > 0 && (
+        <div class="trace-logs">
+          <Section title="Trace log records (not tied to a span)" count={trace.logs.length}>
+            <LogList logs={trace.logs} />
+          </Section>
+        </div>
+      )}
     </section>
   );
 }
