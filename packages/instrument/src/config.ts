@@ -53,8 +53,12 @@ export interface InstrumentConfig {
   /** Short instrumentation names (`http`, `koa`, …) to enable; undefined = the default set. */
   enabledInstrumentations: readonly string[] | undefined;
   disabledInstrumentations: readonly string[];
+  /** Spans for every Koa/Express middleware (off: only router layers and the HTTP span). */
+  middlewareSpans: boolean;
   /** Wrap `console.*` so each call is also an OTLP log record. */
   captureConsole: boolean;
+  /** Turn on Node's module compile cache before loading the SDK (faster warm starts). */
+  compileCache: boolean;
   /** Deadline of the flush on SIGTERM/SIGINT/beforeExit. */
   shutdownTimeoutMs: number;
   /** `OTEL_LOG_LEVEL` for OTel's diag logger (`none|error|warn|info|debug|verbose|all`). */
@@ -211,7 +215,9 @@ export function readConfig(
     redactAttributes: list('AGENTRT_REDACT_ATTRIBUTES') ?? [],
     enabledInstrumentations: list('OTEL_NODE_ENABLED_INSTRUMENTATIONS'),
     disabledInstrumentations: list('OTEL_NODE_DISABLED_INSTRUMENTATIONS') ?? [],
+    middlewareSpans: bool('AGENTRT_MIDDLEWARE_SPANS', false),
     captureConsole: bool('AGENTRT_CAPTURE_CONSOLE', true),
+    compileCache: bool('AGENTRT_COMPILE_CACHE', true),
     shutdownTimeoutMs: int('AGENTRT_SHUTDOWN_TIMEOUT_MS', DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, 600_000),
     logLevel,
   };

@@ -15,6 +15,32 @@ function load<T>(protocol: OtlpProtocol, signal: 'trace' | 'logs' | 'metrics', n
   return mod[name] as Ctor<T>;
 }
 
+/** Method of a lazy exporter that loads the real one now (see {@link warmUpExporter}). */
+const WARM_UP = Symbol('agentrt.instrument.warmUp');
+
+/**
+ * Wraps an exporter factory so the exporter package (and the OTLP transformer under it) is not
+ * loaded on the app's start-up path: {@link warmUpExporter} loads it on the next turn of the event
+ * loop, and the first export loads it if that has not happened yet.
+ */
+function lazy<T extends { export: unknown; shutdown(): Promise<void>; forceFlush?(): Promise<void> }>(
+  create: () => T,
+): T {
+  let inner: T | undefined;
+  const get = () => (inner ??= create());
+  return {
+    export: (...args: unknown[]) => (get().export as (...a: unknown[]) => void)(...args),
+    shutdown: () => inner?.shutdown() ?? Promise.resolve(),
+    forceFlush: () => inner?.forceFlush?.() ?? Promise.resolve(),
+    [WARM_UP]: () => void get(),
+  } as unknown as T;
+}
+
+/** Loads a lazy exporter's real exporter now (so a flush at shutdown does not have to). */
+export function warmUpExporter(exporter: object): void {
+  (exporter as { [WARM_UP]?: () => void })[WARM_UP]?.();
+}
+
 /** The OTLP/HTTP span exporter for `signal` (protobuf or JSON). */
 export function createSpanExporter(signal: SignalConfig): SpanExporter {
   if (signal.exporter === 'console') {
@@ -23,7 +49,9 @@ export function createSpanExporter(signal: SignalConfig): SpanExporter {
     };
     return new ConsoleSpanExporter();
   }
-  return new (load<SpanExporter>(signal.protocol, 'trace', 'OTLPTraceExporter'))({ url: signal.url });
+  return lazy(
+    () => new (load<SpanExporter>(signal.protocol, 'trace', 'OTLPTraceExporter'))({ url: signal.url }),
+  );
 }
 
 /** The OTLP/HTTP log record exporter for `signal`. */
@@ -34,7 +62,9 @@ export function createLogExporter(signal: SignalConfig): LogRecordExporter {
     };
     return new ConsoleLogRecordExporter();
   }
-  return new (load<LogRecordExporter>(signal.protocol, 'logs', 'OTLPLogExporter'))({ url: signal.url });
+  return lazy(
+    () => new (load<LogRecordExporter>(signal.protocol, 'logs', 'OTLPLogExporter'))({ url: signal.url }),
+  );
 }
 
 /** The OTLP/HTTP metric exporter for `signal`. */
@@ -45,7 +75,9 @@ export function createMetricExporter(signal: SignalConfig): PushMetricExporter {
     };
     return new ConsoleMetricExporter();
   }
-  return new (load<PushMetricExporter>(signal.protocol, 'metrics', 'OTLPMetricExporter'))({
-    url: signal.url,
-  });
+  // no selectAggregationTemporality: the reader's default (cumulative) is the OTLP exporter's too
+  return lazy(
+    () =>
+      new (load<PushMetricExporter>(signal.protocol, 'metrics', 'OTLPMetricExporter'))({ url: signal.url }),
+  );
 }

@@ -35,15 +35,19 @@ export interface InstrumentationSettings {
   enabled: readonly string[] | undefined;
   disabled: readonly string[];
   captureMessageContent: boolean;
+  /** Spans for each Koa/Express middleware; off keeps one span per request plus router layers. */
+  middlewareSpans: boolean;
   /** Directory of the app's entry script: presence of target modules is checked from here. */
   appDir: string;
 }
 
-/** Whether `moduleName` is installed where Node would look for it from `fromDir`. */
+/**
+ * Whether `moduleName` is installed where the app's own `require` would look for it from
+ * `fromDir` (not where this package's dependencies are: those are not the app's libraries).
+ */
 export function isInstalled(moduleName: string, fromDir: string): boolean {
-  const paths = require.resolve.paths(moduleName) ?? [];
-  const appPaths = createRequire(join(fromDir, 'noop.js')).resolve.paths(moduleName) ?? [];
-  for (const dir of [...appPaths, ...paths]) {
+  const paths = createRequire(join(fromDir, 'noop.js')).resolve.paths(moduleName) ?? [];
+  for (const dir of paths) {
     if (existsSync(join(dir, moduleName, 'package.json'))) return true;
   }
   return false;
@@ -77,6 +81,9 @@ function configFor(name: string, settings: InstrumentationSettings): Record<stri
       };
     case 'undici':
       return { ignoreRequestHook: (req: { path?: string }) => isUntracedPath(req.path) };
+    case 'koa':
+    case 'express':
+      return { ignoreLayersType: settings.middlewareSpans ? [] : ['middleware'] };
     case 'openai':
       return { captureMessageContent: settings.captureMessageContent };
     default:

@@ -1,20 +1,42 @@
-import { installExitHandlers } from './lifecycle.js';
-import { type Telemetry, startTelemetry } from './telemetry.js';
+import { createRequire, enableCompileCache } from 'node:module';
+import { readConfig } from './config.js';
+import { createOnceLogger, installDiagLogger } from './diag-logger.js';
+import type * as LifecycleModule from './lifecycle.js';
+import type * as TelemetryModule from './telemetry.js';
+import type { Telemetry } from './telemetry.js';
 
-const STARTED = Symbol.for('agentrt.instrument.started');
+/** Where the running pipeline is kept, so a second load (both entry points) does not start twice. */
+export const TELEMETRY_KEY = Symbol.for('agentrt.instrument.telemetry');
+
+const require = createRequire(import.meta.url);
 
 /**
- * What `--require`/`--import @agentrt/instrument` runs: starts telemetry from the environment and
- * installs the exit handlers. Never throws into the host: on any failure it prints one line and
- * the app runs uninstrumented. Idempotent (both entry points may end up loaded).
+ * What `--require`/`--import @agentrt/instrument` runs. Reads the configuration first (a small
+ * module) and loads the SDK only when telemetry is on; turns on Node's compile cache before that
+ * unless `AGENTRT_COMPILE_CACHE=false`. Never throws into the host: on any failure it prints one
+ * line and the app runs uninstrumented.
  */
 export function startFromEnvironment(): Telemetry | undefined {
   const globals = globalThis as Record<symbol, Telemetry | undefined>;
-  if (globals[STARTED] !== undefined) return globals[STARTED];
+  if (globals[TELEMETRY_KEY] !== undefined) return globals[TELEMETRY_KEY];
   try {
-    const telemetry = startTelemetry();
-    globals[STARTED] = telemetry;
-    if (!telemetry.config.disabled) installExitHandlers(telemetry);
+    const logger = createOnceLogger();
+    const config = readConfig({}, process.env, (message) => logger.warnOnce(message));
+    installDiagLogger(logger, config.logLevel);
+    if (config.disabled) return undefined;
+    if (config.compileCache) {
+      try {
+        enableCompileCache();
+      } catch {
+        // an unwritable cache directory only costs start-up time
+      }
+    }
+    // require(esm): synchronous, so the SDK is ready before the app's first line runs
+    const { startWithConfig } = require('./telemetry.js') as typeof TelemetryModule;
+    const { installExitHandlers } = require('./lifecycle.js') as typeof LifecycleModule;
+    const telemetry = startWithConfig(config);
+    globals[TELEMETRY_KEY] = telemetry;
+    installExitHandlers(telemetry);
     return telemetry;
   } catch (error) {
     try {

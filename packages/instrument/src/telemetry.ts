@@ -12,7 +12,7 @@ import { createAttributeFilter } from './attribute-filter.js';
 import { type InstrumentConfig, type InstrumentOptions, readConfig } from './config.js';
 import { bridgeConsole } from './console-bridge.js';
 import { createOnceLogger, installDiagLogger } from './diag-logger.js';
-import { createLogExporter, createMetricExporter, createSpanExporter } from './exporters.js';
+import { createLogExporter, createMetricExporter, createSpanExporter, warmUpExporter } from './exporters.js';
 import { createInstrumentations } from './instrumentations.js';
 import { createPropagator } from './propagators.js';
 import { createResource } from './resource.js';
@@ -29,6 +29,8 @@ const require = createRequire(import.meta.url);
 export interface Telemetry {
   /** The resolved configuration. */
   readonly config: Readonly<InstrumentConfig>;
+  /** Names of the modules the active instrumentations patch (an ESM loader hook's include list). */
+  readonly moduleNames: readonly string[];
   /** Exports everything buffered; resolves (never rejects) within `timeoutMs`. */
   forceFlush(timeoutMs?: number): Promise<void>;
   /** Flushes and stops every provider and instrumentation; resolves within `timeoutMs`. */
@@ -41,6 +43,12 @@ export interface StartTelemetryOptions extends InstrumentOptions {
   appDir?: string;
   /** Environment to read instead of `process.env` (tests). */
   env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Module names an instrumentation patches (InstrumentationBase has them; the interface does not). */
+function patchedModules(instrumentation: object): string[] {
+  const withDefinitions = instrumentation as { getModuleDefinitions?: () => { name: string }[] };
+  return withDefinitions.getModuleDefinitions?.().map((d) => d.name) ?? [];
 }
 
 /** Resolves after `promise` settles or `timeoutMs` passes, whichever is first; never rejects. */
@@ -80,10 +88,19 @@ export function startTelemetry(options: StartTelemetryOptions = {}): Telemetry {
   const logger = createOnceLogger();
   const config = readConfig(explicit, env, (message) => logger.warnOnce(message));
   installDiagLogger(logger, config.logLevel);
-  if (config.disabled) {
-    return { config, forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() };
-  }
+  return config.disabled ? disabledTelemetry(config) : startWithConfig(config, appDir);
+}
 
+/** The handle returned when telemetry is off: every call is a no-op. */
+export function disabledTelemetry(config: Readonly<InstrumentConfig>): Telemetry {
+  return { config, moduleNames: [], forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() };
+}
+
+/** Starts the pipeline from an already resolved configuration (the preload reads it first). */
+export function startWithConfig(
+  config: Readonly<InstrumentConfig>,
+  appDir: string = defaultAppDir(),
+): Telemetry {
   const resource = createResource(config, appDir);
   const filter = createAttributeFilter(config);
 
@@ -91,8 +108,10 @@ export function startTelemetry(options: StartTelemetryOptions = {}): Telemetry {
     createBaggageSpanProcessor(config.baggageSpanAttributes),
     createAttributeFilterSpanProcessor(filter),
   ];
+  const exporters: object[] = [];
   if (config.traces.exporter !== 'none') {
     const exporter = createSpanExporter(config.traces);
+    exporters.push(exporter);
     spanProcessors.push(
       config.traces.exporter === 'console'
         ? new SimpleSpanProcessor(exporter)
@@ -109,6 +128,7 @@ export function startTelemetry(options: StartTelemetryOptions = {}): Telemetry {
   let loggerProvider: LoggerProvider | undefined;
   if (config.logs.exporter !== 'none') {
     const exporter = createLogExporter(config.logs);
+    exporters.push(exporter);
     loggerProvider = new LoggerProvider({
       resource,
       processors: [
@@ -121,42 +141,62 @@ export function startTelemetry(options: StartTelemetryOptions = {}): Telemetry {
     logs.setGlobalLoggerProvider(loggerProvider);
   }
 
-  let meterProvider: MeterProvider | undefined;
-  if (config.metrics.exporter !== 'none') {
-    const sdkMetrics = require('@opentelemetry/sdk-metrics') as typeof SdkMetrics;
-    meterProvider = new sdkMetrics.MeterProvider({
-      resource,
-      readers: [
-        new sdkMetrics.PeriodicExportingMetricReader({
-          exporter: createMetricExporter(config.metrics),
-          exportIntervalMillis: config.metricExportIntervalMs,
-          exportTimeoutMillis: Math.min(30_000, config.metricExportIntervalMs),
-        }),
-      ],
-    });
-    metrics.setGlobalMeterProvider(meterProvider);
-  }
-
+  const instrumentations = createInstrumentations({
+    enabled: config.enabledInstrumentations,
+    disabled: config.disabledInstrumentations,
+    captureMessageContent: config.captureMessageContent,
+    middlewareSpans: config.middlewareSpans,
+    appDir,
+  });
   const disableInstrumentations = registerInstrumentations({
-    instrumentations: createInstrumentations({
-      enabled: config.enabledInstrumentations,
-      disabled: config.disabledInstrumentations,
-      captureMessageContent: config.captureMessageContent,
-      appDir,
-    }),
+    instrumentations,
     tracerProvider,
-    ...(meterProvider ? { meterProvider } : {}),
     ...(loggerProvider ? { loggerProvider } : {}),
   });
+
+  // The exporters and the metrics SDK are loaded on the next turn of the event loop, off the app's
+  // start-up path (its first request comes later; instruments move to the new meter provider).
+  let stopped: Promise<void> | undefined;
+  let meterProvider: MeterProvider | undefined;
+  const startMetrics = () => {
+    if (config.metrics.exporter === 'none' || meterProvider !== undefined || stopped !== undefined) return;
+    try {
+      const sdkMetrics = require('@opentelemetry/sdk-metrics') as typeof SdkMetrics;
+      meterProvider = new sdkMetrics.MeterProvider({
+        resource,
+        readers: [
+          new sdkMetrics.PeriodicExportingMetricReader({
+            exporter: createMetricExporter(config.metrics),
+            exportIntervalMillis: config.metricExportIntervalMs,
+            exportTimeoutMillis: Math.min(30_000, config.metricExportIntervalMs),
+          }),
+        ],
+      });
+      metrics.setGlobalMeterProvider(meterProvider);
+      for (const instrumentation of instrumentations) instrumentation.setMeterProvider(meterProvider);
+    } catch (error) {
+      diag.warn('metrics could not be started; continuing without them', error);
+    }
+  };
+  const warmUp = () => {
+    try {
+      for (const exporter of exporters) warmUpExporter(exporter);
+    } catch (error) {
+      diag.warn('OTLP exporter could not be loaded', error);
+    }
+    startMetrics();
+  };
+  setTimeout(warmUp, 0).unref();
 
   const undoConsole =
     config.captureConsole && loggerProvider ? bridgeConsole(loggerProvider.getLogger('console')) : () => {};
 
   const flushAll = () =>
     Promise.all([tracerProvider.forceFlush(), loggerProvider?.forceFlush(), meterProvider?.forceFlush()]);
-  let stopped: Promise<void> | undefined;
+  const moduleNames = [...new Set(instrumentations.flatMap((i) => patchedModules(i)))];
   return {
     config,
+    moduleNames,
     forceFlush: (timeoutMs = config.shutdownTimeoutMs) => withDeadline(flushAll(), timeoutMs),
     shutdown(timeoutMs = config.shutdownTimeoutMs) {
       stopped ??= (() => {

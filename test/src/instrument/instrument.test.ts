@@ -18,6 +18,8 @@ const BIN = createRequire(import.meta.url)
   .replace(/package\.json$/, 'dist/bin.js');
 const SERVER = 2;
 const FAST_EXPORT = { OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_BLRP_SCHEDULE_DELAY: '100' };
+/** Flush deadline in tests that assert what the flush delivered (the default 2 s is for production). */
+const SHUTDOWN_MS = '10000';
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 const traceparent = (traceId: string, parent: string) => `00-${traceId}-${parent}-01`;
@@ -45,7 +47,7 @@ afterEach(async () => {
   await downstream.close();
 });
 
-describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', () => {
+describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', { timeout: 90_000 }, () => {
   it('continues incoming context, adds session.id, propagates outbound, exports logs with trace ids', async () => {
     const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
       ...FAST_EXPORT,
@@ -116,10 +118,8 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', () 
     expect(chat.attributes['http.request.header.authorization']).toBe('[REDACTED]');
     expect(chat.attributes['user.email']).toBe('[REDACTED]');
 
-    // Koa middleware spans come from the koa instrumentation
-    await receiver.waitFor('koa span', () =>
-      receiver.spans.find((s) => s.traceId === t1 && s.name.startsWith('middleware')),
-    );
+    // one span per request from the framework: Koa middleware spans are off by default
+    expect(receiver.spans.filter((s) => s.name.startsWith('middleware'))).toEqual([]);
 
     // outbound fetch carried the same trace, the baggage and the X-Ray headers
     const out1 = downstream.requests.find((h) => String(h.traceparent).includes(t1));
@@ -158,6 +158,7 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', () 
       OTEL_BLRP_SCHEDULE_DELAY: '600000',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
+      AGENTRT_SHUTDOWN_TIMEOUT_MS: SHUTDOWN_MS,
     });
     const t = hex(16);
     await get(app, '/invocations', { traceparent: traceparent(t, hex(8)) });
@@ -166,7 +167,8 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', () 
     app.child.kill('SIGTERM');
     const exit = await app.exited;
     expect(exit).toEqual({ code: null, signal: 'SIGTERM' });
-    expect(Date.now() - started).toBeLessThan(5_000);
+    // prompt: bounded by the flush deadline (generous here, for a loaded CI machine)
+    expect(Date.now() - started).toBeLessThan(Number(SHUTDOWN_MS) + 5_000);
     expect(serverSpan(receiver, t)).toBeDefined();
     // capture on: the content is kept, the secret is still redacted
     const chat = receiver.spans.find((s) => s.traceId === t && s.name === 'chat fake-model');
@@ -180,6 +182,7 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', () 
     const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
       OTEL_BSP_SCHEDULE_DELAY: '600000',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      AGENTRT_SHUTDOWN_TIMEOUT_MS: SHUTDOWN_MS,
       FIXTURE_OWN_SIGTERM: '1',
     });
     const t = hex(16);
@@ -192,12 +195,13 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', () 
   });
 });
 
-describe('node --import @agentrt/instrument (ES module app, OTLP protobuf)', () => {
+describe('node --import @agentrt/instrument (ES module app, OTLP protobuf)', { timeout: 90_000 }, () => {
   it('instruments the ESM app and exports protobuf traces and logs', async () => {
     const app = await spawnApp(['--import', '@agentrt/instrument', ESM_APP], {
       ...FAST_EXPORT,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      AGENTRT_MIDDLEWARE_SPANS: 'true',
       DOWNSTREAM_URL: downstream.url,
     });
     const t = hex(16);
@@ -214,7 +218,7 @@ describe('node --import @agentrt/instrument (ES module app, OTLP protobuf)', () 
     expect(span.attributes['session.id']).toBe('sess-amzn-header');
     expect(span.attributes['http.request.method']).toBe('GET');
     expect(span.resource['service.name']).toBe('@agentrt/test');
-    // koa (CommonJS) imported from ESM is patched through the import-in-the-middle hook
+    // koa (CommonJS) imported from ESM is patched; AGENTRT_MIDDLEWARE_SPANS shows its middleware
     await receiver.waitFor('koa span', () =>
       receiver.spans.find((s) => s.traceId === t && s.name.startsWith('middleware')),
     );
@@ -239,7 +243,7 @@ describe('node --import @agentrt/instrument (ES module app, OTLP protobuf)', () 
   });
 });
 
-describe('agentrt-instrument bin', () => {
+describe('agentrt-instrument bin', { timeout: 90_000 }, () => {
   it('runs the command instrumented and exits with its exit code', async () => {
     const app = await spawnApp([BIN, process.execPath, ESM_APP], {
       ...FAST_EXPORT,
@@ -257,6 +261,7 @@ describe('agentrt-instrument bin', () => {
     const app = await spawnApp([BIN, process.execPath, ESM_APP], {
       OTEL_BSP_SCHEDULE_DELAY: '600000',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      AGENTRT_SHUTDOWN_TIMEOUT_MS: SHUTDOWN_MS,
     });
     const t = hex(16);
     await get(app, '/invocations', { traceparent: traceparent(t, hex(8)) });
@@ -266,7 +271,7 @@ describe('agentrt-instrument bin', () => {
   });
 });
 
-describe('safety', () => {
+describe('safety', { timeout: 90_000 }, () => {
   it('keeps serving when the collector is unreachable, says so once, and still exits promptly', async () => {
     const port = await deadPort();
     const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
@@ -280,7 +285,7 @@ describe('safety', () => {
     const started = Date.now();
     app.child.kill('SIGTERM');
     expect((await app.exited).signal).toBe('SIGTERM');
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(Date.now() - started).toBeLessThan(8_000);
     const ours = app
       .stderr()
       .split('\n')
@@ -303,7 +308,8 @@ describe('safety', () => {
       const started = Date.now();
       app.child.kill('SIGTERM');
       expect((await app.exited).signal).toBe('SIGTERM');
-      expect(Date.now() - started).toBeLessThan(4_000);
+      // 500 ms deadline; the bound leaves room for a loaded machine, not for a hang
+      expect(Date.now() - started).toBeLessThan(8_000);
     } finally {
       for (const s of sockets) s.destroy();
       blackHole.close();
@@ -327,7 +333,8 @@ describe('safety', () => {
       ...FAST_EXPORT,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
-      AGENTRT_SHUTDOWN_TIMEOUT_MS: 'soon',
+      OTEL_METRIC_EXPORT_INTERVAL: 'often',
+      AGENTRT_SHUTDOWN_TIMEOUT_MS: SHUTDOWN_MS,
       OTEL_TRACES_SAMPLER: 'always_off',
     });
     await get(app, '/invocations', { 'x-test-name': 'sampled-out' });
@@ -339,7 +346,7 @@ describe('safety', () => {
       .split('\n')
       .filter((l) => l.startsWith('agentrt-instrument:'));
     expect(warnings.filter((l) => l.includes('OTEL_EXPORTER_OTLP_PROTOCOL="grpc"'))).toHaveLength(1);
-    expect(warnings.filter((l) => l.includes('AGENTRT_SHUTDOWN_TIMEOUT_MS="soon"'))).toHaveLength(1);
+    expect(warnings.filter((l) => l.includes('OTEL_METRIC_EXPORT_INTERVAL="often"'))).toHaveLength(1);
     expect(receiver.spans).toEqual([]);
     expect(receiver.logs.filter((l) => l.body === 'handling invocation sampled-out')).toHaveLength(2);
     // fell back to protobuf
