@@ -1,5 +1,8 @@
 import {
   type Context as OtelContext,
+  INVALID_SPAN_CONTEXT,
+  ProxyTracerProvider,
+  createContextKey,
   type Span,
   type TextMapPropagator,
   type TracerProvider,
@@ -54,6 +57,12 @@ export interface AgentContextState {
   readonly span: Span;
   /** True when this middleware started (and will end) the span. */
   readonly ownsSpan: boolean;
+  /**
+   * False when no OpenTelemetry SDK is registered (no context manager, no tracer provider): then no
+   * span is started, nothing is made active (nothing could observe it), and `otelContext` is only
+   * extracted when first read.
+   */
+  readonly telemetry: boolean;
 }
 
 /** The state {@link agentContext} left on a Koa context, if it ran for this request. */
@@ -86,6 +95,24 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
   return async function agentContextMiddleware(ctx, next) {
     if (!traceRequest(ctx)) return next();
     const headers = ctx.req.headers;
+    if (!options.tracerProvider && !telemetryActive() && !hasContextHeaders(headers)) {
+      // No SDK and only (at most) a session header: the session id is all there is to know. The
+      // context is extracted only if someone asks for it.
+      const sessionId = readSessionId(headers);
+      if (sessionId === undefined) noteIgnoredHeaders(headers, ROOT_CONTEXT, false, logger);
+      let lazy: OtelContext | undefined;
+      const state: AgentContextState = {
+        get otelContext() {
+          return (lazy ??= propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter));
+        },
+        sessionId,
+        span: NON_RECORDING_SPAN,
+        ownsSpan: false,
+        telemetry: false,
+      };
+      (ctx.state as { agentrt?: AgentContextState }).agentrt = state;
+      return next();
+    }
     const active = context.active();
     const upstream = upstreamServerSpan(active);
     let otelContext: OtelContext;
@@ -119,7 +146,7 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
     const sessionId = isValidSessionId(baggageSession) ? baggageSession : readSessionId(headers);
     if (sessionId !== undefined) span.setAttribute(SESSION_ID_BAGGAGE_KEY, sessionId);
     noteIgnoredHeaders(headers, extracted, sessionId !== undefined, logger);
-    const state: AgentContextState = { otelContext, sessionId, span, ownsSpan: !upstream };
+    const state: AgentContextState = { otelContext, sessionId, span, ownsSpan: !upstream, telemetry: true };
     (ctx.state as { agentrt?: AgentContextState }).agentrt = state;
 
     if (!upstream) ctx.res.once('close', () => endSpan(ctx, span));
@@ -130,6 +157,31 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
       span.updateName(`${ctx.method} ${route}`);
     }
   };
+}
+
+const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
+const PROBE = ROOT_CONTEXT.setValue(createContextKey('@agentrt/server probe'), true);
+const NON_RECORDING_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/**
+ * True when an OpenTelemetry SDK is in place: a context manager (the probe context becomes active)
+ * or a tracer provider behind the global proxy. Checked per request because an SDK may be
+ * registered after the app was built.
+ */
+function telemetryActive(): boolean {
+  if (context.with(PROBE, () => context.active()) === PROBE) return true;
+  const provider = trace.getTracerProvider();
+  const delegate = provider instanceof ProxyTracerProvider ? provider.getDelegate() : provider;
+  return delegate !== NOOP_TRACER_PROVIDER;
+}
+
+function hasContextHeaders(headers: Readonly<Record<string, unknown>>): boolean {
+  return (
+    headers[BAGGAGE_HEADER] !== undefined ||
+    headers[TRACEPARENT_HEADER] !== undefined ||
+    headers[TRACE_ID_HEADERS[0]] !== undefined ||
+    headers[TRACE_ID_HEADERS[1]] !== undefined
+  );
 }
 
 function upstreamServerSpan(active: OtelContext): Span | undefined {

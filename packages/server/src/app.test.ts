@@ -193,6 +193,11 @@ describe('errors', () => {
       error: 'Request body is not valid UTF-8',
       code: 'invalid_encoding',
     });
+    const bom = await rawRequest(url, {
+      headers: { 'content-type': 'application/json' },
+      chunks: [Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}')])],
+    });
+    expect(bom).toMatchObject({ status: 200, body: '"never"' }); // a leading UTF-8 BOM is accepted
     const form = await invoke(url, 'a', { 'content-type': 'multipart/form-data; boundary=x' });
     expect(form.status).toBe(415);
     expect(await form.json()).toMatchObject({ error: expect.stringContaining('multipart/form-data') });

@@ -1,5 +1,11 @@
 import type { Server } from 'node:http';
-import { type TextMapPropagator, type TracerProvider, context, propagation } from '@opentelemetry/api';
+import {
+  type Context as OtelContext,
+  type TextMapPropagator,
+  type TracerProvider,
+  context,
+  propagation,
+} from '@opentelemetry/api';
 import {
   CLOUD_REQUEST_ID_HEADER,
   CLOUD_SESSION_ID_HEADER,
@@ -125,19 +131,21 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
     try {
       const payload = await readJsonBody(ctx.req, maxBodyBytes);
       const state = getAgentContextState(ctx);
-      let otelContext = state?.otelContext ?? context.active();
       let sessionId = state?.sessionId;
+      let bodyContext: OtelContext | undefined;
       const bodySession = (payload as { sessionId?: unknown } | null)?.sessionId;
       if (sessionId === undefined && isValidSessionId(bodySession)) {
         // The AWS TypeScript SDK also accepts the session id in the body; bridge it the same way.
         sessionId = bodySession;
-        const baggage = propagation.getBaggage(otelContext) ?? propagation.createBaggage();
-        otelContext = propagation.setBaggage(
-          otelContext,
+        const base = state?.otelContext ?? context.active();
+        const baggage = propagation.getBaggage(base) ?? propagation.createBaggage();
+        bodyContext = propagation.setBaggage(
+          base,
           baggage.setEntry(SESSION_ID_BAGGAGE_KEY, { value: sessionId }),
         );
         state?.span.setAttribute(SESSION_ID_BAGGAGE_KEY, sessionId);
       }
+      const otelContext = (): OtelContext => bodyContext ?? state?.otelContext ?? context.active();
       if (sessionId === undefined && options.requireSessionId) {
         throw new AgentError(400, `Missing session id: send the ${CLOUD_SESSION_ID_HEADER} header`, {
           code: 'missing_session_id',
@@ -151,8 +159,13 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
       }));
       inFlight.add(invocation);
       if (disconnected) invocation.abort(new Error('client disconnected'));
-      const inContext = <T>(fn: () => T): T =>
-        context.with(otelContext, () => runWithRequestContext(requestContext, fn));
+      // Without an OpenTelemetry SDK there is no context manager, so activating a context would do
+      // nothing but cost the extraction.
+      const inContext =
+        state?.telemetry === false
+          ? <T>(fn: () => T): T => runWithRequestContext(requestContext, fn)
+          : <T>(fn: () => T): T =>
+              context.with(otelContext(), () => runWithRequestContext(requestContext, fn));
       const result: unknown = await inContext(() => entrypoint(payload, requestContext));
       // Echo the request id when one was sent or the entrypoint used it (no UUID is made otherwise).
       const requestId = requestContext.sentRequestId ?? requestContext.generatedRequestId;
@@ -272,6 +285,6 @@ function sendResult(ctx: KoaContext, result: unknown, strings: 'json' | 'text'):
       expose: true,
     });
   }
-  ctx.type = 'application/json; charset=utf-8';
+  ctx.set('Content-Type', 'application/json; charset=utf-8'); // set directly: no MIME lookup
   ctx.body = json;
 }

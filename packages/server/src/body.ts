@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { AgentError } from './errors.js';
 
@@ -22,21 +23,18 @@ export async function readJsonBody(req: IncomingMessage, maxBodyBytes: number): 
       code: 'empty_body',
     });
   }
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch (cause) {
-    throw new AgentError(400, 'Request body is not valid UTF-8', { code: 'invalid_encoding', cause });
+  if (!isUtf8(bytes)) {
+    throw new AgentError(400, 'Request body is not valid UTF-8', { code: 'invalid_encoding' });
   }
   try {
-    return JSON.parse(text);
+    // A UTF-8 byte order mark is allowed before the JSON text (some Windows tools write one).
+    const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+    return JSON.parse(bytes.toString('utf8', bom));
   } catch (cause) {
     const detail = cause instanceof Error ? cause.message : String(cause);
     throw new AgentError(400, `Invalid JSON in request body: ${detail}`, { code: 'invalid_json', cause });
   }
 }
-
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 function tooLarge(maxBodyBytes: number): AgentError {
   return new AgentError(413, `Request body exceeds the limit of ${maxBodyBytes} bytes`, {

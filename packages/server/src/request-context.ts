@@ -64,7 +64,8 @@ function idHeader(headers: IncomingHttpHeaders, names: readonly string[]): strin
 /** Inputs of {@link InvocationContext}. */
 export interface InvocationContextInput {
   headers: IncomingHttpHeaders;
-  otelContext: OtelContext;
+  /** The OpenTelemetry context, or a function computing it when first needed. */
+  otelContext: OtelContext | (() => OtelContext);
   sessionId: string | undefined;
   headerAllowList?: ReadonlySet<string> | undefined;
 }
@@ -76,8 +77,8 @@ export interface InvocationContextInput {
  */
 export class InvocationContext implements RequestContext {
   readonly sessionId: string | undefined;
-  readonly otelContext: OtelContext;
   readonly #input: InvocationContextInput;
+  #otelContext: OtelContext | undefined;
   #requestId: string | undefined;
   #headers: Record<string, string> | undefined;
   #baggage: Record<string, string> | undefined;
@@ -88,7 +89,11 @@ export class InvocationContext implements RequestContext {
   constructor(input: InvocationContextInput) {
     this.#input = input;
     this.sessionId = input.sessionId;
-    this.otelContext = input.otelContext;
+  }
+
+  get otelContext(): OtelContext {
+    const source = this.#input.otelContext;
+    return (this.#otelContext ??= typeof source === 'function' ? source() : source);
   }
 
   /** The request id header if one was sent; else a UUID generated on first read. */
