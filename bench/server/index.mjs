@@ -103,7 +103,8 @@ function load(url, durationS) {
 }
 
 const targets = [
-  { kind: 'agentrt', label: '@agentrt/server (createApp)' },
+  { kind: 'agentrt', label: '@agentrt/server (createApp, no OTel SDK)' },
+  { kind: 'agentrt-traced', label: '@agentrt/server + OTel SDK (one server span per request)' },
   { kind: 'koa', label: 'bare Koa 3 handler' },
   { kind: 'node-http', label: 'bare node:http handler' },
   { kind: 'bedrock-agentcore', label: `bedrock-agentcore ${PEER.split('@')[1]} (Fastify)` },
@@ -187,17 +188,36 @@ const rows = targets.map((t) => {
     r.errors === 0 ? 'ok' : `${r.errors} errors/non-2xx`,
   ];
 });
-const md = `POST /invocations with body \`${BODY}\` and a session header; each server reads and parses the
-JSON body and answers \`{"ok":true}\`. autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per run after a 1 s
-warm-up, ${ROUNDS} rounds alternating between the servers in rotating order, **median** of each column over
-the rounds; each server in its own process on 127.0.0.1. "server CPU µs/req" is the server process's user+system CPU time (from /proc) divided by the
-requests it answered: on a shared machine it is steadier than req/s, which mostly measures how much CPU
-the load generator and the neighbours left over. @agentrt/server runs its full
-path (context extraction, request context, health tracking, error middleware) with no tracer provider
-registered. **Figures are ratios from one run on a shared machine** (other engineers were building
-and testing at the same time): compare the ratios, not the absolute numbers.
+const ours = results.get('agentrt');
+const peer = results.get('bedrock-agentcore');
+const verdict = [
+  ours && koa
+    ? `- @agentrt/server vs bare Koa: ${ratio(ours.rps, koa.rps)} the requests/s, ${ratio(ours.cpuUsPerReq, koa.cpuUsPerReq)} the CPU per request (goal: within 10%).`
+    : '- @agentrt/server vs bare Koa: not measured.',
+  ours && peer
+    ? `- @agentrt/server vs bedrock-agentcore: ${ratio(ours.rps, peer.rps)} the requests/s, ${ratio(ours.cpuUsPerReq, peer.cpuUsPerReq)} the CPU per request.`
+    : `- bedrock-agentcore: ${problems.get('bedrock-agentcore') ?? 'not measured'}.`,
+].join('\n');
+const md = `POST /invocations with body \`${BODY}\` and a session header. Every server reads and parses the JSON
+body and answers \`{"ok":true}\`; each runs in its own process on 127.0.0.1. Load: autocannon, ${CONNECTIONS}
+connections, ${ROUNDS} rounds of ${DURATION_S} s per server (after a 1 s warm-up), alternating between the
+servers in rotating order; each column is the **median** over the rounds.
+
+- "server CPU µs/req": the server process's user+system CPU time (from /proc) divided by the requests
+  it answered. On a shared machine this is steadier than req/s, which mostly shows how much CPU the load
+  generator and the neighbours left over.
+- @agentrt/server runs its whole path (header parsing, request context, health tracking, error
+  middleware). Without an OpenTelemetry SDK (first row) it does no OTel work per request; the second
+  row registers one (context manager, tracer provider, batch processor; the exporter drops the spans).
+- bedrock-agentcore is the AWS TypeScript SDK's \`BedrockAgentCoreApp\` (Fastify 5), logging off,
+  installed into \`bench/.peers/server\` by this script.
+
+**Figures are ratios from one run on a shared 2-core machine** (other engineers were building and testing
+at the same time): compare the ratios, not the absolute numbers.
 
 ${table(['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'req/s vs bare Koa', 'CPU/req vs bare Koa', 'status'], rows)}
+
+${verdict}
 `;
 const file = writeSection('server', '@agentrt/server: /invocations throughput', md);
 console.log(`\n${md}\nwritten to ${file}`);

@@ -1,5 +1,5 @@
 // One benchmark target per process, so the load generator never shares an event loop with it.
-// Usage: node targets.mjs <agentrt|koa|node-http|bedrock-agentcore> [peerDir]
+// Usage: node targets.mjs <agentrt|agentrt-traced|koa|node-http|bedrock-agentcore> [peerDir]
 // Prints {"port":N} once listening. Every target reads the JSON body and answers {"ok":true}.
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
@@ -17,7 +17,21 @@ async function readJson(req) {
   return JSON.parse(Buffer.concat(chunks).toString('utf8'));
 }
 
-if (kind === 'agentrt') {
+if (kind === 'agentrt' || kind === 'agentrt-traced') {
+  if (kind === 'agentrt-traced') {
+    // A registered SDK: context manager, tracer provider, batch processor, and an exporter that
+    // drops the spans (the cost of sending them is the exporter's, not the server's).
+    const { context, propagation, trace } = await import('@opentelemetry/api');
+    const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+    const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+    const { createAgentPropagator } = await import('@agentrt/propagation');
+    const exporter = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(createAgentPropagator());
+    trace.setGlobalTracerProvider(
+      new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] }),
+    );
+  }
   const { createApp } = await import('@agentrt/server');
   const server = await createApp(() => reply).listen(0, '127.0.0.1');
   ready(server.address().port);
