@@ -1,3 +1,5 @@
+import { type LogLevel, parseLogLevel } from './logger.js';
+
 /**
  * Settings shared by every reference agent. These are pure functions of an environment object:
  * each runnable example's own `config.ts` passes `process.env` in, so that file stays the only
@@ -188,4 +190,35 @@ export function readFixtureServerConfig(env: Env, defaultPort: number): FixtureS
 /** The fixture servers' settings from this process's environment (the runnable fixtures call this). */
 export function fixtureServerConfigFromProcess(defaultPort: number): FixtureServerConfig {
   return readFixtureServerConfig(process.env, defaultPort);
+}
+
+/** What every example service reads: where to listen, logging, the model and the weather API. */
+export interface AgentServiceConfig {
+  /** `PORT` (default: the example's own, 8080 for the contract agents, 8000 for the weather service). */
+  readonly port: number;
+  /** `HOST` (default 0.0.0.0). */
+  readonly host: string;
+  /** `AGENTRT_DRAIN_TIMEOUT_MS` (default 10000): how long shutdown waits for in-flight requests. */
+  readonly drainTimeoutMs: number;
+  /** `AGENTRT_LOG_LEVEL` (default info). */
+  readonly logLevel: LogLevel;
+  readonly model: ModelConfig;
+  readonly weatherApi: WeatherApiConfig;
+  /** Unusable settings (each example logs them once at start). */
+  readonly warnings: readonly string[];
+}
+
+export function readAgentServiceConfig(env: Env, defaultPort: number): AgentServiceConfig {
+  const warnings: string[] = [];
+  const model = readModelConfig(env);
+  const weatherApi = readWeatherApiConfig(env);
+  return Object.freeze({
+    port: envInteger(env, 'PORT', defaultPort, warnings, { max: 65_535 }),
+    host: envString(env, 'HOST') ?? '0.0.0.0',
+    drainTimeoutMs: envInteger(env, 'AGENTRT_DRAIN_TIMEOUT_MS', 10_000, warnings, { max: 600_000 }),
+    logLevel: parseLogLevel(envString(env, 'AGENTRT_LOG_LEVEL')),
+    model,
+    weatherApi,
+    warnings: Object.freeze([...warnings, ...model.warnings, ...weatherApi.warnings]),
+  });
 }

@@ -1,4 +1,5 @@
 export {
+  type AgentServiceConfig,
   DEFAULT_WEATHER_API_BASE_URL,
   DEFAULT_WEATHER_API_USER_AGENT,
   type Env,
@@ -10,6 +11,7 @@ export {
   envBoolean,
   envInteger,
   envString,
+  readAgentServiceConfig,
   readFixtureServerConfig,
   readModelConfig,
   readWeatherApiConfig,
@@ -42,7 +44,15 @@ export {
   createLogger,
   parseLogLevel,
 } from './logger.js';
-export { type ModelSelection, createModel, describeModel } from './providers.js';
+export {
+  DEFAULT_BEDROCK_MODEL_ID,
+  DEFAULT_OPENAI_MODEL_ID,
+  type ModelSelection,
+  bootService,
+  createModel,
+  createServiceModel,
+  describeModel,
+} from './providers.js';
 export { OFFLINE_MODEL_ID, OfflineModel, type OfflineModelConfig } from './offline/offline-model.js';
 export {
   HTTP_REQUEST_TOOL,

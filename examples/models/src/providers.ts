@@ -1,9 +1,14 @@
 import type { Model } from '@strands-agents/sdk';
 import { BedrockModel } from '@strands-agents/sdk/models/bedrock';
 import { OpenAIModel } from '@strands-agents/sdk/models/openai';
-import type { ModelConfig, ModelProviderName, ModelProviderSource } from './config.js';
+import type { AgentServiceConfig, ModelConfig, ModelProviderName, ModelProviderSource } from './config.js';
 import { type GenAiProviderName, GenAiTracedModel } from './genai-telemetry.js';
+import { type Logger, createLogger } from './logger.js';
 import { OfflineModel } from './offline/offline-model.js';
+
+/** Strands 1.19's own defaults, set explicitly so the choice is visible (and the SDK does not warn). */
+export const DEFAULT_BEDROCK_MODEL_ID = 'global.anthropic.claude-sonnet-4-6';
+export const DEFAULT_OPENAI_MODEL_ID = 'gpt-5.4';
 
 /** A ready model plus what telemetry and answer metadata say about it. */
 export interface ModelSelection {
@@ -39,7 +44,7 @@ export function createModel(config: ModelConfig): ModelSelection {
   switch (config.provider) {
     case 'bedrock': {
       const region = config.awsRegion ?? 'us-west-2';
-      const inner = new BedrockModel({ region, ...(config.modelId ? { modelId: config.modelId } : {}) });
+      const inner = new BedrockModel({ region, modelId: config.modelId ?? DEFAULT_BEDROCK_MODEL_ID });
       return {
         ...base,
         model: new GenAiTracedModel(inner),
@@ -54,7 +59,7 @@ export function createModel(config: ModelConfig): ModelSelection {
       const baseUrl = config.openaiBaseUrl ?? 'https://api.openai.com/v1';
       const inner = new OpenAIModel({
         api: 'chat',
-        ...(config.modelId ? { modelId: config.modelId } : {}),
+        modelId: config.modelId ?? DEFAULT_OPENAI_MODEL_ID,
         // Ollama and vLLM accept any key; the OpenAI client refuses to start without one.
         apiKey: config.openaiApiKey ?? 'not-needed',
         clientConfig: { baseURL: baseUrl },
@@ -93,4 +98,26 @@ export function describeModel(selection: ModelSelection): string {
         ? 'chosen from the credentials in the environment'
         : 'chosen by AGENTRT_MODEL_PROVIDER';
   return `model provider ${selection.provider} (${selection.modelId}): ${why}`;
+}
+
+/**
+ * A service's start: logs the unusable settings, builds the model and says which one answers (a
+ * warning when it is the offline model, so nobody mistakes its answers for a real model's).
+ */
+export function createServiceModel(config: AgentServiceConfig, logger: Logger): ModelSelection {
+  for (const warning of config.warnings) logger.warn(warning);
+  const selection = createModel(config.model);
+  if (selection.offline)
+    logger.warn(describeModel(selection), { provider: selection.provider, offline: true });
+  else logger.info(describeModel(selection), { provider: selection.provider, offline: false });
+  return selection;
+}
+
+/** A service's JSON-line stdout logger and its model, with the start-up notes logged. */
+export function bootService(
+  name: string,
+  config: AgentServiceConfig,
+): { logger: Logger; model: ModelSelection } {
+  const logger = createLogger({ name, level: config.logLevel, write: (line) => process.stdout.write(line) });
+  return { logger, model: createServiceModel(config, logger) };
 }

@@ -1,1 +1,9 @@
-export {};
+export { loadConfig } from './config.js';
+export {
+  DEFAULT_PROMPT,
+  type SdkEntrypointOptions,
+  type SdkEvent,
+  type SdkPayload,
+  type SdkResult,
+  createSdkEntrypoint,
+} from './entrypoint.js';

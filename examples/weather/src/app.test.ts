@@ -1,5 +1,3 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createLogger, createModel, readModelConfig, readWeatherApiConfig } from '@agentrt/example-models';
 import {
   type OpenAiStub,
@@ -7,12 +5,13 @@ import {
   startOpenAiStub,
   startWeatherApiFixture,
 } from '@agentrt/example-models/fixtures';
+import { listenKoa } from '@agentrt/example-models/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWeatherApp } from './app.js';
 
 let weather: WeatherApiFixture;
 let stub: OpenAiStub;
-const servers: Server[] = [];
+const closers: (() => void)[] = [];
 const logLines: string[] = [];
 
 async function start(
@@ -28,10 +27,9 @@ async function start(
     apiKeys,
     maxBodyBytes,
   });
-  const server = app.koa.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  servers.push(server);
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const served = await listenKoa(app.koa);
+  closers.push(served.close);
+  return served.url;
 }
 
 let url: string;
@@ -50,10 +48,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  for (const server of servers) {
-    server.closeAllConnections();
-    server.close();
-  }
+  for (const close of closers) close();
   await Promise.all([weather?.close(), stub?.close()]);
 });
 

@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Logger, createLogger, createModel, describeModel } from '@agentrt/example-models';
+import { type Logger, createLogger, createServiceModel } from '@agentrt/example-models';
 import { createWeatherApp } from './app.js';
 import type { WeatherServiceConfig } from './config.js';
 
@@ -107,10 +107,8 @@ export function runPrimary(config: WeatherServiceConfig): void {
  */
 export async function runWorker(config: WeatherServiceConfig): Promise<Server> {
   const log = stdoutLogger(config, { role: 'worker', pid: process.pid });
-  if (!cluster.isWorker) for (const warning of config.warnings) log.warn(warning);
-  const model = createModel(config.model);
-  if (model.offline) log.warn(describeModel(model));
-  else log.info(describeModel(model));
+  // The primary already logged the unusable settings; a worker logs its model choice.
+  const model = createServiceModel(cluster.isWorker ? { ...config, warnings: [] } : config, log);
   const app = createWeatherApp({
     model,
     weatherApi: config.weatherApi,

@@ -190,7 +190,7 @@ export function startContainerCommand(
       waiters.add(check);
       check();
     });
-  const stop: RunningContainer['stop'] = async (signal = 'SIGTERM', timeoutMs = 15_000) => {
+  const stop: RunningContainer['stop'] = async (signal = 'SIGTERM', timeoutMs = 30_000) => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill(signal);
       const timer = setTimeout(() => killGroup(child), timeoutMs);
@@ -201,4 +201,51 @@ export function startContainerCommand(
     return exited;
   };
   return { child, logs, stderr: () => stderr, waitForLog, exited, stop };
+}
+
+export interface ImageExpectations {
+  /** The port the image EXPOSEs and its HEALTHCHECK calls. */
+  readonly port: number;
+  /** The path its HEALTHCHECK requests, e.g. `/health` or `/ping`. */
+  readonly healthPath: string;
+  /** The final WORKDIR, e.g. `/app/examples/weather`. */
+  readonly workdir: string;
+}
+
+/**
+ * The problems of an example's Dockerfile (empty when none): multi-stage, pinned Node base images,
+ * the shipped stage built for the target platform (buildx multi-arch), non-root USER, EXPOSE of the
+ * port, a HEALTHCHECK on the health path, ENV PORT, and the instrumented exec-form CMD.
+ */
+export function checkDockerfile(dockerfilePath: string, expected: ImageExpectations): string[] {
+  const problems: string[] = [];
+  const { argv, env, workdir, parsed } = readContainerCommand(dockerfilePath);
+  const final = parsed.finalStage;
+  if (parsed.stageCount < 2) problems.push('not multi-stage');
+  const froms = parsed.instructions.filter((i) => i.keyword === 'FROM');
+  for (const from of froms) {
+    if (!/node:\d+\.\d+\.\d+-/.test(from.args))
+      problems.push(`line ${from.line}: base image not pinned to a Node version: ${from.args}`);
+  }
+  if (froms.at(-1)?.args.includes('--platform'))
+    problems.push('the final stage pins --platform (breaks multi-arch builds)');
+  const user = final.filter((i) => i.keyword === 'USER').at(-1)?.args;
+  if (!user || ['root', '0', '0:0'].includes(user))
+    problems.push(`final stage runs as ${user ?? 'root (no USER)'}`);
+  const exposed = final.filter((i) => i.keyword === 'EXPOSE').map((i) => i.args);
+  if (!exposed.includes(String(expected.port)))
+    problems.push(`EXPOSE ${expected.port} missing (has ${exposed.join(', ') || 'none'})`);
+  const health = final.find((i) => i.keyword === 'HEALTHCHECK');
+  if (!health) problems.push('no HEALTHCHECK');
+  else if (!health.args.includes(expected.healthPath) || !health.args.includes(String(expected.port))) {
+    problems.push(`HEALTHCHECK does not call ${expected.healthPath} on ${expected.port}`);
+  }
+  if (env.PORT !== String(expected.port))
+    problems.push(`ENV PORT is ${env.PORT ?? 'unset'}, not ${expected.port}`);
+  if (workdir !== expected.workdir)
+    problems.push(`WORKDIR is ${workdir ?? 'unset'}, not ${expected.workdir}`);
+  const wanted = ['node', '--require', '@agentrt/instrument', 'dist/main.js'];
+  if (JSON.stringify(argv) !== JSON.stringify(wanted))
+    problems.push(`CMD is ${JSON.stringify(argv)}, not ${JSON.stringify(wanted)}`);
+  return problems;
 }

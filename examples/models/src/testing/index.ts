@@ -1,10 +1,19 @@
 export {
   type ContainerCommand,
   type DockerInstruction,
+  type ImageExpectations,
   type ParsedDockerfile,
   type RunningContainer,
+  checkDockerfile,
   parseDockerfile,
   parseEnvInstruction,
   readContainerCommand,
   startContainerCommand,
 } from './container-command.js';
+export {
+  NO_TELEMETRY_EXPORT,
+  type StartedExample,
+  listenKoa,
+  loggedOfflineNotice,
+  useExampleContainers,
+} from './example-harness.js';

@@ -1,0 +1,38 @@
+/**
+ * The custom agent as its container runs it: the Dockerfile's CMD from dist with the Dockerfile's
+ * ENV, as a real child process. Needs a build (`npx tsc -b examples/custom-agent`).
+ */
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type WeatherApiFixture, startWeatherApiFixture } from '@agentrt/example-models/fixtures';
+import { checkDockerfile, loggedOfflineNotice, useExampleContainers } from '@agentrt/example-models/testing';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { InvocationResponse } from './app.js';
+
+const exampleDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+const startExample = useExampleContainers();
+let weather: WeatherApiFixture;
+beforeAll(async () => void (weather = await startWeatherApiFixture()));
+afterAll(() => weather?.close());
+
+it('has a multi-stage, non-root Dockerfile exposing 8080 with a /ping HEALTHCHECK and the instrumented CMD', () => {
+  const expected = { port: 8080, healthPath: '/ping', workdir: '/app/examples/custom-agent' };
+  expect(checkDockerfile(join(exampleDir, 'Dockerfile'), expected)).toEqual([]);
+});
+
+it(
+  'answers {"output": ...} from dist under the container CMD and exits 0 on SIGTERM',
+  { timeout: 150_000 },
+  async () => {
+    const { container, url } = await startExample(exampleDir, { WEATHER_API_BASE_URL: weather.url });
+    expect(loggedOfflineNotice(container)).toBe(true);
+    const ping = (await (await fetch(`${url}/ping`)).json()) as { status: string };
+    expect(ping.status).toBe('Healthy');
+    const body = JSON.stringify({ input: { prompt: 'Weather in Chicago' } });
+    const response = await fetch(`${url}/invocations`, { method: 'POST', body });
+    const { output } = (await response.json()) as InvocationResponse;
+    expect(output.message.content[0]!.text).toContain('Chicago, IL');
+    expect(output.model).toBe('strands-agent');
+    expect(await container.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+  },
+);
