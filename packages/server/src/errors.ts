@@ -1,4 +1,4 @@
-import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { SpanStatusCode, isValidTraceId, trace } from '@opentelemetry/api';
 import type { Middleware } from 'koa';
 import type { Logger } from './logger.js';
 
@@ -110,7 +110,11 @@ export function errorMiddleware(logger: Logger): Middleware {
         span?.recordException(thrown instanceof Error ? thrown : String(thrown));
         span?.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
         const cause = thrown instanceof Error ? thrown : undefined;
+        const sessionId = (ctx.state as { agentrt?: { sessionId?: string } }).agentrt?.sessionId;
+        const traceId = span?.spanContext().traceId;
         logger.error('request failed', {
+          ...(sessionId !== undefined ? { sessionId } : {}),
+          ...(traceId !== undefined && isValidTraceId(traceId) ? { traceId } : {}),
           status: err.status,
           path: ctx.path,
           error: err.message,

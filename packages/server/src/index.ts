@@ -32,6 +32,11 @@ export {
   createJsonLineLogger,
   diagLogger,
 } from './logger.js';
-export { type RequestContext, getRequestContext, runWithRequestContext } from './request-context.js';
+export {
+  type RequestContext,
+  correlationFields,
+  getRequestContext,
+  runWithRequestContext,
+} from './request-context.js';
 export { type RunningServer, type ServeOptions, serve } from './serve.js';
 export { type StreamErrorEvent, sseFrame } from './sse.js';

@@ -46,6 +46,16 @@ export function getRequestContext(): RequestContext | undefined {
   return storage.getStore();
 }
 
+/** `sessionId`, `requestId` and `traceId` of the current invocation, for log records. */
+export function correlationFields(): Record<string, string> {
+  const rc = storage.getStore();
+  if (!rc) return {};
+  const fields: Record<string, string> = { requestId: rc.requestId };
+  if (rc.sessionId !== undefined) fields.sessionId = rc.sessionId;
+  if (rc.traceId !== undefined) fields.traceId = rc.traceId;
+  return fields;
+}
+
 /** Runs `fn` with `requestContext` as the value of {@link getRequestContext}. */
 export function runWithRequestContext<T>(requestContext: RequestContext, fn: () => T): T {
   return storage.run(requestContext, fn);

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from './logger.js';
+import { correlationFields } from './request-context.js';
 
 /** Options of {@link streamSse}. */
 export interface SseOptions {
@@ -94,7 +95,11 @@ export async function streamSse(
     }
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
-    logger.error('stream failed', { error: e.message, ...(e.stack ? { stack: e.stack } : {}) });
+    logger.error('stream failed', {
+      ...correlationFields(),
+      error: e.message,
+      ...(e.stack ? { stack: e.stack } : {}),
+    });
     if (!res.destroyed) res.write(errorFrame(e));
   } finally {
     if (heartbeat) clearTimeout(heartbeat);

@@ -188,6 +188,33 @@ describe('server spans with a registered tracer provider', () => {
   });
 });
 
+describe('log records', () => {
+  it('carry sessionId and traceId for failed invocations and failed streams', async () => {
+    const logger = captureLogger();
+    const { url } = await start(
+      (p: { stream?: boolean }) => {
+        if (!p.stream) throw new Error('plain failure');
+        return (async function* () {
+          yield 1;
+          throw new Error('stream failure');
+        })();
+      },
+      { logger },
+    );
+    const headers = { 'x-cloud-agent-runtime-session-id': SESSION, traceparent: TRACEPARENT };
+    expect((await invoke(url, {}, headers)).status).toBe(500);
+    await readFrames(await invoke(url, { stream: true }, headers));
+    const errors = logger.records.filter((r) => r.level === 'error');
+    expect(errors.map((r) => r.msg)).toEqual(['request failed', 'stream failed']);
+    for (const r of errors) expect(r.fields).toMatchObject({ sessionId: SESSION, traceId: W3C_TRACE });
+    expect(errors[0]!.fields).toMatchObject({ status: 500, error: 'plain failure' });
+    expect(errors[1]!.fields).toMatchObject({
+      error: 'stream failure',
+      stack: expect.stringContaining('stream failure'),
+    });
+  });
+});
+
 describe('agentContext() in an existing Koa app', () => {
   it('puts headers into the active context for downstream middleware', async () => {
     const koa = new Koa();
