@@ -76,7 +76,11 @@ export function jsonRequest(service: string, spans: Record<string, unknown>[]): 
   };
 }
 
-export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+export async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },

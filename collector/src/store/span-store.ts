@@ -332,7 +332,7 @@ export function createSpanStore(options: SpanStoreOptions) {
     return (get('page_count') - get('freelist_count')) * get('page_size');
   };
 
-  /** Deletes by age and by size (oldest first). Returns the number of spans deleted. */
+  /** Deletes by age and by size (oldest first). Returns the number of records (spans, logs) deleted. */
   function applyRetention(opts: RetentionOptions, nowMs = Date.now()): number {
     let deleted = 0;
     const chunk = 5000;
@@ -348,8 +348,19 @@ export function createSpanStore(options: SpanStoreOptions) {
       const oldestLogs = db.prepare(
         'DELETE FROM logs WHERE id IN (SELECT id FROM logs ORDER BY time_us LIMIT ?)',
       );
-      for (let i = 0; i < 10_000 && liveBytes() > opts.maxBytes; i++) {
-        const n = Number(oldest.run(chunk).changes) + Number(oldestLogs.run(chunk / 5).changes);
+      const countOf = (table: string): number =>
+        (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+      for (let i = 0; i < 10_000; i++) {
+        const live = liveBytes();
+        if (live <= opts.maxBytes) break;
+        // Delete about the share of rows that is over the cap (a little more), oldest first.
+        const share = Math.min(1, ((live - opts.maxBytes) / live) * 1.1);
+        const spansN = countOf('spans');
+        const logsN = countOf('logs');
+        if (!spansN && !logsN) break;
+        const n =
+          Number(oldest.run(Math.min(chunk, Math.ceil(spansN * share))).changes) +
+          Number(oldestLogs.run(Math.min(chunk, Math.ceil(logsN * share))).changes);
         if (!n) break;
         deleted += n;
       }

@@ -1,0 +1,99 @@
+// The runnable entry, from dist/ as `node` runs it (`tsc -b` builds it before the suite).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { hex, jsonRequest, jsonSpan, postJson, tempDir } from './testing.test-util.js';
+
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const children: ChildProcess[] = [];
+const cleanups: (() => void)[] = [];
+
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const f of cleanups.splice(0)) f();
+});
+
+function start(dataDir: string, env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { ...process.env, AGENTRT_COLLECTOR_PORT: '0', AGENTRT_DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  const lines: Record<string, unknown>[] = [];
+  let buffer = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    buffer += d.toString();
+    const parts = buffer.split('\n');
+    buffer = parts.pop()!;
+    for (const p of parts) lines.push(JSON.parse(p) as Record<string, unknown>);
+  });
+  const url = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('collector did not log its URL within 20 s')), 20_000);
+    const poll = setInterval(() => {
+      const l = lines.find((x) => x.msg === 'listening');
+      if (l) {
+        clearTimeout(timer);
+        clearInterval(poll);
+        resolve(l.url as string);
+      }
+    }, 20);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      clearInterval(poll);
+      reject(new Error(`collector exited with ${code}`));
+    });
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, lines, url, exited };
+}
+
+describe('collector main (dist)', () => {
+  it('is built', () => {
+    expect(existsSync(MAIN), `${MAIN} missing: run npx tsc -b collector`).toBe(true);
+  });
+
+  it('logs JSON lines, warns on bad env values, and on SIGTERM writes what it acknowledged before exiting 0', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.remove);
+    const first = start(tmp.dir, { AGENTRT_TRACE_INDEX_PERCENT: 'lots' });
+    const url = await first.url;
+    expect(first.lines.find((l) => l.level === 'warn')?.msg).toMatch(/AGENTRT_TRACE_INDEX_PERCENT="lots"/);
+    const traceId = hex(0x5151, 16);
+    const res = await postJson(
+      `${url}/v1/traces`,
+      jsonRequest('main-test', [
+        jsonSpan({ traceId, spanId: hex(1, 8), name: 'kept', startMs: Date.now(), durationMs: 2 }),
+      ]),
+    );
+    expect(res.status).toBe(200);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(first.lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
+
+    const second = start(tmp.dir);
+    const url2 = await second.url;
+    const q = await postJson(`${url2}/api/query`, { query: `filter traceId = "${traceId}" | fields name` });
+    expect(((await q.json()) as { rows: unknown[] }).rows).toEqual([{ name: 'kept' }]);
+    second.child.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('exits 1 with a clear log line when the port is taken', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.remove);
+    const first = start(tmp.dir);
+    const port = new URL(await first.url).port;
+    const tmp2 = tempDir();
+    cleanups.push(tmp2.remove);
+    const second = start(tmp2.dir, { AGENTRT_COLLECTOR_PORT: port });
+    await expect(second.url).rejects.toThrow(/exited with 1/);
+    expect(await second.exited).toBe(1);
+    expect(second.lines.find((l) => l.level === 'error')).toMatchObject({
+      msg: 'could not start',
+      port: Number(port),
+    });
+    first.child.kill('SIGTERM');
+    await first.exited;
+  });
+});

@@ -1,0 +1,115 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { decodeTraceRequestJson } from '../otlp/decode-json.js';
+import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
+import type { SpanRecord } from '../wire-types.js';
+import { createSpanStore, isTraceIndexed } from './span-store.js';
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  for (const f of cleanups.splice(0).reverse()) f();
+});
+
+function open(percent = 100) {
+  const tmp = tempDir();
+  const store = createSpanStore({ dataDir: tmp.dir, traceIndexPercent: percent });
+  cleanups.push(tmp.remove, () => store.close());
+  return store;
+}
+
+function spans(
+  count: number,
+  startMs: number,
+  opts: { traces?: number; session?: string; bigAttr?: number } = {},
+): SpanRecord[] {
+  const traces = opts.traces ?? count;
+  return decodeTraceRequestJson(
+    JSON.stringify(
+      jsonRequest(
+        'store-test',
+        Array.from({ length: count }, (_, i) =>
+          jsonSpan({
+            traceId: hex(0x1000 + (i % traces) + startMs, 16),
+            spanId: hex(i + 1 + startMs, 8),
+            name: `op${i}`,
+            startMs: startMs + i,
+            durationMs: 1,
+            attributes: {
+              ...(opts.session ? { 'session.id': opts.session } : {}),
+              ...(opts.bigAttr ? { payload: 'p'.repeat(opts.bigAttr) } : {}),
+            },
+          }),
+        ),
+      ),
+    ),
+  ).spans;
+}
+
+describe('span store', () => {
+  it('indexes the chosen share of traces deterministically, while every span stays searchable', () => {
+    const ids = Array.from({ length: 2000 }, (_, i) => hex(i * 7919 + 13, 16));
+    const indexed = ids.filter((id) => isTraceIndexed(id, 10)).length;
+    expect(indexed).toBeGreaterThan(120);
+    expect(indexed).toBeLessThan(280);
+    expect(ids.filter((id) => isTraceIndexed(id, 10))).toEqual(ids.filter((id) => isTraceIndexed(id, 10)));
+    expect(ids.every((id) => isTraceIndexed(id, 100))).toBe(true);
+    expect(ids.some((id) => isTraceIndexed(id, 0))).toBe(false);
+
+    const none = open(0);
+    none.insertBatch(spans(20, Date.now(), { traces: 4 }));
+    expect(none.listTraces()).toEqual([]);
+    expect((none.db.prepare('SELECT count(*) AS n FROM spans').get() as { n: number }).n).toBe(20);
+    // A trace outside the index still answers by id (computed from its spans).
+    expect(none.traceSummary(hex(0x1000 + Date.now() - Date.now(), 16))).toBeUndefined();
+    const all = open(100);
+    const now = Date.now();
+    all.insertBatch(spans(20, now, { traces: 4 }));
+    const listed = all.listTraces();
+    expect(listed).toHaveLength(4);
+    expect(listed.every((t) => t.spanCount === 5)).toBe(true);
+  });
+
+  it('builds session summaries and keeps them current as spans arrive', () => {
+    const store = open();
+    const t = Date.now();
+    store.insertBatch(spans(6, t, { traces: 2, session: 'live' }));
+    expect(store.listSessions()[0]).toMatchObject({ sessionId: 'live', traceCount: 2, spanCount: 6 });
+    store.insertBatch(spans(3, t + 100, { traces: 1, session: 'live' }));
+    expect(store.listSessions()[0]).toMatchObject({ sessionId: 'live', traceCount: 3, spanCount: 9 });
+    expect(store.getSession('live')!.traces).toHaveLength(3);
+    expect(store.getSession('nope')).toBeUndefined();
+  });
+
+  it('deletes by age and by size, oldest first, and drops summaries of deleted traces', () => {
+    const store = open();
+    const now = Date.now();
+    const dayMs = 86_400_000;
+    store.insertBatch(spans(10, now - 10 * dayMs, { traces: 1, session: 'old' }));
+    store.insertBatch(spans(10, now, { traces: 1, session: 'new' }));
+    expect(store.listSessions()).toHaveLength(2);
+    expect(store.applyRetention({ maxAgeMs: 7 * dayMs }, now)).toBe(10);
+    expect(store.listSessions().map((s) => s.sessionId)).toEqual(['new']);
+    expect(store.listTraces()).toHaveLength(1);
+
+    // ~5 MB of spans, then a 1 MB cap: the newest survive.
+    for (let b = 0; b < 10; b++) store.insertBatch(spans(50, now + 1000 + b * 100, { bigAttr: 10_000 }));
+    const before = (store.db.prepare('SELECT count(*) AS n FROM spans').get() as { n: number }).n;
+    const deleted = store.applyRetention({ maxBytes: 1024 * 1024 }, now);
+    const after = store.db.prepare('SELECT count(*) AS n, min(start_us) AS oldest FROM spans').get() as {
+      n: number;
+      oldest: number;
+    };
+    expect(deleted).toBeGreaterThan(0);
+    expect(after.n).toBe(before - deleted);
+    expect(after.n).toBeLessThan(150);
+    expect(after.oldest).toBeGreaterThan((now + 1000) * 1000);
+    expect(store.services()).toEqual([expect.objectContaining({ name: 'store-test', spanCount: after.n })]);
+  });
+
+  it('keeps a span sent twice (exporter retry) once', () => {
+    const store = open();
+    const batch = spans(5, Date.now());
+    store.insertBatch(batch);
+    store.insertBatch(batch);
+    expect((store.db.prepare('SELECT count(*) AS n FROM spans').get() as { n: number }).n).toBe(5);
+  });
+});
