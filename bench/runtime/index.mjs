@@ -303,6 +303,15 @@ rows.push([
   `${((CONCURRENT / burst.elapsedMs) * 1000).toFixed(1)} sessions/s`,
   burst.elapsedMs < 10_000 ? 'goal < 10 s: met' : 'goal < 10 s: missed',
 ]);
+const cpuPerStart = burst.cpuMs.reduce((a, b) => a + b, 0) / burst.cpuMs.length;
+const cores = os.cpus().length;
+rows.push([
+  'CPU per session start (sandbox + agent boot, load-independent)',
+  `${cpuPerStart.toFixed(0)} ms`,
+  '',
+  `≈ ${((cores * 1000) / cpuPerStart).toFixed(1)} starts/s on ${cores} idle cores`,
+  `${CONCURRENT} sessions ≈ ${((CONCURRENT * cpuPerStart) / cores / 1000).toFixed(1)} s of CPU on an otherwise idle machine`,
+]);
 rows.push([
   'RSS per session (sandbox + agent process group)',
   `${(avgRss / 2 ** 20).toFixed(1)} MiB`,

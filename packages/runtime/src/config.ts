@@ -21,6 +21,8 @@ export interface RuntimeServerOptions {
   pingIntervalMs?: number;
   /** Cap on live sessions (all runtimes); one more gives 402 ServiceQuotaExceededException. */
   maxSessions?: number;
+  /** Workers booting at the same time; more wait their turn (default 8 × CPU cores, at least 32). */
+  maxConcurrentStarts?: number;
   /** Pre-started workers kept per runtime version, adopted by new sessions. */
   warmPoolSize?: number;
   isolation?: IsolationSetting;
@@ -107,6 +109,9 @@ export function resolveRuntimeConfig(
     pingIntervalMs: options.pingIntervalMs ?? int('AGENTRT_PING_INTERVAL_MS', 2_000, 10),
     maxSessions: options.maxSessions ?? int('AGENTRT_MAX_SESSIONS', 100, 1),
     warmPoolSize: options.warmPoolSize ?? int('AGENTRT_WARM_POOL_SIZE', 0),
+    maxConcurrentStarts:
+      options.maxConcurrentStarts ??
+      int('AGENTRT_MAX_CONCURRENT_STARTS', Math.max(32, 8 * os.availableParallelism()), 1),
     isolation: options.isolation ?? isolation,
     terseErrors: options.terseErrors ?? bool('AGENTRT_TERSE_ERRORS', false),
     laxSessionIds: options.laxSessionIds ?? bool('AGENTRT_LAX_SESSION_IDS', false),

@@ -302,6 +302,22 @@ describe('session start failures, limits and shutdown', () => {
     data.destroy();
   });
 
+  it('queues worker boots beyond maxConcurrentStarts', async () => {
+    const rt = await start({ maxConcurrentStarts: 1 });
+    const slow = await createReady(rt.control, 'queued', 'slow-start', {
+      environmentVariables: { START_DELAY_MS: '300' },
+    });
+    await Promise.all(['q1', 'q2'].map((s) => invokeJson(rt.data, slow.agentRuntimeArn!, sessionId(s), {})));
+    const started = rt.logs.filter((l) => l.msg === 'session started').map((l) => Date.parse(String(l.time)));
+    const warming = rt.logs
+      .filter((l) => String(l.msg).startsWith('slow-start: warming up'))
+      .map((l) => Date.parse(String(l.time)));
+    expect(started).toHaveLength(2);
+    expect(warming).toHaveLength(2);
+    // The second worker was only spawned once the first had answered /ping.
+    expect(Math.max(...warming)).toBeGreaterThanOrEqual(Math.min(...started));
+  });
+
   it('adopts a pre-started warm-pool worker for a new session', async () => {
     const rt = await start({ warmPoolSize: 1 });
     const runtime = await createReady(rt.control, 'warm', 'counter');
@@ -311,6 +327,12 @@ describe('session start failures, limits and shutdown', () => {
     };
     expect(pooledPid.count).toBe(1);
     expect(rt.server.sessions()[0]!.warm).toBe(true);
+    // Output after adoption is tagged with the session that adopted the worker.
+    await waitFor(
+      () => rt.logs.some((l) => l.msg === 'invocation 1' && l.sessionId === sessionId('warm')),
+      5000,
+      'tagged log line',
+    );
     await waitFor(() => rt.server.warmCount(runtime.agentRuntimeId!) === 1, 15_000, 'pool refilled');
   });
 

@@ -108,6 +108,22 @@ export function createSessionManager({ config, isolation, logger }: SessionManag
   const starting = new Set<Promise<void>>();
   let instrumentPath: string | undefined | null = null; // null = not resolved yet
 
+  // Booting workers compete for CPU; past a few at once they only slow each other down (and each
+  // polls /ping), so starts beyond the limit wait their turn.
+  let startsRunning = 0;
+  const startQueue: (() => void)[] = [];
+  const withStartSlot = async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (startsRunning >= config.maxConcurrentStarts) await new Promise<void>((r) => startQueue.push(r));
+    else startsRunning++;
+    try {
+      return await fn();
+    } finally {
+      const next = startQueue.shift();
+      if (next) next();
+      else startsRunning--;
+    }
+  };
+
   const keyOf = (runtimeId: string, sessionId: string) => `${runtimeId}\u0000${sessionId}`;
   const poolKey = (runtimeId: string, version: number) => `${runtimeId}#${version}`;
 
@@ -231,7 +247,8 @@ export function createSessionManager({ config, isolation, logger }: SessionManag
         isReady: false,
       };
       pool.push(entry);
-      entry.ready = startWorker(target, { pool: 'warm' }).then(async ({ worker, sessionDir }) => {
+      entry.ready = withStartSlot(async () => {
+        const { worker, sessionDir } = await startWorker(target, { pool: 'warm' });
         entry.worker = worker;
         entry.sessionDir = sessionDir;
         worker.onExit(() => {
@@ -357,12 +374,16 @@ export function createSessionManager({ config, isolation, logger }: SessionManag
         if (warm) {
           session.worker = warm.worker;
           session.warm = true;
+          warm.worker.tagLogs({ sessionId });
           fillPool(target);
           return;
         }
-        const { worker } = await startWorker(target, { sessionId });
-        session.worker = worker;
-        await worker.waitReady(config.startTimeoutMs, () => closing);
+        await withStartSlot(async () => {
+          if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
+          const { worker } = await startWorker(target, { sessionId });
+          session.worker = worker;
+          await worker.waitReady(config.startTimeoutMs, () => closing);
+        });
         if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
       })();
       starting.add(start);

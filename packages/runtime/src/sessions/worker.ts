@@ -26,6 +26,8 @@ export interface Worker {
   /** SIGTERM to the process group, SIGKILL after `graceMs`. Resolves once it has exited. */
   stop(graceMs: number): Promise<WorkerExit>;
   onExit(listener: (exit: WorkerExit) => void): void;
+  /** Adds fields to its output's log lines from now on (a warm worker learns its session id). */
+  tagLogs(fields: Record<string, unknown>): void;
 }
 
 export class WorkerStartError extends Error {
@@ -73,7 +75,8 @@ export interface SpawnWorkerOptions {
  * and its tail kept for error messages. A worker exit is an event, never an exception.
  */
 export function spawnWorker(options: SpawnWorkerOptions): Worker {
-  const { argv, logger, port } = options;
+  const { argv, port } = options;
+  let logger = options.logger;
   const child: ChildProcess = spawn(argv[0] as string, argv.slice(1), {
     cwd: options.cwd,
     env: options.env,
@@ -198,6 +201,9 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
       const exit = await exitPromise;
       clearTimeout(timer);
       return exit;
+    },
+    tagLogs: (fields) => {
+      logger = logger.child(fields);
     },
     onExit: (listener) => {
       if (exited) listener(exited);

@@ -23,6 +23,7 @@ const server = createServer((req, res) => {
         input = {};
       }
       count++;
+      console.log(`invocation ${count}`);
       writeFileSync(file, String(count));
       let read;
       if (typeof input.read === 'string') {
