@@ -480,7 +480,10 @@ function summary({
       `  curl -sS -X POST '${runtime}/runtimes/${encodeURIComponent(sdk.arn)}/invocations' -H 'content-type: application/json' -H 'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id: ${sessionId}' -d ${shellQuote(payload)}`,
     );
   }
-  lines.push(`  npx agentrt sessions ${sessionId}`, '');
+  lines.push(
+    `  npx agentrt sessions ${sessionId}${options.collectorPort === 4318 ? '' : ` --url ${collector}`}`,
+    '',
+  );
   if (options.ui)
     lines.push(`Then open that session in the UI: ${collector}/#/sessions/${encodeURIComponent(sessionId)}`);
   if (demo) {
