@@ -22,7 +22,8 @@ function num(v: AttributeValue | undefined): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
-function timeMs(v: AttributeValue | undefined): number | undefined {
+/** A bin() value as epoch ms: ISO strings and epoch s / ms / µs / ns numbers are accepted. */
+export function binTimeMs(v: AttributeValue | undefined): number | undefined {
   if (typeof v === 'string') {
     const d = Date.parse(v);
     if (Number.isFinite(d)) return d;
@@ -59,7 +60,7 @@ export function buildChart(result: StatsResult): ChartModel {
     let xMax = -Infinity;
     let yMax = 0;
     for (const row of result.rows) {
-      const x = timeMs(row[result.timeColumn]);
+      const x = binTimeMs(row[result.timeColumn]);
       if (x === undefined) continue;
       for (const metric of metrics) {
         const y = num(row[metric]);

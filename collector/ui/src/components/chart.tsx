@@ -2,8 +2,8 @@
 import { buildChart, niceTicks, type StatsResult } from '../chart-model.js';
 import { formatClock, formatCount } from '../format.js';
 
-const W = 720;
-const H = 240;
+const W = 1000;
+const H = 260;
 const PAD = { left: 52, right: 16, top: 12, bottom: 44 };
 const COLORS = ['var(--c1)', 'var(--c2)', 'var(--c3)', 'var(--c4)', 'var(--c5)', 'var(--c6)'];
 

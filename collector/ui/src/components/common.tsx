@@ -80,7 +80,8 @@ export function EmptyState({ title, children }: { title: string; children?: Comp
       <pre class="code">
         <span class="c-comment"># in your agent's folder</span>
         {'\n'}npm install @agentrt/instrument{'\n'}
-        OTEL_EXPORTER_OTLP_ENDPOINT={endpoint} node --require @agentrt/instrument app.js
+        export OTEL_EXPORTER_OTLP_ENDPOINT={endpoint}
+        {'\n'}node --require @agentrt/instrument app.js
       </pre>
       <p>
         Any OpenTelemetry SDK works too: point its OTLP/HTTP exporter at <code>{endpoint}</code> (

@@ -111,7 +111,7 @@ function Comparison({ a, b }: { a: TraceView; b: TraceView }) {
   );
   return (
     <>
-      <table class="list compare-table" data-testid="compare-table">
+      <table class="list compare-table plain-head" data-testid="compare-table">
         <thead>
           <tr>
             <th />

@@ -8,10 +8,11 @@ import {
   type QueryErrorBody,
   type QueryResponse,
 } from '../api.js';
+import { binTimeMs } from '../chart-model.js';
 import { applyCompletion, completionContext, insideString, suggest } from '../autocomplete.js';
 import { StatsChart } from '../components/chart.js';
 import { ErrorBox } from '../components/common.js';
-import { formatCount, formatDuration } from '../format.js';
+import { formatCount, formatDateTime, formatDuration } from '../format.js';
 import { navigate, useAsync } from '../hooks.js';
 import { routeHref } from '../router.js';
 import type { AttributeValue } from '../view-types.js';
@@ -273,8 +274,17 @@ function cell(v: AttributeValue | undefined, column = ''): string {
 
 const MAX_CELL_CHARS = 160;
 
-function Cell({ value, column }: { value: AttributeValue | undefined; column: string }) {
-  const text = cell(value, column);
+function Cell({
+  value,
+  column,
+  time,
+}: {
+  value: AttributeValue | undefined;
+  column: string;
+  time?: boolean;
+}) {
+  const at = time ? binTimeMs(value) : undefined;
+  const text = at !== undefined ? formatDateTime(at) : cell(value, column);
   const long = text.length > MAX_CELL_CHARS;
   return (
     <span class="cell" title={long ? text : undefined}>
@@ -290,8 +300,9 @@ function Results({ result }: { result: QueryResponse }) {
   return (
     <div class="results">
       <p class="muted" data-testid="query-meta">
-        {result.rows.length} {result.kind === 'stats' ? 'groups' : 'spans'} · scanned{' '}
-        {formatCount(result.scanned)} records in {result.elapsedMs.toFixed(1)} ms
+        {result.rows.length} {result.kind === 'stats' ? 'group' : 'span'}
+        {result.rows.length === 1 ? '' : 's'} · scanned {formatCount(result.scanned)} records in{' '}
+        {result.elapsedMs.toFixed(1)} ms
       </p>
       {result.kind === 'stats' && <StatsChart result={result} />}
       {result.rows.length === 0 ? (
@@ -303,7 +314,12 @@ function Results({ result }: { result: QueryResponse }) {
               <tr>
                 {extraLink && <th>trace</th>}
                 {result.columns.map((c) => (
-                  <th key={c}>{c}</th>
+                  <th
+                    key={c}
+                    class={typeof result.rows[0]?.[c] === 'number' && c !== result.timeColumn ? 'num' : ''}
+                  >
+                    {c}
+                  </th>
                 ))}
               </tr>
             </thead>
@@ -329,7 +345,7 @@ function Results({ result }: { result: QueryResponse }) {
                             {traceId}
                           </a>
                         ) : (
-                          <Cell value={row[c]} column={c} />
+                          <Cell value={row[c]} column={c} time={c === result.timeColumn} />
                         )}
                       </td>
                     ))}
