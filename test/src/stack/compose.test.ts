@@ -162,8 +162,6 @@ describe('docker-compose.yml', () => {
       }
       expect(service.build.context, name).toBe('.');
       const dockerfile = join(repoRoot, service.build.dockerfile ?? 'Dockerfile');
-      // TEMPORARY until the examples' Dockerfiles land (issue 7): remove this guard then.
-      if (name !== 'collector' && name !== 'runtime' && !existsSync(dockerfile)) continue;
       expect(existsSync(dockerfile), `${name}: ${dockerfile} exists`).toBe(true);
       if (service.build.target) {
         expect(readRepoFile(service.build.dockerfile!)).toMatch(
