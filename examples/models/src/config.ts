@@ -23,6 +23,8 @@ export interface ModelConfig {
   readonly openaiApiKey: string | undefined;
   /** `AWS_REGION` or `AWS_DEFAULT_REGION`. */
   readonly awsRegion: string | undefined;
+  /** `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (the AWS SDK's service endpoint variable): a Bedrock-compatible endpoint. */
+  readonly bedrockEndpoint: string | undefined;
   /** `AGENTRT_OFFLINE_CHUNK_DELAY_MS`: pause between the offline model's text chunks (default 15). */
   readonly offlineChunkDelayMs: number;
   /** `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` records prompts, answers and tool I/O. */
@@ -128,6 +130,7 @@ export function readModelConfig(env: Env): ModelConfig {
     openaiBaseUrl: envString(env, 'OPENAI_BASE_URL'),
     openaiApiKey: envString(env, 'OPENAI_API_KEY'),
     awsRegion: envString(env, 'AWS_REGION') ?? envString(env, 'AWS_DEFAULT_REGION'),
+    bedrockEndpoint: envString(env, 'AWS_ENDPOINT_URL_BEDROCK_RUNTIME') ?? envString(env, 'AWS_ENDPOINT_URL'),
     offlineChunkDelayMs: envInteger(env, 'AGENTRT_OFFLINE_CHUNK_DELAY_MS', 15, warnings, { max: 10_000 }),
     captureMessageContent: envBoolean(
       env,
@@ -163,18 +166,22 @@ export function readWeatherApiConfig(env: Env): WeatherApiConfig {
 export interface FixtureServerConfig {
   /** `HOST` (default 127.0.0.1). */
   readonly host: string;
-  /** `PORT` (default: the fixture's own, 8790 for the weather API, 8791 for the OpenAI stub). */
+  /** `PORT` (default: the fixture's own, 8790 for the weather API, 8791 for the OpenAI stub, 8792 for the Bedrock stub). */
   readonly port: number;
   /** `WEATHER_FIXTURE_LATENCY_MS` (default 0): added to every weather API answer. */
   readonly latencyMs: number;
-  /** `OPENAI_STUB_API_KEYS`: comma-separated keys the stub accepts (any key when unset). */
+  /** `OPENAI_STUB_API_KEYS` / `BEDROCK_STUB_ACCESS_KEY_IDS`: comma-separated keys the stub accepts (any when unset). */
   readonly apiKeys: readonly string[] | undefined;
   readonly warnings: readonly string[];
 }
 
-export function readFixtureServerConfig(env: Env, defaultPort: number): FixtureServerConfig {
+export function readFixtureServerConfig(
+  env: Env,
+  defaultPort: number,
+  keysVariable = 'OPENAI_STUB_API_KEYS',
+): FixtureServerConfig {
   const warnings: string[] = [];
-  const keys = envString(env, 'OPENAI_STUB_API_KEYS')
+  const keys = envString(env, keysVariable)
     ?.split(',')
     .map((k) => k.trim())
     .filter(Boolean);
@@ -188,8 +195,11 @@ export function readFixtureServerConfig(env: Env, defaultPort: number): FixtureS
 }
 
 /** The fixture servers' settings from this process's environment (the runnable fixtures call this). */
-export function fixtureServerConfigFromProcess(defaultPort: number): FixtureServerConfig {
-  return readFixtureServerConfig(process.env, defaultPort);
+export function fixtureServerConfigFromProcess(
+  defaultPort: number,
+  keysVariable?: string,
+): FixtureServerConfig {
+  return readFixtureServerConfig(process.env, defaultPort, keysVariable);
 }
 
 /** What every example service reads: where to listen, logging, the model and the weather API. */

@@ -44,15 +44,21 @@ export function createModel(config: ModelConfig): ModelSelection {
   switch (config.provider) {
     case 'bedrock': {
       const region = config.awsRegion ?? 'us-west-2';
-      const inner = new BedrockModel({ region, modelId: config.modelId ?? DEFAULT_BEDROCK_MODEL_ID });
+      const endpoint = config.bedrockEndpoint;
+      const inner = new BedrockModel({
+        region,
+        modelId: config.modelId ?? DEFAULT_BEDROCK_MODEL_ID,
+        ...(endpoint ? { clientConfig: { region, endpoint } } : {}),
+      });
       return {
         ...base,
         model: new GenAiTracedModel(inner),
         genAiProvider: 'aws.bedrock',
         modelId: inner.modelId ?? 'unknown',
         offline: false,
-        serverAddress: `bedrock-runtime.${region}.amazonaws.com`,
-        serverPort: 443,
+        ...(endpoint
+          ? endpointOf(endpoint)
+          : { serverAddress: `bedrock-runtime.${region}.amazonaws.com`, serverPort: 443 }),
       };
     }
     case 'openai': {
