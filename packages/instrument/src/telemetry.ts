@@ -125,20 +125,26 @@ export function startWithConfig(
   });
   tracerProvider.register({ propagator: createPropagator(config.propagators) });
 
+  // Logs are optional: a failure here leaves traces working (the preload catches the rest).
   let loggerProvider: LoggerProvider | undefined;
   if (config.logs.exporter !== 'none') {
-    const exporter = createLogExporter(config.logs);
-    exporters.push(exporter);
-    loggerProvider = new LoggerProvider({
-      resource,
-      processors: [
-        createAttributeFilterLogProcessor(filter),
-        config.logs.exporter === 'console'
-          ? new SimpleLogRecordProcessor(exporter)
-          : new BatchLogRecordProcessor(exporter),
-      ],
-    });
-    logs.setGlobalLoggerProvider(loggerProvider);
+    try {
+      const exporter = createLogExporter(config.logs);
+      loggerProvider = new LoggerProvider({
+        resource,
+        processors: [
+          createAttributeFilterLogProcessor(filter),
+          config.logs.exporter === 'console'
+            ? new SimpleLogRecordProcessor(exporter)
+            : new BatchLogRecordProcessor(exporter),
+        ],
+      });
+      logs.setGlobalLoggerProvider(loggerProvider);
+      exporters.push(exporter);
+    } catch (error) {
+      loggerProvider = undefined;
+      diag.warn('log export could not be started; continuing without it', error);
+    }
   }
 
   const instrumentations = createInstrumentations({

@@ -9,14 +9,14 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type AppProcess, deadPort, killAllApps, spawnApp, startHeaderRecorder } from './app-process.js';
-import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './otlp-receiver.js';
+import type { SpanRecord } from '@agentrt/collector';
+import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver.js';
 
 const KOA_APP = 'src/instrument/fixtures/koa-app.cjs';
 const ESM_APP = 'src/instrument/fixtures/esm-app.mjs';
 const BIN = createRequire(import.meta.url)
   .resolve('@agentrt/instrument/package.json')
   .replace(/package\.json$/, 'dist/bin.js');
-const SERVER = 2;
 const FAST_EXPORT = { OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_BLRP_SCHEDULE_DELAY: '100' };
 /** Flush deadline in tests that assert what the flush delivered (the default 2 s is for production). */
 const SHUTDOWN_MS = '10000';
@@ -29,8 +29,8 @@ async function get(app: AppProcess, path: string, headers: Record<string, string
   return { status: res.status, body: (await res.text()) as string };
 }
 
-function serverSpan(receiver: OtlpReceiver, traceId: string): ReceivedSpan | undefined {
-  return receiver.spans.find((s) => s.traceId === traceId && s.kind === SERVER);
+function serverSpan(receiver: OtlpReceiver, traceId: string): SpanRecord | undefined {
+  return receiver.spans.find((s) => s.traceId === traceId && s.kind === 'SERVER');
 }
 
 let receiver: OtlpReceiver;
@@ -93,9 +93,9 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', { t
     const s1 = await receiver.waitFor('server span of request 1', () => serverSpan(receiver, t1));
     expect(s1.parentSpanId).toBe(p1);
     expect(s1.attributes['session.id']).toBe('sess-from-header');
-    expect(s1.resource['service.name']).toBe('koa-fixture');
-    expect(s1.resource['cloud.resource_id']).toContain('runtime/r-1');
-    expect(s1.resource['process.pid']).toBe(app.child.pid);
+    expect(s1.resource.attributes['service.name']).toBe('koa-fixture');
+    expect(s1.resource.attributes['cloud.resource_id']).toContain('runtime/r-1');
+    expect(s1.resource.attributes['process.pid']).toBe(app.child.pid);
 
     const s2 = await receiver.waitFor('server span of request 2', () => serverSpan(receiver, t2));
     expect(s2.attributes['session.id']).toBe('sess-from-baggage');
@@ -113,7 +113,8 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', { t
     expect(chat.attributes).not.toHaveProperty('gen_ai.input.messages');
     expect(chat.attributes).not.toHaveProperty('gen_ai.output.messages');
     expect(chat.attributes).not.toHaveProperty('gen_ai.system_instructions');
-    expect(chat.eventNames).toEqual(['kept.event']);
+    expect(chat.events.map((e) => e.name)).toEqual(['kept.event']);
+    expect(chat.events[0]?.attributes).toEqual({ other: 1 });
     // secrets are redacted, always and by list
     expect(chat.attributes['http.request.header.authorization']).toBe('[REDACTED]');
     expect(chat.attributes['user.email']).toBe('[REDACTED]');
@@ -173,7 +174,7 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', { t
     // capture on: the content is kept, the secret is still redacted
     const chat = receiver.spans.find((s) => s.traceId === t && s.name === 'chat fake-model');
     expect(chat?.attributes['gen_ai.input.messages']).toContain('"role":"user"');
-    expect(chat?.eventNames).toContain('gen_ai.user.message');
+    expect(chat?.events.map((e) => e.name)).toContain('gen_ai.user.message');
     expect(chat?.attributes['http.request.header.authorization']).toBe('[REDACTED]');
     expect(receiver.logs.some((l) => l.traceId === t)).toBe(true);
   });
@@ -192,6 +193,20 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', { t
     expect(app.stdout()).toContain('APP SIGTERM');
     expect((await get(app, '/ping')).status).toBe(200);
     expect(app.child.exitCode).toBeNull();
+  });
+  it("holds an app handler's process.exit() until the flush is done", async () => {
+    const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
+      OTEL_BSP_SCHEDULE_DELAY: '600000',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      AGENTRT_SHUTDOWN_TIMEOUT_MS: SHUTDOWN_MS,
+      FIXTURE_OWN_SIGTERM: 'exit',
+    });
+    const t = hex(16);
+    await get(app, '/invocations', { traceparent: traceparent(t, hex(8)) });
+    app.child.kill('SIGTERM');
+    expect(await app.exited).toEqual({ code: 0, signal: null });
+    expect(app.stdout()).toContain('APP SIGTERM');
+    expect(serverSpan(receiver, t)).toBeDefined();
   });
 });
 
@@ -217,13 +232,13 @@ describe('node --import @agentrt/instrument (ES module app, OTLP protobuf)', { t
     expect(span.parentSpanId).toBe(p);
     expect(span.attributes['session.id']).toBe('sess-amzn-header');
     expect(span.attributes['http.request.method']).toBe('GET');
-    expect(span.resource['service.name']).toBe('@agentrt/test');
+    expect(span.resource.attributes['service.name']).toBe('@agentrt/test');
     // koa (CommonJS) imported from ESM is patched; AGENTRT_MIDDLEWARE_SPANS shows its middleware
     await receiver.waitFor('koa span', () =>
       receiver.spans.find((s) => s.traceId === t && s.name.startsWith('middleware')),
     );
     const client = await receiver.waitFor('fetch client span', () =>
-      receiver.spans.find((s) => s.traceId === t && s.kind === 3),
+      receiver.spans.find((s) => s.traceId === t && s.kind === 'CLIENT'),
     );
     const out = downstream.requests.find((h) => String(h.traceparent).includes(t));
     expect(String(out?.traceparent)).toContain(client.spanId);
