@@ -179,34 +179,33 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', { t
     expect(receiver.logs.some((l) => l.traceId === t)).toBe(true);
   });
 
-  it('flushes but does not exit on SIGTERM when the app has its own SIGTERM handler', async () => {
+  /** Starts the Koa app with its own SIGTERM handler, serves one traced request, sends SIGTERM. */
+  async function sigtermWithAppHandler(mode: '1' | 'exit') {
     const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
       OTEL_BSP_SCHEDULE_DELAY: '600000',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       AGENTRT_SHUTDOWN_TIMEOUT_MS: SHUTDOWN_MS,
-      FIXTURE_OWN_SIGTERM: '1',
+      FIXTURE_OWN_SIGTERM: mode,
     });
-    const t = hex(16);
-    await get(app, '/invocations', { traceparent: traceparent(t, hex(8)) });
+    const traceId = hex(16);
+    await get(app, '/invocations', { traceparent: traceparent(traceId, hex(8)) });
     app.child.kill('SIGTERM');
-    await receiver.waitFor('flushed server span', () => serverSpan(receiver, t));
+    return { app, traceId };
+  }
+
+  it('flushes but does not exit on SIGTERM when the app has its own SIGTERM handler', async () => {
+    const { app, traceId } = await sigtermWithAppHandler('1');
+    await receiver.waitFor('flushed server span', () => serverSpan(receiver, traceId));
     expect(app.stdout()).toContain('APP SIGTERM');
     expect((await get(app, '/ping')).status).toBe(200);
     expect(app.child.exitCode).toBeNull();
   });
+
   it("holds an app handler's process.exit() until the flush is done", async () => {
-    const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
-      OTEL_BSP_SCHEDULE_DELAY: '600000',
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      AGENTRT_SHUTDOWN_TIMEOUT_MS: SHUTDOWN_MS,
-      FIXTURE_OWN_SIGTERM: 'exit',
-    });
-    const t = hex(16);
-    await get(app, '/invocations', { traceparent: traceparent(t, hex(8)) });
-    app.child.kill('SIGTERM');
+    const { app, traceId } = await sigtermWithAppHandler('exit');
     expect(await app.exited).toEqual({ code: 0, signal: null });
     expect(app.stdout()).toContain('APP SIGTERM');
-    expect(serverSpan(receiver, t)).toBeDefined();
+    expect(serverSpan(receiver, traceId)).toBeDefined();
   });
 });
 
