@@ -403,6 +403,47 @@ describe('collector with raw OTLP bodies', () => {
     expect(await count(c.url)).toBe(before + 1);
   });
 
+  it('answers every truncation and corruption of a protobuf body with 200 or 400, and keeps serving', async () => {
+    const fuzz = await startCollector();
+    try {
+      const exporter = new InMemorySpanExporter();
+      const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+      for (let i = 0; i < 20; i++)
+        provider
+          .getTracer('fuzz')
+          .startSpan(`fuzz${i}`, { attributes: { i, s: 'x'.repeat(i * 10) } })
+          .end();
+      const good = Buffer.from(ProtobufTraceSerializer.serializeRequest(exporter.getFinishedSpans())!);
+      let seed = 7;
+      const rand = (n: number): number => (seed = (seed * 48271) % 2147483647) % n;
+      const statuses = new Set<number>();
+      for (let i = 0; i < 60; i++) {
+        const body = Buffer.from(good.subarray(0, rand(good.length)));
+        if (i % 2) body[rand(body.length || 1)] = rand(256);
+        const res = await fetch(`${fuzz.url}/v1/traces`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-protobuf' },
+          body,
+        });
+        statuses.add(res.status);
+        await res.arrayBuffer();
+      }
+      expect([...statuses].every((s) => s === 200 || s === 400)).toBe(true);
+      expect(statuses.has(400)).toBe(true);
+      const ok = await fetch(`${fuzz.url}/v1/traces`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-protobuf' },
+        body: good,
+      });
+      expect(ok.status).toBe(200);
+      expect(await count(fuzz.url, 'name like /^fuzz/ and ispresent(attributes.i)')).toBeGreaterThanOrEqual(
+        20,
+      );
+    } finally {
+      await fuzz.cleanup();
+    }
+  });
+
   it('returns 429 with Retry-After when the ingest queue is full, and 503 while shutting down', async () => {
     const slow = await startCollector({ flushDelayMs: 1500, maxPendingRecords: 5 });
     try {

@@ -265,12 +265,17 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
       return i === undefined ? undefined : (row as unknown[])[i];
     };
     const n = paths.length;
-    for (const r of stmt.iterate(...params) as Iterable<Record<string, unknown>>) {
+    // Rows as arrays: no per-row object or column-name lookups on the hot path.
+    stmt.setReturnArrays(true);
+    for (const arr of stmt.iterate(...params) as Iterable<unknown[]>) {
       scanned++;
-      const arr = new Array<unknown>(n);
       for (let i = 0; i < n; i++) {
-        const v = r[`c${i}`];
-        arr[i] = json[i] && typeof v === 'string' ? JSON.parse(v) : (v ?? undefined);
+        const v = arr[i];
+        if (v === null) arr[i] = undefined;
+        else if (json[i] && typeof v === 'string') {
+          // Plain JSON strings (the common case) without a full parse.
+          arr[i] = v.charCodeAt(0) === 34 && !v.includes('\\') ? v.slice(1, -1) : JSON.parse(v);
+        }
       }
       if (filter && !evaluate(filter, arr, get)) continue;
       rows.push(arr);

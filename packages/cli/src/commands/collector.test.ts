@@ -34,7 +34,11 @@ describe('agentrt collector', () => {
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     const deadline = Date.now() + 20_000;
-    while (!out.includes('"listening"') && Date.now() < deadline && child.exitCode === null) {
+    while (
+      !(out.includes('"listening"') && err.includes('collector on')) &&
+      Date.now() < deadline &&
+      child.exitCode === null
+    ) {
       await new Promise((r) => setTimeout(r, 25));
     }
     const listening = out
