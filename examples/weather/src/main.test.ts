@@ -11,6 +11,7 @@ import { type Collector, createCollector } from '@agentrt/collector';
 import { type WeatherApiFixture, startWeatherApiFixture } from '@agentrt/example-models/fixtures';
 import {
   checkDockerfile,
+  type RunningContainer,
   loggedOfflineNotice,
   readContainerCommand,
   useExampleContainers,
@@ -19,7 +20,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 
 const exampleDir = join(dirname(fileURLToPath(import.meta.url)), '..');
-const startExample = useExampleContainers();
 let weather: WeatherApiFixture;
 
 beforeAll(async () => {
@@ -28,21 +28,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await weather?.close();
 });
-
-/** Starts the container command on a free port and waits until `workers` workers listen. */
-async function startService(env: Record<string, string>, workers = 2) {
-  const { container, url } = await startExample(
-    exampleDir,
-    {
-      WEATHER_API_BASE_URL: weather.url,
-      AGENTRT_OFFLINE_CHUNK_DELAY_MS: '10',
-      WEATHER_WORKERS: String(workers),
-      ...env,
-    },
-    { listeningMsg: 'worker listening', count: workers },
-  );
-  return { service: container, url };
-}
 
 const ask = (url: string, prompt: string, path = '/weather', headers: Record<string, string> = {}) =>
   fetch(`${url}${path}`, {
@@ -90,10 +75,38 @@ describe('static checks', () => {
   });
 });
 
+// One service (2 workers, exporting to a real collector) serves the three tests in order; the last
+// one stops it. Starting the instrumented service is the slow part on a loaded machine.
 describe('the container command', { timeout: 180_000 }, () => {
+  const startExample = useExampleContainers({ cleanup: 'all' });
+  const dataDir = mkdtempSync(join(tmpdir(), 'weather-collector-'));
+  let collector: Collector;
+  let service: RunningContainer;
+  let url: string;
+
+  beforeAll(async () => {
+    collector = await createCollector({ dataDir, port: 0, host: '127.0.0.1' });
+    const started = await startExample(
+      exampleDir,
+      {
+        WEATHER_API_BASE_URL: weather.url,
+        AGENTRT_OFFLINE_CHUNK_DELAY_MS: '10',
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_LOGS_EXPORTER: 'otlp',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        OTEL_SERVICE_NAME: 'weather',
+      },
+      { listeningMsg: 'worker listening', count: 2 },
+    );
+    ({ container: service, url } = started);
+  }, 180_000);
+  afterAll(async () => {
+    await collector?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
   it('runs 2 workers that serve requests concurrently (distinct worker pids)', async () => {
-    const { service, url } = await startService({});
-    const primaryPid = service.child.pid;
     const before = weather.maxConcurrent;
     const responses = await Promise.all(
       Array.from({ length: 6 }, (_, i) => ask(url, `Weather at ${40 + i}.5,-100.25`)),
@@ -105,7 +118,7 @@ describe('the container command', { timeout: 180_000 }, () => {
       pids.add(response.headers.get('x-worker-pid')!);
     }
     expect(pids.size).toBe(2);
-    expect(pids.has(String(primaryPid))).toBe(false);
+    expect(pids.has(String(service.child.pid))).toBe(false);
     const workerPids = service.logs
       .filter((l) => l.msg === 'worker listening')
       .map((l) => String(l.workerPid));
@@ -114,8 +127,63 @@ describe('the container command', { timeout: 180_000 }, () => {
     expect(loggedOfflineNotice(service)).toBe(true);
   });
 
+  it('one request yields the GenAI span tree in the collector, found by session.id', async () => {
+    const session = `weather-e2e-${Date.now()}-0123456789abcdef0123`;
+    const response = await ask(url, 'What is the weather at 39.7392,-104.9903?', '/weather', {
+      'X-Cloud-Agent-Runtime-Session-Id': session,
+    });
+    expect(response.status).toBe(200);
+    await response.text();
+
+    // Poll the collector's API until the trace of this session is complete.
+    let tree: { roots: SpanNode[] } | undefined;
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      const list = (await (await fetch(`${collector.url}/api/traces?sessionId=${session}`)).json()) as {
+        traces: { traceId: string; spanCount: number; inProgress: boolean }[];
+      };
+      const found = list.traces[0];
+      if (found && !found.inProgress && found.spanCount >= 7) {
+        tree = (await (await fetch(`${collector.url}/api/traces/${found.traceId}`)).json()) as {
+          roots: SpanNode[];
+        };
+        if (flatten(tree.roots).some((n) => n.span.name === 'invoke_agent weather')) break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(tree).toBeDefined();
+    const nodes = flatten(tree!.roots);
+    const agent = nodes.find((n) => n.span.name === 'invoke_agent weather')!;
+    expect(agent).toBeDefined();
+    expect(agent.children.map((c) => c.span.name)).toEqual([
+      'chat agentrt-offline-weather-1',
+      'execute_tool http_request',
+      'chat agentrt-offline-weather-1',
+      'execute_tool http_request',
+      'chat agentrt-offline-weather-1',
+    ]);
+    const chat = agent.children[0]!.span;
+    expect(chat.kind).toBe('CLIENT');
+    expect(chat.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'offline',
+      'gen_ai.request.model': 'agentrt-offline-weather-1',
+      'gen_ai.conversation.id': session,
+      'session.id': session,
+    });
+    expect(Number(chat.attributes['gen_ai.usage.input_tokens'])).toBeGreaterThan(0);
+    // The invocation's server span is the agent's parent; the tool's outbound HTTP call nests in the tool span.
+    const parent = nodes.find((n) => n.children.includes(agent))!;
+    expect(parent.span.kind).toBe('SERVER');
+    expect(parent.span.attributes['session.id']).toBe(session);
+    expect(agent.children[1]!.children.some((c) => c.span.kind === 'CLIENT')).toBe(true);
+    // Content capture is off by default.
+    expect(nodes.every((n) => !Object.keys(n.span.attributes).some((k) => k.endsWith('.messages')))).toBe(
+      true,
+    );
+  });
+
   it('SIGTERM drains: an in-flight stream finishes, then the service exits 0', async () => {
-    const { service, url } = await startService({}, 1);
     const response = await ask(url, 'Weather at 47.6062,-122.3321', '/weather-streaming');
     expect(response.status).toBe(200);
     const reader = response.body!.getReader();
@@ -129,86 +197,10 @@ describe('the container command', { timeout: 180_000 }, () => {
       text += new TextDecoder().decode(value);
     }
     expect(text).toMatch(/^Here is the forecast for Seattle, WA:[\s\S]*In detail, tonight: /);
-    const exit = await service.exited;
-    expect(exit).toEqual({ code: 0, signal: null });
-    expect(service.logs.some((l) => l.msg === 'draining')).toBe(true);
+    expect(await service.exited).toEqual({ code: 0, signal: null });
+    expect(service.logs.filter((l) => l.msg === 'draining')).toHaveLength(2);
+    expect(service.logs.filter((l) => l.msg === 'worker stopped')).toHaveLength(2);
     await expect(fetch(`${url}/health`)).rejects.toThrow();
-  });
-
-  it('one request yields the GenAI span tree in the collector, found by session.id', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'weather-collector-'));
-    let collector: Collector | undefined;
-    try {
-      collector = await createCollector({ dataDir, port: 0, host: '127.0.0.1' });
-      const { url } = await startService(
-        {
-          OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
-          OTEL_TRACES_EXPORTER: 'otlp',
-          OTEL_LOGS_EXPORTER: 'otlp',
-          OTEL_BSP_SCHEDULE_DELAY: '100',
-          OTEL_SERVICE_NAME: 'weather',
-        },
-        1,
-      );
-      const session = `weather-e2e-${Date.now()}-0123456789abcdef0123`;
-      const response = await ask(url, 'What is the weather at 39.7392,-104.9903?', '/weather', {
-        'X-Cloud-Agent-Runtime-Session-Id': session,
-      });
-      expect(response.status).toBe(200);
-      await response.text();
-
-      // Poll the collector's API until the trace of this session is complete.
-      let tree: { roots: SpanNode[] } | undefined;
-      const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline) {
-        const list = (await (await fetch(`${collector.url}/api/traces?sessionId=${session}`)).json()) as {
-          traces: { traceId: string; spanCount: number; inProgress: boolean }[];
-        };
-        const found = list.traces[0];
-        if (found && !found.inProgress && found.spanCount >= 7) {
-          tree = (await (await fetch(`${collector.url}/api/traces/${found.traceId}`)).json()) as {
-            roots: SpanNode[];
-          };
-          if (flatten(tree.roots).some((n) => n.span.name === 'invoke_agent weather')) break;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-      expect(tree).toBeDefined();
-      const nodes = flatten(tree!.roots);
-      const agent = nodes.find((n) => n.span.name === 'invoke_agent weather')!;
-      expect(agent).toBeDefined();
-      const childNames = agent.children.map((c) => c.span.name);
-      expect(childNames).toEqual([
-        'chat agentrt-offline-weather-1',
-        'execute_tool http_request',
-        'chat agentrt-offline-weather-1',
-        'execute_tool http_request',
-        'chat agentrt-offline-weather-1',
-      ]);
-      const chat = agent.children[0]!.span;
-      expect(chat.kind).toBe('CLIENT');
-      expect(chat.attributes).toMatchObject({
-        'gen_ai.operation.name': 'chat',
-        'gen_ai.provider.name': 'offline',
-        'gen_ai.request.model': 'agentrt-offline-weather-1',
-        'gen_ai.conversation.id': session,
-        'session.id': session,
-      });
-      expect(Number(chat.attributes['gen_ai.usage.input_tokens'])).toBeGreaterThan(0);
-      // The invocation's server span is the agent's parent, and the tool's outbound HTTP call nests in the tool span.
-      const parent = nodes.find((n) => n.children.includes(agent))!;
-      expect(parent.span.kind).toBe('SERVER');
-      expect(parent.span.attributes['session.id']).toBe(session);
-      const tool = agent.children[1]!;
-      expect(tool.children.some((c) => c.span.kind === 'CLIENT')).toBe(true);
-      // Content capture is off by default.
-      expect(nodes.every((n) => !Object.keys(n.span.attributes).some((k) => k.endsWith('.messages')))).toBe(
-        true,
-      );
-    } finally {
-      await collector?.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
   });
 });
 

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
 import { type RunningContainer, startContainerCommand } from './container-command.js';
 
 /** Telemetry off for process tests that do not look at it (no export to a collector that may be running). */
@@ -18,17 +18,18 @@ export interface StartedExample {
 }
 
 /**
- * Registers cleanup (SIGKILL of the whole process group after each test) and returns a starter
+ * Registers cleanup (SIGKILL of the whole process group after each test, or after all tests of the
+ * enclosing describe with `cleanup: 'all'`) and returns a starter
  * that runs an example's container command on 127.0.0.1 and a free port, waits for `listeningMsg`
  * `count` times, and gives its URL. `env` wins over the defaults (telemetry export off).
  */
-export function useExampleContainers(): (
+export function useExampleContainers({ cleanup = 'each' }: { cleanup?: 'each' | 'all' } = {}): (
   exampleDir: string,
   env: Record<string, string>,
   options?: { listeningMsg?: string; count?: number },
 ) => Promise<StartedExample> {
   const running: RunningContainer[] = [];
-  afterEach(async () => {
+  (cleanup === 'each' ? afterEach : afterAll)(async () => {
     await Promise.all(running.splice(0).map((r) => r.stop('SIGKILL', 5_000)));
   });
   return async (exampleDir, env, { listeningMsg = 'listening', count = 1 } = {}) => {
