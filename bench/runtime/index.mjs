@@ -188,45 +188,41 @@ const rows = [];
 const loadBefore = os.loadavg()[0];
 const started = performance.now();
 
-const bare = await bareColdStarts(COLD);
-rows.push([
-  'cold start: bare `node agent` spawn + /ping (baseline, no runtime)',
-  ms(pct(bare, 50)),
-  ms(pct(bare, 95)),
-  '1.00×',
-  '',
-]);
-
-const plain = await withRuntime({ isolation: 'none' }, (rt) => coldStarts(rt, COLD, false));
-rows.push([
-  'cold start: runtime, process-group isolation',
-  ms(pct(plain, 50)),
-  ms(pct(plain, 95)),
-  `${(pct(plain, 50) / pct(bare, 50)).toFixed(2)}×`,
-  '',
-]);
-
+// Cold starts, interleaved round by round (bare, no isolation, sandbox, sandbox + pool) so that the
+// machine's changing load hits every variant alike.
 let isolationMode = 'none';
-const sandboxed = await withRuntime({ isolation: 'auto' }, (rt) => {
-  isolationMode = rt.server.isolation;
-  return coldStarts(rt, COLD, false);
-});
-rows.push([
-  `cold start: runtime, ${isolationMode} isolation`,
-  ms(pct(sandboxed, 50)),
-  ms(pct(sandboxed, 95)),
-  `${(pct(sandboxed, 50) / pct(bare, 50)).toFixed(2)}×`,
-  '',
-]);
-
-const pooled = await withRuntime({ isolation: 'auto', warmPoolSize: 2 }, (rt) => coldStarts(rt, COLD, true));
-rows.push([
-  `cold start: runtime, ${isolationMode} + warm pool (2)`,
-  ms(pct(pooled, 50)),
-  ms(pct(pooled, 95)),
-  `${(pct(pooled, 50) / pct(bare, 50)).toFixed(2)}×`,
-  pct(pooled, 50) < 300 ? 'goal < 300 ms p50: met' : 'goal < 300 ms p50: missed',
-]);
+const cold = await withRuntime({ isolation: 'none' }, (plainRt) =>
+  withRuntime({ isolation: 'auto' }, (boxRt) =>
+    withRuntime({ isolation: 'auto', warmPoolSize: 2 }, async (poolRt) => {
+      isolationMode = boxRt.server.isolation;
+      const out = { bare: [], plain: [], sandboxed: [], pooled: [] };
+      for (let i = 0; i < COLD; i++) {
+        out.bare.push(...(await bareColdStarts(1)));
+        out.plain.push(...(await coldStarts(plainRt, 1, false)));
+        out.sandboxed.push(...(await coldStarts(boxRt, 1, false)));
+        out.pooled.push(...(await coldStarts(poolRt, 1, true)));
+      }
+      return out;
+    }),
+  ),
+);
+const coldRow = (label, values, note = '') => [
+  label,
+  ms(pct(values, 50)),
+  ms(pct(values, 95)),
+  `${(pct(values, 50) / pct(cold.bare, 50)).toFixed(2)}×`,
+  note,
+];
+rows.push(coldRow('cold start: bare `node agent` spawn + /ping (baseline, no runtime)', cold.bare));
+rows.push(coldRow('cold start: runtime, process-group isolation', cold.plain));
+rows.push(coldRow(`cold start: runtime, ${isolationMode} isolation`, cold.sandboxed));
+rows.push(
+  coldRow(
+    `cold start: runtime, ${isolationMode} + warm pool (2)`,
+    cold.pooled,
+    pct(cold.pooled, 50) < 300 ? 'goal < 300 ms p50: met' : 'goal < 300 ms p50: missed',
+  ),
+);
 
 // Warm invokes: same session, through the runtime vs straight to the worker, interleaved batches.
 const warm = await withRuntime({ isolation: 'auto' }, async ({ server, invoke }) => {

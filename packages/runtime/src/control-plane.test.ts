@@ -423,6 +423,23 @@ describe('hostile and malformed HTTP input', () => {
     expect(rt.server.sessions()).toHaveLength(0);
   });
 
+  it('replays a create with the same clientToken and refuses the token with other parameters', async () => {
+    const body = {
+      agentRuntimeName: 'idempotent',
+      agentRuntimeArtifact: artifact('counter'),
+      roleArn: ROLE_ARN,
+      clientToken: 'token-0000000000000000000000000000000001',
+    };
+    const put = (b: unknown) =>
+      fetch(`${rt.server.url}/runtimes/`, { method: 'PUT', body: JSON.stringify(b) });
+    const first = (await (await put(body)).json()) as { agentRuntimeId: string };
+    const again = (await (await put(body)).json()) as { agentRuntimeId: string };
+    expect(again.agentRuntimeId).toBe(first.agentRuntimeId);
+    const other = await put({ ...body, description: 'different' });
+    expect(other.status).toBe(400);
+    expect(((await other.json()) as { reason: string }).reason).toBe('IdempotentParameterMismatchException');
+  });
+
   it('invokes by bare id with accountId, mints a session id for raw callers and forwards allow-listed headers only', async () => {
     const ready = await createReady(rt.control, 'raw_caller', 'counter', {
       requestHeaderConfiguration: { requestHeaderAllowlist: ['X-Tenant'] },
@@ -448,6 +465,13 @@ describe('hostile and malformed HTTP input', () => {
     expect(body.headers['x-secret']).toBeUndefined();
     expect(body.headers['x-cloud-trace-id']).toBe('Root=1-abc');
     expect(body.headers['x-amzn-bedrock-agentcore-runtime-session-id']).toBe(minted);
+    // Our X-Cloud session header name reaches the same session as the AWS one.
+    const cloud = await fetch(`${rt.server.url}/runtimes/${ready.agentRuntimeId}/invocations`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'x-cloud-agent-runtime-session-id': minted! },
+    });
+    expect(((await cloud.json()) as { count: number }).count).toBe(2);
     const wrongAccount = await fetch(
       `${rt.server.url}/runtimes/${ready.agentRuntimeId}/invocations?accountId=999999999999`,
       { method: 'POST', body: '{}' },

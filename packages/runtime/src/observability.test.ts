@@ -31,12 +31,18 @@ describe('worker logs and telemetry', () => {
   let rt: TestRuntime;
   let receiver: Server;
   const received: OtlpLogBody[] = [];
+  let fromWorkers = 0;
   beforeAll(async () => {
     receiver = createServer((req, res) => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString('utf8')));
       req.on('end', () => {
-        if (req.url === '/v1/logs') received.push(JSON.parse(body) as OtlpLogBody);
+        const fromRuntime =
+          req.headers['content-type'] === 'application/json' && body.includes('"agentrt-runtime"');
+        if (req.url?.startsWith('/v1/') && !fromRuntime) fromWorkers++;
+        // The runtime posts JSON; instrumented workers may post protobuf to the same receiver.
+        if (req.url === '/v1/logs' && req.headers['content-type'] === 'application/json')
+          received.push(JSON.parse(body) as OtlpLogBody);
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });
     });
@@ -89,7 +95,13 @@ describe('worker logs and telemetry', () => {
     };
     const warned = rt.logs.some((l) => String(l.msg).includes('@agentrt/instrument is not resolvable'));
     if (warned) expect(out.env.NODE_OPTIONS).toBeUndefined();
-    else expect(out.env.NODE_OPTIONS).toMatch(/--require \S+instrument\S+\.js/);
+    else {
+      expect(out.env.NODE_OPTIONS).toMatch(/--require \S+instrument\S+\.js/);
+      // Only workers send traces: the preloaded SDK exported the invocation's spans here.
+      // The preloaded SDK exports the worker's own telemetry (its console output at least) to the
+      // same endpoint; the runtime's own exports are JSON from service agentrt-runtime.
+      await waitFor(() => fromWorkers > 0, 20_000, 'telemetry exported by the instrumented worker');
+    }
   });
 });
 
