@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatAgo, formatCount, formatDuration } from './format.js';
+import { formatAgo, formatCount, formatDuration, formatTimestamp } from './format.js';
 
 describe('format', () => {
   it('formats durations with a unit that fits', () => {
@@ -16,5 +16,6 @@ describe('format', () => {
     expect(formatCount(4_200_000)).toBe('4.2M');
     expect(formatAgo(1000, 1500)).toBe('just now');
     expect(formatAgo(0, 180_000)).toBe('3 min ago');
+    expect(formatTimestamp(new Date(2026, 0, 2, 3, 4, 5, 67).getTime())).toBe('2026-01-02 03:04:05.067');
   });
 });

@@ -43,6 +43,11 @@ export function formatDateTime(ms: number): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
+/** Local date and time with milliseconds: "2026-11-21 14:03:27.120". */
+export function formatTimestamp(ms: number): string {
+  return `${formatDateTime(ms)}.${pad(new Date(ms).getMilliseconds(), 3)}`;
+}
+
 /** "just now", "5 s ago", "3 min ago", "2 h ago", else the date. */
 export function formatAgo(ms: number, nowMs: number = Date.now()): string {
   const d = nowMs - ms;

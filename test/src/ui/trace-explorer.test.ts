@@ -287,6 +287,12 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     await page.locator('[data-testid=run-query]').click();
     const link = page.locator('[data-testid=results-table] tbody tr a').first();
     await link.waitFor();
+    expect(await page.locator('[data-testid=results-table] tbody tr').count()).toBe(2);
+    // The whole record (`@message`) is folded away as expandable JSON.
+    const record = page.locator('[data-testid=results-table] details.cell-json').first();
+    await record.locator('summary').click();
+    expect(await record.innerText()).toContain('"gen_ai.tool.name": "get_weather"');
+    await screenshot(page, '10-span-results');
     await link.click();
     await page.waitForURL(/#\/traces\/[0-9a-f]{32}\?span=/);
     await page.locator('.span-panel .tool-call').waitFor();
@@ -300,7 +306,7 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     expect(text).toMatch(/model time \(chat spans\)\s+1 s\s+1 s/);
     expect(text).toMatch(/tool calls\s+1\s+1/);
     expect(await page.locator('[data-testid=steps-table] tbody tr').count()).toBe(4);
-    await screenshot(page, '10-compare');
+    await screenshot(page, '11-compare');
   });
 
   it('shows a live span the moment it arrives, with its trace marked in progress', async () => {
@@ -323,13 +329,13 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     expect(await card.getAttribute('class')).toContain('in-progress');
     expect(await card.innerText()).toContain(`chat ${MODEL}`);
     expect(await card.innerText()).toContain('in progress');
-    await screenshot(page, '11-live-in-progress');
+    await screenshot(page, '12-live-in-progress');
 
     root.end();
     await telemetry.flush();
     await poll(() => card.getAttribute('class')).not.toContain('in-progress');
     expect(await card.locator('.live-head a').innerText()).toBe('invoke_agent weather');
-    await screenshot(page, '12-live-done');
+    await screenshot(page, '13-live-done');
   });
 
   it('renders hostile span content as text, never as markup', async () => {
@@ -369,11 +375,11 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     await poll(() => rows.count()).toBe(4);
     await page.locator('[data-testid=theme-toggle]').click();
     expect(await page.locator('html').getAttribute('data-theme')).toBe('dark');
-    await screenshot(page, '13-traces-dark');
+    await screenshot(page, '14-traces-dark');
     await open(`#/traces/${traceIds[1]}?span=`);
     await page.locator('[data-testid=waterfall-row]').first().waitFor();
     await page.locator('[data-testid=waterfall-row]').nth(1).click();
     await page.locator('.span-panel').waitFor();
-    await screenshot(page, '14-trace-dark');
+    await screenshot(page, '15-trace-dark');
   });
 });

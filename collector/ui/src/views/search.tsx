@@ -11,8 +11,8 @@ import {
 import { binTimeMs } from '../chart-model.js';
 import { applyCompletion, completionContext, insideString, suggest } from '../autocomplete.js';
 import { StatsChart } from '../components/chart.js';
-import { ErrorBox } from '../components/common.js';
-import { formatCount, formatDateTime, formatDuration } from '../format.js';
+import { ErrorBox, JsonView } from '../components/common.js';
+import { formatCount, formatDuration, formatTimestamp } from '../format.js';
 import { navigate, useAsync } from '../hooks.js';
 import { routeHref } from '../router.js';
 import type { AttributeValue } from '../view-types.js';
@@ -283,11 +283,22 @@ function Cell({
   column: string;
   time?: boolean;
 }) {
-  const at = time ? binTimeMs(value) : undefined;
-  const text = at !== undefined ? formatDateTime(at) : cell(value, column);
+  // The whole record (`@message`) or any nested value: expandable JSON instead of a wall of text.
+  if (typeof value === 'object' && value !== null) {
+    return (
+      <details class="cell-json">
+        <summary>
+          {Array.isArray(value) ? `[${value.length}]` : column === '@message' ? 'record' : '{…}'}
+        </summary>
+        <JsonView value={value} />
+      </details>
+    );
+  }
+  const at = time || column === '@timestamp' ? binTimeMs(value) : undefined;
+  const text = at !== undefined ? formatTimestamp(at) : cell(value, column);
   const long = text.length > MAX_CELL_CHARS;
   return (
-    <span class="cell" title={long ? text : undefined}>
+    <span class={text.length > 48 ? 'cell wrap' : 'cell'} title={long ? text : undefined}>
       {long ? text.slice(0, MAX_CELL_CHARS) + '…' : text}
     </span>
   );
