@@ -25,6 +25,7 @@ Options:
   --verbose                print every service's log lines, prefixed with its name
   --stop-grace-ms <ms>     wait this long after SIGTERM before SIGKILL (default 5000)
   --ready-timeout-ms <ms>  how long a service may take to become ready (default 60000)
+  --repo-root <dir>        run the stack from this agentrt checkout (default: the one of this CLI)
 
 The model provider is chosen from the environment: AGENTRT_MODEL_PROVIDER, else bedrock with AWS
 credentials, openai with OPENAI_API_KEY, else offline (no credentials, no network needed).`;
@@ -71,13 +72,14 @@ export const devCommand: Command = {
           verbose: { type: 'boolean', default: false },
           'stop-grace-ms': { type: 'string' },
           'ready-timeout-ms': { type: 'string' },
+          'repo-root': { type: 'string' },
         },
       });
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
     const { values } = parsed;
-    const repoRoot = findRepoRoot();
+    const repoRoot = values['repo-root'] ? resolve(io.cwd, values['repo-root']) : findRepoRoot();
     if (!repoRoot) {
       io.stderr(
         "agentrt dev: run it from an agentrt checkout (it starts the repo's collector, runtime and examples).\n",

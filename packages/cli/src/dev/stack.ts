@@ -203,7 +203,7 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
   if (useFixtureWeatherApi) urls['weather-api'] = `http://${urlHost}:${weatherApiPort}`;
   const collectorUrl = urls['collector']!;
 
-  let crashed: { name: string; detail: string } | undefined;
+  let crashed: { name: string; how: string; tail: string } | undefined;
   let wakeOnCrash: () => void = () => {};
   const crash = new Promise<void>((resolve) => (wakeOnCrash = resolve));
   const supervisor = createSupervisor({
@@ -211,7 +211,7 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
     stopGraceMs: options.stopGraceMs,
     onLine: options.verbose ? (name, line) => stderr(`[${name}] ${line}\n`) : undefined,
     onUnexpectedExit: (name, code, signal, tail) => {
-      crashed ??= { name, detail: `${signal ? `signal ${signal}` : `code ${code}`}\n${indent(tail)}` };
+      crashed ??= { name, how: signal ? `signal ${signal}` : `code ${code}`, tail };
       wakeOnCrash();
     },
   });
@@ -311,6 +311,10 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
     step.done();
   };
   const aborted = () => options.signal.aborted;
+  // Ctrl-C while services are still starting: stop them now rather than after their health checks
+  // (a starting service that is stopped makes its start() fail at once).
+  const stopWhileStarting = () => void supervisor.stopAll();
+  options.signal.addEventListener('abort', stopWhileStarting, { once: true });
 
   stdout(`agentrt dev: starting the local stack (data: ${dataDir}, model: ${model.provider})\n`);
   try {
@@ -393,6 +397,7 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
       modelProvider: model,
       ...(demo ? { demo } : {}),
     };
+    options.signal.removeEventListener('abort', stopWhileStarting);
     await writeFile(stateFile, `${JSON.stringify(state, null, 2)}\n`);
     stdout(summary({ options, urls, runtimes, sessionId, model, demo, logDir, useFixtureWeatherApi }));
   } catch (error) {
@@ -415,7 +420,12 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
     }),
   ]);
   if (crashed && !aborted()) {
-    stderr(`\nagentrt dev: ${crashed.name} stopped unexpectedly (${crashed.detail})\n  stopping the rest.\n`);
+    const { name, how, tail } = crashed;
+    stderr(
+      `\nagentrt dev: ${name} stopped unexpectedly (${how}); stopping the rest.\n` +
+        (tail ? `  last output of ${name}:\n${indent(tail)}\n` : '') +
+        `  full log: ${join(logDir, `${name}.log`)}\n`,
+    );
     await stopEverything();
     return 1;
   }
