@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { trace as otelTrace, context } from '@opentelemetry/api';
+import { SpanStatusCode, context, trace as otelTrace } from '@opentelemetry/api';
 import { createCollector, type Collector } from '@agentrt/collector';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -349,6 +349,7 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
         '<script>x</script>': hostile,
       },
     });
+    span.setStatus({ code: SpanStatusCode.ERROR, message: 'model refused' });
     span.end();
     await telemetry.flush();
     const traceId = span.spanContext().traceId;
@@ -362,16 +363,25 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     await panel.waitFor();
     expect(await page.locator('.wf-name').first().innerText()).toBe(hostile);
     expect(await panel.locator('.msg').first().innerText()).toContain(hostile);
+    expect(await page.locator('.wf-row.error').count()).toBe(1);
+    expect(await panel.locator('.facts').innerText()).toContain('error — model refused');
     expect(await page.locator('main img').count()).toBe(0);
     expect(await page.locator('main script').count()).toBe(0);
     expect(await page.evaluate('window.__pwned')).toBeUndefined();
   });
 
   it('filters the trace list and switches to the dark theme', async () => {
-    await open('#/traces?status=error');
-    await page.locator('.state', { hasText: 'No trace matches' }).waitFor();
     await open('#/traces');
     const rows = page.locator('[data-testid=traces-table] tbody tr');
+    await poll(() => rows.count()).toBe(4);
+    // Filters live in the URL: the status select narrows the list to the one failed trace.
+    await page.locator('.filters select').nth(1).selectOption('error');
+    await page.waitForURL(/#\/traces\?status=error$/);
+    await poll(() => rows.count()).toBe(1);
+    expect(await rows.first().innerText()).toContain('1 error');
+    await open('#/traces?minDurationMs=30000');
+    await page.locator('.state', { hasText: 'No trace matches' }).waitFor();
+    await open('#/traces');
     await poll(() => rows.count()).toBe(4);
     await page.locator('[data-testid=theme-toggle]').click();
     expect(await page.locator('html').getAttribute('data-theme')).toBe('dark');
