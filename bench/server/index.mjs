@@ -12,8 +12,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const peerDir = join(here, '..', '.peers', 'server');
 const PEER = 'bedrock-agentcore@0.4.4';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 2);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 1);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const BODY = JSON.stringify({ prompt: 'Hello, agent' });
 const HEADERS = {
   'content-type': 'application/json',
@@ -129,8 +129,12 @@ for (const t of targets) {
   }
 }
 const samples = new Map([...running.keys()].map((k) => [k, []]));
+// Per-round samples: ratios are taken within a round, where neighbours in time share the same
+// background load, and then the median over the rounds is reported.
+const rounds = [];
 try {
   for (let round = 0; round < ROUNDS; round++) {
+    const roundSamples = new Map();
     const order = [...running.keys()];
     for (const kind of [...order.slice(round % order.length), ...order.slice(0, round % order.length)]) {
       const { url, child } = running.get(kind);
@@ -145,11 +149,13 @@ try {
         errors: r.errors + r.timeouts + r.non2xx,
       };
       samples.get(kind).push(sample);
+      roundSamples.set(kind, sample);
       console.log(
         `round ${round + 1} ${kind}: ${sample.rps.toFixed(0)} req/s p50 ${sample.p50} ms p99 ${sample.p99} ms ` +
           `${cpuUsPerReq.toFixed(0)} µs CPU/req`,
       );
     }
+    rounds.push(roundSamples);
   }
 } finally {
   await Promise.all([...running.values()].map((t) => stopTarget(t.child)));
@@ -173,7 +179,12 @@ const results = new Map(
 );
 
 const koa = results.get('koa');
-const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}×` : 'n/a');
+/** Median over the rounds of `a`'s figure divided by `b`'s in the same round. */
+const perRound = (a, b, field) => {
+  const list = rounds.filter((r) => r.has(a) && r.has(b)).map((r) => r.get(a)[field] / r.get(b)[field]);
+  return list.length ? `${median(list).toFixed(2)}×` : 'n/a';
+};
+const vsKoa = (kind, field) => perRound(kind, 'koa', field);
 const rows = targets.map((t) => {
   const r = results.get(t.kind);
   if (!r) return [t.label, '—', '—', '—', '—', '—', '—', `did not run: ${problems.get(t.kind) ?? 'unknown'}`];
@@ -183,8 +194,8 @@ const rows = targets.map((t) => {
     r.p50,
     r.p99,
     r.cpuUsPerReq.toFixed(0),
-    ratio(r.rps, koa?.rps),
-    ratio(r.cpuUsPerReq, koa?.cpuUsPerReq),
+    vsKoa(t.kind, 'rps'),
+    vsKoa(t.kind, 'cpuUsPerReq'),
     r.errors === 0 ? 'ok' : `${r.errors} errors/non-2xx`,
   ];
 });
@@ -192,16 +203,17 @@ const ours = results.get('agentrt');
 const peer = results.get('bedrock-agentcore');
 const verdict = [
   ours && koa
-    ? `- @agentrt/server vs bare Koa: ${ratio(ours.rps, koa.rps)} the requests/s, ${ratio(ours.cpuUsPerReq, koa.cpuUsPerReq)} the CPU per request (goal: within 10%).`
+    ? `- @agentrt/server vs bare Koa: ${vsKoa('agentrt', 'rps')} the requests/s, ${vsKoa('agentrt', 'cpuUsPerReq')} the CPU per request (goal: within 10%).`
     : '- @agentrt/server vs bare Koa: not measured.',
   ours && peer
-    ? `- @agentrt/server vs bedrock-agentcore: ${ratio(ours.rps, peer.rps)} the requests/s, ${ratio(ours.cpuUsPerReq, peer.cpuUsPerReq)} the CPU per request.`
+    ? `- @agentrt/server vs bedrock-agentcore: ${perRound('agentrt', 'bedrock-agentcore', 'rps')} the requests/s, ${perRound('agentrt', 'bedrock-agentcore', 'cpuUsPerReq')} the CPU per request.`
     : `- bedrock-agentcore: ${problems.get('bedrock-agentcore') ?? 'not measured'}.`,
 ].join('\n');
 const md = `POST /invocations with body \`${BODY}\` and a session header. Every server reads and parses the JSON
 body and answers \`{"ok":true}\`; each runs in its own process on 127.0.0.1. Load: autocannon, ${CONNECTIONS}
 connections, ${ROUNDS} rounds of ${DURATION_S} s per server (after a 1 s warm-up), alternating between the
-servers in rotating order; each column is the **median** over the rounds.
+servers in rotating order. req/s, p50, p99 and CPU are medians over the rounds; the ratio columns are
+medians of the ratios taken within each round (neighbours in time share the same background load).
 
 - "server CPU µs/req": the server process's user+system CPU time (from /proc) divided by the requests
   it answered. On a shared machine this is steadier than req/s, which mostly shows how much CPU the load
