@@ -59,8 +59,8 @@ export interface AgentContextState {
   readonly ownsSpan: boolean;
   /**
    * False when no OpenTelemetry SDK is registered (no context manager, no tracer provider): then no
-   * span is started, nothing is made active (nothing could observe it), and `otelContext` is only
-   * extracted when first read.
+   * span is recorded, nothing needs to be made active (nothing could observe it), and unless trace or
+   * baggage headers were sent, `otelContext` is only extracted when first read.
    */
   readonly telemetry: boolean;
 }
@@ -95,7 +95,8 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
   return async function agentContextMiddleware(ctx, next) {
     if (!traceRequest(ctx)) return next();
     const headers = ctx.req.headers;
-    if (!options.tracerProvider && !telemetryActive() && !hasContextHeaders(headers)) {
+    const sdk = options.tracerProvider !== undefined || telemetryActive();
+    if (!sdk && !hasContextHeaders(headers)) {
       // No SDK and only (at most) a session header: the session id is all there is to know. The
       // context is extracted only if someone asks for it.
       const sessionId = readSessionId(headers);
@@ -146,7 +147,7 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
     const sessionId = isValidSessionId(baggageSession) ? baggageSession : readSessionId(headers);
     if (sessionId !== undefined) span.setAttribute(SESSION_ID_BAGGAGE_KEY, sessionId);
     noteIgnoredHeaders(headers, extracted, sessionId !== undefined, logger);
-    const state: AgentContextState = { otelContext, sessionId, span, ownsSpan: !upstream, telemetry: true };
+    const state: AgentContextState = { otelContext, sessionId, span, ownsSpan: !upstream, telemetry: sdk };
     (ctx.state as { agentrt?: AgentContextState }).agentrt = state;
 
     if (!upstream) ctx.res.once('close', () => endSpan(ctx, span));
