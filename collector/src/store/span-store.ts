@@ -55,6 +55,7 @@ export const FIXED_KEYS = [
 ];
 
 const SUMMARY_REFRESH_LIMIT = 2000;
+const SQLITE_CONSTRAINT_UNIQUE = 2067;
 
 export type SpanStore = ReturnType<typeof createSpanStore>;
 
@@ -81,7 +82,7 @@ export function createSpanStore(options: SpanStoreOptions) {
   const indexPercent = options.traceIndexPercent ?? 100;
   const maxKeys = options.maxAttributeKeys ?? 10_000;
 
-  const insertSpan = db.prepare(`INSERT OR REPLACE INTO spans
+  const insertSpan = db.prepare(`INSERT INTO spans
     (trace_id, span_id, parent_span_id, start_us, end_us, duration_ns, service, session_id, name, status, kind, doc)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const insertLog = db.prepare(
@@ -106,15 +107,45 @@ export function createSpanStore(options: SpanStoreOptions) {
     (db.prepare('SELECT key FROM attribute_keys').all() as { key: string }[]).map((r) => r.key),
   );
 
+  // Raw attribute keys seen per prefix, so the hot path checks a Set without building strings.
+  const seen = new Map<string, Set<string>>();
+  for (const key of keys) {
+    const prefix = key.startsWith('resource.attributes.') ? 'resource.attributes.' : 'attributes.';
+    let set = seen.get(prefix);
+    if (!set) seen.set(prefix, (set = new Set()));
+    set.add(key.slice(prefix.length));
+  }
+
   function rememberKeys(prefix: string, attrs: object): void {
+    let set = seen.get(prefix);
+    if (!set) seen.set(prefix, (set = new Set()));
     for (const k in attrs) {
+      if (set.has(k)) continue;
       if (keys.size >= maxKeys) return;
-      const key = prefix + k;
-      if (!keys.has(key)) {
-        keys.add(key);
-        insertKey.run(key);
-      }
+      set.add(k);
+      keys.add(prefix + k);
+      insertKey.run(prefix + k);
     }
+  }
+
+  // Spans of one request share their resource and scope objects: serialize those once.
+  let cachedResource: object | undefined;
+  let cachedResourceJson = '';
+  let cachedScope: object | undefined;
+  let cachedScopeJson = '';
+  /** JSON.stringify(span), with the shared resource/scope JSON reused (same text, less work). */
+  function docJson(s: SpanRecord): string {
+    if (s.resource !== cachedResource) {
+      cachedResource = s.resource;
+      cachedResourceJson = JSON.stringify(s.resource);
+    }
+    if (s.scope !== cachedScope) {
+      cachedScope = s.scope;
+      cachedScopeJson = JSON.stringify(s.scope);
+    }
+    const { resource: _r, scope: _s, ...rest } = s;
+    const tail = JSON.stringify(rest);
+    return `{"resource":${cachedResourceJson},"scope":${cachedScopeJson}${tail.length > 2 ? `,${tail.slice(1)}` : '}'}`;
   }
 
   function transaction<T>(fn: () => T): T {
@@ -143,20 +174,27 @@ export function createSpanStore(options: SpanStoreOptions) {
         const svc = s.resource.attributes['service.name'];
         const service = typeof svc === 'string' ? svc : null;
         const session = sessionIdOf(s.attributes, s.resource.attributes) ?? null;
-        insertSpan.run(
-          s.traceId,
-          s.spanId,
-          s.parentSpanId ?? null,
-          startUs,
-          endUs,
-          s.durationNano,
-          service,
-          session,
-          s.name,
-          s.status.code,
-          s.kind,
-          JSON.stringify(s),
-        );
+        try {
+          insertSpan.run(
+            s.traceId,
+            s.spanId,
+            s.parentSpanId ?? null,
+            startUs,
+            endUs,
+            s.durationNano,
+            service,
+            session,
+            s.name,
+            s.status.code,
+            s.kind,
+            docJson(s),
+          );
+        } catch (error) {
+          // The same span again (an exporter retry): the first copy stays. A plain INSERT that
+          // fails on the unique index is much cheaper than INSERT OR REPLACE on every row.
+          if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE) continue;
+          throw error;
+        }
         if (isTraceIndexed(s.traceId, indexPercent)) traces.add(s.traceId);
         if (session !== null) sessions.add(session);
         if (service !== null) {
