@@ -89,6 +89,9 @@ async function bareColdStarts(n) {
       cwd: fixture,
       env: { PATH: process.env.PATH, PORT: String(port) },
       stdio: 'ignore',
+      // Its own session like the runtime's workers: Linux autogroup schedules per session, so a child
+      // left in this session would get a smaller CPU share and look slower than it is.
+      detached: true,
     });
     await waitPing(port, child);
     await httpCall(port, 'POST', '/invocations', '{}');
@@ -310,9 +313,8 @@ time (1-minute load average ${loadBefore.toFixed(1)} at the start, ${os.loadavg(
 ratios and the CPU figures, not the absolute times. Agent: \`packages/runtime/test-fixtures/echo\` (plain node:http). Cold start = a new session
 id's first InvokeAgentRuntime answered (spawn, /ping readiness, proxy), ${COLD} samples each; warm =
 ${WARM} invokes on one live session, interleaved with the same number sent straight to its worker.
-The bare baseline spawns the same agent from the same process; on this loaded machine it came out
-slower than the runtime path (cause not investigated), so read the cold-start ratios as "no
-measurable cost for the runtime or bwrap" rather than a speed-up. The warm-invoke overhead is one
+The bare baseline spawns the same agent from the same process, detached like the runtime's workers
+(Linux autogroup schedules each session separately, so this matters on a busy machine). The warm-invoke overhead is one
 extra loopback HTTP hop through a third process, which the scheduler delays most when the machine is
 oversubscribed; the CPU row is the load-independent figure. The 100-session burst is CPU-bound
 (worker boot); the CPU-per-start row projects it for an otherwise idle machine.
