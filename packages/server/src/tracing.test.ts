@@ -188,6 +188,30 @@ describe('server spans with a registered tracer provider', () => {
   });
 });
 
+describe('SDK registered after the app was built', () => {
+  it('starts recording spans from the next request on', async () => {
+    trace.disable();
+    context.disable();
+    try {
+      const { url } = await start((_p, ctx) => ctx.sessionId ?? null);
+      const headers = { 'x-cloud-agent-runtime-session-id': SESSION };
+      expect(await (await invoke(url, {}, headers)).json()).toBe(SESSION);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(exporter.getFinishedSpans()).toHaveLength(0);
+      context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+      trace.setGlobalTracerProvider(provider);
+      expect(await (await invoke(url, {}, headers)).json()).toBe(SESSION);
+      await waitForSpans(1);
+      expect(serverSpans()[0]!.attributes['session.id']).toBe(SESSION);
+    } finally {
+      context.disable();
+      trace.disable();
+      context.setGlobalContextManager(contextManager.enable());
+      trace.setGlobalTracerProvider(provider);
+    }
+  });
+});
+
 describe('log records', () => {
   it('carry sessionId and traceId for failed invocations and failed streams', async () => {
     const logger = captureLogger();
