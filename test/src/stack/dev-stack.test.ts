@@ -184,6 +184,16 @@ describe('agentrt dev (end to end)', () => {
         )
         .toBeGreaterThan(0);
     }
+    // The failing tool shows as an error in its session (the tool span's status), as the UI lists it.
+    await expect
+      .poll(
+        async () => {
+          const res = await fetch(`${collector}/api/sessions/${encodeURIComponent(failing)}`);
+          return res.ok ? ((await res.json()) as { session: { errorCount: number } }).session.errorCount : 0;
+        },
+        { timeout: 60_000, interval: 500 },
+      )
+      .toBeGreaterThan(0);
     const sessions = (await (await fetch(`${collector}/api/sessions`)).json()) as {
       sessions: { sessionId?: string; id?: string }[];
     };
