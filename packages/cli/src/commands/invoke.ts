@@ -16,7 +16,7 @@ The session id goes to stderr, so stdout carries only the answer.`;
 
 export const invokeCommand: Command = {
   name: 'invoke',
-  summary: 'Invoke an agent runtime with a JSON payload (sessions, streaming)',
+  summary: 'invoke an agent runtime with a JSON payload (sessions, streaming as it arrives)',
   usage,
   async run(argv, io) {
     let parsed;

@@ -137,7 +137,7 @@ async function start(values: Values, io: CliIO): Promise<number> {
 
 export const runtimeCommand: Command = {
   name: 'runtime',
-  summary: 'Run the local hosting runtime and create, list, update or delete agent runtimes',
+  summary: 'run the local hosting runtime; create, list, get, update or delete agent runtimes',
   usage,
   async run(argv, io) {
     let parsed;
