@@ -29,6 +29,7 @@ interface OtlpLogBody {
 
 describe('worker logs and telemetry', () => {
   let rt: TestRuntime;
+  let instrumented: TestRuntime;
   let receiver: Server;
   const received: OtlpLogBody[] = [];
   let fromWorkers = 0;
@@ -48,10 +49,10 @@ describe('worker logs and telemetry', () => {
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    rt = await startRuntime({ otlpEndpoint: endpoint, instrumentWorkers: true });
+    rt = await startRuntime({ otlpEndpoint: endpoint });
   });
   afterAll(async () => {
-    await rt?.close();
+    await Promise.all([rt?.close(), instrumented?.close()]);
     await new Promise<void>((r) => receiver.close(() => r()));
   }, 30_000);
 
@@ -89,11 +90,22 @@ describe('worker logs and telemetry', () => {
   });
 
   it('preloads @agentrt/instrument into node workers when asked', async () => {
-    const runtime = await createReady(rt.control, 'instrumented', 'counter');
-    const out = (await invokeJson(rt.data, runtime.agentRuntimeArn!, sessionId('instrumented'), {})) as {
+    instrumented = await startRuntime({
+      otlpEndpoint: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+      instrumentWorkers: true,
+    });
+    const runtime = await createReady(instrumented.control, 'instrumented', 'counter');
+    const out = (await invokeJson(
+      instrumented.data,
+      runtime.agentRuntimeArn!,
+      sessionId('instrumented'),
+      {},
+    )) as {
       env: Record<string, string>;
     };
-    const warned = rt.logs.some((l) => String(l.msg).includes('@agentrt/instrument is not resolvable'));
+    const warned = instrumented.logs.some((l) =>
+      String(l.msg).includes('@agentrt/instrument is not resolvable'),
+    );
     if (warned) expect(out.env.NODE_OPTIONS).toBeUndefined();
     else {
       expect(out.env.NODE_OPTIONS).toMatch(/--require \S+instrument\S+\.js/);

@@ -268,7 +268,8 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
     const version = resolveVersion(ctx, runtime);
     await authenticate(ctx, runtime, version);
     const sessionId = sessionIdOf(ctx.req, false);
-    assertRunnable(runtime, version);
+    // A live session keeps running on its pinned version while a newer one is still settling.
+    if (!sessions.get(runtime.id, sessionId)) assertRunnable(runtime, version);
     const body = await readBody(ctx.req, config.maxBodyBytes);
     const session = await sessions.acquire({ runtime, version }, sessionId);
     try {

@@ -52,6 +52,7 @@ export interface SessionManager {
   /** Keeps `warmPoolSize` pre-started workers for the version; drops pools of other versions. */
   refreshWarmPool(target: SessionTarget): void;
   list(): Session[];
+  get(runtimeId: string, sessionId: string): Session | undefined;
   warmCount(runtimeId?: string): number;
   close(): Promise<void>;
 }
@@ -459,6 +460,7 @@ export function createSessionManager({ config, isolation, logger }: SessionManag
       fillPool(target);
     },
     list: () => [...sessions.values()],
+    get: (runtimeId, sessionId) => sessions.get(keyOf(runtimeId, sessionId)),
     warmCount: (runtimeId) =>
       [...pools.entries()]
         .filter(([k]) => runtimeId === undefined || k.startsWith(`${runtimeId}#`))
