@@ -14,6 +14,11 @@ export interface CollectorConfig {
   maxBodyBytes: number;
   /** Records waiting to be written before 429. Env AGENTRT_MAX_PENDING_RECORDS, default 100000. */
   maxPendingRecords: number;
+  /**
+   * How long the first request of a write batch waits for others to join it (group commit: fewer,
+   * bigger transactions). Env AGENTRT_INGEST_LINGER_MS, default 5.
+   */
+  ingestLingerMs: number;
   /** Retention by age. Env AGENTRT_RETENTION_HOURS, default 168 (7 days); 0 keeps forever. */
   retentionHours: number;
   /** Retention by size. Env AGENTRT_MAX_DB_MB, default 2048; 0 means no cap. */
@@ -30,6 +35,7 @@ export const DEFAULTS: Omit<CollectorConfig, 'dataDir'> = {
   traceIndexPercent: 100,
   maxBodyBytes: 20 * 1024 * 1024,
   maxPendingRecords: 100_000,
+  ingestLingerMs: 5,
   retentionHours: 168,
   maxDbMb: 2048,
   forwardEndpoints: [],
@@ -71,6 +77,7 @@ export function loadConfig(
     traceIndexPercent: num('AGENTRT_TRACE_INDEX_PERCENT', DEFAULTS.traceIndexPercent, 0, 100, false),
     maxBodyBytes: num('AGENTRT_MAX_BODY_BYTES', DEFAULTS.maxBodyBytes, 1024, 2 ** 31),
     maxPendingRecords: num('AGENTRT_MAX_PENDING_RECORDS', DEFAULTS.maxPendingRecords, 1, 1e8),
+    ingestLingerMs: num('AGENTRT_INGEST_LINGER_MS', DEFAULTS.ingestLingerMs, 0, 1000),
     retentionHours: num('AGENTRT_RETENTION_HOURS', DEFAULTS.retentionHours, 0, 1e6, false),
     maxDbMb: num('AGENTRT_MAX_DB_MB', DEFAULTS.maxDbMb, 0, 1e7, false),
     forwardEndpoints: (raw('AGENTRT_FORWARD_ENDPOINTS') ?? '')

@@ -43,7 +43,7 @@ import { DEFAULT_UI_DIR, serveUi } from './static-ui.js';
 export interface CollectorOptions extends Partial<CollectorConfig> {
   dataDir: string;
   logger?: Logger;
-  /** Wait this long to group requests into one write (default 0: the next tick). */
+  /** Same as ingestLingerMs (kept for tests that hold a batch open on purpose). */
   flushDelayMs?: number;
   /** How often retention runs (default 60 s). */
   retentionIntervalMs?: number;
@@ -86,7 +86,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const queue = createIngestQueue({
     store,
     maxPendingRecords: options.maxPendingRecords ?? DEFAULTS.maxPendingRecords,
-    flushDelayMs: options.flushDelayMs ?? 0,
+    flushDelayMs: options.flushDelayMs ?? options.ingestLingerMs ?? DEFAULTS.ingestLingerMs,
     onCommit: (spans) => {
       lastCommitMs = Date.now();
       live.publish(spans);
