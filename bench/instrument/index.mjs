@@ -319,6 +319,10 @@ const adotRow = startupCached.find((r) => r.name.startsWith('ADOT'));
 const oursCold = startupCold.find((r) => r.name === '@agentrt/instrument (--require)');
 const adotCold = startupCold.find((r) => r.name.startsWith('ADOT'));
 const oursTp = throughput.find((t) => t.name.startsWith('@agentrt'));
+const loadAverage = os
+  .loadavg()
+  .map((l) => l.toFixed(1))
+  .join(', ');
 const summary = [
   `Goal: less than half of ADOT's added start-up time, under 15% throughput overhead.`,
   adotRow
@@ -333,8 +337,8 @@ const summary = [
 ].join('\n');
 
 const markdown = `
-Figures are ratios from one run on a shared, loaded machine (about seven engineers on 2 cores):
-compare the columns, not the absolute numbers. Start-up: a small CommonJS Koa app that listens on
+Figures are ratios from one run on a shared, loaded machine (about seven engineers on 2 cores;
+load average ${loadAverage} at the end of the run): compare the columns, not the absolute numbers. Start-up: a small CommonJS Koa app that listens on
 127.0.0.1 and exits, placed outside the repository with only koa in its node_modules; time from
 spawn to its "ready" line, RSS then and 300 ms later, median of ${STARTUP_RUNS} interleaved runs.
 @agentrt/instrument loads its OTLP exporter and the metrics SDK on the event-loop turn after the

@@ -57,6 +57,8 @@ export interface InstrumentConfig {
   middlewareSpans: boolean;
   /** Wrap `console.*` so each call is also an OTLP log record. */
   captureConsole: boolean;
+  /** ESM loader hooks for `--import`: in-thread `registerHooks` where supported (auto), or forced. */
+  esmLoader: 'auto' | 'sync' | 'async';
   /** Turn on Node's module compile cache before loading the SDK (faster warm starts). */
   compileCache: boolean;
   /** Deadline of the flush on SIGTERM/SIGINT/beforeExit. */
@@ -218,6 +220,13 @@ export function readConfig(
     middlewareSpans: bool('AGENTRT_MIDDLEWARE_SPANS', false),
     captureConsole: bool('AGENTRT_CAPTURE_CONSOLE', true),
     compileCache: bool('AGENTRT_COMPILE_CACHE', true),
+    esmLoader: (() => {
+      const value = str('AGENTRT_ESM_LOADER')?.toLowerCase();
+      if (value === undefined) return 'auto' as const;
+      if (value === 'auto' || value === 'sync' || value === 'async') return value;
+      warn(`AGENTRT_ESM_LOADER="${value}" is not auto, sync or async; using auto`);
+      return 'auto' as const;
+    })(),
     shutdownTimeoutMs: int('AGENTRT_SHUTDOWN_TIMEOUT_MS', DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, 600_000),
     logLevel,
   };

@@ -211,8 +211,17 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', { t
 
 describe('node --import @agentrt/instrument (ES module app, OTLP protobuf)', { timeout: 90_000 }, () => {
   it('instruments the ESM app and exports protobuf traces and logs', async () => {
+    await checkEsmApp('auto');
+  });
+
+  it('patches ES modules through the module.register loader thread too', async () => {
+    await checkEsmApp('async');
+  });
+
+  async function checkEsmApp(esmLoader: 'auto' | 'async') {
     const app = await spawnApp(['--import', '@agentrt/instrument', ESM_APP], {
       ...FAST_EXPORT,
+      AGENTRT_ESM_LOADER: esmLoader,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
       AGENTRT_MIDDLEWARE_SPANS: 'true',
@@ -254,7 +263,7 @@ describe('node --import @agentrt/instrument (ES module app, OTLP protobuf)', { t
     expect(receiver.spans.filter((s) => s.attributes['url.path'] === '/ping')).toEqual([]);
     expect(receiver.contentTypes.get('/v1/traces')).toEqual(new Set(['application/x-protobuf']));
     expect(receiver.contentTypes.get('/v1/logs')).toEqual(new Set(['application/x-protobuf']));
-  });
+  }
 });
 
 describe('agentrt-instrument bin', { timeout: 90_000 }, () => {
