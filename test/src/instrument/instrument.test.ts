@@ -357,6 +357,7 @@ describe('safety', { timeout: 90_000 }, () => {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
       OTEL_METRIC_EXPORT_INTERVAL: 'often',
+      OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'http,undici,koa,pino,no-such-library',
       AGENTRT_SHUTDOWN_TIMEOUT_MS: SHUTDOWN_MS,
       OTEL_TRACES_SAMPLER: 'always_off',
     });
@@ -370,6 +371,9 @@ describe('safety', { timeout: 90_000 }, () => {
       .filter((l) => l.startsWith('agentrt-instrument:'));
     expect(warnings.filter((l) => l.includes('OTEL_EXPORTER_OTLP_PROTOCOL="grpc"'))).toHaveLength(1);
     expect(warnings.filter((l) => l.includes('OTEL_METRIC_EXPORT_INTERVAL="often"'))).toHaveLength(1);
+    expect(
+      warnings.filter((l) => l.includes('instrumentation "no-such-library" is not available')),
+    ).toHaveLength(1);
     expect(receiver.spans).toEqual([]);
     expect(receiver.logs.filter((l) => l.body === 'handling invocation sampled-out')).toHaveLength(2);
     // fell back to protobuf
