@@ -145,7 +145,7 @@ describe('agentrt dev (end to end)', () => {
       expect(out).toContain(line);
     }
     expect(out).toContain(`http://127.0.0.1:${ports.collector}/#/sessions/${state.sessionId}`);
-  });
+  }, 120_000);
 
   it('sent the demo traffic, and its sessions and traces are queryable in the collector', async () => {
     expect(state.demo?.map((d) => [d.name, d.ok, d.detail])).toEqual(
@@ -199,7 +199,7 @@ describe('agentrt dev (end to end)', () => {
     };
     const ids = sessions.sessions.map((s) => s.sessionId ?? s.id);
     expect(ids).toEqual(expect.arrayContaining([multi, stream, failing]));
-  });
+  }, 120_000);
 
   it("runs the README's running-stack commands as written (ports moved to this run's)", async () => {
     const bin = join(repoRoot, 'node_modules', '.bin');
@@ -255,7 +255,7 @@ describe('agentrt dev (end to end)', () => {
     } finally {
       blocker.close();
     }
-  });
+  }, 120_000);
 
   it('stops everything on SIGTERM: services, their workers and the session workers, no orphans', async () => {
     const before = await processesMentioning([marker, dataDir]);
@@ -267,7 +267,7 @@ describe('agentrt dev (end to end)', () => {
     for (const service of state.services) expect(groupAlive(service.pid), service.name).toBe(false);
     await expect.poll(() => processesMentioning([marker, dataDir]), { timeout: 10_000 }).toEqual([]);
     await expect(readFile(join(dataDir, 'dev-state.json'), 'utf8')).rejects.toThrow(/ENOENT/);
-  });
+  }, 120_000);
 
   it(
     'a second start reuses the data directory: same runtimes, earlier sessions still there',
