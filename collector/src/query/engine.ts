@@ -12,7 +12,15 @@ export interface QueryOptions {
   startMs?: number;
   /** Only spans starting before this epoch-ms time. */
   endMs?: number;
+  /**
+   * Give up (QueryError) once the scan has run this long. Queries run on the collector's event loop,
+   * so an unbounded scan would hold up ingest; default 30 s.
+   */
+  maxQueryMs?: number;
 }
+
+/** How many rows are read between two checks of the time budget. */
+const BUDGET_CHECK_ROWS = 256;
 
 /** Rows returned when a query has no `limit`. */
 export const DEFAULT_LIMIT = 1000;
@@ -249,10 +257,22 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
     ? residual.reduce((l, r): Expr => ({ type: 'and', left: l, right: r, pos: r.pos }))
     : undefined;
   const stmt = db.prepare(sql);
+  const deadline = started + (options.maxQueryMs ?? 30_000);
+  const checkBudget = (): void => {
+    if (scanned % BUDGET_CHECK_ROWS === 0 && performance.now() > deadline) {
+      throw new QueryError(
+        `query stopped after ${Math.round(performance.now() - started)} ms and ${scanned} records; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
+        0,
+        [],
+        'QueryError',
+      );
+    }
+  };
   if (useRecord) {
     get = recordGetter;
     for (const r of stmt.iterate(...params) as Iterable<{ doc: string }>) {
       scanned++;
+      checkBudget();
       const rec = JSON.parse(r.doc) as SpanRecord;
       if (filter && !evaluate(filter, rec, get)) continue;
       rows.push(rec);
@@ -269,6 +289,7 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
     stmt.setReturnArrays(true);
     for (const arr of stmt.iterate(...params) as Iterable<unknown[]>) {
       scanned++;
+      checkBudget();
       for (let i = 0; i < n; i++) {
         const v = arr[i];
         if (v === null) arr[i] = undefined;

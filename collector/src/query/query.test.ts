@@ -210,4 +210,36 @@ describe('query engine', () => {
   it('reports run-time problems as QueryError with a position', () => {
     expect(() => q('filter name = ')).toThrow(QueryError);
   });
+
+  it('stops a scan that runs past its time budget with a hint', () => {
+    const tmpMany = tempDir();
+    const many = createSpanStore({ dataDir: tmpMany.dir });
+    try {
+      const spans = Array.from({ length: 600 }, (_, i) =>
+        jsonSpan({
+          traceId: hex(5000 + i, 16),
+          spanId: hex(i + 1, 8),
+          name: 'x',
+          startMs: T0 + i,
+          durationMs: 1,
+        }),
+      );
+      many.insertBatch(decodeTraceRequestJson(JSON.stringify(jsonRequest('budget', spans))).spans);
+      let error: QueryError | undefined;
+      try {
+        runQuery(many.db, 'stats count(*)', { maxQueryMs: -1 });
+      } catch (e) {
+        error = e as QueryError;
+      }
+      expect(error).toBeInstanceOf(QueryError);
+      expect(error!.toBody('stats count(*)')).toMatchObject({
+        error: 'QueryError',
+        message: expect.stringMatching(/stopped after .* add|narrow it with a time range/),
+      });
+      expect(runQuery(many.db, 'stats count(*)').rows).toEqual([{ 'count(*)': 600 }]);
+    } finally {
+      many.close();
+      tmpMany.remove();
+    }
+  });
 });
