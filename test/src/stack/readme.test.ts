@@ -210,6 +210,17 @@ describe('README', () => {
     expect(await check('rm -rf /')).toHaveLength(1);
   });
 
+  it('the agentrt bin is linked by npm install on a fresh clone (a tracked, executable file, not dist/)', async () => {
+    const pkg = JSON.parse(readFileSync(join(repoRoot, 'packages/cli/package.json'), 'utf8')) as {
+      bin: Record<string, string>;
+    };
+    const target = join('packages/cli', pkg.bin['agentrt']!);
+    // npm links a bin only when its file exists at install time; dist/ does not exist before the build.
+    expect(target).not.toMatch(/(^|\/)dist\//);
+    const { stdout: tracked } = await run('git', ['ls-files', '-s', '--', target], { cwd: repoRoot });
+    expect(tracked, `${target} is tracked by git`).toMatch(/^100755 /);
+  });
+
   it('splits shell words as sh does for these lines', () => {
     expect(shellWords(`a 'b c' "d \\"e\\"" f\\ g`)).toEqual(['a', 'b c', 'd "e"', 'f g']);
     expect(simpleCommands('X=1 npm install && npm start -- --demo')).toEqual([
