@@ -15,7 +15,7 @@ or SIGTERM stops it after writing everything already received.
 
 export const collectorCommand: Command = {
   name: 'collector',
-  summary: 'Run the local OTLP collector with transaction search and web UI',
+  summary: 'run the local OTLP collector: transaction search, HTTP API and web UI on one port',
   usage,
   async run(argv, io) {
     let values;

@@ -22,7 +22,7 @@ const tokens = (t: { input: number; output: number; total: number }): string =>
 
 export const sessionsCommand: Command = {
   name: 'sessions',
-  summary: 'List agent sessions, or show one session’s traces',
+  summary: 'list agent sessions, or show one session’s traces',
   usage,
   async run(argv, io) {
     let parsed;

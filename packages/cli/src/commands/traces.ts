@@ -204,7 +204,7 @@ async function importFile(base: string, file: string, io: CliIO): Promise<number
 
 export const tracesCommand: Command = {
   name: 'traces',
-  summary: 'Query spans, show a trace as a waterfall, list, export and import traces',
+  summary: 'query spans, show a trace as a waterfall, list, export and import traces',
   usage,
   async run(argv, io) {
     let parsed;
