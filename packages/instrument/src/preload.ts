@@ -1,4 +1,5 @@
 import { createRequire, enableCompileCache } from 'node:module';
+import * as workerThreads from 'node:worker_threads';
 import { readConfig } from './config.js';
 import { createOnceLogger, installDiagLogger } from './diag-logger.js';
 import type * as LifecycleModule from './lifecycle.js';
@@ -19,6 +20,8 @@ const require = createRequire(import.meta.url);
 export function startFromEnvironment(): Telemetry | undefined {
   const globals = globalThis as Record<symbol, Telemetry | undefined>;
   if (globals[TELEMETRY_KEY] !== undefined) return globals[TELEMETRY_KEY];
+  // Node runs `--require` preloads in its module.register loader thread too: nothing to trace there
+  if ((workerThreads as { isInternalThread?: boolean }).isInternalThread === true) return undefined;
   try {
     const logger = createOnceLogger();
     const config = readConfig({}, process.env, (message) => logger.warnOnce(message));

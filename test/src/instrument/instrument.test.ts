@@ -14,6 +14,7 @@ import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver.js';
 
 const KOA_APP = 'src/instrument/fixtures/koa-app.cjs';
 const ESM_APP = 'src/instrument/fixtures/esm-app.mjs';
+const HTTP_ESM_APP = 'src/instrument/fixtures/http-app.mjs';
 const BIN = createRequire(import.meta.url)
   .resolve('@agentrt/instrument/package.json')
   .replace(/package\.json$/, 'dist/bin.js');
@@ -209,17 +210,48 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', { t
   });
 });
 
-describe('node --import @agentrt/instrument (ES module app, OTLP protobuf)', { timeout: 90_000 }, () => {
-  it('instruments the ESM app and exports protobuf traces and logs', async () => {
-    await checkEsmApp('auto');
+describe('ES module apps under --import or --require (OTLP protobuf)', { timeout: 90_000 }, () => {
+  it('--import instruments the ESM app and exports protobuf traces and logs', async () => {
+    await checkEsmApp('--import', 'auto');
   });
 
-  it('patches ES modules through the module.register loader thread too', async () => {
-    await checkEsmApp('async');
+  it('--import patches ES modules through the module.register loader thread too', async () => {
+    await checkEsmApp('--import', 'async');
   });
 
-  async function checkEsmApp(esmLoader: 'auto' | 'async') {
-    const app = await spawnApp(['--import', '@agentrt/instrument', ESM_APP], {
+  it('--require instruments the same ESM app (one flag for both module systems)', async () => {
+    await checkEsmApp('--require', 'auto');
+  });
+
+  it.each(['auto', 'async'] as const)(
+    '--require patches a plain node:http ES module server (AGENTRT_ESM_LOADER=%s)',
+    async (esmLoader) => {
+      const app = await spawnApp(['--require', '@agentrt/instrument', HTTP_ESM_APP], {
+        ...FAST_EXPORT,
+        AGENTRT_ESM_LOADER: esmLoader,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      });
+      const t = hex(16);
+      const p = hex(8);
+      const res = await get(app, '/invocations', {
+        traceparent: traceparent(t, p),
+        baggage: 'session.id=sess-plain-http',
+      });
+      expect(JSON.parse(res.body)).toEqual({ traceId: t });
+      const span = await receiver.waitFor('server span', () => serverSpan(receiver, t));
+      expect(span.parentSpanId).toBe(p);
+      expect(span.attributes['session.id']).toBe('sess-plain-http');
+      expect(span.attributes['url.path']).toBe('/invocations');
+      expect(receiver.contentTypes.get('/v1/traces')).toEqual(new Set(['application/json']));
+      // the loader thread (async) runs --require preloads too; it must not start a second SDK
+      expect(app.stderr()).not.toContain('already been initialized');
+      expect(app.stderr()).not.toContain('agentrt-instrument:');
+    },
+  );
+
+  async function checkEsmApp(flag: '--import' | '--require', esmLoader: 'auto' | 'async') {
+    const app = await spawnApp([flag, '@agentrt/instrument', ESM_APP], {
       ...FAST_EXPORT,
       AGENTRT_ESM_LOADER: esmLoader,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
