@@ -111,6 +111,7 @@ describe('agentrt dev (end to end)', () => {
   }, 60_000);
 
   it('starts every service healthy, on the ports it was given', async () => {
+    expect(dev!.child.exitCode, `agentrt dev is still running; its output:\n${dev!.output()}`).toBeNull();
     expect(state.services.map((s) => s.name).sort()).toEqual([
       'collector',
       'runtime',
@@ -217,11 +218,19 @@ describe('agentrt dev (end to end)', () => {
     const blocks = readmeBlocks().filter((b) => b.marker === 'running-stack');
     expect(blocks.length).toBeGreaterThan(0);
     for (const line of blocks.flatMap((b) => b.commands)) {
-      const result = await run('bash', ['-c', moved(line)], {
-        cwd: repoRoot,
-        env: commandEnv,
-        timeout: 90_000,
-      }).catch((error: { code?: number; stdout?: string; stderr?: string }) => error);
+      // Commands that read telemetry may run before the exporters' batch has landed: retry those.
+      const readsTelemetry = /agentrt (sessions|traces)\b|\/api\//.test(line);
+      const deadline = Date.now() + (readsTelemetry ? 60_000 : 0);
+      let result: { code?: number; stdout?: string; stderr?: string };
+      for (;;) {
+        result = await run('bash', ['-c', moved(line)], {
+          cwd: repoRoot,
+          env: commandEnv,
+          timeout: 90_000,
+        }).catch((error: { code?: number; stdout?: string; stderr?: string }) => error);
+        if (!('code' in result) || Date.now() > deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
       expect(result, `${moved(line)}\n${JSON.stringify(result)}`).not.toHaveProperty('code');
       expect(result.stdout?.trim().length, moved(line)).toBeGreaterThan(0);
     }

@@ -152,8 +152,12 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
     };
     entries.push(entry);
     let startedOk = false;
+    // Grandchildren (cluster workers) may hold the pipes after the leader exits: end the log file only
+    // once every pipe has closed, so late output is neither lost nor written after the end.
+    child.once('close', () => log.end());
+    // A log file that cannot be written must not take agentrt dev down; the tail still has the lines.
+    log.on('error', () => {});
     void exited.then(() => {
-      log.end();
       if (!entry.stopping && child.pid !== undefined && startedOk) {
         options.onUnexpectedExit?.(spec.name, exitInfo?.code ?? null, exitInfo?.signal ?? null, tail());
       }
