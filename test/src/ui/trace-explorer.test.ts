@@ -384,7 +384,7 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     await open('#/traces');
     await poll(() => rows.count()).toBe(4);
     await page.locator('[data-testid=theme-toggle]').click();
-    expect(await page.locator('html').getAttribute('data-theme')).toBe('dark');
+    await poll(() => page.locator('html').getAttribute('data-theme')).toBe('dark');
     await screenshot(page, '14-traces-dark');
     await open(`#/traces/${traceIds[1]}?span=`);
     await page.locator('[data-testid=waterfall-row]').first().waitFor();

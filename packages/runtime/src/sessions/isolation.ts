@@ -51,14 +51,29 @@ export function detectIsolation(setting: IsolationSetting): Isolation {
 }
 
 /**
+ * The top-level folders of /tmp that hold any of `paths`. A fresh /tmp would hide them, so they are
+ * bound back read-only: a checkout, a Node install or an artifact that lives under /tmp (a CI clone,
+ * `mktemp -d`) must stay reachable, including the node_modules folders above the artifact.
+ */
+export function tmpRootsOf(paths: readonly string[]): string[] {
+  const roots = new Set<string>();
+  for (const path of paths) {
+    const match = /^\/tmp\/[^/]+/.exec(path);
+    if (match) roots.add(match[0]);
+  }
+  return [...roots];
+}
+
+/**
  * Wraps a worker command. Under bwrap the worker sees a read-only root, fresh /tmp, its own
  * writable session dir and nothing of `hiddenDirs` (the data dir holding every other session);
- * the network namespace is shared so it can listen on loopback.
+ * the network namespace is shared so it can listen on loopback. `readablePaths` (the Node binary,
+ * preload modules) stay visible read-only even when they live under /tmp.
  */
 export function isolate(
   isolation: Isolation,
   argv: string[],
-  options: { sessionDir: string; cwd: string; hiddenDirs: string[] },
+  options: { sessionDir: string; cwd: string; hiddenDirs: string[]; readablePaths?: string[] },
 ): string[] {
   let out = argv;
   if (isolation.mode === 'bwrap') {
@@ -69,6 +84,11 @@ export function isolate(
       'agentrt-session',
       '--tmpfs',
       '/tmp',
+      ...tmpRootsOf([options.cwd, ...argv, ...(options.readablePaths ?? [])]).flatMap((dir) => [
+        '--ro-bind',
+        dir,
+        dir,
+      ]),
       ...options.hiddenDirs.flatMap((dir) => ['--tmpfs', dir]),
       // The artifact stays visible (read-only) even when it lives under /tmp or the data dir.
       '--ro-bind',

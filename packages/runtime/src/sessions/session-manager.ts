@@ -216,6 +216,7 @@ export function createSessionManager({ config, isolation, logger }: SessionManag
         sessionDir,
         cwd,
         hiddenDirs: [config.dataDir],
+        readablePaths: [process.execPath, ...(instrumentPath ? [instrumentPath] : [])],
       });
     }
     const worker = spawnWorker({
