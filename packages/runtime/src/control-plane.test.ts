@@ -285,6 +285,20 @@ describe('hostile and malformed HTTP input', () => {
     expect(body.message).toContain(text);
   };
 
+  it('answers GET /ping for health probes, and refuses other methods on it', async () => {
+    const res = await fetch(`${rt.server.url}/ping`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ status: 'Healthy', sessions: 0, isolation: rt.server.isolation });
+    expect(typeof body['time_of_last_update']).toBe('number');
+    await expectAwsError(
+      await fetch(`${rt.server.url}/ping`, { method: 'POST' }),
+      400,
+      'ValidationException',
+      'not allowed',
+    );
+  });
+
   it('rejects broken JSON, non-object bodies, oversized payloads and bad paths with clear errors', async () => {
     const url = rt.server.url;
     await expectAwsError(

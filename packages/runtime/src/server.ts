@@ -8,6 +8,7 @@ import { createAuthenticator } from './data/auth.js';
 import { registerDataPlane } from './data/data-plane.js';
 import { RuntimeApiError } from './errors.js';
 import { createRouter } from './http/router.js';
+import { sendJson } from './http/http-util.js';
 import { type Logger, createLogger } from './logger.js';
 import { createOtlpLogExporter } from './otlp-logs.js';
 import { type IsolationMode, detectIsolation } from './sessions/isolation.js';
@@ -83,6 +84,17 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   const deps = { config, store, sessions, auth, logger };
   registerControlPlane(router, deps);
   registerDataPlane(router, deps);
+  // Health of the runtime host itself (not part of the AWS API): what `agentrt dev`, compose and
+  // load balancers probe. Same shape as the container contract's /ping.
+  const startedAt = Math.floor(Date.now() / 1000);
+  router.add('GET', '/ping', async ({ res }) => {
+    sendJson(res, 200, {
+      status: 'Healthy',
+      time_of_last_update: startedAt,
+      sessions: sessions.list().length,
+      isolation: isolation.mode,
+    });
+  });
 
   // Runtimes that were mid-transition when the last process stopped settle now; warm pools refill.
   for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {

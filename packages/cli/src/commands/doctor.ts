@@ -318,9 +318,7 @@ export async function runChecks(options: {
   const [ports, collector, bwrap, docker] = await Promise.all([
     Promise.all([
       checkPort('collector', collectorPort, () => answersOk(`http://127.0.0.1:${collectorPort}/healthz`)),
-      checkPort('runtime', runtimePort, () =>
-        answersOk(`http://127.0.0.1:${runtimePort}/runtimes/`, { method: 'POST' }),
-      ),
+      checkPort('runtime', runtimePort, () => answersOk(`http://127.0.0.1:${runtimePort}/ping`)),
       checkPort('weather', weatherPort, () => answersOk(`http://127.0.0.1:${weatherPort}/health`)),
     ]),
     checkCollector(options.collectorUrl, env, timeoutMs),

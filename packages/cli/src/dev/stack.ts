@@ -297,7 +297,7 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
           AGENTRT_DATA_DIR: join(dataDir, 'runtime'),
           AGENTRT_INSTRUMENT_WORKERS: '1',
         },
-        ready: () => answersOk(`${urls['runtime']}/runtimes/`, { method: 'POST' }),
+        ready: () => answersOk(`${urls['runtime']}/ping`),
         readyTimeoutMs: ready,
       },
     },
