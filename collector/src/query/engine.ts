@@ -1,5 +1,6 @@
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { KIND_NAMES, STATUS_NAMES } from '../otlp/records.js';
+import { HOT_ATTRIBUTES } from '../store/schema.js';
 import type { AttributeValue, QueryResponse, SpanRecord } from '../wire-types.js';
 import type { Command, Expr, Literal } from './ast.js';
 import { type Getter, accumulator, evaluate, sortCompare } from './evaluate.js';
@@ -44,6 +45,8 @@ interface Column {
   exact: boolean;
   /** Scale from the query's unit to the column's (ms → µs for @timestamp). */
   scale?: number;
+  /** A GenAI attribute column (nullable; usable only while no span has an odd value there). */
+  hot?: boolean;
 }
 
 // Fields with a column of their own. `attributes.session.id` narrows by the session column (which
@@ -60,6 +63,19 @@ const COLUMNS: Record<string, Column> = {
   'resource.attributes.service.name': { sql: 'service', kind: 'text', exact: true },
   'attributes.session.id': { sql: 'session_id', kind: 'text', exact: false },
 };
+const HOT_COLUMNS: Record<string, Column> = Object.fromEntries(
+  HOT_ATTRIBUTES.map((h) => [`attributes.${h.key}`, { sql: h.column, kind: h.kind, exact: true, hot: true }]),
+);
+const WITH_HOT: Record<string, Column> = { ...COLUMNS, ...HOT_COLUMNS };
+
+/**
+ * The columns usable for this database: the GenAI columns too unless some span holds a value of an
+ * unexpected type there (then those fields are read from the records, as before they had columns).
+ */
+function columnsOf(db: DatabaseSync): Record<string, Column> {
+  const odd = db.prepare('SELECT 1 FROM spans WHERE hot_odd = 1 LIMIT 1').get();
+  return odd ? COLUMNS : WITH_HOT;
+}
 const NOT_NULL = new Set(['trace_id', 'span_id', 'name', 'kind', 'status', 'duration_ns', 'start_us']);
 
 function normalizeEnum(field: string, v: Literal): Literal {
@@ -101,9 +117,17 @@ function conjuncts(expr: Expr): Expr[] {
 }
 
 /** SQL for a conjunct on an indexed column, or undefined. `exact` says whether it can be dropped. */
-function pushdown(e: Expr): { sql: string; params: SQLInputValue[]; exact: boolean } | undefined {
+function pushdown(
+  e: Expr,
+  cols: Record<string, Column>,
+): { sql: string; params: SQLInputValue[]; exact: boolean } | undefined {
+  if (e.type === 'present') {
+    const c = cols[e.field];
+    if (!c?.exact) return undefined;
+    return { sql: `${c.sql} IS ${e.negate ? '' : 'NOT '}NULL`, params: [], exact: true };
+  }
   if (e.type !== 'cmp' && e.type !== 'in') return undefined;
-  const col = COLUMNS[e.field];
+  const col = cols[e.field];
   if (!col) return undefined;
   const values = e.type === 'cmp' ? [e.value] : e.values;
   if (!values.every((v) => (col.kind === 'number' ? typeof v === 'number' : typeof v === 'string'))) {
@@ -125,8 +149,8 @@ function pushdown(e: Expr): { sql: string; params: SQLInputValue[]; exact: boole
 const SIMPLE_SEGMENT = /^[A-Za-z0-9_]+$/;
 
 /** SQL that extracts a field without parsing the whole record, or undefined when it needs the record. */
-function extractSql(path: string): { sql: string; json: boolean } | undefined {
-  const col = COLUMNS[path];
+function extractSql(path: string, cols: Record<string, Column>): { sql: string; json: boolean } | undefined {
+  const col = cols[path];
   if (col?.exact) {
     return { sql: col.scale ? `(${col.sql} / ${col.scale}.0)` : col.sql, json: false };
   }
@@ -178,6 +202,168 @@ function fieldsOf(cmd: Command): string[] {
   return out;
 }
 
+type StatsCommand = Extract<Command, { type: 'stats' }>;
+
+/** The SQL expression of an exact column (scaled to the query's unit), or undefined. */
+function columnExpr(
+  path: string,
+  cols: Record<string, Column>,
+): { sql: string; kind: Column['kind'] } | undefined {
+  const c = cols[path];
+  if (!c?.exact) return undefined;
+  return { sql: c.scale ? `(${c.sql} / ${c.scale}.0)` : c.sql, kind: c.kind };
+}
+
+/**
+ * Runs a `stats` command as one SQL GROUP BY when every field it names is a column (and every
+ * filter before it ran in SQL): no record is parsed. `pct()` then reads the k-th value of each
+ * group from a sorted column scan — an index walk when an index orders it (the GenAI index for
+ * durations by model), else one window-function pass. Undefined when the command needs records.
+ */
+function statsInSql(
+  db: DatabaseSync,
+  cmd: StatsCommand,
+  where: readonly string[],
+  params: readonly SQLInputValue[],
+  cols: Record<string, Column>,
+): { rows: Record<string, unknown>[]; scanned: number } | undefined {
+  const keys: string[] = [];
+  for (const b of cmd.by) {
+    if (b.type === 'bin') {
+      const us = b.ms * 1000;
+      if (!Number.isSafeInteger(us) || us <= 0) return undefined;
+      keys.push(`((start_us / ${us}) * ${b.ms})`);
+    } else {
+      const c = columnExpr(b.path, cols);
+      if (!c) return undefined;
+      keys.push(c.sql);
+    }
+  }
+  const aggs: string[] = [];
+  const pcts: { i: number; sql: string; p: number }[] = [];
+  for (const [i, a] of cmd.aggs.entries()) {
+    if (!a.field) {
+      aggs.push('count(*)');
+      continue;
+    }
+    const c = columnExpr(a.field, cols);
+    if (!c) return undefined;
+    if (a.fn === 'count') aggs.push(`count(${c.sql})`);
+    else if (a.fn === 'count_distinct') aggs.push(`count(DISTINCT ${c.sql})`);
+    else if (c.kind !== 'number')
+      return undefined; // numeric strings: the JS path converts them
+    else if (a.fn === 'pct') {
+      aggs.push(`count(${c.sql})`);
+      pcts.push({ i, sql: c.sql, p: a.p! });
+    } else aggs.push(a.fn === 'sum' ? `total(${c.sql})` : `${a.fn}(${c.sql})`);
+  }
+  const whereSql = where.length ? ` WHERE ${where.join(' AND ')}` : '';
+  const keyNames = keys.map((_, i) => `k${i}`);
+  const select = [
+    ...keys.map((k, i) => `${k} AS k${i}`),
+    ...aggs.map((a, i) => `${a} AS a${i}`),
+    'count(*) AS n',
+  ];
+  const grouped = keys.length ? ` GROUP BY ${keyNames.join(', ')} ORDER BY min(id)` : '';
+  const stmt = db.prepare(`SELECT ${select.join(', ')} FROM spans${whereSql}${grouped}`);
+  stmt.setReturnArrays(true);
+  const raw = stmt.all(...params) as unknown as unknown[][];
+  const nk = keys.length;
+  let scanned = 0;
+  for (const r of raw) scanned += r[nk + aggs.length] as number;
+
+  for (const pct of pcts) {
+    const col = nk + pct.i;
+    const rank = (n: number): number => Math.max(1, Math.ceil((pct.p / 100) * n));
+    const groupWhere = (r: unknown[]): string =>
+      [
+        ...where,
+        ...keys.map((k, i) => (r[i] === null ? `${k} IS NULL` : `${k} = ?`)),
+        `${pct.sql} IS NOT NULL`,
+      ].join(' AND ');
+    const kth = (r: unknown[]): string =>
+      `SELECT ${pct.sql} FROM spans WHERE ${groupWhere(r)} ORDER BY ${pct.sql} LIMIT 1 OFFSET ?`;
+    // Groups whose values an index delivers in order: walk to the k-th entry. The others (the
+    // group of spans without the key, say) need a sort: one scan per group when there is one,
+    // else one window-function pass over all of them.
+    const walks = new Map<string, boolean>();
+    const walkable = (sql: string, args: SQLInputValue[]): boolean => {
+      let ok = walks.get(sql);
+      if (ok === undefined) {
+        const plan = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[];
+        walks.set(sql, (ok = !plan.some((p) => p.detail.includes('TEMP B-TREE'))));
+      }
+      return ok;
+    };
+    const jobs = raw
+      .filter((r) => (r[col] as number) > 0)
+      .map((r) => {
+        const sql = kth(r);
+        const args = [
+          ...params,
+          ...(r.slice(0, nk).filter((v) => v !== null) as SQLInputValue[]),
+          rank(r[col] as number) - 1,
+        ];
+        return { r, sql, args, walk: walkable(sql, args) };
+      });
+    for (const r of raw) if (!((r[col] as number) > 0)) r[col] = null;
+    const sorts = jobs.filter((j) => !j.walk);
+    for (const j of sorts.length > 1 ? jobs.filter((x) => x.walk) : jobs) {
+      const one = db.prepare(j.sql);
+      one.setReturnArrays(true);
+      j.r[col] = (one.get(...j.args) as unknown as unknown[])[0];
+    }
+    if (sorts.length <= 1) continue;
+    // No index in that order: one sort of all the groups' values, picking each group's rank.
+    const part = keys.length ? `PARTITION BY ${keys.join(', ')}` : '';
+    const win = db.prepare(
+      `SELECT ${[...keyNames, 'v'].join(', ')} FROM (SELECT ${[...keys.map((k, i) => `${k} AS k${i}`), `${pct.sql} AS v`].join(', ')},
+        row_number() OVER (${part} ORDER BY ${pct.sql}) AS rn, count(*) OVER (${part}) AS c
+        FROM spans WHERE ${[...where, `${pct.sql} IS NOT NULL`].join(' AND ')})
+      WHERE rn = max(1, ceil((${pct.p} / 100.0) * c))`,
+    );
+    win.setReturnArrays(true);
+    const found = new Map<string, unknown>();
+    for (const w of win.all(...params) as unknown as unknown[][])
+      found.set(JSON.stringify(w.slice(0, nk)), w[nk]);
+    for (const { r } of sorts) r[col] = found.get(JSON.stringify(r.slice(0, nk))) ?? null;
+  }
+  const rows = raw.map((r) => {
+    const o: Record<string, unknown> = {};
+    cmd.by.forEach((b, i) => (o[b.name] = r[i]));
+    cmd.aggs.forEach((a, i) => (o[a.name] = r[nk + i]));
+    return o;
+  });
+  return { rows, scanned };
+}
+
+/** A `stats` command over rows in memory (fields that are not columns, or filters run in JS). */
+function statsInJs(cmd: StatsCommand, rows: unknown[], g: Getter): Record<string, unknown>[] {
+  const groups = new Map<string, { key: unknown[]; accs: ReturnType<typeof accumulator>[] }>();
+  for (const r of rows) {
+    const key = cmd.by.map((b) => {
+      if (b.type === 'bin') {
+        const ts = g(r, '@timestamp');
+        return typeof ts === 'number' ? Math.floor(ts / b.ms) * b.ms : null;
+      }
+      return g(r, b.path) ?? null;
+    });
+    const k = JSON.stringify(key);
+    let group = groups.get(k);
+    if (!group) groups.set(k, (group = { key, accs: cmd.aggs.map((a) => accumulator(a, g)) }));
+    for (const acc of group.accs) acc.add(r);
+  }
+  if (!groups.size && !cmd.by.length) {
+    groups.set('[]', { key: [], accs: cmd.aggs.map((a) => accumulator(a, g)) });
+  }
+  return [...groups.values()].map((group) => {
+    const o: Record<string, unknown> = {};
+    cmd.by.forEach((b, i) => (o[b.name] = group.key[i]));
+    cmd.aggs.forEach((a, i) => (o[a.name] = group.accs[i]!.result()));
+    return o;
+  });
+}
+
 const recordGetter: Getter = (row, path) => resolveField(row as SpanRecord, path);
 const objectGetter: Getter = (row, path) =>
   Object.hasOwn(row as object, path) ? (row as Record<string, unknown>)[path] : undefined;
@@ -188,6 +374,7 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
   const commands = parseQuery(query).map((c) =>
     c.type === 'filter' ? { ...c, expr: normalize(c.expr) } : c,
   );
+  const cols = columnsOf(db);
 
   // Leading filters run (partly) in SQL; everything after runs in order over the rows.
   let lead = 0;
@@ -197,7 +384,7 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
   const residual: Expr[] = [];
   for (const cmd of commands.slice(0, lead)) {
     for (const c of conjuncts((cmd as { expr: Expr }).expr)) {
-      const p = pushdown(c);
+      const p = pushdown(c, cols);
       if (p) {
         where.push(p.sql);
         params.push(...p.params);
@@ -220,7 +407,7 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
   // Which fields to read: columns and JSON paths when possible, the whole record otherwise.
   const paths = [...new Set(commands.flatMap(fieldsOf))];
   if (!hasStats && !hasFields) paths.push(...DEFAULT_COLUMNS);
-  const extracts = paths.map((p) => extractSql(p));
+  const extracts = paths.map((p) => extractSql(p, cols));
   const useRecord = extracts.some((e) => e === undefined);
   const index = new Map(paths.map((p, i) => [p, i]));
 
@@ -239,9 +426,10 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
   let sortedBySql = false;
   if (streamable) {
     const keys = lastSort ? lastSort.keys : [{ path: '@timestamp', desc: true }];
-    const cols = keys.map((k) => (aliases.has(k.path) ? undefined : COLUMNS[k.path]));
-    if (cols.every((c) => c?.exact)) {
-      orderSql = ` ORDER BY ${cols.map((c, i) => `${c!.sql} ${keys[i]!.desc ? 'DESC' : 'ASC'}`).join(', ')}, id`;
+    // Not the nullable GenAI columns: SQL sorts NULL first, the query language sorts missing last.
+    const order = keys.map((k) => (aliases.has(k.path) ? undefined : COLUMNS[k.path]));
+    if (order.every((c) => c?.exact)) {
+      orderSql = ` ORDER BY ${order.map((c, i) => `${c!.sql} ${keys[i]!.desc ? 'DESC' : 'ASC'}`).join(', ')}, id`;
       sortedBySql = true;
     }
   }
@@ -250,25 +438,32 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
   const sqlLimit = sortedBySql && !residual.length && Number.isFinite(limit) ? ` LIMIT ${limit}` : '';
   const sql = `SELECT ${select} FROM spans${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${orderSql}${sqlLimit}`;
 
-  let get: Getter;
+  let get: Getter = objectGetter;
   let rows: unknown[] = [];
   let scanned = 0;
   const filter = residual.length
     ? residual.reduce((l, r): Expr => ({ type: 'and', left: l, right: r, pos: r.pos }))
     : undefined;
-  const stmt = db.prepare(sql);
   const deadline = started + (options.maxQueryMs ?? 30_000);
+  const overBudget = (): QueryError =>
+    new QueryError(
+      `query stopped after ${Math.round(performance.now() - started)} ms and ${scanned} records; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
+      0,
+      [],
+      'QueryError',
+    );
   const checkBudget = (): void => {
-    if (scanned % BUDGET_CHECK_ROWS === 0 && performance.now() > deadline) {
-      throw new QueryError(
-        `query stopped after ${Math.round(performance.now() - started)} ms and ${scanned} records; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
-        0,
-        [],
-        'QueryError',
-      );
-    }
+    if (scanned % BUDGET_CHECK_ROWS === 0 && performance.now() > deadline) throw overBudget();
   };
-  if (useRecord) {
+  const first = rest[0];
+  const sqlStats =
+    first?.type === 'stats' && !residual.length ? statsInSql(db, first, where, params, cols) : undefined;
+  if (sqlStats) {
+    scanned = sqlStats.scanned;
+    // One SQL statement cannot be interrupted half-way; a query over its budget still fails.
+    if (performance.now() > deadline) throw overBudget();
+  } else if (useRecord) {
+    const stmt = db.prepare(sql);
     get = recordGetter;
     for (const r of stmt.iterate(...params) as Iterable<{ doc: string }>) {
       scanned++;
@@ -279,6 +474,7 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
       if (rows.length >= stopAfter) break;
     }
   } else {
+    const stmt = db.prepare(sql);
     const json = extracts.map((e) => e!.json);
     get = (row, path) => {
       const i = index.get(path);
@@ -327,30 +523,9 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
       }
       case 'stats': {
         const g = get;
-        const groups = new Map<string, { key: unknown[]; accs: ReturnType<typeof accumulator>[] }>();
-        for (const r of rows) {
-          const key = cmd.by.map((b) => {
-            if (b.type === 'bin') {
-              const ts = g(r, '@timestamp');
-              return typeof ts === 'number' ? Math.floor(ts / b.ms) * b.ms : null;
-            }
-            return g(r, b.path) ?? null;
-          });
-          const k = JSON.stringify(key);
-          let group = groups.get(k);
-          if (!group) groups.set(k, (group = { key, accs: cmd.aggs.map((a) => accumulator(a, g)) }));
-          for (const acc of group.accs) acc.add(r);
-        }
-        if (!groups.size && !cmd.by.length) {
-          groups.set('[]', { key: [], accs: cmd.aggs.map((a) => accumulator(a, g)) });
-        }
+        if (cmd === first && sqlStats) rows = sqlStats.rows;
+        else rows = statsInJs(cmd, rows, g);
         const bin = cmd.by.findIndex((b) => b.type === 'bin');
-        rows = [...groups.values()].map((group) => {
-          const o: Record<string, unknown> = {};
-          cmd.by.forEach((b, i) => (o[b.name] = group.key[i]));
-          cmd.aggs.forEach((a, i) => (o[a.name] = group.accs[i]!.result()));
-          return o;
-        });
         if (bin >= 0) {
           timeColumn = cmd.by[bin]!.name;
           const tc = timeColumn;

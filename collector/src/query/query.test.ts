@@ -202,6 +202,65 @@ describe('query engine', () => {
     expect(top.rows).toEqual([{ name: 'chat claude', 'count(*)': 20 }]);
   });
 
+  it('answers stats over columns in SQL exactly as over the records', () => {
+    // `filter name like /./` matches every span but runs in JS, so it forces the record path.
+    const sorted = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).sort();
+    for (const stats of [
+      'stats count(*), count(attributes.gen_ai.request.model), count_distinct(attributes.gen_ai.request.model), sum(attributes.gen_ai.usage.input_tokens), avg(durationNano), min(durationNano), max(durationNano), pct(durationNano, 95), pct(attributes.gen_ai.usage.input_tokens, 50) by attributes.gen_ai.request.model',
+      'stats count(*), pct(durationNano, 50), avg(attributes.gen_ai.usage.input_tokens) by bin(10m)',
+      'stats sum(attributes.gen_ai.usage.input_tokens), pct(durationNano, 90) by name, kind',
+      'stats pct(durationNano, 99.9), max(@timestamp), min(attributes.gen_ai.usage.input_tokens)',
+    ]) {
+      for (const filter of [
+        '',
+        'filter ispresent(attributes.gen_ai.request.model) | ',
+        'filter not ispresent(attributes.gen_ai.request.model) | ',
+        'filter attributes.gen_ai.request.model = "claude" and durationNano > 1e9 | ',
+        'filter name = "none" | ',
+      ]) {
+        const inSql = q(filter + stats);
+        const inJs = q(`${filter}filter name like /./ | ${stats}`);
+        expect(sorted(inSql.rows), filter + stats).toEqual(sorted(inJs.rows));
+        expect(inSql.columns).toEqual(inJs.columns);
+      }
+    }
+    expect(q('filter ispresent(attributes.gen_ai.request.model) | stats count(*)').scanned).toBe(20);
+  });
+
+  it('reads GenAI fields from the records once a span holds a value its column cannot', () => {
+    const tmpOdd = tempDir();
+    const odd = createSpanStore({ dataDir: tmpOdd.dir });
+    try {
+      const span = (i: number, attributes: Record<string, string | number>) =>
+        jsonSpan({
+          traceId: hex(7000, 16),
+          spanId: hex(i + 1, 8),
+          name: 'chat',
+          startMs: T0 + i,
+          durationMs: 1,
+          attributes,
+        });
+      const put = (spans: Record<string, unknown>[]) =>
+        odd.insertBatch(decodeTraceRequestJson(JSON.stringify(jsonRequest('odd', spans))).spans);
+      put([span(0, { 'gen_ai.request.model': 'm', 'gen_ai.usage.input_tokens': 5 })]);
+      const byModel =
+        'stats count(*), sum(attributes.gen_ai.usage.input_tokens) as t by attributes.gen_ai.request.model as m';
+      expect(runQuery(odd.db, byModel).rows).toEqual([{ m: 'm', 'count(*)': 1, t: 5 }]);
+      // A numeric model name and a token count sent as a string: the query language still sees them.
+      put([span(1, { 'gen_ai.request.model': 7, 'gen_ai.usage.input_tokens': '6' })]);
+      expect(runQuery(odd.db, byModel).rows).toEqual([
+        { m: 'm', 'count(*)': 1, t: 5 },
+        { m: 7, 'count(*)': 1, t: 6 },
+      ]);
+      expect(runQuery(odd.db, 'filter attributes.gen_ai.request.model = "7" | fields spanId').rows).toEqual([
+        { spanId: hex(2, 8) },
+      ]);
+    } finally {
+      odd.close();
+      tmpOdd.remove();
+    }
+  });
+
   it('restricts to the time range', () => {
     const r = q('stats count(*)', { startMs: T0 + 10 * 60_000, endMs: T0 + 20 * 60_000 });
     expect(r.rows).toEqual([{ 'count(*)': 10 }]);

@@ -1,7 +1,30 @@
 // The SQLite schema. One row per span with the columns queries filter on most, plus the whole
 // record as JSON (`doc`); log records likewise. Times are stored as epoch microseconds so they stay
 // exact JavaScript numbers (epoch nanoseconds do not fit in 2^53).
-export const SCHEMA_VERSION = 1;
+//
+// Version 2 added the GenAI columns (see HOT_ATTRIBUTES) and their covering index; a version-1 data
+// dir is migrated in place when it is opened (migrateSpans in span-store.ts).
+export const SCHEMA_VERSION = 2;
+
+/**
+ * Hot GenAI attributes copied into columns of their own at ingest, so `stats … by model` and token
+ * sums run as SQL aggregates instead of parsing every record. A column holds the attribute's value
+ * when it is a string (text columns) or a number (number columns); a span whose value has another
+ * type (or sits in a nested kvlist) gets `hot_odd = 1`, and while any such span exists the query
+ * engine reads these fields from the records instead.
+ */
+export const HOT_ATTRIBUTES = [
+  { key: 'gen_ai.request.model', column: 'ga_model', kind: 'text' },
+  { key: 'gen_ai.operation.name', column: 'ga_operation', kind: 'text' },
+  { key: 'gen_ai.provider.name', column: 'ga_provider', kind: 'text' },
+  { key: 'gen_ai.usage.input_tokens', column: 'ga_input_tokens', kind: 'number' },
+  { key: 'gen_ai.usage.output_tokens', column: 'ga_output_tokens', kind: 'number' },
+] as const;
+
+/** The covering index of model-level GenAI stats (count, tokens, duration percentiles by model). */
+export const GENAI_INDEX = `CREATE INDEX IF NOT EXISTS spans_genai
+  ON spans(ga_model, duration_ns, ga_input_tokens, ga_output_tokens) WHERE ga_model IS NOT NULL;
+CREATE INDEX IF NOT EXISTS spans_hot_odd ON spans(id) WHERE hot_odd = 1;`;
 
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -18,7 +41,13 @@ CREATE TABLE IF NOT EXISTS spans (
   name TEXT NOT NULL,
   status TEXT NOT NULL,
   kind TEXT NOT NULL,
-  doc TEXT NOT NULL
+  doc TEXT NOT NULL,
+  ga_model TEXT,
+  ga_operation TEXT,
+  ga_provider TEXT,
+  ga_input_tokens,
+  ga_output_tokens,
+  hot_odd INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS spans_trace ON spans(trace_id, span_id);
 CREATE INDEX IF NOT EXISTS spans_session ON spans(session_id, start_us) WHERE session_id IS NOT NULL;

@@ -1,5 +1,9 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeTraceRequestJson } from '../otlp/decode-json.js';
+import { runQuery } from '../query/engine.js';
 import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
 import type { SpanRecord } from '../wire-types.js';
 import { createSpanStore, isTraceIndexed } from './span-store.js';
@@ -111,5 +115,73 @@ describe('span store', () => {
     store.insertBatch(batch);
     store.insertBatch(batch);
     expect((store.db.prepare('SELECT count(*) AS n FROM spans').get() as { n: number }).n).toBe(5);
+  });
+
+  it('migrates a data dir written by schema version 1 (no GenAI columns) and answers from it', () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.remove);
+    // The spans table and meta row exactly as version 1 created them.
+    mkdirSync(tmp.dir, { recursive: true });
+    const v1 = new DatabaseSync(join(tmp.dir, 'collector.sqlite'));
+    v1.exec(`PRAGMA journal_mode = WAL;
+      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO meta VALUES ('schema', '1');
+      CREATE TABLE spans (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
+        parent_span_id TEXT, start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, duration_ns INTEGER NOT NULL,
+        service TEXT, session_id TEXT, name TEXT NOT NULL, status TEXT NOT NULL, kind TEXT NOT NULL, doc TEXT NOT NULL);
+      CREATE UNIQUE INDEX spans_trace ON spans(trace_id, span_id);
+      CREATE INDEX spans_session ON spans(session_id, start_us) WHERE session_id IS NOT NULL;
+      CREATE INDEX spans_start ON spans(start_us);`);
+    const old = spans(6, Date.now(), { traces: 2, session: 'before-upgrade' });
+    old.forEach((s, i) => {
+      if (i % 3) {
+        s.attributes['gen_ai.request.model'] = i % 2 ? 'claude' : 'nova';
+        s.attributes['gen_ai.usage.input_tokens'] = 10 * i;
+      }
+    });
+    const insert = v1.prepare(`INSERT INTO spans (trace_id, span_id, parent_span_id, start_us, end_us,
+      duration_ns, service, session_id, name, status, kind, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    for (const s of old) {
+      const startUs = Math.floor(s.startTimeUnixNano / 1000);
+      insert.run(
+        s.traceId,
+        s.spanId,
+        null,
+        startUs,
+        startUs + 1000,
+        s.durationNano,
+        'store-test',
+        'before-upgrade',
+        s.name,
+        s.status.code,
+        s.kind,
+        JSON.stringify(s),
+      );
+    }
+    v1.close();
+
+    const store = createSpanStore({ dataDir: tmp.dir });
+    cleanups.push(() => store.close());
+    const columns = (store.db.prepare('PRAGMA table_info(spans)').all() as { name: string }[]).map(
+      (c) => c.name,
+    );
+    expect(columns).toEqual(expect.arrayContaining(['ga_model', 'ga_input_tokens', 'hot_odd']));
+    expect(store.db.prepare("SELECT value FROM meta WHERE key = 'schema'").get()).toEqual({ value: '2' });
+    expect(store.db.prepare('SELECT count(ga_model) AS n FROM spans').get()).toEqual({ n: 4 });
+    const byModel =
+      'filter ispresent(attributes.gen_ai.request.model) | stats count(*) as n, sum(attributes.gen_ai.usage.input_tokens) as t by attributes.gen_ai.request.model as m | sort m';
+    expect(runQuery(store.db, byModel).rows).toEqual([
+      { m: 'claude', n: 2, t: 10 + 50 },
+      { m: 'nova', n: 2, t: 20 + 40 },
+    ]);
+    // The old spans keep answering everywhere, and new ones land next to them.
+    expect(store.spansOfTrace(old[0]!.traceId)).toHaveLength(3);
+    store.insertBatch(spans(2, Date.now() + 1000, { session: 'before-upgrade' }));
+    expect(store.getSession('before-upgrade')!.session.spanCount).toBe(8);
+    store.close();
+    // Opening again is a no-op.
+    const again = createSpanStore({ dataDir: tmp.dir });
+    cleanups.push(() => again.close());
+    expect(runQuery(again.db, byModel).rows).toHaveLength(2);
   });
 });

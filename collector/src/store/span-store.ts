@@ -1,9 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { lookupKey } from '../query/fields.js';
 import { sessionIdOf } from '../trace-model/genai.js';
-import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
-import { SCHEMA, SCHEMA_VERSION } from './schema.js';
+import type { Attributes, LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
+import { GENAI_INDEX, HOT_ATTRIBUTES, SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { summarizeSession, summarizeTrace } from './summaries.js';
 
 export interface SpanStoreOptions {
@@ -70,6 +71,77 @@ export function isTraceIndexed(traceId: string, percent: number): boolean {
   return (Number.isNaN(n) ? 0 : n % 10_000) < percent * 100;
 }
 
+function inTransaction<T>(db: DatabaseSync, fn: () => T): T {
+  db.exec('BEGIN');
+  try {
+    const result = fn();
+    db.exec('COMMIT');
+    return result;
+  } catch (error) {
+    db.exec('ROLLBACK');
+    throw error;
+  }
+}
+
+type HotValue = string | number | null;
+
+/**
+ * Fills `out` with the HOT_ATTRIBUTES column values of a span (looked up exactly as the query
+ * language does) and returns the `hot_odd` flag: 1 when a value has a type its column cannot hold.
+ */
+export function hotValues(attributes: Attributes, out: HotValue[]): 1 | null {
+  let odd: 1 | null = null;
+  for (let i = 0; i < HOT_ATTRIBUTES.length; i++) {
+    const h = HOT_ATTRIBUTES[i]!;
+    const v = lookupKey(attributes, h.key);
+    if (v === undefined || v === null) out[i] = null;
+    else if (h.kind === 'text' ? typeof v === 'string' : typeof v === 'number' && Number.isFinite(v))
+      out[i] = v as string | number;
+    else {
+      out[i] = null;
+      odd = 1;
+    }
+  }
+  return odd;
+}
+
+const HOT_COLUMNS = [...HOT_ATTRIBUTES.map((h) => h.column), 'hot_odd'];
+const MIGRATE_CHUNK = 5000;
+
+/**
+ * Brings a data dir written by an older collector up to SCHEMA_VERSION, in one transaction (a crash
+ * half-way leaves the old schema, migrated again on the next start). Version 1 → 2: adds the GenAI
+ * columns and fills them from the stored records.
+ */
+function migrate(db: DatabaseSync): void {
+  const have = new Set(
+    (db.prepare('PRAGMA table_info(spans)').all() as { name: string }[]).map((r) => r.name),
+  );
+  const missing = HOT_COLUMNS.filter((c) => !have.has(c));
+  inTransaction(db, () => {
+    if (missing.length) {
+      for (const c of missing)
+        db.exec(`ALTER TABLE spans ADD COLUMN ${c}${c === 'hot_odd' ? ' INTEGER' : ''}`);
+      const page = db.prepare('SELECT id, doc FROM spans WHERE id > ? ORDER BY id LIMIT ?');
+      const update = db.prepare(
+        `UPDATE spans SET ${HOT_COLUMNS.map((c) => `${c} = ?`).join(', ')} WHERE id = ?`,
+      );
+      const values: HotValue[] = [];
+      for (let last = 0; ;) {
+        const rows = page.all(last, MIGRATE_CHUNK) as { id: number; doc: string }[];
+        if (!rows.length) break;
+        for (const r of rows) {
+          last = r.id;
+          const odd = hotValues((JSON.parse(r.doc) as SpanRecord).attributes ?? {}, values);
+          if (odd || values.some((v) => v !== null)) update.run(...values, odd, r.id);
+        }
+      }
+    }
+    db.exec(GENAI_INDEX);
+    db.prepare('INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)').run('schema', String(SCHEMA_VERSION));
+  });
+}
+
 /** The durable span/log store (node:sqlite, WAL). Synchronous: callers batch into insertBatch. */
 export function createSpanStore(options: SpanStoreOptions) {
   mkdirSync(options.dataDir, { recursive: true });
@@ -78,13 +150,15 @@ export function createSpanStore(options: SpanStoreOptions) {
   db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;
     PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456;`);
   db.exec(SCHEMA);
-  db.prepare('INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)').run('schema', String(SCHEMA_VERSION));
+  const version = db.prepare("SELECT value FROM meta WHERE key = 'schema'").get() as
+    { value: string } | undefined;
+  if (version?.value !== String(SCHEMA_VERSION)) migrate(db);
   const indexPercent = options.traceIndexPercent ?? 100;
   const maxKeys = options.maxAttributeKeys ?? 10_000;
 
   const insertSpan = db.prepare(`INSERT INTO spans
-    (trace_id, span_id, parent_span_id, start_us, end_us, duration_ns, service, session_id, name, status, kind, doc)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    (trace_id, span_id, parent_span_id, start_us, end_us, duration_ns, service, session_id, name, status, kind, doc,
+    ${HOT_COLUMNS.join(', ')}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const insertLog = db.prepare(
     'INSERT INTO logs (trace_id, span_id, time_us, severity, doc) VALUES (?, ?, ?, ?, ?)',
   );
@@ -148,17 +222,8 @@ export function createSpanStore(options: SpanStoreOptions) {
     return `{"resource":${cachedResourceJson},"scope":${cachedScopeJson}${tail.length > 2 ? `,${tail.slice(1)}` : '}'}`;
   }
 
-  function transaction<T>(fn: () => T): T {
-    db.exec('BEGIN');
-    try {
-      const result = fn();
-      db.exec('COMMIT');
-      return result;
-    } catch (error) {
-      db.exec('ROLLBACK');
-      throw error;
-    }
-  }
+  const transaction = <T>(fn: () => T): T => inTransaction(db, fn);
+  const hot: HotValue[] = [];
 
   /** Stores spans and logs in one transaction (all or nothing). */
   function insertBatch(spans: readonly SpanRecord[], logs: readonly LogRecord[] = []): void {
@@ -174,6 +239,7 @@ export function createSpanStore(options: SpanStoreOptions) {
         const svc = s.resource.attributes['service.name'];
         const service = typeof svc === 'string' ? svc : null;
         const session = sessionIdOf(s.attributes, s.resource.attributes) ?? null;
+        const odd = hotValues(s.attributes, hot);
         try {
           insertSpan.run(
             s.traceId,
@@ -188,6 +254,12 @@ export function createSpanStore(options: SpanStoreOptions) {
             s.status.code,
             s.kind,
             docJson(s),
+            hot[0]!,
+            hot[1]!,
+            hot[2]!,
+            hot[3]!,
+            hot[4]!,
+            odd,
           );
         } catch (error) {
           // The same span again (an exporter retry): the first copy stays. A plain INSERT that
