@@ -25,6 +25,10 @@ const STORED_SPANS = Number(process.env.BENCH_STORED_SPANS ?? 1_000_000);
 const CONCURRENCY = 4;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const MODELS = ['claude-sonnet', 'nova-pro', 'llama-70b'];
+// Profiling aids: extra node flags for the collector process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`)
+// and BENCH_INGEST_ONLY=1 to stop after the ingest rounds (no table is written then).
+const COLLECTOR_NODE_ARGS = (process.env.BENCH_COLLECTOR_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const INGEST_ONLY = process.env.BENCH_INGEST_ONLY === '1';
 const log = (...a) => console.log(...a);
 const now = () => performance.now();
 
@@ -117,7 +121,7 @@ const MAIN = fileURLToPath(new URL('../../collector/dist/main.js', import.meta.u
 
 /** Starts `node collector/dist/main.js` on a free port; resolves once it logs its URL. */
 function startCollectorProcess(dataDir) {
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [...COLLECTOR_NODE_ARGS, MAIN], {
     env: {
       ...process.env,
       AGENTRT_COLLECTOR_PORT: '0',
@@ -306,6 +310,12 @@ try {
   }
 
   // The 1M-span store is kept in bench/.work (git-ignored) and reused by later runs.
+  if (!INGEST_ONLY) await measureQueriesAndReport({ ingestRates, bareRate, jsonParseRate, protoDecodeRate });
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function measureQueriesAndReport({ ingestRates, bareRate, jsonParseRate, protoDecodeRate }) {
   const bigDir = fileURLToPath(new URL(`../.work/collector-${STORED_SPANS}-v1/`, import.meta.url));
   let genSeconds;
   if (existsSync(join(bigDir, 'done'))) {
@@ -412,6 +422,4 @@ try {
     [bySession.p50 < 50, 'session filter p50 < 50 ms'],
   ];
   for (const [ok, goal] of goals) log(`${ok ? 'met' : 'MISSED'}: ${goal}`);
-} finally {
-  rmSync(dir, { recursive: true, force: true });
 }

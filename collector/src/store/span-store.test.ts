@@ -109,6 +109,23 @@ describe('span store', () => {
     expect(store.services()).toEqual([expect.objectContaining({ name: 'store-test', spanCount: after.n })]);
   });
 
+  it('stores each record as a JSON document that reads back as the record', () => {
+    const store = open();
+    const [plain, full] = spans(2, Date.now(), { traces: 1 });
+    Object.assign(full!, {
+      parentSpanId: plain!.spanId,
+      traceState: 'k="v"',
+      flags: 257,
+      name: 'chat "quoted" \\ \u2028 ünïcode',
+      status: { code: 'ERROR', message: 'line\nbreak' },
+      events: [{ name: 'e', timeUnixNano: 1, attributes: { a: [1, 'x', { b: null }] } }],
+      links: [{ traceId: plain!.traceId, spanId: plain!.spanId, traceState: 't', attributes: {} }],
+    });
+    store.insertBatch([plain!, full!]);
+    const back = store.spansOfTrace(plain!.traceId);
+    expect(back).toEqual(JSON.parse(JSON.stringify([plain, full])));
+  });
+
   it('keeps a span sent twice (exporter retry) once', () => {
     const store = open();
     const batch = spans(5, Date.now());

@@ -1,9 +1,10 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { lookupKey } from '../query/fields.js';
 import { sessionIdOf } from '../trace-model/genai.js';
 import type { Attributes, LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
+import { startCheckpointer } from './checkpointer.js';
 import { GENAI_INDEX, HOT_ATTRIBUTES, SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { summarizeSession, summarizeTrace } from './summaries.js';
 
@@ -17,6 +18,11 @@ export interface SpanStoreOptions {
   traceIndexPercent?: number;
   /** Cap on distinct attribute keys remembered for autocompletion (hostile senders). */
   maxAttributeKeys?: number;
+  /**
+   * Checkpoint the WAL from a worker thread (default true) instead of inside commits on the
+   * calling thread. Either way the writer checkpoints itself once the WAL passes WAL_CAP_BYTES.
+   */
+  backgroundCheckpoints?: boolean;
 }
 
 export interface TraceListFilter {
@@ -56,9 +62,14 @@ export const FIXED_KEYS = [
 ];
 
 const SUMMARY_REFRESH_LIMIT = 2000;
+/** Past this WAL size the writer runs a checkpoint itself (the background one is falling behind). */
+const WAL_CAP_BYTES = 256 * 1024 * 1024;
 const SQLITE_CONSTRAINT_UNIQUE = 2067;
 
 export type SpanStore = ReturnType<typeof createSpanStore>;
+
+/** A number as JSON.stringify writes it. */
+const num = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
 
 /** Epoch ns → µs, the unit of the time columns. */
 export const nsToUs = (ns: number): number => Math.floor(ns / 1000);
@@ -153,6 +164,24 @@ export function createSpanStore(options: SpanStoreOptions) {
   const version = db.prepare("SELECT value FROM meta WHERE key = 'schema'").get() as
     { value: string } | undefined;
   if (version?.value !== String(SCHEMA_VERSION)) migrate(db);
+  const background = options.backgroundCheckpoints ?? true;
+  // A reset WAL is cut back to 64 MiB, so one burst does not leave a huge file behind.
+  db.exec('PRAGMA journal_size_limit = 67108864');
+  if (background) db.exec('PRAGMA wal_autocheckpoint = 0');
+  const checkpointer = background ? startCheckpointer(path) : undefined;
+  let batchesSinceWalCheck = 0;
+  /** The writer's fallback when the background checkpointer cannot keep up (or is not running). */
+  function capWal(): void {
+    if (!background || ++batchesSinceWalCheck < 64) return;
+    batchesSinceWalCheck = 0;
+    let size: number;
+    try {
+      size = statSync(`${path}-wal`).size;
+    } catch {
+      return;
+    }
+    if (size > WAL_CAP_BYTES) db.exec('PRAGMA wal_checkpoint(PASSIVE)');
+  }
   const indexPercent = options.traceIndexPercent ?? 100;
   const maxKeys = options.maxAttributeKeys ?? 10_000;
 
@@ -207,7 +236,11 @@ export function createSpanStore(options: SpanStoreOptions) {
   let cachedResourceJson = '';
   let cachedScope: object | undefined;
   let cachedScopeJson = '';
-  /** JSON.stringify(span), with the shared resource/scope JSON reused (same text, less work). */
+  /**
+   * The span's stored JSON document, written field by field: ids and enum names need no escaping,
+   * numbers are finite, and the resource/scope JSON shared by a request's spans is reused. Parses
+   * to the same object as JSON.stringify(span).
+   */
   function docJson(s: SpanRecord): string {
     if (s.resource !== cachedResource) {
       cachedResource = s.resource;
@@ -217,9 +250,13 @@ export function createSpanStore(options: SpanStoreOptions) {
       cachedScope = s.scope;
       cachedScopeJson = JSON.stringify(s.scope);
     }
-    const { resource: _r, scope: _s, ...rest } = s;
-    const tail = JSON.stringify(rest);
-    return `{"resource":${cachedResourceJson},"scope":${cachedScopeJson}${tail.length > 2 ? `,${tail.slice(1)}` : '}'}`;
+    let doc = `{"resource":${cachedResourceJson},"scope":${cachedScopeJson},"traceId":"${s.traceId}","spanId":"${s.spanId}"`;
+    if (s.parentSpanId !== undefined) doc += `,"parentSpanId":"${s.parentSpanId}"`;
+    if (s.traceState !== undefined) doc += `,"traceState":${JSON.stringify(s.traceState)}`;
+    if (s.flags !== undefined) doc += `,"flags":${num(s.flags)}`;
+    doc += `,"name":${JSON.stringify(s.name)},"kind":"${s.kind}","startTimeUnixNano":${num(s.startTimeUnixNano)},"endTimeUnixNano":${num(s.endTimeUnixNano)},"durationNano":${num(s.durationNano)},"attributes":${JSON.stringify(s.attributes)},"status":{"code":"${s.status.code}"`;
+    if (s.status.message !== undefined) doc += `,"message":${JSON.stringify(s.status.message)}`;
+    return `${doc}},"events":${s.events.length ? JSON.stringify(s.events) : '[]'},"links":${s.links.length ? JSON.stringify(s.links) : '[]'}}`;
   }
 
   const transaction = <T>(fn: () => T): T => inTransaction(db, fn);
@@ -297,6 +334,7 @@ export function createSpanStore(options: SpanStoreOptions) {
       for (const id of sessions) markSession.run(id);
       for (const [name, e] of services) upsertService.run(name, e.n, e.last);
     });
+    capWal();
   }
 
   function spansOfTrace(traceId: string): SpanRecord[] {
@@ -506,6 +544,7 @@ export function createSpanStore(options: SpanStoreOptions) {
     applyRetention,
     prepare: (sql: string): StatementSync => db.prepare(sql),
     close: (): void => {
+      checkpointer?.stop();
       if (db.isOpen) db.close();
     },
   };
