@@ -69,7 +69,7 @@ function anyValue(r: ProtobufReader, depth: number): AttributeValue {
         const kv = r.sub();
         while (!kv.done) {
           const kt = kv.tag();
-          if (kt === t(1, LEN)) keyValue(kv.sub(), obj, depth + 1);
+          if (kt === t(1, LEN)) keyValue(kv, obj, depth + 1);
           else kv.skip(kt & 7);
         }
         value = obj;
@@ -85,15 +85,24 @@ function anyValue(r: ProtobufReader, depth: number): AttributeValue {
   return value;
 }
 
+/**
+ * Reads the KeyValue message that follows in `r` into `into`. The message (and its AnyValue) is
+ * read through `r` itself, narrowed to the message's bytes: no reader object per attribute.
+ */
 function keyValue(r: ProtobufReader, into: Attributes, depth: number): void {
+  const outer = r.enter();
   let key = '';
   let value: AttributeValue = null;
   while (!r.done) {
     const tag = r.tag();
     if (tag === t(1, LEN)) key = r.string();
-    else if (tag === t(2, LEN)) value = anyValue(r.sub(), depth);
-    else r.skip(tag & 7);
+    else if (tag === t(2, LEN)) {
+      const inner = r.enter();
+      value = anyValue(r, depth);
+      r.leave(inner);
+    } else r.skip(tag & 7);
   }
+  r.leave(outer);
   setKey(into, key, value);
 }
 
@@ -101,7 +110,7 @@ function resource(r: ProtobufReader): { attributes: Attributes } {
   const attributes: Attributes = {};
   while (!r.done) {
     const tag = r.tag();
-    if (tag === t(1, LEN)) keyValue(r.sub(), attributes, 0);
+    if (tag === t(1, LEN)) keyValue(r, attributes, 0);
     else r.skip(tag & 7);
   }
   return { attributes };
@@ -163,7 +172,7 @@ function event(r: ProtobufReader): SpanEventRecord {
     const tag = r.tag();
     if (tag === t(1, I64)) e.timeUnixNano = r.fixed64();
     else if (tag === t(2, LEN)) e.name = r.string();
-    else if (tag === t(3, LEN)) keyValue(r.sub(), e.attributes, 0);
+    else if (tag === t(3, LEN)) keyValue(r, e.attributes, 0);
     else r.skip(tag & 7);
   }
   return e;
@@ -178,7 +187,7 @@ function link(r: ProtobufReader): SpanLinkRecord {
     else if (tag === t(3, LEN)) {
       const ts = r.string();
       if (ts) l.traceState = ts;
-    } else if (tag === t(4, LEN)) keyValue(r.sub(), l.attributes, 0);
+    } else if (tag === t(4, LEN)) keyValue(r, l.attributes, 0);
     else r.skip(tag & 7);
   }
   return l;
@@ -241,7 +250,7 @@ export function decodeTraceRequest(bytes: Uint8Array): DecodedTraces {
           s.endTimeUnixNano = r.fixed64(end);
           break;
         case t(9, LEN):
-          keyValue(r.sub(), s.attributes, 0);
+          keyValue(r, s.attributes, 0);
           break;
         case t(11, LEN):
           s.events.push(event(r.sub()));
@@ -314,7 +323,7 @@ export function decodeLogsRequest(bytes: Uint8Array): DecodedLogs {
           l.body = anyValue(r.sub(), 0);
           break;
         case t(6, LEN):
-          keyValue(r.sub(), l.attributes, 0);
+          keyValue(r, l.attributes, 0);
           break;
         case t(8, I32):
           l.flags = r.fixed32();

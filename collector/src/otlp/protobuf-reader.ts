@@ -9,7 +9,7 @@ const TWO_32 = 4294967296;
 export class ProtobufReader {
   pos: number;
   readonly buf: Buffer;
-  readonly end: number;
+  end: number;
 
   constructor(buf: Buffer, start = 0, end = buf.length) {
     this.buf = buf;
@@ -131,6 +131,24 @@ export class ProtobufReader {
   base64(): string {
     const start = this.delimited();
     return this.buf.toString('base64', start, this.pos);
+  }
+
+  /**
+   * Narrows this reader to the length-delimited sub-message that follows; returns the outer end for
+   * leave(). Cheaper than sub() on hot paths (no object); the sub-message must be read to its end.
+   */
+  enter(): number {
+    const start = this.delimited();
+    const outer = this.end;
+    this.end = this.pos;
+    this.pos = start;
+    return outer;
+  }
+
+  /** Widens the reader back after enter(), positioned just past the sub-message. */
+  leave(outer: number): void {
+    this.pos = this.end;
+    this.end = outer;
   }
 
   /** A reader over the sub-message that follows (length-delimited). */
