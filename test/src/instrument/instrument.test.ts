@@ -17,7 +17,7 @@ const ESM_APP = 'src/instrument/fixtures/esm-app.mjs';
 const HTTP_ESM_APP = 'src/instrument/fixtures/http-app.mjs';
 const BIN = createRequire(import.meta.url)
   .resolve('@agentrt/instrument/package.json')
-  .replace(/package\.json$/, 'dist/bin.js');
+  .replace(/package\.json$/, 'bin/agentrt-instrument.js');
 const FAST_EXPORT = { OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_BLRP_SCHEDULE_DELAY: '100' };
 /** Flush deadline in tests that assert what the flush delivered (the default 2 s is for production). */
 const SHUTDOWN_MS = '10000';
