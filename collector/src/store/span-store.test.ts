@@ -132,6 +132,16 @@ describe('span store', () => {
     store.insertBatch(batch);
     store.insertBatch(batch);
     expect((store.db.prepare('SELECT count(*) AS n FROM spans').get() as { n: number }).n).toBe(5);
+    // Retries inside full multi-row chunks: the chunk falls back to rows, the new spans all land.
+    const t = Date.now() + 10_000;
+    const many = spans(100, t, { traces: 10, session: 'retry' });
+    store.insertBatch(many.slice(0, 40));
+    store.insertBatch([...many.slice(30, 100), ...many.slice(0, 10)]);
+    const count = (sql: string): number => (store.db.prepare(sql).get() as { n: number }).n;
+    expect(count('SELECT count(*) AS n FROM spans')).toBe(105);
+    expect(count("SELECT count(*) AS n FROM spans WHERE session_id = 'retry'")).toBe(100);
+    expect(store.services()).toEqual([expect.objectContaining({ name: 'store-test', spanCount: 105 })]);
+    expect(store.getSession('retry')!.session.spanCount).toBe(100);
   });
 
   it('migrates a data dir written by schema version 1 (no GenAI columns) and answers from it', () => {

@@ -1,6 +1,6 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { lookupKey } from '../query/fields.js';
 import { sessionIdOf } from '../trace-model/genai.js';
 import type { Attributes, LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
@@ -62,6 +62,9 @@ export const FIXED_KEYS = [
 ];
 
 const SUMMARY_REFRESH_LIMIT = 2000;
+/** Columns of one span row in the insert statements, and rows per multi-row insert. */
+const SPAN_COLUMNS = 18;
+const CHUNK = 32;
 /** Past this WAL size the writer runs a checkpoint itself (the background one is falling behind). */
 const WAL_CAP_BYTES = 256 * 1024 * 1024;
 const SQLITE_CONSTRAINT_UNIQUE = 2067;
@@ -185,9 +188,14 @@ export function createSpanStore(options: SpanStoreOptions) {
   const indexPercent = options.traceIndexPercent ?? 100;
   const maxKeys = options.maxAttributeKeys ?? 10_000;
 
-  const insertSpan = db.prepare(`INSERT INTO spans
-    (trace_id, span_id, parent_span_id, start_us, end_us, duration_ns, service, session_id, name, status, kind, doc,
-    ${HOT_COLUMNS.join(', ')}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const spanInsert = (rows: number): string =>
+    `INSERT INTO spans (trace_id, span_id, parent_span_id, start_us, end_us, duration_ns, service, session_id,
+    name, status, kind, doc, ${HOT_COLUMNS.join(', ')}) VALUES ${Array.from(
+      { length: rows },
+      () => `(${new Array(SPAN_COLUMNS).fill('?').join(', ')})`,
+    ).join(', ')}`;
+  const insertSpan = db.prepare(spanInsert(1));
+  const insertChunk = db.prepare(spanInsert(CHUNK));
   const insertLog = db.prepare(
     'INSERT INTO logs (trace_id, span_id, time_us, severity, doc) VALUES (?, ?, ?, ?, ?)',
   );
@@ -261,6 +269,44 @@ export function createSpanStore(options: SpanStoreOptions) {
 
   const transaction = <T>(fn: () => T): T => inTransaction(db, fn);
   const hot: HotValue[] = [];
+  const row: SQLInputValue[] = new Array<SQLInputValue>(CHUNK * SPAN_COLUMNS).fill(null);
+
+  /** Writes the column values of one span into `out` from `offset` (the insert's column order). */
+  function spanRow(s: SpanRecord, out: SQLInputValue[], offset: number): void {
+    const svc = s.resource.attributes['service.name'];
+    const odd = hotValues(s.attributes, hot);
+    out[offset] = s.traceId;
+    out[offset + 1] = s.spanId;
+    out[offset + 2] = s.parentSpanId ?? null;
+    out[offset + 3] = nsToUs(s.startTimeUnixNano);
+    out[offset + 4] = nsToUs(s.startTimeUnixNano + s.durationNano);
+    out[offset + 5] = s.durationNano;
+    out[offset + 6] = typeof svc === 'string' ? svc : null;
+    out[offset + 7] = sessionIdOf(s.attributes, s.resource.attributes) ?? null;
+    out[offset + 8] = s.name;
+    out[offset + 9] = s.status.code;
+    out[offset + 10] = s.kind;
+    out[offset + 11] = docJson(s);
+    for (let k = 0; k < HOT_ATTRIBUTES.length; k++) out[offset + 12 + k] = hot[k]!;
+    out[offset + 17] = odd;
+  }
+
+  /** Inserts the first `n` rows of `row` one by one; false where the span was already stored. */
+  function insertRows(n: number): boolean[] {
+    const done: boolean[] = [];
+    for (let j = 0; j < n; j++) {
+      try {
+        insertSpan.run(...row.slice(j * SPAN_COLUMNS, (j + 1) * SPAN_COLUMNS));
+        done.push(true);
+      } catch (error) {
+        // The same span again (an exporter retry): the first copy stays. A plain INSERT that
+        // fails on the unique index is much cheaper than INSERT OR REPLACE on every row.
+        if ((error as { errcode?: number }).errcode !== SQLITE_CONSTRAINT_UNIQUE) throw error;
+        done.push(false);
+      }
+    }
+    return done;
+  }
 
   /** Stores spans and logs in one transaction (all or nothing). */
   function insertBatch(spans: readonly SpanRecord[], logs: readonly LogRecord[] = []): void {
@@ -270,54 +316,43 @@ export function createSpanStore(options: SpanStoreOptions) {
       const sessions = new Set<string>();
       const services = new Map<string, { n: number; last: number }>();
       let lastResource: object | undefined;
-      for (const s of spans) {
-        const startUs = nsToUs(s.startTimeUnixNano);
-        const endUs = nsToUs(s.startTimeUnixNano + s.durationNano);
-        const svc = s.resource.attributes['service.name'];
-        const service = typeof svc === 'string' ? svc : null;
-        const session = sessionIdOf(s.attributes, s.resource.attributes) ?? null;
-        const odd = hotValues(s.attributes, hot);
-        try {
-          insertSpan.run(
-            s.traceId,
-            s.spanId,
-            s.parentSpanId ?? null,
-            startUs,
-            endUs,
-            s.durationNano,
-            service,
-            session,
-            s.name,
-            s.status.code,
-            s.kind,
-            docJson(s),
-            hot[0]!,
-            hot[1]!,
-            hot[2]!,
-            hot[3]!,
-            hot[4]!,
-            odd,
-          );
-        } catch (error) {
-          // The same span again (an exporter retry): the first copy stays. A plain INSERT that
-          // fails on the unique index is much cheaper than INSERT OR REPLACE on every row.
-          if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE) continue;
-          throw error;
-        }
-        if (isTraceIndexed(s.traceId, indexPercent)) traces.add(s.traceId);
-        if (session !== null) sessions.add(session);
-        if (service !== null) {
-          const e = services.get(service);
-          if (e) {
-            e.n++;
-            if (endUs > e.last) e.last = endUs;
-          } else services.set(service, { n: 1, last: endUs });
-        }
-        if (keys.size < maxKeys) {
-          rememberKeys('attributes.', s.attributes);
-          if (s.resource !== lastResource) {
-            lastResource = s.resource;
-            rememberKeys('resource.attributes.', s.resource.attributes);
+      // Rows go in CHUNK at a time through one multi-row INSERT (one call, one statement step,
+      // instead of CHUNK); a chunk holding a span already stored (an exporter retry) fails as a
+      // whole and is inserted again row by row, where the stored copy wins.
+      for (let i = 0; i < spans.length; i += CHUNK) {
+        const n = Math.min(CHUNK, spans.length - i);
+        for (let j = 0; j < n; j++) spanRow(spans[i + j]!, row, j * SPAN_COLUMNS);
+        let inserted: boolean[] | undefined;
+        if (n === CHUNK) {
+          try {
+            insertChunk.run(...row);
+          } catch (error) {
+            if ((error as { errcode?: number }).errcode !== SQLITE_CONSTRAINT_UNIQUE) throw error;
+            inserted = insertRows(n);
+          }
+        } else inserted = insertRows(n);
+        for (let j = 0; j < n; j++) {
+          if (inserted && !inserted[j]) continue;
+          const s = spans[i + j]!;
+          const o = j * SPAN_COLUMNS;
+          const service = row[o + 6] as string | null;
+          const session = row[o + 7] as string | null;
+          const endUs = row[o + 4] as number;
+          if (isTraceIndexed(s.traceId, indexPercent)) traces.add(s.traceId);
+          if (session !== null) sessions.add(session);
+          if (service !== null) {
+            const e = services.get(service);
+            if (e) {
+              e.n++;
+              if (endUs > e.last) e.last = endUs;
+            } else services.set(service, { n: 1, last: endUs });
+          }
+          if (keys.size < maxKeys) {
+            rememberKeys('attributes.', s.attributes);
+            if (s.resource !== lastResource) {
+              lastResource = s.resource;
+              rememberKeys('resource.attributes.', s.resource.attributes);
+            }
           }
         }
       }
