@@ -20,7 +20,7 @@ import { createCollector, createSpanStore, decodeTraceRequest } from '../../coll
 import { table, writeSection } from '../lib/report.mjs';
 
 const BATCH = 512;
-const INGEST_BATCHES = Number(process.env.BENCH_BATCHES ?? 80);
+const INGEST_BATCHES = Number(process.env.BENCH_BATCHES ?? 200);
 const STORED_SPANS = Number(process.env.BENCH_STORED_SPANS ?? 1_000_000);
 const CONCURRENCY = 4;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
