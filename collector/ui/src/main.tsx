@@ -77,7 +77,12 @@ function App() {
   const route = useRoute();
   const feed = useMemo(() => createLiveFeed(), []);
   const [status, setStatus] = useState<LiveStatus>(feed.status());
-  useEffect(() => feed.onStatus(setStatus), [feed]);
+  useEffect(() => {
+    const unsubscribe = feed.onStatus(setStatus);
+    // The stream may have opened between the first render and this (deferred) effect.
+    setStatus(feed.status());
+    return unsubscribe;
+  }, [feed]);
   useEffect(() => {
     // "/" focuses the page's search or filter box, like most list UIs.
     const onKey = (e: KeyboardEvent): void => {

@@ -1,5 +1,5 @@
 /** Live: spans as they arrive (server-sent events), grouped by trace, unfinished traces marked. */
-import { useContext, useState } from 'preact/hooks';
+import { useContext, useEffect, useState } from 'preact/hooks';
 import { EmptyState, KindBadge } from '../components/common.js';
 import { formatClock, formatDuration, shortId } from '../format.js';
 import { LiveContext, useLiveSpans } from '../hooks.js';
@@ -29,6 +29,8 @@ export function LiveView() {
   const feed = useContext(LiveContext);
   const [spans, setSpans] = useState<SpanView[]>(() => feed?.recent() ?? []);
   useLiveSpans(() => setSpans(feed?.recent() ?? []));
+  // Spans that arrived between the first render and the (deferred) subscription above.
+  useEffect(() => setSpans(feed?.recent() ?? []), [feed]);
   const traces = group(spans).slice(0, 100);
   return (
     <section>
