@@ -12,6 +12,7 @@ import { createAgentPropagator } from './agent-propagator.js';
 import { CloudXRayPropagator } from './cloud-xray-propagator.js';
 import { SessionHeaderPropagator } from './session-header-propagator.js';
 import { isValidSessionId, readSessionId } from './session-id.js';
+import { isRestrictedHeader } from './restricted-headers.js';
 
 const XRAY_TRACE = '5759e988bd862e3fe1be46a994272793';
 const XRAY_HEADER = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
@@ -201,5 +202,30 @@ describe('session id', () => {
       defaultTextMapSetter,
     );
     expect(out).toEqual({ 'x-cloud-agent-runtime-session-id': SESSION });
+  });
+});
+
+describe('isRestrictedHeader', () => {
+  it('refuses transport, caching and proxy headers by name and by family, and lets caller headers through', () => {
+    for (const name of [
+      'host',
+      'connection',
+      'cookie',
+      'content-type',
+      'content-md5',
+      'sec-fetch-mode',
+      'proxy-connection',
+      'x-forwarded-for',
+      ':authority',
+      'cf-ray',
+    ])
+      expect(isRestrictedHeader(name), name).toBe(true);
+    for (const name of [
+      'x-tenant-id',
+      'authorization',
+      'x-amzn-bedrock-agentcore-runtime-custom-foo',
+      'user-agent-hint',
+    ])
+      expect(isRestrictedHeader(name), name).toBe(false);
   });
 });

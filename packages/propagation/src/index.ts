@@ -26,3 +26,4 @@ export { type CloudXRayPropagatorOptions, CloudXRayPropagator } from './cloud-xr
 export { type SessionHeaderPropagatorOptions, SessionHeaderPropagator } from './session-header-propagator.js';
 export { MAX_SESSION_ID_LENGTH, isValidSessionId, readSessionId } from './session-id.js';
 export { type AgentPropagatorOptions, createAgentPropagator } from './agent-propagator.js';
+export { RESTRICTED_HEADERS, RESTRICTED_HEADER_PREFIXES, isRestrictedHeader } from './restricted-headers.js';

@@ -2,77 +2,9 @@ import {
   AMZN_CUSTOM_HEADER_PREFIX,
   CLOUD_CUSTOM_HEADER_PREFIX,
   WORKLOAD_ACCESS_TOKEN_HEADER,
+  isRestrictedHeader,
 } from '@agentrt/propagation';
 
-// Headers that describe the transport or the browser rather than the caller's intent. They never
-// reach the entrypoint's context (the same idea as the AWS runtime's restricted header list).
-const RESTRICTED = new Set([
-  'accept',
-  'accept-charset',
-  'accept-encoding',
-  'accept-language',
-  'accept-ranges',
-  'age',
-  'allow',
-  'alt-svc',
-  'cache-control',
-  'clear-site-data',
-  'connection',
-  'content-disposition',
-  'content-encoding',
-  'content-language',
-  'content-length',
-  'content-location',
-  'content-range',
-  'content-security-policy',
-  'content-type',
-  'cookie',
-  'date',
-  'dnt',
-  'etag',
-  'expect',
-  'expires',
-  'forwarded',
-  'host',
-  'if-match',
-  'if-modified-since',
-  'if-none-match',
-  'if-range',
-  'if-unmodified-since',
-  'keep-alive',
-  'last-modified',
-  'link',
-  'location',
-  'max-forwards',
-  'origin',
-  'pragma',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'range',
-  'referer',
-  'referrer-policy',
-  'retry-after',
-  'server',
-  'set-cookie',
-  'strict-transport-security',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'upgrade-insecure-requests',
-  'user-agent',
-  'vary',
-  'via',
-  'warning',
-  'www-authenticate',
-  'x-content-type-options',
-  'x-frame-options',
-  'x-real-ip',
-  'x-requested-with',
-  'x-xss-protection',
-]);
-const RESTRICTED_PREFIXES = ['access-control-', 'sec-', 'x-forwarded-', 'cf-', ':'];
 const ALWAYS = [CLOUD_CUSTOM_HEADER_PREFIX, AMZN_CUSTOM_HEADER_PREFIX];
 
 /**
@@ -103,7 +35,7 @@ export function pickForwardedHeaders(
 function isForwarded(name: string, allowList: ReadonlySet<string> | undefined): boolean {
   if (ALWAYS.some((p) => name.startsWith(p))) return true;
   if (allowList) return allowList.has(name);
-  if (RESTRICTED.has(name) || RESTRICTED_PREFIXES.some((p) => name.startsWith(p))) return false;
+  if (isRestrictedHeader(name)) return false;
   if (name.startsWith('x-amz-')) return name === WORKLOAD_ACCESS_TOKEN_HEADER;
   return !name.startsWith('x-amzn-');
 }

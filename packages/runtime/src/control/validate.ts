@@ -1,3 +1,4 @@
+import { isRestrictedHeader } from '@agentrt/propagation';
 import { RuntimeApiError, validationError } from '../errors.js';
 import { type JwtAuthorizerConfig, type VersionConfig } from './store.js';
 
@@ -11,62 +12,6 @@ const SG_RE = /^sg-[0-9a-zA-Z]{8,17}$/;
 const SUBNET_RE = /^subnet-[0-9a-zA-Z]{8,17}$/;
 const MOUNT_RE = /^\/mnt\/[a-zA-Z0-9._-]+\/?$/;
 const CUSTOM_HEADER_PREFIX = 'x-amzn-bedrock-agentcore-runtime-custom-';
-/** Headers the platform never forwards into a container (by exact name or prefix). */
-const RESTRICTED_HEADERS = [
-  'accept',
-  'accept-charset',
-  'accept-encoding',
-  'accept-language',
-  'accept-ranges',
-  'age',
-  'allow',
-  'cache-control',
-  'connection',
-  'cookie',
-  'date',
-  'dnt',
-  'etag',
-  'expect',
-  'expires',
-  'forwarded',
-  'host',
-  'if-match',
-  'if-modified-since',
-  'if-none-match',
-  'if-range',
-  'if-unmodified-since',
-  'keep-alive',
-  'last-modified',
-  'location',
-  'max-forwards',
-  'origin',
-  'pragma',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'range',
-  'referer',
-  'retry-after',
-  'server',
-  'set-cookie',
-  'strict-transport-security',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'user-agent',
-  'vary',
-  'via',
-  'warning',
-  'www-authenticate',
-  'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-proto',
-  'x-real-ip',
-  'x-frame-options',
-  'x-content-type-options',
-  'x-xss-protection',
-];
-const RESTRICTED_PREFIXES = ['content-', 'access-control-', 'sec-', 'proxy-', 'x-forwarded-', ':'];
 
 export const DEFAULT_IDLE_S = 900;
 export const DEFAULT_MAX_LIFETIME_S = 28_800;
@@ -248,7 +193,7 @@ function headerAllowlist(value: unknown): VersionConfig['requestHeaderConfigurat
         where,
         `${name}: x-amzn- headers cannot be allowlisted (except ${CUSTOM_HEADER_PREFIX}*)`,
       );
-    if (RESTRICTED_HEADERS.includes(lower) || RESTRICTED_PREFIXES.some((p) => lower.startsWith(p)))
+    if (isRestrictedHeader(lower))
       throw validationError(where, `${name} is a restricted header and is never forwarded`);
   });
   return { requestHeaderAllowlist: list };
