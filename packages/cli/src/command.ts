@@ -1,3 +1,5 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
 /** One `agentrt <name>` subcommand. Each lives in its own file under commands/ and is listed in commands/index.ts. */
 export interface Command {
   name: string;
@@ -20,4 +22,13 @@ export interface CliIO {
 /** A usage mistake: printed with the command's usage, exit code 2. */
 export class UsageError extends Error {
   override name = 'UsageError';
+}
+
+/** `parseArgs` whose mistakes (unknown flag, missing value) become a UsageError: usage text, exit 2. */
+export function parseCommandArgs<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (error) {
+    throw new UsageError((error as Error).message, { cause: error });
+  }
 }

@@ -1,6 +1,5 @@
-import { parseArgs } from 'node:util';
 import { createCollector, createJsonLogger, loadConfig, type CollectorConfig } from '@agentrt/collector';
-import { type Command, UsageError } from '../command.js';
+import { type Command, UsageError, parseCommandArgs } from '../command.js';
 
 const usage = `Usage: agentrt collector [--port <n>] [--host <addr>] [--data-dir <dir>]
 
@@ -18,21 +17,16 @@ export const collectorCommand: Command = {
   summary: 'run the local OTLP collector: transaction search, HTTP API and web UI on one port',
   usage,
   async run(argv, io) {
-    let values;
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          port: { type: 'string' },
-          host: { type: 'string' },
-          'data-dir': { type: 'string' },
-          'trace-index-percent': { type: 'string' },
-          forward: { type: 'string' },
-        },
-      }));
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
+    const { values } = parseCommandArgs({
+      args: argv,
+      options: {
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'data-dir': { type: 'string' },
+        'trace-index-percent': { type: 'string' },
+        forward: { type: 'string' },
+      },
+    });
     const overrides: Partial<CollectorConfig> = {};
     if (values.port !== undefined) {
       const port = Number(values.port);

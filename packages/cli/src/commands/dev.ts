@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { type CliIO, type Command, UsageError } from '../command.js';
+import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
 import { findRepoRoot } from '../dev/repo-root.js';
 import { runDevStack, PORT_SETTINGS } from '../dev/stack.js';
 
@@ -55,29 +54,24 @@ export const devCommand: Command = {
   summary: 'start the local stack: collector + UI, runtime with the reference agents, weather service',
   usage,
   async run(argv, io) {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        allowNegative: true,
-        options: {
-          demo: { type: 'boolean', default: false },
-          'data-dir': { type: 'string' },
-          ui: { type: 'boolean', default: true },
-          host: { type: 'string' },
-          'collector-port': { type: 'string' },
-          'runtime-port': { type: 'string' },
-          'weather-port': { type: 'string' },
-          'weather-api-port': { type: 'string' },
-          verbose: { type: 'boolean', default: false },
-          'stop-grace-ms': { type: 'string' },
-          'ready-timeout-ms': { type: 'string' },
-          'repo-root': { type: 'string' },
-        },
-      });
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
+    const parsed = parseCommandArgs({
+      args: argv,
+      allowNegative: true,
+      options: {
+        demo: { type: 'boolean', default: false },
+        'data-dir': { type: 'string' },
+        ui: { type: 'boolean', default: true },
+        host: { type: 'string' },
+        'collector-port': { type: 'string' },
+        'runtime-port': { type: 'string' },
+        'weather-port': { type: 'string' },
+        'weather-api-port': { type: 'string' },
+        verbose: { type: 'boolean', default: false },
+        'stop-grace-ms': { type: 'string' },
+        'ready-timeout-ms': { type: 'string' },
+        'repo-root': { type: 'string' },
+      },
+    });
     const { values } = parsed;
     const repoRoot = values['repo-root'] ? resolve(io.cwd, values['repo-root']) : findRepoRoot();
     if (!repoRoot) {

@@ -3,8 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
-import { type CliIO, type Command, UsageError } from '../command.js';
+import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
 import { answersOk } from '../dev/http.js';
 import { chooseModelProvider } from '../dev/model-provider.js';
 import { findPortOwner, isPortFree } from '../dev/ports.js';
@@ -355,19 +354,14 @@ export const doctorCommand: Command = {
   summary: 'check Node, ports, collector, credentials, bwrap and Docker; say how to fix what is missing',
   usage,
   async run(argv, io) {
-    let values;
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          json: { type: 'boolean', default: false },
-          'collector-url': { type: 'string' },
-          'timeout-ms': { type: 'string' },
-        },
-      }));
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
+    const { values } = parseCommandArgs({
+      args: argv,
+      options: {
+        json: { type: 'boolean', default: false },
+        'collector-url': { type: 'string' },
+        'timeout-ms': { type: 'string' },
+      },
+    });
     const timeoutMs = values['timeout-ms'] === undefined ? 5_000 : Number(values['timeout-ms']);
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1)
       throw new UsageError(`--timeout-ms must be a positive integer`);

@@ -1,5 +1,4 @@
-import { parseArgs } from 'node:util';
-import { type Command, UsageError } from '../command.js';
+import { type Command, UsageError, parseCommandArgs } from '../command.js';
 import { clientFrom } from './runtime.js';
 
 const usage = `Usage: agentrt invoke <runtime> '<json>' [--session <id>] [--stream] [--qualifier <endpoint>] [--json]
@@ -19,23 +18,18 @@ export const invokeCommand: Command = {
   summary: 'invoke an agent runtime with a JSON payload (sessions, streaming as it arrives)',
   usage,
   async run(argv, io) {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        allowPositionals: true,
-        options: {
-          session: { type: 'string' },
-          stream: { type: 'boolean', default: false },
-          qualifier: { type: 'string' },
-          json: { type: 'boolean', default: false },
-          url: { type: 'string' },
-          'api-key': { type: 'string' },
-        },
-      });
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
+    const parsed = parseCommandArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        session: { type: 'string' },
+        stream: { type: 'boolean', default: false },
+        qualifier: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        url: { type: 'string' },
+        'api-key': { type: 'string' },
+      },
+    });
     const { values, positionals } = parsed;
     const [ref, payload = '{}', ...extra] = positionals;
     if (!ref) throw new UsageError('missing <runtime>');

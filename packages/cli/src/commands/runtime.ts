@@ -1,13 +1,12 @@
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import {
   type RuntimeDetail,
   type RuntimeSpec,
   createRuntimeClient,
   createRuntimeServer,
 } from '@agentrt/runtime';
-import { type CliIO, type Command, UsageError } from '../command.js';
+import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
 
 export const DEFAULT_RUNTIME_URL = 'http://127.0.0.1:8787';
 
@@ -49,7 +48,9 @@ const options = {
   'no-wait': { type: 'boolean', default: false },
 } as const;
 
-type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
+type Values = ReturnType<
+  typeof parseCommandArgs<{ options: typeof options; allowPositionals: true }>
+>['values'];
 
 function integer(flag: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -140,12 +141,7 @@ export const runtimeCommand: Command = {
   summary: 'run the local hosting runtime; create, list, get, update or delete agent runtimes',
   usage,
   async run(argv, io) {
-    let parsed;
-    try {
-      parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
+    const parsed = parseCommandArgs({ args: argv, options, allowPositionals: true, strict: true });
     const { values, positionals } = parsed;
     const [sub, ref, ...extra] = positionals;
     if (extra.length) throw new UsageError(`unexpected argument '${extra[0]}'`);

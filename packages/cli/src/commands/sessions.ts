@@ -1,6 +1,5 @@
-import { parseArgs } from 'node:util';
 import type { SessionListResponse, SessionResponse } from '@agentrt/collector';
-import { type Command, UsageError } from '../command.js';
+import { type Command, UsageError, parseCommandArgs } from '../command.js';
 import {
   collectorJson,
   collectorUrl,
@@ -25,20 +24,15 @@ export const sessionsCommand: Command = {
   summary: 'list agent sessions, or show one session’s traces',
   usage,
   async run(argv, io) {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        allowPositionals: true,
-        options: {
-          limit: { type: 'string' },
-          json: { type: 'boolean', default: false },
-          url: { type: 'string' },
-        },
-      });
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
+    const parsed = parseCommandArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        limit: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        url: { type: 'string' },
+      },
+    });
     const { values, positionals } = parsed;
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
     const base = collectorUrl(values.url, io);

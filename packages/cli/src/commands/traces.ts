@@ -1,5 +1,4 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import type {
   QueryErrorBody,
   QueryResponse,
@@ -7,7 +6,7 @@ import type {
   TraceListResponse,
   TraceResponse,
 } from '@agentrt/collector';
-import { type CliIO, type Command, UsageError } from '../command.js';
+import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
 import {
   CollectorRequestError,
   collectorFetch,
@@ -49,7 +48,9 @@ const options = {
   limit: { type: 'string' },
 } as const;
 
-type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
+type Values = ReturnType<
+  typeof parseCommandArgs<{ options: typeof options; allowPositionals: true }>
+>['values'];
 
 function timeRange(values: Values): { startMs?: number; endMs?: number } {
   const range: { startMs?: number; endMs?: number } = {};
@@ -207,12 +208,7 @@ export const tracesCommand: Command = {
   summary: 'query spans, show a trace as a waterfall, list, export and import traces',
   usage,
   async run(argv, io) {
-    let parsed;
-    try {
-      parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
+    const parsed = parseCommandArgs({ args: argv, options, allowPositionals: true, strict: true });
     const { values, positionals } = parsed;
     const [sub, arg, ...extra] = positionals;
     if (extra.length) throw new UsageError(`unexpected argument '${extra[0]}' (quote the query)`);
