@@ -3,6 +3,7 @@ export type { RuntimeServer } from './server.js';
 export { resolveRuntimeConfig, DEFAULT_PORT } from './config.js';
 export type { RuntimeServerOptions, RuntimeConfig, IsolationSetting, LogLevel } from './config.js';
 export type { IsolationMode } from './sessions/isolation.js';
+export { SANDBOX_ARGS as BWRAP_SANDBOX_ARGS } from './sessions/isolation.js';
 export type { Session, SessionState } from './sessions/session-manager.js';
 export { RuntimeApiError } from './errors.js';
 export type { ErrorType } from './errors.js';

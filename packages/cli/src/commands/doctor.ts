@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { BWRAP_SANDBOX_ARGS } from '@agentrt/runtime';
 import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
 import { answersOk } from '../dev/http.js';
 import { chooseModelProvider } from '../dev/model-provider.js';
@@ -245,23 +246,8 @@ async function checkBwrap(timeoutMs: number): Promise<Check> {
       fix: 'On Debian/Ubuntu: sudo apt-get install bubblewrap',
     };
   }
-  const sandbox = await run(
-    'bwrap',
-    [
-      '--ro-bind',
-      '/',
-      '/',
-      '--dev',
-      '/dev',
-      '--proc',
-      '/proc',
-      '--unshare-pid',
-      '--unshare-ipc',
-      '--unshare-uts',
-      'true',
-    ],
-    timeoutMs,
-  );
+  // The runtime's own sandbox arguments: what passes here is what sessions will get.
+  const sandbox = await run('bwrap', [...BWRAP_SANDBOX_ARGS, 'true'], timeoutMs);
   return sandbox.code === 0
     ? {
         name: 'bwrap',

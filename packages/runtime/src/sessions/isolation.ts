@@ -11,8 +11,11 @@ export interface Isolation {
   pdeathsig: boolean;
 }
 
-/** Namespaces, a read-only root, fresh /dev and /proc; the network namespace stays shared. */
-const SANDBOX_ARGS = [
+/**
+ * Namespaces, a read-only root, fresh /dev and /proc; the network namespace stays shared. Exported so
+ * `agentrt doctor` probes bwrap with exactly the sandbox the runtime will ask for.
+ */
+export const SANDBOX_ARGS: readonly string[] = [
   '--unshare-pid',
   '--unshare-ipc',
   '--unshare-uts',
