@@ -254,7 +254,7 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     await poll(() => completions.allInnerTexts()).toContain('attributes.gen_ai.tool.name');
     await screenshot(page, '07-query-completion');
     await page.keyboard.press('Tab');
-    expect(await box.inputValue()).toBe('filter attributes.gen_ai.tool.name');
+    await poll(() => box.inputValue()).toBe('filter attributes.gen_ai.tool.name');
   });
 
   it('runs stats queries and draws them: a time series for bin(), bars by group', async () => {
