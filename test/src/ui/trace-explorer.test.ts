@@ -195,7 +195,7 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     await rows.nth(3).click();
     const panel = page.locator('.span-panel');
     await panel.waitFor();
-    expect(await panel.locator('[data-testid=span-duration]').innerText()).toBe('400 ms');
+    await poll(() => panel.locator('[data-testid=span-duration]').innerText()).toBe('400 ms');
     const messages = panel.locator('.msg');
     await poll(() => messages.count()).toBe(4);
     expect(await messages.evaluateAll((els) => els.map((e) => e.getAttribute('data-role')))).toEqual([
@@ -208,7 +208,7 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     expect(await messages.nth(1).innerText()).toContain('get_weather');
     expect(await messages.nth(2).innerText()).toContain('"temperatureC": 18');
     expect(await messages.nth(3).innerText()).toContain(answerOf('Paris'));
-    expect(await panel.locator('.facts').innerText()).toMatch(/↑180\s+↓22/);
+    await poll(() => panel.locator('.facts').innerText()).toMatch(/↑180\s+↓22/);
     expect(page.url()).toMatch(/\?span=[0-9a-f]{16}$/);
     await screenshot(page, '05-chat-span');
 
@@ -219,11 +219,11 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     expect(await tool.innerText()).toContain('"condition": "sunny"');
     // The tool's log record, exported by the logs SDK, is joined to its span.
     const logs = page.locator('.span-panel details.section', { hasText: 'Log records' });
-    expect(await logs.innerText()).toContain(weatherLogLine('Paris'));
-    expect(await logs.locator('.sev').innerText()).toBe('INFO');
+    await poll(() => logs.innerText()).toContain(weatherLogLine('Paris'));
+    await poll(() => logs.locator('.sev').innerText()).toBe('INFO');
     // The agent span reports its children's usage: shown, but not counted twice.
     await rows.nth(0).click();
-    expect(await page.locator('.span-panel .facts').innerText()).toContain('not double-counted');
+    await poll(() => page.locator('.span-panel .facts').innerText()).toContain('not double-counted');
   });
 
   it('points at the position of a query syntax error', async () => {
