@@ -55,6 +55,11 @@ export interface InstrumentConfig {
   disabledInstrumentations: readonly string[];
   /** Spans for every Koa/Express middleware (off: only router layers and the HTTP span). */
   middlewareSpans: boolean;
+  /**
+   * Who makes the SERVER span of incoming HTTP requests: `agentrt` (lean, see http-server.ts) or
+   * `upstream` (@opentelemetry/instrumentation-http, with its extra attributes and metrics).
+   */
+  httpServerSpans: 'agentrt' | 'upstream';
   /** Wrap `console.*` so each call is also an OTLP log record. */
   captureConsole: boolean;
   /** ESM loader hooks for `--import`: in-thread `registerHooks` where supported (auto), or forced. */
@@ -126,6 +131,15 @@ export function readConfig(
       .split(',')
       .map((s) => s.trim())
       .filter((s) => s !== '');
+  };
+
+  /** A lower-cased choice among `values`; the first is the default. */
+  const oneOf = <T extends string>(name: string, values: readonly [T, ...T[]]): T => {
+    const value = str(name)?.toLowerCase();
+    if (value === undefined) return values[0];
+    if ((values as readonly string[]).includes(value)) return value as T;
+    warn(`${name}="${value}" is not ${values.join(', ')}; using ${values[0]}`);
+    return values[0];
   };
 
   const protocolOf = (name: string, fallback: OtlpProtocol): OtlpProtocol => {
@@ -218,15 +232,10 @@ export function readConfig(
     enabledInstrumentations: list('OTEL_NODE_ENABLED_INSTRUMENTATIONS'),
     disabledInstrumentations: list('OTEL_NODE_DISABLED_INSTRUMENTATIONS') ?? [],
     middlewareSpans: bool('AGENTRT_MIDDLEWARE_SPANS', false),
+    httpServerSpans: oneOf('AGENTRT_HTTP_SERVER_SPANS', ['agentrt', 'upstream'] as const),
     captureConsole: bool('AGENTRT_CAPTURE_CONSOLE', true),
     compileCache: bool('AGENTRT_COMPILE_CACHE', true),
-    esmLoader: (() => {
-      const value = str('AGENTRT_ESM_LOADER')?.toLowerCase();
-      if (value === undefined) return 'auto' as const;
-      if (value === 'auto' || value === 'sync' || value === 'async') return value;
-      warn(`AGENTRT_ESM_LOADER="${value}" is not auto, sync or async; using auto`);
-      return 'auto' as const;
-    })(),
+    esmLoader: oneOf('AGENTRT_ESM_LOADER', ['auto', 'sync', 'async'] as const),
     shutdownTimeoutMs: int('AGENTRT_SHUTDOWN_TIMEOUT_MS', DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, 600_000),
     logLevel,
   };

@@ -1,8 +1,10 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isInstalled, selectInstrumentations } from './instrumentations.js';
+import { HTTP_SERVER_SCOPE } from './http-server.js';
+import { createInstrumentations, isInstalled, selectInstrumentations } from './instrumentations.js';
 
 // An app directory outside the repository, so the monorepo's hoisted node_modules do not count.
 const appDir = mkdtempSync(join(tmpdir(), 'agentrt-instr-'));
@@ -15,6 +17,7 @@ const base = {
   disabled: [],
   captureMessageContent: false,
   middlewareSpans: false,
+  httpServerSpans: 'agentrt' as const,
   appDir,
 };
 
@@ -34,5 +37,29 @@ describe('selectInstrumentations', () => {
     expect(selectInstrumentations({ ...base, enabled: ['http', 'mongodb'], disabled: ['mongodb'] })).toEqual([
       'http',
     ]);
+  });
+});
+
+describe('createInstrumentations', () => {
+  const names = (list: Instrumentation[]) =>
+    list.map((i) => [
+      i.instrumentationName,
+      (i.getConfig() as { disableIncomingRequestInstrumentation?: boolean })
+        .disableIncomingRequestInstrumentation,
+    ]);
+
+  it('makes incoming-request spans with its own instrumentation, outgoing ones with the upstream one', () => {
+    const made = createInstrumentations({ ...base, enabled: ['http'] });
+    for (const i of made) i.disable();
+    expect(names(made)).toEqual([
+      [HTTP_SERVER_SCOPE, undefined],
+      ['@opentelemetry/instrumentation-http', true],
+    ]);
+  });
+
+  it('leaves incoming requests to the upstream instrumentation when asked', () => {
+    const made = createInstrumentations({ ...base, enabled: ['http'], httpServerSpans: 'upstream' });
+    for (const i of made) i.disable();
+    expect(names(made)).toEqual([['@opentelemetry/instrumentation-http', false]]);
   });
 });

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { diag } from '@opentelemetry/api';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
+import { HttpServerInstrumentation } from './http-server.js';
 
 const require = createRequire(import.meta.url);
 
@@ -37,6 +38,8 @@ export interface InstrumentationSettings {
   captureMessageContent: boolean;
   /** Spans for each Koa/Express middleware; off keeps one span per request plus router layers. */
   middlewareSpans: boolean;
+  /** Who makes incoming-request SERVER spans (see InstrumentConfig.httpServerSpans). */
+  httpServerSpans: 'agentrt' | 'upstream';
   /** Directory of the app's entry script: presence of target modules is checked from here. */
   appDir: string;
 }
@@ -76,6 +79,8 @@ function configFor(name: string, settings: InstrumentationSettings): Record<stri
   switch (name) {
     case 'http':
       return {
+        // Incoming requests are @agentrt/instrument's own (http-server.ts) unless asked otherwise.
+        disableIncomingRequestInstrumentation: settings.httpServerSpans === 'agentrt',
         ignoreIncomingRequestHook: (req: { url?: string }) => isUntracedPath(req.url),
         ignoreOutgoingRequestHook: (req: { path?: string | null }) => isUntracedPath(req.path ?? undefined),
       };
@@ -121,6 +126,9 @@ export function createInstrumentations(settings: InstrumentationSettings): Instr
   const out: Instrumentation[] = [];
   for (const name of selectInstrumentations(settings)) {
     try {
+      if (name === 'http' && settings.httpServerSpans === 'agentrt') {
+        out.push(new HttpServerInstrumentation({ untracedPaths: UNTRACED_PATHS }));
+      }
       const instrumentation = loadInstrumentation(name, settings);
       if (instrumentation !== undefined) out.push(instrumentation);
     } catch (error) {

@@ -152,6 +152,7 @@ export function startWithConfig(
     disabled: config.disabledInstrumentations,
     captureMessageContent: config.captureMessageContent,
     middlewareSpans: config.middlewareSpans,
+    httpServerSpans: config.httpServerSpans,
     appDir,
   });
   const disableInstrumentations = registerInstrumentations({

@@ -111,11 +111,17 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
     let extracted: OtelContext;
     let span: Span;
     if (upstream) {
-      // The HTTP instrumentation already extracted the trace parent into its span; only merge the
-      // baggage (and session id) so the span we did not create is left as it is.
-      extracted = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
-      otelContext = mergeBaggage(active, extracted);
+      // The HTTP instrumentation already extracted the trace parent into its span. When its
+      // propagator also put a session id into the baggage (@agentrt/instrument's does), the
+      // context is complete; otherwise merge in what ours finds (baggage, session header), leaving
+      // the span we did not create as it is.
       span = upstream;
+      if (isValidSessionId(propagation.getBaggage(active)?.getEntry(SESSION_ID_BAGGAGE_KEY)?.value)) {
+        extracted = otelContext = active;
+      } else {
+        extracted = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+        otelContext = mergeBaggage(active, extracted);
+      }
     } else {
       const parent = (extracted = propagator.extract(active, headers, defaultTextMapGetter));
       span = tracer.startSpan(
