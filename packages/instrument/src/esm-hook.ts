@@ -11,7 +11,7 @@
  * Never throws: if the hook cannot be installed it writes one line to stderr and ES modules stay
  * unpatched (CommonJS modules are still patched through require-in-the-middle).
  */
-import { builtinModules, createRequire, register } from 'node:module';
+import { type ResolveHookSync, builtinModules, createRequire, register, registerHooks } from 'node:module';
 import { supportsSyncHooks } from 'import-in-the-middle/supports-sync-hooks.mjs';
 import type { Telemetry } from './telemetry.js';
 
@@ -43,6 +43,7 @@ export function installEsmHook(telemetry: Telemetry): 'sync' | 'async' | 'none' 
         register(options: { include: string[] }): void;
       };
       hooks.register({ include });
+      registerHooks({ resolve: builtinsStayBuiltin });
       globals[HOOK_KEY] = 'sync';
     } else {
       register('import-in-the-middle/hook.mjs', import.meta.url, { data: { include } });
@@ -54,6 +55,20 @@ export function installEsmHook(telemetry: Telemetry): 'sync' | 'async' | 'none' 
     return 'none';
   }
 }
+
+/**
+ * Runs before import-in-the-middle's resolve hook (later hooks run first). iitm 3.6 takes every
+ * resolution without a parent URL for the entry point and gives it the format `commonjs` unless it
+ * has a file extension — but a `require()` from `node -e`/`-p` code has no parent URL either, so
+ * `node -e "require('fs')"` then failed reading a file named `module`. A `node:` URL is a builtin
+ * whoever asks for it.
+ */
+const builtinsStayBuiltin: ResolveHookSync = (specifier, context, nextResolve) => {
+  const result = nextResolve(specifier, context);
+  return result.format === 'commonjs' && result.url.startsWith('node:')
+    ? { ...result, format: 'builtin' }
+    : result;
+};
 
 function warn(message: string, unavailable: boolean): void {
   try {

@@ -8,7 +8,16 @@ import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type AppProcess, deadPort, killAllApps, spawnApp, startHeaderRecorder } from './app-process.js';
+import { spawnSync } from 'node:child_process';
+import {
+  type AppProcess,
+  TEST_ROOT,
+  childEnv,
+  deadPort,
+  killAllApps,
+  spawnApp,
+  startHeaderRecorder,
+} from './app-process.js';
 import type { SpanRecord } from '@agentrt/collector';
 import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver.js';
 
@@ -368,6 +377,33 @@ describe('safety', { timeout: 90_000 }, () => {
     } finally {
       for (const s of sockets) s.destroy();
       blackHole.close();
+    }
+  });
+
+  it('leaves `node -e` / `-p` scripts working under either flag (NODE_OPTIONS reaches them too)', () => {
+    for (const flag of ['--require', '--import']) {
+      for (const [mode, script, expected] of [
+        ['-e', "require('fs'); require('node:http'); console.log('required builtins')", 'required builtins'],
+        ['-p', "require('os').platform()", process.platform],
+      ] as const) {
+        const run = spawnSync(process.execPath, [flag, '@agentrt/instrument', mode, script], {
+          cwd: TEST_ROOT,
+          env: childEnv({
+            OTEL_TRACES_EXPORTER: 'none',
+            OTEL_LOGS_EXPORTER: 'none',
+            OTEL_METRICS_EXPORTER: 'none',
+          }),
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        expect({ flag, mode, status: run.status, stderr: run.stderr }).toEqual({
+          flag,
+          mode,
+          status: 0,
+          stderr: '',
+        });
+        expect(run.stdout.trim()).toBe(expected);
+      }
     }
   });
 
