@@ -407,6 +407,33 @@ describe('safety', { timeout: 90_000 }, () => {
     }
   });
 
+  it('loads one copy of each OpenTelemetry package at start-up (start-up time is module count)', () => {
+    const script = `require('@agentrt/instrument');
+      const roots = {};
+      for (const file of Object.keys(require.cache)) {
+        const m = /^(.*node_modules\\/(@opentelemetry\\/[^/]+))\\//.exec(file);
+        if (m) (roots[m[2]] ??= new Set()).add(m[1]);
+      }
+      console.log(JSON.stringify(Object.fromEntries(Object.entries(roots).map(([k, v]) => [k, v.size]))));`;
+    const run = spawnSync(process.execPath, ['-e', script], {
+      cwd: TEST_ROOT,
+      env: childEnv({ OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none' }),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.stderr).toBe('');
+    const copies = JSON.parse(run.stdout) as Record<string, number>;
+    expect(copies['@opentelemetry/sdk-trace-base']).toBe(1);
+    expect(copies['@opentelemetry/instrumentation']).toBe(1);
+    // sdk-logs 0.219 (the line agent frameworks pin) brings its own core/resources 2.8; nothing else may.
+    expect(copies['@opentelemetry/core']).toBeLessThanOrEqual(2);
+    expect(copies['@opentelemetry/resources']).toBeLessThanOrEqual(2);
+    // api-logs is left out: the log instrumentations (pino, winston, openai) pin newer patch versions
+    // than instrumentation 0.223.0 does, and the package is 8 small modules.
+    const { '@opentelemetry/api-logs': _apiLogs, ...sdk } = copies;
+    expect(Math.max(...Object.values(sdk))).toBeLessThanOrEqual(2);
+  });
+
   it('OTEL_SDK_DISABLED=true exports nothing and the app works', async () => {
     const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
       ...FAST_EXPORT,
