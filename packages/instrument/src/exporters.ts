@@ -1,8 +1,12 @@
 import { createRequire } from 'node:module';
+import type * as ExporterBase from '@opentelemetry/otlp-exporter-base';
+import type * as ExporterBaseNodeHttp from '@opentelemetry/otlp-exporter-base/node-http';
+import type * as Transformer from '@opentelemetry/otlp-transformer';
 import type { LogRecordExporter } from '@opentelemetry/sdk-logs';
 import type { PushMetricExporter } from '@opentelemetry/sdk-metrics';
-import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { OtlpProtocol, SignalConfig } from './config.js';
+import { serializeTraceRequest } from './otlp/trace-serializer.js';
 
 // Exporter packages are loaded on demand, only the encoding in use: each costs start-up time.
 const require = createRequire(import.meta.url);
@@ -49,8 +53,32 @@ export function createSpanExporter(signal: SignalConfig): SpanExporter {
     };
     return new ConsoleSpanExporter();
   }
-  return lazy(
-    () => new (load<SpanExporter>(signal.protocol, 'trace', 'OTLPTraceExporter'))({ url: signal.url }),
+  if (signal.protocol === 'http/json') {
+    return lazy(
+      () => new (load<SpanExporter>(signal.protocol, 'trace', 'OTLPTraceExporter'))({ url: signal.url }),
+    );
+  }
+  return lazy(() => createProtobufSpanExporter(signal.url));
+}
+
+/**
+ * Upstream's OTLP/HTTP protobuf span exporter (its transport: retries, timeouts, compression,
+ * headers and OTEL_EXPORTER_OTLP_* settings) with our serializer, which costs the app's main thread
+ * a fraction of upstream's for the same bytes.
+ */
+function createProtobufSpanExporter(url: string): SpanExporter {
+  const { OTLPExporterBase } = require('@opentelemetry/otlp-exporter-base') as typeof ExporterBase;
+  const { createOtlpHttpExportDelegate, convertLegacyHttpOptions } =
+    require('@opentelemetry/otlp-exporter-base/node-http') as typeof ExporterBaseNodeHttp;
+  const { ProtobufTraceSerializer } = require('@opentelemetry/otlp-transformer') as typeof Transformer;
+  const options = convertLegacyHttpOptions({ url }, 'TRACES', 'v1/traces', {
+    'Content-Type': 'application/x-protobuf',
+  });
+  return new OTLPExporterBase<ReadableSpan[]>(
+    createOtlpHttpExportDelegate(options, {
+      serializeRequest: serializeTraceRequest,
+      deserializeResponse: (data) => ProtobufTraceSerializer.deserializeResponse(data),
+    }),
   );
 }
 
