@@ -207,7 +207,12 @@ function scopeOf(v: unknown): { name: string; version?: string } {
 function parse(body: string | Uint8Array): Obj {
   let root: unknown;
   try {
-    root = JSON.parse(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'));
+    // A view of the bytes, not Buffer.from(body): that copies them first.
+    const text =
+      typeof body === 'string'
+        ? body
+        : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+    root = JSON.parse(text);
   } catch (error) {
     throw new OtlpDecodeError(`body is not valid JSON: ${(error as Error).message}`);
   }

@@ -107,19 +107,9 @@ export class ProtobufReader {
 
   string(): string {
     const start = this.delimited();
-    const end = this.pos;
-    // Short ASCII strings (keys, names, ids of things) are built in JS: cheaper than a native call.
-    if (end - start <= 32) {
-      const buf = this.buf;
-      let s = '';
-      for (let i = start; i < end; i++) {
-        const c = buf[i]!;
-        if (c >= 0x80) return buf.toString('utf8', start, end);
-        s += String.fromCharCode(c);
-      }
-      return s;
-    }
-    return this.buf.toString('utf8', start, end);
+    // One native call, even for short keys and names: building them in JS char by char was slower
+    // (and left cons strings that V8 flattens again to use them as property keys).
+    return this.buf.toString('utf8', start, this.pos);
   }
 
   /** Reads bytes as lowercase hex. */
