@@ -12,11 +12,12 @@ export interface CollectorConfig {
   traceIndexPercent: number;
   /** Cap on a request body after decompression. Env AGENTRT_MAX_BODY_BYTES, default 20 MiB. */
   maxBodyBytes: number;
-  /** Records waiting to be written before 429. Env AGENTRT_MAX_PENDING_RECORDS, default 100000. */
+  /** Records not yet committed before 429. Env AGENTRT_MAX_PENDING_RECORDS, default 100000. */
   maxPendingRecords: number;
   /**
-   * How long the first request of a write batch waits for others to join it (group commit: fewer,
-   * bigger transactions). Env AGENTRT_INGEST_LINGER_MS, default 5.
+   * How long a request is held for others to join its transaction. Env AGENTRT_INGEST_LINGER_MS,
+   * default 0: the writer thread already commits together whatever arrived while it was busy, so a
+   * wait only adds latency.
    */
   ingestLingerMs: number;
   /** Retention by age. Env AGENTRT_RETENTION_HOURS, default 168 (7 days); 0 keeps forever. */
@@ -35,7 +36,7 @@ export const DEFAULTS: Omit<CollectorConfig, 'dataDir'> = {
   traceIndexPercent: 100,
   maxBodyBytes: 20 * 1024 * 1024,
   maxPendingRecords: 100_000,
-  ingestLingerMs: 5,
+  ingestLingerMs: 0,
   retentionHours: 168,
   maxDbMb: 2048,
   forwardEndpoints: [],

@@ -1,6 +1,7 @@
 // The runnable entry, from dist/ as `node` runs it (`tsc -b` builds it before the suite).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hex, jsonRequest, jsonSpan, postJson, tempDir } from './testing.test-util.js';
@@ -76,6 +77,54 @@ describe('collector main (dist)', () => {
     const q = await postJson(`${url2}/api/query`, { query: `filter traceId = "${traceId}" | fields name` });
     expect(((await q.json()) as { rows: unknown[] }).rows).toEqual([{ name: 'kept' }]);
     second.child.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('on SIGTERM commits and answers the requests it took, closes the store (no WAL left) and exits 0', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.remove);
+    const first = start(tmp.dir);
+    const url = await first.url;
+    const sent = Array.from({ length: 12 }, (_, i) =>
+      postJson(
+        `${url}/v1/traces`,
+        jsonRequest(
+          'sigterm-test',
+          Array.from({ length: 300 }, (_, j) =>
+            jsonSpan({
+              traceId: hex(0x600 + i, 16),
+              spanId: hex(j + 1, 8),
+              name: 'in flight',
+              startMs: Date.now(),
+              durationMs: 1,
+            }),
+          ),
+        ),
+      ).then(
+        (r) => r.status,
+        () => 'no answer',
+      ),
+    );
+    // Stop while the requests are being read, decoded and written.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    first.child.kill('SIGTERM');
+    const statuses = await Promise.all(sent);
+    expect(await first.exited).toBe(0);
+    // Taken before the stop: 200 once committed; after it: 503 (or the connection was closed).
+    for (const s of statuses) expect([200, 503, 'no answer']).toContain(s);
+    expect(existsSync(join(tmp.dir, 'collector.sqlite-wal'))).toBe(false);
+
+    const second = start(tmp.dir);
+    const url2 = await second.url;
+    for (const [i, s] of statuses.entries()) {
+      const q = await postJson(`${url2}/api/query`, {
+        query: `filter traceId = "${hex(0x600 + i, 16)}" | stats count(*) as n`,
+      });
+      const n = ((await q.json()) as { rows: { n: number }[] }).rows[0]!.n;
+      if (s === 200) expect(n).toBe(300);
+      else expect([0, 300]).toContain(n);
+    }
+    second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   });
 

@@ -20,6 +20,7 @@ import { OtlpDecodeError } from '../otlp/otlp-decode-error.js';
 import { runQuery } from '../query/engine.js';
 import { QueryError } from '../query/query-error.js';
 import { type SpanStore, createSpanStore } from '../store/span-store.js';
+import { type WriterThread, startWriterThread } from '../store/writer-thread.js';
 import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
 import type {
   KeyListResponse,
@@ -58,6 +59,8 @@ export interface Collector {
   host: string;
   /** The underlying store (tests, benchmarks, embedding). */
   store: SpanStore;
+  /** The store's writer thread, which commits ingested batches (tests, diagnostics). */
+  writer: WriterThread;
   /** Stops accepting, flushes queued writes, closes the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -78,13 +81,29 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const logger = options.logger ?? silentLogger;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
   const uiDir = options.uiDir ?? DEFAULT_UI_DIR;
-  const store = createSpanStore({
-    dataDir: options.dataDir,
-    traceIndexPercent: options.traceIndexPercent ?? DEFAULTS.traceIndexPercent,
-  });
+  const traceIndexPercent = options.traceIndexPercent ?? DEFAULTS.traceIndexPercent;
+  // The main thread's connection creates and migrates the schema, then serves reads, summaries and
+  // retention; ingest batches are encoded here and committed by the writer thread.
+  const store = createSpanStore({ dataDir: options.dataDir, traceIndexPercent, backgroundCheckpoints: true });
+  let writer: WriterThread;
+  try {
+    writer = await startWriterThread({ path: store.path, traceIndexPercent, logger });
+  } catch (error) {
+    store.close();
+    throw error;
+  }
   const live = createLiveHub();
   const queue = createIngestQueue({
-    store,
+    write: async (spans, logs) => {
+      const batch = store.encodeBatch(spans, logs);
+      try {
+        await writer.write(batch);
+      } catch (error) {
+        store.forgetBatch(batch);
+        throw error;
+      }
+    },
+    unavailable: () => writer.failure,
     maxPendingRecords: options.maxPendingRecords ?? DEFAULTS.maxPendingRecords,
     flushDelayMs: options.flushDelayMs ?? options.ingestLingerMs ?? DEFAULTS.ingestLingerMs,
     onCommit: (spans) => {
@@ -401,13 +420,20 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     else socket.destroy();
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? DEFAULTS.port, options.host ?? DEFAULTS.host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? DEFAULTS.port, options.host ?? DEFAULTS.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (error) {
+    live.close();
+    await writer.close();
+    store.close();
+    throw error;
+  }
   const address = server.address() as AddressInfo;
   const host = options.host ?? DEFAULTS.host;
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
@@ -446,17 +472,23 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     port: address.port,
     host,
     store,
+    writer,
     close(): Promise<void> {
       closing ??= (async () => {
         clearInterval(refresher);
         clearInterval(retention);
-        queue.close();
+        // Queued batches are written and their requests answered before the connections close.
+        const drained = queue.close();
         live.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
           setTimeout(() => server.closeAllConnections(), 2000).unref();
         });
+        await drained;
+        // The writer's connection closes first, so the main one is the last: it checkpoints the
+        // WAL into the database and removes it.
+        await writer.close();
         store.close();
       })();
       return closing;

@@ -1,14 +1,19 @@
-import type { SpanStore } from '../store/span-store.js';
 import type { LogRecord, SpanRecord } from '../wire-types.js';
 import { HttpError } from './http-error.js';
 
 export interface IngestQueueOptions {
-  store: SpanStore;
-  /** Above this many queued records new requests get 429 + Retry-After. */
+  /**
+   * Stores one request's records (all or nothing); resolves once they are committed. Requests that
+   * reach the writer while it is busy are committed together (writer-worker.ts).
+   */
+  write: (spans: SpanRecord[], logs: LogRecord[]) => Promise<void>;
+  /** Why the store cannot take writes right now (its writer thread is down), or undefined. */
+  unavailable?: () => Error | undefined;
+  /** Above this many records not yet committed, new requests get 429 + Retry-After. */
   maxPendingRecords: number;
-  /** How long a batch waits for more requests before it is written (0: next tick). */
+  /** How long requests are held before they go to the writer, to be committed together (0: at once). */
   flushDelayMs: number;
-  /** Called after each committed batch with its spans (live view). */
+  /** Called after each request's records are committed, with its spans (live view). */
   onCommit?: (spans: SpanRecord[]) => void;
 }
 
@@ -20,36 +25,65 @@ interface Pending {
 }
 
 /**
- * Group commit: requests decoded in the same tick (or within `flushDelayMs`) are written in one
- * transaction, and each request is acknowledged only after its records are committed — so an
- * acknowledged span survives a crash or restart.
+ * The way into the store: each request is acknowledged only after its records are committed — so
+ * an acknowledged span survives a crash or restart — and back-pressure (429) counts every record
+ * not committed yet.
  */
 export function createIngestQueue(options: IngestQueueOptions) {
-  let queue: Pending[] = [];
+  /** Requests held for `flushDelayMs`. */
+  let held: Pending[] = [];
   let pendingRecords = 0;
-  let timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  /** Requests handed to the writer and not answered yet. */
+  let writing = 0;
+  let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  let drained: (() => void) | undefined;
+
+  function settled(records: number): void {
+    writing--;
+    pendingRecords -= records;
+    if (closed && !writing) drained?.();
+  }
+
+  function send(p: Pending): void {
+    const records = p.spans.length + p.logs.length;
+    writing++;
+    let written: Promise<void>;
+    try {
+      written = options.write(p.spans, p.logs);
+    } catch (error) {
+      written = Promise.reject(error);
+    }
+    written.then(
+      () => {
+        p.resolve();
+        settled(records);
+        if (p.spans.length) options.onCommit?.(p.spans);
+      },
+      (error: unknown) => {
+        p.reject(
+          new HttpError(
+            503,
+            'store_unavailable',
+            `could not store the data (${(error as Error).message}); retry later`,
+            {
+              cause: error,
+              headers: { 'retry-after': '5' },
+              expose: true,
+            },
+          ),
+        );
+        settled(records);
+      },
+    );
+  }
 
   function flush(): void {
+    clearTimeout(timer);
     timer = undefined;
-    const batch = queue;
-    queue = [];
-    pendingRecords = 0;
-    if (!batch.length) return;
-    const spans = batch.length === 1 ? batch[0]!.spans : batch.flatMap((p) => p.spans);
-    const logs = batch.length === 1 ? batch[0]!.logs : batch.flatMap((p) => p.logs);
-    try {
-      options.store.insertBatch(spans, logs);
-    } catch (error) {
-      const failure = new HttpError(503, 'store_unavailable', 'could not store the data; retry later', {
-        cause: error,
-        headers: { 'retry-after': '5' },
-      });
-      for (const p of batch) p.reject(failure);
-      return;
-    }
-    for (const p of batch) p.resolve();
-    if (spans.length) options.onCommit?.(spans);
+    const requests = held;
+    held = [];
+    for (const p of requests) send(p);
   }
 
   return {
@@ -61,7 +95,21 @@ export function createIngestQueue(options: IngestQueueOptions) {
       if (closed) {
         throw new HttpError(503, 'shutting_down', 'collector is shutting down; retry later', {
           headers: { 'retry-after': '5' },
+          expose: true,
         });
+      }
+      const down = options.unavailable?.();
+      if (down) {
+        throw new HttpError(
+          503,
+          'store_unavailable',
+          `cannot store data now (${down.message}); retry later`,
+          {
+            cause: down,
+            headers: { 'retry-after': '5' },
+            expose: true,
+          },
+        );
       }
       if (pendingRecords > 0 && pendingRecords + incoming > options.maxPendingRecords) {
         throw new HttpError(429, 'queue_full', 'ingest queue is full; retry later', {
@@ -69,24 +117,24 @@ export function createIngestQueue(options: IngestQueueOptions) {
         });
       }
     },
-    /** Queues records; resolves once they are committed. Throws like checkAccepting. */
+    /** Stores the records; resolves once they are committed. Throws like checkAccepting. */
     enqueue(spans: SpanRecord[], logs: LogRecord[]): Promise<void> {
       this.checkAccepting(spans.length + logs.length);
       if (!spans.length && !logs.length) return Promise.resolve();
       pendingRecords += spans.length + logs.length;
       return new Promise<void>((resolve, reject) => {
-        queue.push({ spans, logs, resolve, reject });
-        timer ??= options.flushDelayMs > 0 ? setTimeout(flush, options.flushDelayMs) : setImmediate(flush);
+        const p = { spans, logs, resolve, reject };
+        if (options.flushDelayMs <= 0) return send(p);
+        held.push(p);
+        timer ??= setTimeout(flush, options.flushDelayMs);
       });
     },
-    /** Refuses new work and writes whatever is queued. */
-    close(): void {
+    /** Refuses new work and writes whatever is held; resolves once every request is answered. */
+    close(): Promise<void> {
       closed = true;
-      if (timer) {
-        clearTimeout(timer as NodeJS.Timeout);
-        clearImmediate(timer as NodeJS.Immediate);
-      }
       flush();
+      if (!writing) return Promise.resolve();
+      return new Promise<void>((resolve) => (drained = resolve));
     },
   };
 }

@@ -6,6 +6,7 @@ import { decodeTraceRequestJson } from '../otlp/decode-json.js';
 import { runQuery } from '../query/engine.js';
 import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
 import type { SpanRecord } from '../wire-types.js';
+import { SCHEMA_VERSION } from './schema.js';
 import { createSpanStore, isTraceIndexed } from './span-store.js';
 
 const cleanups: (() => void)[] = [];
@@ -193,7 +194,9 @@ describe('span store', () => {
       (c) => c.name,
     );
     expect(columns).toEqual(expect.arrayContaining(['ga_model', 'ga_input_tokens', 'hot_odd']));
-    expect(store.db.prepare("SELECT value FROM meta WHERE key = 'schema'").get()).toEqual({ value: '2' });
+    expect(store.db.prepare("SELECT value FROM meta WHERE key = 'schema'").get()).toEqual({
+      value: String(SCHEMA_VERSION),
+    });
     expect(store.db.prepare('SELECT count(ga_model) AS n FROM spans').get()).toEqual({ n: 4 });
     const byModel =
       'filter ispresent(attributes.gen_ai.request.model) | stats count(*) as n, sum(attributes.gen_ai.usage.input_tokens) as t by attributes.gen_ai.request.model as m | sort m';
