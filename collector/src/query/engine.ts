@@ -204,6 +204,32 @@ function fieldsOf(cmd: Command): string[] {
 
 type StatsCommand = Extract<Command, { type: 'stats' }>;
 
+const percentileDisc = new WeakMap<DatabaseSync, boolean>();
+
+/** Whether this SQLite build has percentile_disc() (SQLITE_ENABLE_PERCENTILE; Node 24's has). */
+function hasPercentileDisc(db: DatabaseSync): boolean {
+  let ok = percentileDisc.get(db);
+  if (ok === undefined) {
+    try {
+      db.prepare('SELECT percentile_disc(1, 0.5)').get();
+      ok = true;
+    } catch {
+      ok = false;
+    }
+    percentileDisc.set(db, ok);
+  }
+  return ok;
+}
+
+/**
+ * The fraction that makes percentile_disc() return the k-th smallest (0-based) of n values. It
+ * picks index floor(P × (n − 1)) — not the nearest rank pct() uses — so P aims at the middle of
+ * entry k, clear of rounding on either side.
+ */
+export function discFraction(k: number, n: number): number {
+  return n <= 1 ? 0 : Math.min(1, (k + 0.5) / (n - 1));
+}
+
 /** The SQL expression of an exact column (scaled to the query's unit), or undefined. */
 function columnExpr(
   path: string,
@@ -281,30 +307,45 @@ function statsInSql(
         ...keys.map((k, i) => (r[i] === null ? `${k} IS NULL` : `${k} = ?`)),
         `${pct.sql} IS NOT NULL`,
       ].join(' AND ');
-    const kth = (r: unknown[]): string =>
-      `SELECT ${pct.sql} FROM spans WHERE ${groupWhere(r)} ORDER BY ${pct.sql} LIMIT 1 OFFSET ?`;
-    // Groups whose values an index delivers in order: walk to the k-th entry. The others (the
-    // group of spans without the key, say) need a sort: one scan per group when there is one,
-    // else one window-function pass over all of them.
-    const walks = new Map<string, boolean>();
-    const walkable = (sql: string, args: SQLInputValue[]): boolean => {
-      let ok = walks.get(sql);
+    // One group's k-th value: SQLite's percentile_disc() where the build has it (one pass that
+    // collects and sorts in C), else an ORDER BY … OFFSET. Either is cheap when an index narrows
+    // the scan to the group (or delivers the values in order); the other groups (the one of spans
+    // without the key, say, or bin() groups) need a pass each: with several of them, one
+    // window-function pass over all of them is cheaper.
+    const disc = hasPercentileDisc(db);
+    const kth = (r: unknown[]): { sql: string; args: SQLInputValue[] } => {
+      const n = r[col] as number;
+      const k = rank(n) - 1;
+      const groupArgs = [...params, ...(r.slice(0, nk).filter((v) => v !== null) as SQLInputValue[])];
+      return disc
+        ? {
+            sql: `SELECT percentile_disc(${pct.sql}, ?) FROM spans WHERE ${groupWhere(r)}`,
+            args: [discFraction(k, n), ...groupArgs],
+          }
+        : {
+            sql: `SELECT ${pct.sql} FROM spans WHERE ${groupWhere(r)} ORDER BY ${pct.sql} LIMIT 1 OFFSET ?`,
+            args: [...groupArgs, k],
+          };
+    };
+    const plans = new Map<string, boolean>();
+    const cheap = (sql: string, args: SQLInputValue[]): boolean => {
+      let ok = plans.get(sql);
       if (ok === undefined) {
         const plan = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[];
-        walks.set(sql, (ok = !plan.some((p) => p.detail.includes('TEMP B-TREE'))));
+        // percentile_disc(): an index search by equality (the group's key, a session); a search
+        // by a range alone (a time window) can cover the whole table.
+        ok = disc
+          ? !plan.some((p) => p.detail.startsWith('SCAN')) && plan.some((p) => /[^<>!]=\?/.test(p.detail))
+          : !plan.some((p) => p.detail.includes('TEMP B-TREE'));
+        plans.set(sql, ok);
       }
       return ok;
     };
     const jobs = raw
       .filter((r) => (r[col] as number) > 0)
       .map((r) => {
-        const sql = kth(r);
-        const args = [
-          ...params,
-          ...(r.slice(0, nk).filter((v) => v !== null) as SQLInputValue[]),
-          rank(r[col] as number) - 1,
-        ];
-        return { r, sql, args, walk: walkable(sql, args) };
+        const { sql, args } = kth(r);
+        return { r, sql, args, walk: cheap(sql, args) };
       });
     for (const r of raw) if (!((r[col] as number) > 0)) r[col] = null;
     const sorts = jobs.filter((j) => !j.walk);

@@ -1,8 +1,9 @@
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeTraceRequestJson } from '../otlp/decode-json.js';
 import { type SpanStore, createSpanStore } from '../store/span-store.js';
 import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
-import { runQuery } from './engine.js';
+import { discFraction, runQuery } from './engine.js';
 import { parseQuery } from './parser.js';
 import { QueryError } from './query-error.js';
 
@@ -225,6 +226,29 @@ describe('query engine', () => {
       }
     }
     expect(q('filter ispresent(attributes.gen_ai.request.model) | stats count(*)').scanned).toBe(20);
+  });
+
+  it('picks the nearest-rank value through percentile_disc() for any count and percentile', () => {
+    const db = new DatabaseSync(':memory:');
+    try {
+      db.exec('CREATE TABLE v (x)');
+      const insert = db.prepare('INSERT INTO v VALUES (?)');
+      const disc = db.prepare('SELECT percentile_disc(x, ?) AS x FROM v');
+      const values: number[] = [];
+      for (let n = 1; n <= 120; n++) {
+        // Duplicates and a spread of magnitudes, in no order.
+        const x = ((n * 7919) % 97) * 1e6 + (n % 3);
+        insert.run(x);
+        values.push(x);
+        const ordered = [...values].sort((a, b) => a - b);
+        for (const p of [0.1, 1, 25, 33.3, 50, 66.7, 90, 95, 99, 99.9, 100]) {
+          const k = Math.max(1, Math.ceil((p / 100) * n)) - 1;
+          expect((disc.get(discFraction(k, n)) as { x: number }).x, `n=${n} p=${p}`).toBe(ordered[k]);
+        }
+      }
+    } finally {
+      db.close();
+    }
   });
 
   it('reads GenAI fields from the records once a span holds a value its column cannot', () => {

@@ -2,9 +2,10 @@
 // record as JSON (`doc`); log records likewise. Times are stored as epoch microseconds so they stay
 // exact JavaScript numbers (epoch nanoseconds do not fit in 2^53).
 //
-// Version 2 added the GenAI columns (see HOT_ATTRIBUTES) and their covering index; a version-1 data
-// dir is migrated in place when it is opened (migrateSpans in span-store.ts).
-export const SCHEMA_VERSION = 2;
+// Version 2 added the GenAI columns (see HOT_ATTRIBUTES) and their covering index; version 3 orders
+// that index by time instead of duration. An older data dir is migrated in place when it is opened
+// (migrate in span-store.ts).
+export const SCHEMA_VERSION = 3;
 
 /**
  * Hot GenAI attributes copied into columns of their own at ingest, so `stats … by model` and token
@@ -21,10 +22,18 @@ export const HOT_ATTRIBUTES = [
   { key: 'gen_ai.usage.output_tokens', column: 'ga_output_tokens', kind: 'number' },
 ] as const;
 
-/** The covering index of model-level GenAI stats (count, tokens, duration percentiles by model). */
-export const GENAI_INDEX = `CREATE INDEX IF NOT EXISTS spans_genai
-  ON spans(ga_model, duration_ns, ga_input_tokens, ga_output_tokens) WHERE ga_model IS NOT NULL;
+/**
+ * The covering index of model-level GenAI stats (count, tokens, durations by model, over all time or
+ * a time window). Ordered by time within a model, new spans land at the end of their model's range:
+ * ordered by duration (version 2) every span landed on a random page, and each commit rewrote about
+ * one index page per span it inserted. Percentiles come from percentile_disc() over the model's
+ * range instead of an index walk.
+ */
+export const GENAI_INDEX = `CREATE INDEX IF NOT EXISTS spans_genai_time
+  ON spans(ga_model, start_us, duration_ns, ga_input_tokens, ga_output_tokens) WHERE ga_model IS NOT NULL;
 CREATE INDEX IF NOT EXISTS spans_hot_odd ON spans(id) WHERE hot_odd = 1;`;
+/** Indexes of older versions that GENAI_INDEX replaces. */
+export const DROPPED_INDEXES = ['spans_genai'];
 
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -214,4 +214,38 @@ describe('span store', () => {
     cleanups.push(() => again.close());
     expect(runQuery(again.db, byModel).rows).toHaveLength(2);
   });
+
+  it('migrates a version-2 data dir to the GenAI index ordered by time', () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.remove);
+    const first = createSpanStore({ dataDir: tmp.dir });
+    const batch = spans(4, Date.now());
+    batch.forEach((s, i) => (s.attributes['gen_ai.request.model'] = i % 2 ? 'claude' : 'nova'));
+    first.insertBatch(batch);
+    // Back to what version 2 left: the index ordered by duration.
+    first.db.exec(`DROP INDEX spans_genai_time;
+      CREATE INDEX spans_genai ON spans(ga_model, duration_ns, ga_input_tokens, ga_output_tokens) WHERE ga_model IS NOT NULL;
+      UPDATE meta SET value = '2' WHERE key = 'schema';`);
+    first.close();
+    const store = createSpanStore({ dataDir: tmp.dir });
+    cleanups.push(() => store.close());
+    const indexes = (
+      store.db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'spans'")
+        .all() as {
+        name: string;
+      }[]
+    ).map((r) => r.name);
+    expect(indexes).toContain('spans_genai_time');
+    expect(indexes).not.toContain('spans_genai');
+    expect(store.db.prepare("SELECT value FROM meta WHERE key = 'schema'").get()).toEqual({
+      value: String(SCHEMA_VERSION),
+    });
+    expect(
+      runQuery(store.db, 'stats count(*) as n by attributes.gen_ai.request.model as m | sort m').rows,
+    ).toEqual([
+      { m: 'claude', n: 2 },
+      { m: 'nova', n: 2 },
+    ]);
+  });
 });

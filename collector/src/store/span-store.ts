@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
-import { GENAI_INDEX, HOT_ATTRIBUTES, SCHEMA, SCHEMA_VERSION } from './schema.js';
+import { DROPPED_INDEXES, GENAI_INDEX, HOT_ATTRIBUTES, SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { type EncodedBatch, createRowEncoder, hotValues, nsToUs } from './span-rows.js';
 import {
   CHECKPOINT_BYTES,
@@ -81,7 +81,7 @@ const MIGRATE_CHUNK = 5000;
 /**
  * Brings a data dir written by an older collector up to SCHEMA_VERSION, in one transaction (a crash
  * half-way leaves the old schema, migrated again on the next start). Version 1 → 2: adds the GenAI
- * columns and fills them from the stored records.
+ * columns and fills them from the stored records. 2 → 3: the GenAI index ordered by time.
  */
 function migrate(db: DatabaseSync): void {
   const have = new Set(
@@ -107,6 +107,7 @@ function migrate(db: DatabaseSync): void {
         }
       }
     }
+    for (const name of DROPPED_INDEXES) db.exec(`DROP INDEX IF EXISTS ${name}`);
     db.exec(GENAI_INDEX);
     db.prepare('INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)').run('schema', String(SCHEMA_VERSION));
   });
