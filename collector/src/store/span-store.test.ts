@@ -88,10 +88,11 @@ describe('span store', () => {
     const store = open();
     const now = Date.now();
     const dayMs = 86_400_000;
-    store.insertBatch(spans(10, now - 10 * dayMs, { traces: 1, session: 'old' }));
+    // More than two of retention's 5000-row chunks.
+    store.insertBatch(spans(12_010, now - 10 * dayMs, { traces: 1, session: 'old' }));
     store.insertBatch(spans(10, now, { traces: 1, session: 'new' }));
     expect(store.listSessions()).toHaveLength(2);
-    expect(store.applyRetention({ maxAgeMs: 7 * dayMs }, now)).toBe(10);
+    expect(store.applyRetention({ maxAgeMs: 7 * dayMs }, now)).toBe(12_010);
     expect(store.listSessions().map((s) => s.sessionId)).toEqual(['new']);
     expect(store.listTraces()).toHaveLength(1);
 

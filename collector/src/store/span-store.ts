@@ -304,8 +304,19 @@ export function createSpanStore(options: SpanStoreOptions) {
     const chunk = 5000;
     if (opts.maxAgeMs !== undefined && opts.maxAgeMs > 0) {
       const cutoffUs = (nowMs - opts.maxAgeMs) * 1000;
-      deleted += Number(db.prepare('DELETE FROM spans WHERE start_us < ?').run(cutoffUs).changes);
-      db.prepare('DELETE FROM logs WHERE time_us < ?').run(cutoffUs);
+      // In chunks, each its own short transaction: the writer thread commits in between instead of
+      // waiting for one delete of everything that expired.
+      const expired = db.prepare(
+        'DELETE FROM spans WHERE id IN (SELECT id FROM spans WHERE start_us < ? ORDER BY start_us LIMIT ?)',
+      );
+      const expiredLogs = db.prepare(
+        'DELETE FROM logs WHERE id IN (SELECT id FROM logs WHERE time_us < ? ORDER BY time_us LIMIT ?)',
+      );
+      for (let n = chunk; n === chunk;) {
+        n = Number(expired.run(cutoffUs, chunk).changes);
+        deleted += n;
+      }
+      for (let n = chunk; n === chunk;) n = Number(expiredLogs.run(cutoffUs, chunk).changes);
     }
     if (opts.maxBytes !== undefined && opts.maxBytes > 0) {
       const oldest = db.prepare(

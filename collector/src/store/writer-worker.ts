@@ -19,6 +19,9 @@ const CHECKPOINT_ROW_BYTES = CHECKPOINT_BYTES / 4;
 const port = parentPort!;
 const { path, traceIndexPercent } = workerData as WriterData;
 const db = openDatabase(path, WAL_CAP_BYTES);
+// Waiting for the main thread's connection (summaries, a retention chunk) blocks only this thread,
+// and the requests behind it wait instead of failing.
+db.exec('PRAGMA busy_timeout = 60000');
 const write = createBatchWriter(db, traceIndexPercent);
 const reply = (message: WriterReply): void => port.postMessage(message);
 
