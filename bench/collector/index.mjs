@@ -1,13 +1,15 @@
 // bench/collector: OTLP ingest rate (JSON and protobuf, batches of 512 spans, over HTTP) against
-// the physical baselines measured in the same run — plain JSON.parse of the same bodies and a bare
-// node:sqlite insert loop of the same rows — and query latency over 1M stored spans.
+// the physical baselines measured in the same run — plain JSON.parse of the same bodies and bare
+// node:sqlite insert loops of the same rows — and query latency over 1M stored spans.
 // Run after building: `npx tsc -b collector && node bench/collector/index.mjs` (about 2–3 minutes).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -17,6 +19,9 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { createCollector, createSpanStore, decodeTraceRequest } from '../../collector/dist/index.js';
+import { GENAI_INDEX, SCHEMA as STORE_SCHEMA } from '../../collector/dist/store/schema.js';
+import { SPAN_INSERT_COLUMNS } from '../../collector/dist/store/span-rows.js';
+import { openDatabase } from '../../collector/dist/store/span-writer.js';
 import { table, writeSection } from '../lib/report.mjs';
 
 const BATCH = 512;
@@ -31,6 +36,15 @@ const COLLECTOR_NODE_ARGS = (process.env.BENCH_COLLECTOR_NODE_ARGS ?? '').split(
 const INGEST_ONLY = process.env.BENCH_INGEST_ONLY === '1';
 const log = (...a) => console.log(...a);
 const now = () => performance.now();
+// Every measured run starts from a collected heap in this process (the load generator and the bare
+// loops) and with nothing left for the disk to write: one run's garbage (the bare loop's rows, say)
+// and dirty pages (a few hundred MB per run) are not collected and written back during the next.
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc');
+function settle() {
+  collect();
+  execFileSync('sync');
+}
 
 // ---- realistic agent spans through the real SDK --------------------------------------------------
 function makeBatches(count) {
@@ -166,20 +180,18 @@ function startCollectorProcess(dataDir) {
   });
 }
 
-const SCHEMA = `CREATE TABLE spans (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
+const SCHEMA_1 = `CREATE TABLE spans (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
   parent_span_id TEXT, start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, duration_ns INTEGER NOT NULL,
   service TEXT, session_id TEXT, name TEXT NOT NULL, status TEXT NOT NULL, kind TEXT NOT NULL, doc TEXT NOT NULL);
   CREATE UNIQUE INDEX spans_trace ON spans(trace_id, span_id);
   CREATE INDEX spans_session ON spans(session_id, start_us) WHERE session_id IS NOT NULL;
   CREATE INDEX spans_start ON spans(start_us);`;
+const SCHEMA_1_COLUMNS = `trace_id, span_id, parent_span_id, start_us, end_us, duration_ns, service, session_id,
+  name, status, kind, doc`;
 
-/** The floor: pre-built rows inserted with the same schema, WAL and 512-row transactions. */
-function bareInsert(dir, records) {
-  mkdirSync(dir, { recursive: true });
-  const db = new DatabaseSync(join(dir, 'bare.sqlite'));
-  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;');
-  db.exec(SCHEMA);
-  const rows = records.map((s) => [
+/** Rows of the schema-1 span table (the baseline the ingest goal was first measured against). */
+function schema1Rows(records) {
+  return records.map((s) => [
     s.traceId,
     s.spanId,
     s.parentSpanId ?? null,
@@ -193,9 +205,37 @@ function bareInsert(dir, records) {
     s.kind,
     JSON.stringify(s),
   ]);
-  const stmt =
-    db.prepare(`INSERT INTO spans (trace_id, span_id, parent_span_id, start_us, end_us, duration_ns,
-    service, session_id, name, status, kind, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+}
+
+/** Exactly the rows the collector writes into its span table (its own encoder), document as text. */
+function storeRows(dir, records) {
+  rmSync(dir, { recursive: true, force: true });
+  const store = createSpanStore({ dataDir: dir });
+  const text = new TextDecoder();
+  const n = SPAN_INSERT_COLUMNS.length;
+  const rows = [];
+  for (let at = 0; at < records.length; at += BATCH) {
+    const { spans, docs, docEnds } = store.encodeBatch(records.slice(at, at + BATCH));
+    for (let i = 0; i < docEnds.length; i++) {
+      const doc = text.decode(docs.subarray(i ? docEnds[i - 1] : 0, docEnds[i]));
+      rows.push([...spans.slice(i * n, (i + 1) * n), doc]);
+    }
+  }
+  store.close();
+  return rows;
+}
+
+/**
+ * The floor: pre-built rows inserted with a prepared statement in 512-row transactions (WAL,
+ * synchronous = NORMAL), checkpointing in its own commits. `open` gives the connection and its
+ * settings, `schema` the span table and indexes.
+ */
+function bareInsert(dir, rows, { schema, columns, open }) {
+  mkdirSync(dir, { recursive: true });
+  const db = open(join(dir, 'bare.sqlite'));
+  db.exec(schema);
+  const stmt = db.prepare(`INSERT INTO spans (${columns}) VALUES (${rows[0].map(() => '?').join(', ')})`);
+  settle();
   const t0 = now();
   for (let i = 0; i < rows.length; i += BATCH) {
     db.exec('BEGIN');
@@ -205,6 +245,13 @@ function bareInsert(dir, records) {
   const rate = rows.length / ((now() - t0) / 1000);
   db.close();
   return rate;
+}
+
+/** SQLite's defaults, as a bare loop has them. */
+function openDefault(path) {
+  const db = new DatabaseSync(path);
+  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;');
+  return db;
 }
 
 // ---- 1M stored spans, generated straight into the store ------------------------------------------
@@ -277,9 +324,11 @@ async function timeQueries(url, make, runs) {
 const dir = mkdtempSync(join(tmpdir(), 'agentrt-bench-collector-'));
 try {
   log(`building ${INGEST_BATCHES} batches of ${BATCH} spans…`);
-  const batches = makeBatches(INGEST_BATCHES);
+  // Only the request bodies stay in memory between the measured runs.
+  let batches = makeBatches(INGEST_BATCHES);
   const jsonBodies = batches.map((b) => Buffer.from(JsonTraceSerializer.serializeRequest(b)));
   const protoBodies = batches.map((b) => Buffer.from(ProtobufTraceSerializer.serializeRequest(b)));
+  batches = undefined;
   const spansTotal = INGEST_BATCHES * BATCH;
 
   let t0 = now();
@@ -290,16 +339,43 @@ try {
   const protoDecodeRate = spansTotal / ((now() - t0) / 1000);
 
   log(`JSON.parse ${Math.round(jsonParseRate)}, protobuf decoder ${Math.round(protoDecodeRate)} spans/s`);
-  const records = protoBodies.flatMap((b) => decodeTraceRequest(b).spans);
-  // The machine is shared: measurements alternate (bare, JSON, protobuf) for ROUNDS rounds and the
-  // best of each is kept, so a burst of someone else's load does not land on one side only.
+  // The bare loops' rows are built for each run from the protobuf bodies and dropped after it: held
+  // through the ingest runs, a few hundred MB of them made every collection in this process (the
+  // load generator) slow, and its CPU is taken from the collector's two cores.
+  const records = () => protoBodies.flatMap((b) => decodeTraceRequest(b).spans);
+  const bares = {
+    // The span table of schema 1 (the first baseline of the goal), SQLite's default settings.
+    schema1: {
+      rows: () => schema1Rows(records()),
+      schema: SCHEMA_1,
+      columns: SCHEMA_1_COLUMNS,
+      open: openDefault,
+    },
+    // The goal's baseline: the rows the collector writes, into its own span table (GenAI columns and
+    // index), SQLite's default settings.
+    store: {
+      rows: () => storeRows(join(dir, 'encode'), records()),
+      schema: STORE_SCHEMA + GENAI_INDEX,
+      columns: [...SPAN_INSERT_COLUMNS, 'doc'].join(', '),
+      open: openDefault,
+    },
+  };
+  // The same, with the collector's SQLite settings (8 KiB pages, checkpoints every 40 MiB of WAL).
+  bares.tuned = { ...bares.store, open: (path) => openDatabase(path) };
+  // The machine is shared: measurements alternate (bare loops, JSON, protobuf) for ROUNDS rounds and
+  // the best of each is kept, so a burst of someone else's load does not land on one side only.
   const ingestRates = { json: 0, protobuf: 0 };
   // Rates on a shared machine swing with other people's load; the collector's own CPU time per
   // span (from /proc, all its threads) is the steadier measure of its work.
   const cpuPerSpan = { json: Infinity, protobuf: Infinity };
-  let bareRate = 0;
+  // The load generator's CPU per span (this process), taken from the same two cores.
+  const clientCpuPerSpan = { json: Infinity, protobuf: Infinity };
+  const bareRates = { schema1: 0, store: 0, tuned: 0 };
   for (let round = 0; round < ROUNDS; round++) {
-    bareRate = Math.max(bareRate, bareInsert(join(dir, `bare-${round}`), records));
+    for (const [name, bare] of Object.entries(bares)) {
+      const rate = bareInsert(join(dir, `bare-${name}-${round}`), bare.rows(), bare);
+      bareRates[name] = Math.max(bareRates[name], rate);
+    }
     for (const [kind, bodies, type] of [
       ['json', jsonBodies, 'application/json'],
       ['protobuf', protoBodies, 'application/x-protobuf'],
@@ -310,34 +386,34 @@ try {
       try {
         // Warm-up (JIT, first pages), then the measured run.
         await ingest(c.url, bodies.slice(0, 10), type);
+        settle();
         const cpu0 = c.cpuMs();
+        const client0 = process.cpuUsage();
         ingestRates[kind] = Math.max(ingestRates[kind], await ingest(c.url, bodies, type));
         const usPerSpan = ((c.cpuMs() - cpu0) * 1000) / spansTotal;
+        const client = process.cpuUsage(client0);
         cpuPerSpan[kind] = Math.min(cpuPerSpan[kind], usPerSpan);
+        clientCpuPerSpan[kind] = Math.min(clientCpuPerSpan[kind], (client.user + client.system) / spansTotal);
       } finally {
         await c.stop();
       }
     }
     log(
-      `round ${round + 1}: bare ${Math.round(bareRate)}, json ${Math.round(ingestRates.json)}, protobuf ${Math.round(ingestRates.protobuf)} spans/s; CPU per span json ${cpuPerSpan.json.toFixed(1)} µs, protobuf ${cpuPerSpan.protobuf.toFixed(1)} µs (best so far)`,
+      `round ${round + 1}: bare ${Math.round(bareRates.schema1)} (store rows ${Math.round(bareRates.store)}, tuned ${Math.round(bareRates.tuned)}), json ${Math.round(ingestRates.json)}, protobuf ${Math.round(ingestRates.protobuf)} spans/s; CPU per span json ${cpuPerSpan.json.toFixed(1)} µs, protobuf ${cpuPerSpan.protobuf.toFixed(1)} µs (best so far)`,
     );
   }
 
   // The 1M-span store is kept in bench/.work (git-ignored) and reused by later runs.
-  if (!INGEST_ONLY)
-    await measureQueriesAndReport({ ingestRates, cpuPerSpan, bareRate, jsonParseRate, protoDecodeRate });
+  const rates = { ingestRates, cpuPerSpan, clientCpuPerSpan, bareRates, jsonParseRate, protoDecodeRate };
+  if (!INGEST_ONLY) await measureQueriesAndReport(rates);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
 
-async function measureQueriesAndReport({
-  ingestRates,
-  cpuPerSpan,
-  bareRate,
-  jsonParseRate,
-  protoDecodeRate,
-}) {
-  const bigDir = fileURLToPath(new URL(`../.work/collector-${STORED_SPANS}-v2/`, import.meta.url));
+async function measureQueriesAndReport(rates) {
+  const { ingestRates, cpuPerSpan, clientCpuPerSpan, bareRates, jsonParseRate, protoDecodeRate } = rates;
+  // Named after the schema version and page size the store is generated with.
+  const bigDir = fileURLToPath(new URL(`../.work/collector-${STORED_SPANS}-v3-8k/`, import.meta.url));
   let genSeconds;
   if (existsSync(join(bigDir, 'done'))) {
     log(`reusing ${STORED_SPANS} stored spans in ${bigDir}`);
@@ -383,51 +459,76 @@ async function measureQueriesAndReport({
 
   const fmt = (n) => Math.round(n).toLocaleString('en-US');
   const ms = (n) => `${n.toFixed(1)} ms`;
+  const ratio = (n, base) => `${(n / base).toFixed(2)}×`;
   const md = [
     `Figures are from one run on a shared 2-core machine; compare the ratios. Ingest: ${INGEST_BATCHES} OTLP/HTTP`,
     `requests of ${BATCH} spans (11 attributes each, from the real OTel SDK and serializers), ${CONCURRENCY} concurrent`,
-    'clients in this process against the collector in its own process (`collector/dist/main.js`), each request\nacknowledged only after its spans are committed to SQLite (WAL). Baselines in the same run:',
-    '`JSON.parse` of the same JSON bodies, and a bare `node:sqlite` insert loop of the same rows (the span table and',
-    'indexes of schema 1, prepared statement, 512-row transactions, JSON already stringified; the collector also fills',
-    'six GenAI columns and one covering index, and keeps summaries and key lists). The OTel Collector sustains about',
-    `10–12k spans/s per core (its own published figure). Each rate is the best of ${ROUNDS} alternating rounds;`,
-    "the CPU column is the collector process's own CPU time (all threads, from /proc) per span, the lowest of the rounds.",
+    'clients in this process against the collector in its own process (`collector/dist/main.js`: HTTP and decoding',
+    'on its main thread, commits on its writer thread), each request acknowledged only after its spans are',
+    'committed to SQLite (WAL, `synchronous = NORMAL`). Baselines in the same run: `JSON.parse` of the same JSON',
+    'bodies, and bare `node:sqlite` insert loops of the same spans (pre-built rows, JSON already stringified,',
+    'prepared statement, 512-row transactions, each loop checkpointing in its own commits):',
+    '',
+    '- **store rows**: exactly the rows the collector writes (its own encoder) into its own span table (the',
+    "  GenAI columns and their covering index) with SQLite's default settings (4 KiB pages, a checkpoint every",
+    '  1000 pages). The ingest goal (at least half the bare insert rate, issue #4) is measured against this loop:',
+    '  "a bare insert loop of the same rows" is this one since the store\'s rows gained six columns and an index.',
+    '- **schema-1 rows**: the span table and indexes of schema 1 (the loop the goal was first measured against),',
+    '  same default settings; it writes less than the collector must, so the ratio to it is the stricter one.',
+    "- **store rows, tuned**: the store rows with the collector's SQLite settings (8 KiB pages for a new store, a",
+    '  checkpoint every 40 MiB of WAL; the collector runs its checkpoints on another thread). The ratio to it is',
+    '  what the collector adds to the bare writes: HTTP, decoding, encoding, the hand-over between threads,',
+    '  summaries and key lists — and the load generator (this process) sharing the two cores, whose CPU per span',
+    '  is shown too.',
+    '',
+    'The OTel Collector sustains about 10–12k spans/s per core (its own published figure). Each rate is the best',
+    `of ${ROUNDS} alternating rounds; every measured run starts from a collected heap in this process and with no`,
+    "dirty pages of an earlier run left to write (`sync`). The CPU columns are the collector process's own CPU time",
+    "(all threads, from /proc) and this process's, per span, the lowest of the rounds.",
     '',
     table(
-      ['measure', 'spans/s', 'vs bare insert', 'collector CPU per span'],
       [
-        [
-          'collector ingest, OTLP/JSON over HTTP',
-          fmt(ingestRates.json),
-          `${(ingestRates.json / bareRate).toFixed(2)}×`,
-          `${cpuPerSpan.json.toFixed(1)} µs`,
-        ],
-        [
-          'collector ingest, OTLP/protobuf over HTTP',
-          fmt(ingestRates.protobuf),
-          `${(ingestRates.protobuf / bareRate).toFixed(2)}×`,
-          `${cpuPerSpan.protobuf.toFixed(1)} µs`,
-        ],
-        ['baseline: bare node:sqlite insert loop', fmt(bareRate), '1.00×', ''],
-        [
-          'baseline: JSON.parse of the same bodies',
-          fmt(jsonParseRate),
-          `${(jsonParseRate / bareRate).toFixed(2)}×`,
+        'measure',
+        'spans/s',
+        'vs bare, store rows (goal)',
+        'vs bare, schema-1 rows',
+        'vs bare, store rows, tuned',
+        'collector CPU per span',
+        'load generator CPU per span',
+      ],
+      [
+        ...['json', 'protobuf'].map((kind) => [
+          `collector ingest, OTLP/${kind === 'json' ? 'JSON' : 'protobuf'} over HTTP`,
+          fmt(ingestRates[kind]),
+          ratio(ingestRates[kind], bareRates.store),
+          ratio(ingestRates[kind], bareRates.schema1),
+          ratio(ingestRates[kind], bareRates.tuned),
+          `${cpuPerSpan[kind].toFixed(1)} µs`,
+          `${clientCpuPerSpan[kind].toFixed(1)} µs`,
+        ]),
+        ...[
+          ['baseline: bare node:sqlite insert loop, schema-1 rows', bareRates.schema1],
+          ['baseline: bare node:sqlite insert loop, store rows', bareRates.store],
+          ['baseline: bare node:sqlite insert loop, store rows, tuned', bareRates.tuned],
+          ['baseline: JSON.parse of the same bodies', jsonParseRate],
+          ['our protobuf decoder alone', protoDecodeRate],
+        ].map(([name, rate]) => [
+          name,
+          fmt(rate),
+          ratio(rate, bareRates.store),
+          ratio(rate, bareRates.schema1),
+          ratio(rate, bareRates.tuned),
           '',
-        ],
-        [
-          'our protobuf decoder alone',
-          fmt(protoDecodeRate),
-          `${(protoDecodeRate / bareRate).toFixed(2)}×`,
           '',
-        ],
+        ]),
       ],
     ),
     '',
     `Query latency over ${fmt(STORED_SPANS)} stored spans (${fmt(sessions)} sessions of 50 spans; generated in`,
     `${genSeconds.toFixed(0)} s through the store API, ${fmt(STORED_SPANS / genSeconds)} spans/s), through \`POST /api/query\` including HTTP and JSON.`,
     'The `stats` rows run as SQL aggregates over the GenAI columns (model, tokens) without reading records;',
-    '`pct()` by model walks the covering GenAI index when the query keeps to spans with a model.',
+    "`pct()` by model is `percentile_disc()` over each model's range of the covering GenAI index (ordered by time",
+    'within a model) when the query keeps to spans with a model.',
     `Load average (1/5/15 min) at the end of the run: ${load}.`,
     '',
     table(
@@ -469,11 +570,10 @@ async function measureQueriesAndReport({
   const file = writeSection('collector', 'Collector: OTLP ingest and transaction search', md);
   log(md);
   log(`\nwritten to ${file}`);
+  const half = (base) => ingestRates.json >= base / 2 && ingestRates.protobuf >= base / 2;
   const goals = [
-    [
-      ingestRates.json >= bareRate / 2 && ingestRates.protobuf >= bareRate / 2,
-      'ingest >= half the bare insert rate',
-    ],
+    [half(bareRates.store), 'ingest >= half the bare insert rate of the same rows (store rows)'],
+    [half(bareRates.schema1), 'ingest >= half the bare insert rate of schema-1 rows (the stricter baseline)'],
     [Math.min(ingestRates.json, ingestRates.protobuf) > 12_000, 'ingest > 12k spans/s'],
     [bySession.p50 < 50, 'session filter p50 < 50 ms'],
   ];
