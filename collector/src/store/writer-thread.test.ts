@@ -135,4 +135,13 @@ describe('store writer thread', () => {
     expect(stored(store, 'doc LIKE \'%"before"%\'')).toBe(10);
     expect(stored(store, 'doc LIKE \'%"after"%\'')).toBe(10);
   });
+
+  it('rejects with the reason when its thread cannot start, and does not retry', async () => {
+    const logger = recordingLogger();
+    await expect(
+      startWriterThread({ path: '/nonexistent/dir/collector.sqlite', traceIndexPercent: 100, logger }),
+    ).rejects.toThrow(/^the store's writer thread stopped unexpectedly \(.*unable to open database file/);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(logger.lines).toEqual([]);
+  });
 });

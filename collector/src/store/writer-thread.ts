@@ -78,6 +78,8 @@ export async function startWriterThread(options: WriterThreadOptions) {
   let restartTimer: NodeJS.Timeout | undefined;
   /** Whether `worker` is running (started and not exited). */
   let alive = false;
+  /** Set once the first thread is up: a thread that cannot even start is not restarted. */
+  let started = false;
 
   function spawn(): Promise<void> {
     const w = new Worker(BOOTSTRAP, { eval: true, workerData: data });
@@ -106,7 +108,7 @@ export async function startWriterThread(options: WriterThreadOptions) {
         reject(error);
         for (const p of pending.values()) p.reject(error);
         pending.clear();
-        if (closing) return;
+        if (closing || !started) return;
         failure = error;
         options.logger.error('store writer thread stopped; restarting', { error: lastError ?? reason });
         restartTimer = setTimeout(restart, options.restartDelayMs ?? 1000);
@@ -129,6 +131,7 @@ export async function startWriterThread(options: WriterThreadOptions) {
   }
 
   await spawn();
+  started = true;
 
   return {
     /** Why writes fail right now (the thread is down), or undefined. */
