@@ -44,7 +44,7 @@ type Emit = Server['emit'];
 type Request = IncomingMessage & { socket: IncomingMessage['socket'] & { encrypted?: boolean } };
 
 /** The path part of a request target (`/a/b?x=1` → `/a/b`). */
-function pathOf(url: string): string {
+export function pathOf(url: string): string {
   const q = url.indexOf('?');
   return q < 0 ? url : url.slice(0, q);
 }

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { diag } from '@opentelemetry/api';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
-import { HttpServerInstrumentation } from './http-server.js';
+import { HttpServerInstrumentation, pathOf } from './http-server.js';
 
 const require = createRequire(import.meta.url);
 
@@ -69,10 +69,7 @@ export function selectInstrumentations(settings: InstrumentationSettings): strin
 }
 
 function isUntracedPath(url: string | undefined): boolean {
-  if (url === undefined) return false;
-  const q = url.indexOf('?');
-  const path = q >= 0 ? url.slice(0, q) : url;
-  return UNTRACED_PATHS.includes(path);
+  return url !== undefined && UNTRACED_PATHS.includes(pathOf(url));
 }
 
 function configFor(name: string, settings: InstrumentationSettings): Record<string, unknown> {
