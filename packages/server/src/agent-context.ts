@@ -149,12 +149,28 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
 
     if (!upstream) ctx.res.once('close', () => endSpan(ctx, span));
     await context.with(otelContext, next);
-    const route = matchedRoute(ctx);
-    if (route !== undefined) {
-      span.setAttribute('http.route', route);
-      span.updateName(`${ctx.method} ${route}`);
-    }
+    // A client that went away has ended the span already (with the route, see setRoute).
+    if (span.isRecording()) nameRoute(ctx, span);
   };
+}
+
+/**
+ * Records the route a request matched (`ctx._matchedRoute`, as koa-router names it) and hands it
+ * to the HTTP server span's RPC metadata, so an HTTP instrumentation names its span by route even
+ * when the span ends before the handler returns (the client went away).
+ */
+export function setRoute(ctx: KoaContext, route: string): void {
+  (ctx as KoaContext & { _matchedRoute?: string })._matchedRoute = route;
+  const rpc = getRPCMetadata(context.active());
+  if (rpc?.type === RPCType.HTTP) rpc.route = route;
+}
+
+function nameRoute(ctx: KoaContext, span: Span): void {
+  const route = matchedRoute(ctx);
+  if (route !== undefined) {
+    span.setAttribute('http.route', route);
+    span.updateName(`${ctx.method} ${route}`);
+  }
 }
 
 const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
@@ -223,6 +239,7 @@ function mergeBaggage(base: OtelContext, extracted: OtelContext): OtelContext {
 }
 
 function endSpan(ctx: KoaContext, span: Span): void {
+  nameRoute(ctx, span);
   const status = ctx.res.statusCode;
   span.setAttribute('http.response.status_code', status);
   if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });

@@ -13,7 +13,7 @@ import {
   isValidSessionId,
 } from '@agentrt/propagation';
 import Koa, { type Context as KoaContext, type Middleware } from 'koa';
-import { agentContext, getAgentContextState } from './agent-context.js';
+import { agentContext, getAgentContextState, setRoute } from './agent-context.js';
 import { readJsonBody } from './body.js';
 import { readConfig } from './config.js';
 import { AgentError, errorMiddleware } from './errors.js';
@@ -203,7 +203,7 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
   const routes: Middleware = async (ctx) => {
     if (draining) ctx.set('Connection', 'close');
     if (ctx.path === '/invocations') {
-      (ctx as KoaContext & { _matchedRoute?: string })._matchedRoute = '/invocations';
+      setRoute(ctx, '/invocations');
       if (ctx.method !== 'POST') throw methodNotAllowed(ctx.method, 'POST');
       return invoke(ctx);
     }

@@ -107,8 +107,11 @@ export function errorMiddleware(logger: Logger): Middleware {
       const err = toAgentError(thrown);
       const span = trace.getActiveSpan();
       if (err.status >= 500) {
-        span?.recordException(thrown instanceof Error ? thrown : String(thrown));
-        span?.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+        // not when the span has ended already: the client went away and the span says so
+        if (span?.isRecording()) {
+          span.recordException(thrown instanceof Error ? thrown : String(thrown));
+          span.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+        }
         const cause = thrown instanceof Error ? thrown : undefined;
         const sessionId = (ctx.state as { agentrt?: { sessionId?: string } }).agentrt?.sessionId;
         const traceId = span?.spanContext().traceId;

@@ -1,9 +1,11 @@
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import {
+  DiagLogLevel,
   SpanKind,
   SpanStatusCode,
   context,
+  diag,
   defaultTextMapSetter,
   propagation,
   trace,
@@ -188,6 +190,62 @@ describe('server spans with a registered tracer provider', () => {
   });
 });
 
+/**
+ * A client that goes away while the entrypoint waits, and an entrypoint that then fails (as an
+ * agent does when its model call is cancelled). Returns the diag warnings and the server span.
+ */
+async function disconnectMidInvocation(): Promise<{ warnings: string[]; span: ReadableSpan }> {
+  const warnings: string[] = [];
+  const warn = (message: string) => void warnings.push(message);
+  // (the server's "request failed" log line goes to diag.error: not what this is about)
+  const quiet = () => {};
+  diag.setLogger({ error: quiet, warn, info: quiet, debug: quiet, verbose: quiet }, DiagLogLevel.WARN);
+  try {
+    let failed = false;
+    const { url, app } = await start(
+      (_p, ctx) =>
+        new Promise((_resolve, reject) => {
+          ctx.signal.addEventListener('abort', () => {
+            setTimeout(() => {
+              failed = true;
+              reject(new Error('model call cancelled'));
+            }, 20);
+          });
+        }),
+    );
+    const controller = new AbortController();
+    const pending = invoke(
+      url,
+      {},
+      { 'x-cloud-agent-runtime-session-id': SESSION },
+      { signal: controller.signal },
+    ).catch((err: unknown) => err);
+    await until(() => app.inFlight === 1);
+    controller.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    await until(() => failed && app.inFlight === 0 && serverSpans().length >= 1);
+    await new Promise((r) => setTimeout(r, 50));
+    const [span, ...more] = serverSpans();
+    expect(more).toEqual([]);
+    return { warnings, span: span! };
+  } finally {
+    diag.disable();
+  }
+}
+
+describe('a client that goes away mid-invocation', () => {
+  it('leaves the ended server span alone: no "operation on ended span" warnings, the span says why', async () => {
+    const { warnings, span } = await disconnectMidInvocation();
+    expect(warnings).toEqual([]);
+    expect(span.name).toBe('POST /invocations');
+    expect(span.attributes).toMatchObject({
+      'session.id': SESSION,
+      'http.route': '/invocations',
+      'agentrt.client_disconnected': true,
+    });
+  });
+});
+
 describe('SDK registered after the app was built', () => {
   it('starts recording spans from the next request on', async () => {
     trace.disable();
@@ -278,32 +336,41 @@ describe('agentContext() in an existing Koa app', () => {
 });
 
 describe('with the OpenTelemetry HTTP instrumentation loaded', () => {
-  it('adds session.id and the route to the HTTP server span instead of making a second one', async () => {
+  let instrumentation: { disable(): void } | undefined;
+  beforeAll(async () => {
     const { HttpInstrumentation } = await import('@opentelemetry/instrumentation-http');
-    const instrumentation = new HttpInstrumentation();
-    instrumentation.setTracerProvider(provider);
-    instrumentation.enable();
+    const http = new HttpInstrumentation();
+    http.setTracerProvider(provider);
+    http.enable();
+    instrumentation = http;
     // Builtins are patched when required after enable(); Koa's server shares the patched prototype.
     createRequire(import.meta.url)('node:http');
-    try {
-      const { url } = await start(() => trace.getActiveSpan()?.spanContext().spanId ?? null);
-      const res = await invoke(
-        url,
-        {},
-        { traceparent: TRACEPARENT, 'x-cloud-agent-runtime-session-id': SESSION },
-      );
-      const spanIdSeen = await res.json();
-      await until(() => serverSpans().length >= 1);
-      await new Promise((r) => setTimeout(r, 50));
-      const spans = serverSpans();
-      expect(spans).toHaveLength(1);
-      const [span] = spans as [ReadableSpan];
-      expect(span.instrumentationScope.name).toBe('@opentelemetry/instrumentation-http');
-      expect(span.spanContext().spanId).toBe(spanIdSeen);
-      expect(span.spanContext().traceId).toBe(W3C_TRACE);
-      expect(span.attributes).toMatchObject({ 'session.id': SESSION, 'http.route': '/invocations' });
-    } finally {
-      instrumentation.disable();
-    }
+  });
+  afterAll(() => instrumentation?.disable());
+
+  it('adds session.id and the route to the HTTP server span instead of making a second one', async () => {
+    const { url } = await start(() => trace.getActiveSpan()?.spanContext().spanId ?? null);
+    const res = await invoke(
+      url,
+      {},
+      { traceparent: TRACEPARENT, 'x-cloud-agent-runtime-session-id': SESSION },
+    );
+    const spanIdSeen = await res.json();
+    await until(() => serverSpans().length >= 1);
+    await new Promise((r) => setTimeout(r, 50));
+    const spans = serverSpans();
+    expect(spans).toHaveLength(1);
+    const [span] = spans as [ReadableSpan];
+    expect(span.instrumentationScope.name).toBe('@opentelemetry/instrumentation-http');
+    expect(span.spanContext().spanId).toBe(spanIdSeen);
+    expect(span.spanContext().traceId).toBe(W3C_TRACE);
+    expect(span.attributes).toMatchObject({ 'session.id': SESSION, 'http.route': '/invocations' });
+  });
+
+  it('names its span by route even when the client went away first, with no "ended span" warnings', async () => {
+    const { warnings, span } = await disconnectMidInvocation();
+    expect(warnings).toEqual([]);
+    expect(span.instrumentationScope.name).toBe('@opentelemetry/instrumentation-http');
+    expect(span.attributes).toMatchObject({ 'session.id': SESSION, 'http.route': '/invocations' });
   });
 });
