@@ -29,6 +29,7 @@ import {
   propagation,
   trace,
 } from '@opentelemetry/api';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { suppressTracing, unsuppressTracing } from '@opentelemetry/core';
 import { type Message, Model, type StreamOptions } from '@strands-agents/sdk';
 import type { BaseModelConfig, ModelStreamEvent } from '@strands-agents/sdk';
@@ -98,9 +99,25 @@ function endWithError(span: Span, error: unknown): void {
   span.end();
 }
 
-/** Runs one step of a generator inside `ctx`, so everything it awaits inherits that context. */
-function stepIn<T, R>(ctx: Context, gen: AsyncGenerator<T, R>, method: 'next' | 'return', value?: R) {
-  return context.with(ctx, () => (method === 'next' ? gen.next() : gen.return(value as R)));
+/** Runs callbacks with one context active: {@link runnerIn}. */
+type Runner = <T>(fn: () => T) => T;
+
+/**
+ * A runner for `ctx`, for re-entering one context many times (every step of a streamed
+ * generator). `context.with` copies Node's async context frame twice per call; a snapshot of the
+ * frame taken once inside `ctx` is re-entered by swapping a pointer (about 3× cheaper, hundreds of
+ * times per agent run). The snapshot is used only if it really restores `ctx`: with a context
+ * manager that is not built on AsyncLocalStorage each call goes through `context.with`.
+ */
+function runnerIn(ctx: Context): Runner {
+  const snapshot = context.with(ctx, () => AsyncLocalStorage.snapshot());
+  if (snapshot(() => context.active()) === ctx) return (fn) => snapshot(fn);
+  return (fn) => context.with(ctx, fn);
+}
+
+/** Runs one step of a generator in `runner`'s context, so everything it awaits inherits that context. */
+function stepIn<T, R>(runner: Runner, gen: AsyncGenerator<T, R>, method: 'next' | 'return', value?: R) {
+  return runner(() => (method === 'next' ? gen.next() : gen.return(value as R)));
 }
 
 /**
@@ -136,12 +153,12 @@ export async function* traceAgentRun<T, R>(
     usage: { input: 0, output: 0 },
     finishReasons: [],
   };
-  const strandsContext = suppressTracing(agentContext.setValue(RUN_KEY, run));
-  const gen = context.with(strandsContext, start);
+  const inStrands = runnerIn(suppressTracing(agentContext.setValue(RUN_KEY, run)));
+  const gen = inStrands(start);
   let finished = false;
   try {
     for (;;) {
-      const step = await stepIn(strandsContext, gen, 'next');
+      const step = await stepIn(inStrands, gen, 'next');
       if (step.done) {
         finished = true;
         span.setAttributes({
@@ -170,7 +187,7 @@ export async function* traceAgentRun<T, R>(
   } finally {
     if (!finished) {
       // The consumer stopped early (client went away): close the agent's generator and the span.
-      await stepIn(strandsContext, gen, 'return').catch(() => undefined); // best effort; already cancelling
+      await stepIn(inStrands, gen, 'return').catch(() => undefined); // best effort; already cancelling
       span.setAttribute('error.type', 'cancelled');
       span.setStatus({ code: SpanStatusCode.ERROR, message: 'cancelled before the agent finished' });
       span.end();
@@ -265,17 +282,15 @@ export class GenAiTracedModel<C extends BaseModelConfig = BaseModelConfig> exten
         span.setAttribute('gen_ai.system_instructions', JSON.stringify([{ type: 'text', content: text }]));
       }
     }
-    const spanContext = trace.setSpan(run.agentContext, span);
+    const inSpan = runnerIn(trace.setSpan(run.agentContext, span));
     const startedMs = performance.now();
-    const iterator = context.with(spanContext, () =>
-      this.inner.stream(messages, options)[Symbol.asyncIterator](),
-    );
+    const iterator = inSpan(() => this.inner.stream(messages, options)[Symbol.asyncIterator]());
     let outputText = '';
     let firstChunk = true;
     let ended = false;
     try {
       for (;;) {
-        const step = await context.with(spanContext, () => iterator.next());
+        const step = await inSpan(() => iterator.next());
         if (step.done) break;
         const event = step.value;
         if (firstChunk && event.type === 'modelContentBlockDeltaEvent') {
