@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentError } from './errors.js';
 import { getRequestContext, type RequestContext } from './request-context.js';
-import { closeAll, invoke, rawRequest, start, until } from './testing.test.util.js';
+import { closeAll, invoke, rawRequest, responsesKeptByTimers, start, until } from './testing.test.util.js';
 
 afterEach(closeAll);
 
@@ -166,6 +166,12 @@ describe('client disconnect during a non-streaming invocation', () => {
     await until(() => reason !== undefined && app.inFlight === 0);
     expect((reason as Error).message).toBe('client disconnected');
     expect((await app.ping()).status).toBe('Healthy');
+  });
+});
+
+describe('memory', () => {
+  it('a timer an entrypoint leaves running does not keep the finished request alive', async () => {
+    expect(await responsesKeptByTimers()).toBe(0);
   });
 });
 

@@ -13,7 +13,7 @@ import {
   isValidSessionId,
 } from '@agentrt/propagation';
 import Koa, { type Context as KoaContext, type Middleware } from 'koa';
-import { agentContext, getAgentContextState, setRoute } from './agent-context.js';
+import { type AgentContextState, agentContext, getAgentContextState, setRoute } from './agent-context.js';
 import { readJsonBody } from './body.js';
 import { readConfig } from './config.js';
 import { AgentError, errorMiddleware } from './errors.js';
@@ -145,7 +145,7 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
         );
         state?.span.setAttribute(SESSION_ID_BAGGAGE_KEY, sessionId);
       }
-      const otelContext = (): OtelContext => bodyContext ?? state?.otelContext ?? context.active();
+      const otelContext = otelContextOf(bodyContext, state);
       if (sessionId === undefined && options.requireSessionId) {
         throw new AgentError(400, `Missing session id: send the ${CLOUD_SESSION_ID_HEADER} header`, {
           code: 'missing_session_id',
@@ -287,4 +287,17 @@ function sendResult(ctx: KoaContext, result: unknown, strings: 'json' | 'text'):
   }
   ctx.set('Content-Type', 'application/json; charset=utf-8'); // set directly: no MIME lookup
   ctx.body = json;
+}
+
+/**
+ * The OpenTelemetry context of one invocation, read when first asked for. Built here rather than
+ * as a closure inside the request handler, which would share that handler's scope and so keep the
+ * Koa context, request and response reachable from the request context for as long as anything
+ * the entrypoint started (a timer, say) holds on to it.
+ */
+function otelContextOf(
+  bodyContext: OtelContext | undefined,
+  state: AgentContextState | undefined,
+): () => OtelContext {
+  return () => bodyContext ?? state?.otelContext ?? context.active();
 }

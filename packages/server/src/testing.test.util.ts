@@ -1,7 +1,9 @@
 // Helpers shared by this package's tests: real servers on 127.0.0.1 port 0, real sockets.
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { type AgentApp, type AgentAppOptions, type Entrypoint, createApp } from './app.js';
 
 export interface Started {
@@ -170,4 +172,42 @@ export function rawRequest(
       if (!req.destroyed && !responded) req.end();
     })();
   });
+}
+
+/**
+ * How many of three finished invocations' responses are still reachable after garbage collection
+ * while a timer each entrypoint started (60 s) is running. A timer keeps the async context it was
+ * made in, and with it the request context: that must not reach the Koa context, the request or
+ * the response (an agent tool's AbortSignal.timeout(15 s) held every request of a busy agent).
+ */
+export async function responsesKeptByTimers(): Promise<number> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const timers: NodeJS.Timeout[] = [];
+  const { url, server } = await start((payload) => {
+    timers.push(setTimeout(() => {}, 60_000));
+    return payload;
+  });
+  const responses: WeakRef<ServerResponse>[] = [];
+  server.on('request', (_req, res: ServerResponse) => responses.push(new WeakRef(res)));
+  const alive = () => responses.filter((r) => r.deref() !== undefined).length;
+  try {
+    for (let i = 0; i < 3; i++) {
+      const res = await invoke(
+        url,
+        { i },
+        { 'x-cloud-agent-runtime-session-id': 'memory-session-0123456789abcdef' },
+      );
+      if (res.status !== 200) throw new Error(`invocation answered ${res.status}`);
+      await res.text();
+    }
+    if (responses.length !== 3) throw new Error(`saw ${responses.length} requests, not 3`);
+    for (let i = 0; i < 10 && alive() > 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      gc();
+    }
+    return alive();
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+  }
 }

@@ -22,7 +22,7 @@ import Koa from 'koa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { agentContext, getActiveSessionId } from './agent-context.js';
 import type { LogFields, Logger } from './logger.js';
-import { closeAll, invoke, readFrames, start, until } from './testing.test.util.js';
+import { closeAll, invoke, readFrames, responsesKeptByTimers, start, until } from './testing.test.util.js';
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -243,6 +243,12 @@ describe('a client that goes away mid-invocation', () => {
       'http.route': '/invocations',
       'agentrt.client_disconnected': true,
     });
+  });
+});
+
+describe('memory with an SDK registered', () => {
+  it('a timer an entrypoint leaves running does not keep the finished request alive', async () => {
+    expect(await responsesKeptByTimers()).toBe(0);
   });
 });
 
