@@ -57,7 +57,7 @@ describe('readConfig', () => {
       OTEL_SDK_DISABLED: 'yes',
       OTEL_TRACES_SAMPLER: 'sometimes',
       OTEL_TRACES_SAMPLER_ARG: '2',
-      OTEL_PROPAGATORS: 'b3',
+      OTEL_PROPAGATORS: 'ottrace',
       OTEL_LOG_LEVEL: 'loud',
     });
     expect(config.traces.protocol).toBe('http/protobuf');
@@ -96,6 +96,19 @@ describe('readConfig', () => {
     expect(config.propagators).toEqual(['tracecontext', 'baggage']);
     expect(config.samplerRatio).toBe(0.25);
     expect(config.serviceName).toBe('svc');
+  });
+
+  it('OTEL_PROPAGATORS takes b3, b3multi and jaeger too, and names all it takes when one is unknown', () => {
+    expect(read({ OTEL_PROPAGATORS: 'b3, tracecontext,jaeger' }).config.propagators).toEqual([
+      'b3',
+      'tracecontext',
+      'jaeger',
+    ]);
+    const { config, warnings } = read({ OTEL_PROPAGATORS: 'b3multi,ottrace' });
+    expect(config.propagators).toEqual(['b3multi']);
+    expect(warnings).toEqual([
+      'OTEL_PROPAGATORS has unsupported ottrace (tracecontext, baggage, xray, session, b3, b3multi, jaeger, none); ignoring them',
+    ]);
   });
 
   it('OTEL_PROPAGATORS=none turns propagation off', () => {

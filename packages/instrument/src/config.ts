@@ -9,7 +9,7 @@ export type OtlpProtocol = 'http/protobuf' | 'http/json';
 /** Where a signal goes. */
 export type SignalExporter = 'otlp' | 'console' | 'none';
 /** Propagator names accepted in `OTEL_PROPAGATORS`. */
-export type PropagatorName = 'tracecontext' | 'baggage' | 'xray' | 'session';
+export type PropagatorName = 'tracecontext' | 'baggage' | 'xray' | 'session' | 'b3' | 'b3multi' | 'jaeger';
 /** Sampler names accepted in `OTEL_TRACES_SAMPLER`. */
 export type SamplerName =
   | 'always_on'
@@ -80,7 +80,16 @@ export type InstrumentOptions = Partial<InstrumentConfig>;
 export const DEFAULT_OTLP_ENDPOINT = 'http://127.0.0.1:4318';
 export const DEFAULT_PROPAGATORS: readonly PropagatorName[] = ['xray', 'tracecontext', 'baggage', 'session'];
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 2000;
-const PROPAGATOR_NAMES = new Set<string>(['tracecontext', 'baggage', 'xray', 'session', 'none']);
+const PROPAGATOR_NAMES = new Set<string>([
+  'tracecontext',
+  'baggage',
+  'xray',
+  'session',
+  'b3',
+  'b3multi',
+  'jaeger',
+  'none',
+]);
 const SAMPLER_NAMES = new Set<string>([
   'always_on',
   'always_off',
@@ -177,7 +186,7 @@ export function readConfig(
     const bad = names.filter((n) => !PROPAGATOR_NAMES.has(n));
     if (bad.length > 0) {
       warn(
-        `OTEL_PROPAGATORS has unsupported ${bad.join(',')} (tracecontext, baggage, xray, session, none); ignoring them`,
+        `OTEL_PROPAGATORS has unsupported ${bad.join(',')} (tracecontext, baggage, xray, session, b3, b3multi, jaeger, none); ignoring them`,
       );
     }
     if (names.includes('none')) return [];
