@@ -18,6 +18,7 @@ import {
   InstrumentationBase,
   InstrumentationNodeModuleDefinition,
 } from '@opentelemetry/instrumentation';
+import { endServerSpan } from '@agentrt/propagation';
 import { VERSION } from './version.js';
 
 // Incoming HTTP requests as SERVER spans, for the cost of little more than the span itself.
@@ -92,31 +93,17 @@ class ServerRequest {
     if (this.ended) return;
     this.ended = true;
     const { span, response } = this;
-    const status = response.statusCode;
-    span.setAttribute('http.response.status_code', status);
     const route = this.rpc.route;
     if (route !== undefined) {
       span.setAttribute('http.route', route);
       span.updateName(`${this.method} ${route}`);
     }
-    if (this.failed) {
-      // fail() set the status: the handler threw.
-    } else if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    else if (!response.writableFinished) {
-      // The connection closed before the response was sent: the client went away or the server
-      // destroyed the socket. Not the server's error by HTTP status, but worth seeing.
-      span.setAttribute('error.type', 'connection_closed');
-      span.setStatus({
-        code: SpanStatusCode.ERROR,
-        message: 'connection closed before the response was sent',
-      });
-    }
-    span.end();
+    endServerSpan(span, response, this.failed);
     if (this.duration !== undefined) {
       const attributes: Attributes = {
         'http.request.method': this.method,
         'url.scheme': this.scheme,
-        'http.response.status_code': status,
+        'http.response.status_code': response.statusCode,
       };
       if (route !== undefined) attributes['http.route'] = route;
       this.duration.record((performance.now() - this.started) / 1000, attributes);

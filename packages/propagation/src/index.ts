@@ -27,3 +27,4 @@ export { type SessionHeaderPropagatorOptions, SessionHeaderPropagator } from './
 export { MAX_SESSION_ID_LENGTH, isValidSessionId, readSessionId } from './session-id.js';
 export { type AgentPropagatorOptions, createAgentPropagator } from './agent-propagator.js';
 export { RESTRICTED_HEADERS, RESTRICTED_HEADER_PREFIXES, isRestrictedHeader } from './restricted-headers.js';
+export { type ServerResponseState, endServerSpan } from './server-span.js';

@@ -8,7 +8,6 @@ import {
   type TracerProvider,
   ROOT_CONTEXT,
   SpanKind,
-  SpanStatusCode,
   context,
   defaultTextMapGetter,
   isSpanContextValid,
@@ -23,6 +22,7 @@ import {
   TRACEPARENT_HEADER,
   TRACE_ID_HEADERS,
   createAgentPropagator,
+  endServerSpan,
   isValidSessionId,
   readSessionId,
 } from '@agentrt/propagation';
@@ -240,11 +240,7 @@ function mergeBaggage(base: OtelContext, extracted: OtelContext): OtelContext {
 
 function endSpan(ctx: KoaContext, span: Span): void {
   nameRoute(ctx, span);
-  const status = ctx.res.statusCode;
-  span.setAttribute('http.response.status_code', status);
-  if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-  if (!ctx.res.writableFinished) span.setAttribute('agentrt.client_disconnected', true);
-  span.end();
+  endServerSpan(span, ctx.res);
 }
 
 function matchedRoute(ctx: KoaContext): string | undefined {

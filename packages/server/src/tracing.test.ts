@@ -241,7 +241,11 @@ describe('a client that goes away mid-invocation', () => {
     expect(span.attributes).toMatchObject({
       'session.id': SESSION,
       'http.route': '/invocations',
-      'agentrt.client_disconnected': true,
+      'error.type': 'connection_closed',
+    });
+    expect(span.status).toEqual({
+      code: SpanStatusCode.ERROR,
+      message: 'connection closed before the response was sent',
     });
   });
 });
