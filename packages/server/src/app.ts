@@ -143,7 +143,7 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
           base,
           baggage.setEntry(SESSION_ID_BAGGAGE_KEY, { value: sessionId }),
         );
-        state?.span.setAttribute(SESSION_ID_BAGGAGE_KEY, sessionId);
+        if (state?.span.isRecording()) state.span.setAttribute(SESSION_ID_BAGGAGE_KEY, sessionId);
       }
       const otelContext = otelContextOf(bodyContext, state);
       if (sessionId === undefined && options.requireSessionId) {
