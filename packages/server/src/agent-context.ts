@@ -149,8 +149,9 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
 
     if (!upstream) ctx.res.once('close', () => endSpan(ctx, span));
     await context.with(otelContext, next);
-    // A client that went away has ended the span already (with the route, see setRoute).
-    if (span.isRecording()) nameRoute(ctx, span);
+    // Our own span is named when it ends (endSpan); a span we did not make may have ended already
+    // if the client went away (then setRoute named it through the RPC metadata).
+    if (upstream && span.isRecording()) nameRoute(ctx, span);
   };
 }
 
