@@ -186,7 +186,7 @@ export function readConfig(
     const bad = names.filter((n) => !PROPAGATOR_NAMES.has(n));
     if (bad.length > 0) {
       warn(
-        `OTEL_PROPAGATORS has unsupported ${bad.join(',')} (tracecontext, baggage, xray, session, b3, b3multi, jaeger, none); ignoring them`,
+        `OTEL_PROPAGATORS has unsupported ${bad.join(',')} (${[...PROPAGATOR_NAMES].join(', ')}); ignoring them`,
       );
     }
     if (names.includes('none')) return [];

@@ -151,23 +151,14 @@ export class HttpServerInstrumentation extends InstrumentationBase<HttpServerIns
   private patchEmit(original: Emit, scheme: 'http' | 'https'): Emit {
     const traceRequest = this.traceRequest.bind(this);
     const untraced = new Set(this.getConfig().untracedPaths ?? []);
-    return function emit(this: Server, event: string | symbol, ...args: unknown[]): boolean {
-      if (event !== 'request') return Reflect.apply(original, this, [event, ...args]) as boolean;
-      const request = args[0] as Request;
-      const response = args[1] as ServerResponse;
+    return function emit(this: Server, ...args: [event: string | symbol, ...rest: unknown[]]): boolean {
+      if (args[0] !== 'request') return Reflect.apply(original, this, args) as boolean;
+      const request = args[1] as Request;
+      const response = args[2] as ServerResponse;
+      const handle = () => Reflect.apply(original, this, args) as boolean;
       const path = pathOf(request.url ?? '/');
-      if (untraced.has(path)) {
-        return context.with(suppressTracing(context.active()), () =>
-          Reflect.apply(original, this, [event, ...args]),
-        ) as boolean;
-      }
-      return traceRequest(
-        request,
-        response,
-        path,
-        scheme,
-        () => Reflect.apply(original, this, [event, ...args]) as boolean,
-      );
+      if (untraced.has(path)) return context.with(suppressTracing(context.active()), handle);
+      return traceRequest(request, response, path, scheme, handle);
     };
   }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { diag } from '@opentelemetry/api';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { HttpServerInstrumentation, pathOf } from './http-server.js';
+import type { InstrumentConfig } from './config.js';
 
 const require = createRequire(import.meta.url);
 
@@ -38,8 +39,8 @@ export interface InstrumentationSettings {
   captureMessageContent: boolean;
   /** Spans for each Koa/Express middleware; off keeps one span per request plus router layers. */
   middlewareSpans: boolean;
-  /** Who makes incoming-request SERVER spans (see InstrumentConfig.httpServerSpans). */
-  httpServerSpans: 'agentrt' | 'upstream';
+  /** Who makes incoming-request SERVER spans. */
+  httpServerSpans: InstrumentConfig['httpServerSpans'];
   /** Directory of the app's entry script: presence of target modules is checked from here. */
   appDir: string;
 }
