@@ -63,21 +63,22 @@ const readyLine = (out) => {
   return m ? JSON.parse(m[1]) : undefined;
 };
 
+const baseEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_') && k !== 'NODE_OPTIONS'),
+);
+
 // ---- an OTLP sink, so exporters have somewhere real to send to --------------------------------
 // In a process of its own, as a collector is: in this process it would take the load generator's
 // event-loop time whenever an instrumented variant exports, and charge that to the variant.
-const sinkProcess = spawn(process.execPath, [join(here, 'otlp-sink.mjs')], {
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
-const sinkUrl = await new Promise((resolve, reject) => {
-  let out = '';
-  sinkProcess.stdout.on('data', (d) => {
-    out += d;
-    const info = readyLine(out);
-    if (info) resolve(`http://127.0.0.1:${info.port}`);
-  });
-  sinkProcess.once('exit', (code) => reject(new Error(`the OTLP sink exited (${code}) before READY`)));
-});
+const { child: sinkProcess, port: sinkPort } = await runUntilReady(
+  [],
+  join(here, 'otlp-sink.mjs'),
+  {},
+  {
+    keep: true,
+  },
+);
+const sinkUrl = `http://127.0.0.1:${sinkPort}`;
 process.once('exit', () => sinkProcess.kill());
 /** Requests and bytes the sink received since the last call. */
 async function sinkStats() {
@@ -85,9 +86,6 @@ async function sinkStats() {
   return /** @type {{ requests: number, bytes: number }} */ (await res.json());
 }
 
-const baseEnv = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_') && k !== 'NODE_OPTIONS'),
-);
 const otlpEnv = { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl };
 
 const variants = [
