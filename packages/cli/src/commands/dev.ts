@@ -54,7 +54,7 @@ export const devCommand: Command = {
   summary: 'start the local stack: collector + UI, runtime with the reference agents, weather service',
   usage,
   async run(argv, io) {
-    const parsed = parseCommandArgs({
+    const { values } = parseCommandArgs({
       args: argv,
       allowNegative: true,
       options: {
@@ -72,7 +72,6 @@ export const devCommand: Command = {
         'repo-root': { type: 'string' },
       },
     });
-    const { values } = parsed;
     const repoRoot = values['repo-root'] ? resolve(io.cwd, values['repo-root']) : findRepoRoot();
     if (!repoRoot) {
       io.stderr(

@@ -18,7 +18,7 @@ export const invokeCommand: Command = {
   summary: 'invoke an agent runtime with a JSON payload (sessions, streaming as it arrives)',
   usage,
   async run(argv, io) {
-    const parsed = parseCommandArgs({
+    const { values, positionals } = parseCommandArgs({
       args: argv,
       allowPositionals: true,
       options: {
@@ -30,7 +30,6 @@ export const invokeCommand: Command = {
         'api-key': { type: 'string' },
       },
     });
-    const { values, positionals } = parsed;
     const [ref, payload = '{}', ...extra] = positionals;
     if (!ref) throw new UsageError('missing <runtime>');
     if (extra.length) throw new UsageError(`unexpected argument '${extra[0]}' (quote the JSON payload)`);

@@ -141,8 +141,12 @@ export const runtimeCommand: Command = {
   summary: 'run the local hosting runtime; create, list, get, update or delete agent runtimes',
   usage,
   async run(argv, io) {
-    const parsed = parseCommandArgs({ args: argv, options, allowPositionals: true, strict: true });
-    const { values, positionals } = parsed;
+    const { values, positionals } = parseCommandArgs({
+      args: argv,
+      options,
+      allowPositionals: true,
+      strict: true,
+    });
     const [sub, ref, ...extra] = positionals;
     if (extra.length) throw new UsageError(`unexpected argument '${extra[0]}'`);
     const out = (value: unknown, text: string) =>

@@ -24,7 +24,7 @@ export const sessionsCommand: Command = {
   summary: 'list agent sessions, or show one session’s traces',
   usage,
   async run(argv, io) {
-    const parsed = parseCommandArgs({
+    const { values, positionals } = parseCommandArgs({
       args: argv,
       allowPositionals: true,
       options: {
@@ -33,7 +33,6 @@ export const sessionsCommand: Command = {
         url: { type: 'string' },
       },
     });
-    const { values, positionals } = parsed;
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
     const base = collectorUrl(values.url, io);
     const [id] = positionals;

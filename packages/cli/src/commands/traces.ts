@@ -208,8 +208,12 @@ export const tracesCommand: Command = {
   summary: 'query spans, show a trace as a waterfall, list, export and import traces',
   usage,
   async run(argv, io) {
-    const parsed = parseCommandArgs({ args: argv, options, allowPositionals: true, strict: true });
-    const { values, positionals } = parsed;
+    const { values, positionals } = parseCommandArgs({
+      args: argv,
+      options,
+      allowPositionals: true,
+      strict: true,
+    });
     const [sub, arg, ...extra] = positionals;
     if (extra.length) throw new UsageError(`unexpected argument '${extra[0]}' (quote the query)`);
     const base = collectorUrl(values.url, io);
