@@ -148,12 +148,20 @@ function pushdown(
 
 const SIMPLE_SEGMENT = /^[A-Za-z0-9_]+$/;
 
+/** The SQL expression of an exact column (scaled to the query's unit), or undefined. */
+function columnExpr(
+  path: string,
+  cols: Record<string, Column>,
+): { sql: string; kind: Column['kind'] } | undefined {
+  const c = cols[path];
+  if (!c?.exact) return undefined;
+  return { sql: c.scale ? `(${c.sql} / ${c.scale}.0)` : c.sql, kind: c.kind };
+}
+
 /** SQL that extracts a field without parsing the whole record, or undefined when it needs the record. */
 function extractSql(path: string, cols: Record<string, Column>): { sql: string; json: boolean } | undefined {
-  const col = cols[path];
-  if (col?.exact) {
-    return { sql: col.scale ? `(${col.sql} / ${col.scale}.0)` : col.sql, json: false };
-  }
+  const col = columnExpr(path, cols);
+  if (col) return { sql: col.sql, json: false };
   const quote = (k: string): string | undefined => (/["\\]/.test(k) ? undefined : `"${k}"`);
   for (const prefix of ['resource.attributes.', 'attributes.']) {
     if (path.startsWith(prefix)) {
@@ -228,16 +236,6 @@ function hasPercentileDisc(db: DatabaseSync): boolean {
  */
 export function discFraction(k: number, n: number): number {
   return n <= 1 ? 0 : Math.min(1, (k + 0.5) / (n - 1));
-}
-
-/** The SQL expression of an exact column (scaled to the query's unit), or undefined. */
-function columnExpr(
-  path: string,
-  cols: Record<string, Column>,
-): { sql: string; kind: Column['kind'] } | undefined {
-  const c = cols[path];
-  if (!c?.exact) return undefined;
-  return { sql: c.scale ? `(${c.sql} / ${c.scale}.0)` : c.sql, kind: c.kind };
 }
 
 /**
