@@ -40,9 +40,14 @@ export function openDatabase(path: string, checkpointBytes = CHECKPOINT_BYTES): 
   db.exec(`PRAGMA page_size = ${NEW_PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
     PRAGMA busy_timeout = 5000; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536;
     PRAGMA mmap_size = 268435456; PRAGMA journal_size_limit = 67108864;`);
-  const { page_size: pageSize } = db.prepare('PRAGMA page_size').get() as { page_size: number };
-  db.exec(`PRAGMA wal_autocheckpoint = ${Math.ceil(checkpointBytes / pageSize)}`);
+  checkpointAt(db, checkpointBytes);
   return db;
+}
+
+/** Makes the connection's commits checkpoint once the WAL holds `bytes` (in the database's pages). */
+export function checkpointAt(db: DatabaseSync, bytes: number): void {
+  const { page_size: pageSize } = db.prepare('PRAGMA page_size').get() as { page_size: number };
+  db.exec(`PRAGMA wal_autocheckpoint = ${Math.ceil(bytes / pageSize)}`);
 }
 
 /**

@@ -5,7 +5,13 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { startCheckpointer } from './checkpointer.js';
 import { type EncodedBatch, LOG_COLUMNS } from './span-rows.js';
-import { CHECKPOINT_BYTES, WAL_CAP_BYTES, createBatchWriter, openDatabase } from './span-writer.js';
+import {
+  CHECKPOINT_BYTES,
+  WAL_CAP_BYTES,
+  checkpointAt,
+  createBatchWriter,
+  openDatabase,
+} from './span-writer.js';
 import type { WriterData, WriterReply, WriterRequest } from './writer-thread.js';
 
 /** Spans per transaction at most, so one commit (and its answers) never waits on a huge backlog. */
@@ -38,8 +44,7 @@ const checkpointer = startCheckpointer(path, {
   },
   onFailure: (error) => {
     // Without the thread, commits checkpoint as SQLite does by default (at a larger size).
-    const { page_size: pageSize } = db.prepare('PRAGMA page_size').get() as { page_size: number };
-    db.exec(`PRAGMA wal_autocheckpoint = ${Math.ceil(CHECKPOINT_BYTES / pageSize)}`);
+    checkpointAt(db, CHECKPOINT_BYTES);
     reply({
       type: 'warn',
       message: `checkpoint thread stopped (${error.message}); commits checkpoint instead`,
