@@ -2,7 +2,8 @@
  * Headers the platform never forwards into a container: transport, caching, browser and proxy
  * headers that describe the hop rather than the caller's intent (the AWS runtime's restricted list,
  * plus the usual CDN/proxy additions). The hosting runtime refuses them in a runtime's header
- * allow-list, and the contract server keeps them out of the entrypoint's context. Lowercase.
+ * allow-list, and the contract server keeps them out of the entrypoint's context. Lowercase. Names
+ * that a family prefix covers (`content-*`, `proxy-*`, `x-forwarded-*` …) are not listed again.
  */
 export const RESTRICTED_HEADERS: ReadonlySet<string> = new Set([
   'accept',
@@ -16,14 +17,6 @@ export const RESTRICTED_HEADERS: ReadonlySet<string> = new Set([
   'cache-control',
   'clear-site-data',
   'connection',
-  'content-disposition',
-  'content-encoding',
-  'content-language',
-  'content-length',
-  'content-location',
-  'content-range',
-  'content-security-policy',
-  'content-type',
   'cookie',
   'date',
   'dnt',
@@ -44,9 +37,6 @@ export const RESTRICTED_HEADERS: ReadonlySet<string> = new Set([
   'max-forwards',
   'origin',
   'pragma',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
   'range',
   'referer',
   'referrer-policy',
@@ -65,9 +55,6 @@ export const RESTRICTED_HEADERS: ReadonlySet<string> = new Set([
   'warning',
   'www-authenticate',
   'x-content-type-options',
-  'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-proto',
   'x-frame-options',
   'x-real-ip',
   'x-requested-with',
