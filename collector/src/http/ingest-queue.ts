@@ -24,6 +24,15 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
+/** A 503 whose message (with the store's reason) is shown to the client. */
+function storeUnavailable(message: string, cause: unknown): HttpError {
+  return new HttpError(503, 'store_unavailable', message, {
+    cause,
+    headers: { 'retry-after': '5' },
+    expose: true,
+  });
+}
+
 /**
  * The way into the store: each request is acknowledged only after its records are committed — so
  * an acknowledged span survives a crash or restart — and back-pressure (429) counts every record
@@ -62,16 +71,7 @@ export function createIngestQueue(options: IngestQueueOptions) {
       },
       (error: unknown) => {
         p.reject(
-          new HttpError(
-            503,
-            'store_unavailable',
-            `could not store the data (${(error as Error).message}); retry later`,
-            {
-              cause: error,
-              headers: { 'retry-after': '5' },
-              expose: true,
-            },
-          ),
+          storeUnavailable(`could not store the data (${(error as Error).message}); retry later`, error),
         );
         settled(records);
       },
@@ -100,16 +100,7 @@ export function createIngestQueue(options: IngestQueueOptions) {
       }
       const down = options.unavailable?.();
       if (down) {
-        throw new HttpError(
-          503,
-          'store_unavailable',
-          `cannot store data now (${down.message}); retry later`,
-          {
-            cause: down,
-            headers: { 'retry-after': '5' },
-            expose: true,
-          },
-        );
+        throw storeUnavailable(`cannot store data now (${down.message}); retry later`, down);
       }
       if (pendingRecords > 0 && pendingRecords + incoming > options.maxPendingRecords) {
         throw new HttpError(429, 'queue_full', 'ingest queue is full; retry later', {
