@@ -1,4 +1,4 @@
-import { isRestrictedHeader } from '@agentrt/propagation';
+import { AMZN_CUSTOM_HEADER_PREFIX, isRestrictedHeader } from '@agentrt/propagation';
 import { RuntimeApiError, validationError } from '../errors.js';
 import { type JwtAuthorizerConfig, type VersionConfig } from './store.js';
 
@@ -11,7 +11,6 @@ const HEADER_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]{0,255}$/;
 const SG_RE = /^sg-[0-9a-zA-Z]{8,17}$/;
 const SUBNET_RE = /^subnet-[0-9a-zA-Z]{8,17}$/;
 const MOUNT_RE = /^\/mnt\/[a-zA-Z0-9._-]+\/?$/;
-const CUSTOM_HEADER_PREFIX = 'x-amzn-bedrock-agentcore-runtime-custom-';
 
 export const DEFAULT_IDLE_S = 900;
 export const DEFAULT_MAX_LIFETIME_S = 28_800;
@@ -188,10 +187,10 @@ function headerAllowlist(value: unknown): VersionConfig['requestHeaderConfigurat
     seen.add(lower);
     if (lower.startsWith('x-amz-'))
       throw validationError(where, `${name}: x-amz- headers cannot be allowlisted`);
-    if (lower.startsWith('x-amzn-') && !lower.startsWith(CUSTOM_HEADER_PREFIX))
+    if (lower.startsWith('x-amzn-') && !lower.startsWith(AMZN_CUSTOM_HEADER_PREFIX))
       throw validationError(
         where,
-        `${name}: x-amzn- headers cannot be allowlisted (except ${CUSTOM_HEADER_PREFIX}*)`,
+        `${name}: x-amzn- headers cannot be allowlisted (except ${AMZN_CUSTOM_HEADER_PREFIX}*)`,
       );
     if (isRestrictedHeader(lower))
       throw validationError(where, `${name} is a restricted header and is never forwarded`);
