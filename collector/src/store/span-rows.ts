@@ -51,7 +51,7 @@ export const nsToUs = (ns: number): number => Math.floor(ns / 1000);
 /** A number as JSON.stringify writes it. */
 const num = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
 
-type HotValue = string | number | null;
+export type HotValue = string | number | null;
 
 /**
  * Fills `out` with the HOT_ATTRIBUTES column values of a span (looked up exactly as the query
@@ -210,5 +210,3 @@ export function createRowEncoder(knownKeys: Iterable<string>, maxKeys: number) {
     keys: (): ReadonlySet<string> => keys,
   };
 }
-
-export type RowEncoder = ReturnType<typeof createRowEncoder>;

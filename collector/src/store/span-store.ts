@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
 import { DROPPED_INDEXES, GENAI_INDEX, HOT_ATTRIBUTES, SCHEMA, SCHEMA_VERSION } from './schema.js';
-import { type EncodedBatch, createRowEncoder, hotValues, nsToUs } from './span-rows.js';
+import { type EncodedBatch, type HotValue, createRowEncoder, hotValues, nsToUs } from './span-rows.js';
 import {
   CHECKPOINT_BYTES,
   WAL_CAP_BYTES,
@@ -14,7 +14,7 @@ import {
 } from './span-writer.js';
 import { summarizeSession, summarizeTrace } from './summaries.js';
 
-export { isTraceIndexed, nsToUs };
+export { isTraceIndexed };
 
 export interface SpanStoreOptions {
   /** Directory holding `collector.sqlite` (+ WAL files); created when missing. */
@@ -72,8 +72,6 @@ export const FIXED_KEYS = [
 const SUMMARY_REFRESH_LIMIT = 2000;
 
 export type SpanStore = ReturnType<typeof createSpanStore>;
-
-type HotValue = string | number | null;
 
 const HOT_COLUMNS = [...HOT_ATTRIBUTES.map((h) => h.column), 'hot_odd'];
 const MIGRATE_CHUNK = 5000;

@@ -16,10 +16,7 @@ export interface WriterData {
 
 export type WriterRequest = { type: 'write'; id: number; batch: EncodedBatch } | { type: 'close' };
 export type WriterReply =
-  | { type: 'ready' }
-  | { type: 'done'; id: number; error?: string }
-  | { type: 'warn'; message: string }
-  | { type: 'closed' };
+  { type: 'ready' } | { type: 'done'; id: number; error?: string } | { type: 'warn'; message: string };
 
 export interface WriterThreadOptions {
   /** The database file (created and migrated already, by createSpanStore). */
@@ -137,10 +134,6 @@ export async function startWriterThread(options: WriterThreadOptions) {
     /** Why writes fail right now (the thread is down), or undefined. */
     get failure(): WriterError | undefined {
       return failure;
-    },
-    /** The thread's id, for logs. */
-    get threadId(): number {
-      return worker.threadId;
     },
     /** Stores the batch in one transaction; resolves once it is committed. */
     write(batch: EncodedBatch): Promise<void> {

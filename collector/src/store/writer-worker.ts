@@ -1,7 +1,8 @@
 // The writer thread's entry (started by writer-thread.ts): its own connection to the store. Group
 // commit happens here: the batches that arrived while the last transaction ran are written together
 // in the next one. Every batch gets an answer — `{ id }` once committed, `{ id, error }` when its
-// transaction was rolled back — and `close` is answered after every batch sent before it.
+// transaction was rolled back — and `close` ends the thread once every batch sent before it is
+// answered.
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { startCheckpointer } from './checkpointer.js';
 import { type EncodedBatch, LOG_COLUMNS } from './span-rows.js';
@@ -62,7 +63,6 @@ function rowBytes(b: EncodedBatch): number {
 async function close(): Promise<void> {
   await checkpointer.stop();
   db.close();
-  reply({ type: 'closed' });
   port.close();
 }
 
