@@ -20,7 +20,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { createCollector, createSpanStore, decodeTraceRequest } from '../../collector/dist/index.js';
 import { GENAI_INDEX, SCHEMA as STORE_SCHEMA } from '../../collector/dist/store/schema.js';
-import { SPAN_INSERT_COLUMNS } from '../../collector/dist/store/span-rows.js';
+import { SPAN_INSERT_COLUMNS, createRowEncoder } from '../../collector/dist/store/span-rows.js';
 import { openDatabase } from '../../collector/dist/store/span-writer.js';
 import { table, writeSection } from '../lib/report.mjs';
 
@@ -208,20 +208,20 @@ function schema1Rows(records) {
 }
 
 /** Exactly the rows the collector writes into its span table (its own encoder), document as text. */
-function storeRows(dir, records) {
-  rmSync(dir, { recursive: true, force: true });
-  const store = createSpanStore({ dataDir: dir });
+function storeRows(records) {
+  // The store's encoder without a store (no database to create); it tracks no attribute keys,
+  // which do not change the rows.
+  const encoder = createRowEncoder([], 0);
   const text = new TextDecoder();
   const n = SPAN_INSERT_COLUMNS.length;
   const rows = [];
   for (let at = 0; at < records.length; at += BATCH) {
-    const { spans, docs, docEnds } = store.encodeBatch(records.slice(at, at + BATCH));
+    const { spans, docs, docEnds } = encoder.encode(records.slice(at, at + BATCH));
     for (let i = 0; i < docEnds.length; i++) {
       const doc = text.decode(docs.subarray(i ? docEnds[i - 1] : 0, docEnds[i]));
       rows.push([...spans.slice(i * n, (i + 1) * n), doc]);
     }
   }
-  store.close();
   return rows;
 }
 
@@ -354,7 +354,7 @@ try {
     // The goal's baseline: the rows the collector writes, into its own span table (GenAI columns and
     // index), SQLite's default settings.
     store: {
-      rows: () => storeRows(join(dir, 'encode'), records()),
+      rows: () => storeRows(records()),
       schema: STORE_SCHEMA + GENAI_INDEX,
       columns: [...SPAN_INSERT_COLUMNS, 'doc'].join(', '),
       open: openDefault,
