@@ -78,7 +78,8 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   for (const warning of config.warnings) logger.warn(warning);
   const isolation = detectIsolation(config.isolation);
   const store = createStore(config.dataDir);
-  const sessions = createSessionManager({ config, isolation, logger });
+  let origin = '';
+  const sessions = createSessionManager({ config, isolation, logger, origin: () => origin });
   const auth = createAuthenticator(config.apiKeys);
   const router = createRouter();
   const deps = { config, store, sessions, auth, logger };
@@ -95,16 +96,6 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
       isolation: isolation.mode,
     });
   });
-
-  // Runtimes that were mid-transition when the last process stopped settle now; warm pools refill.
-  for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
-    const version = store.get('version', `${runtime.id}#${runtime.latestVersion}`);
-    if (runtime.status === 'DELETING') {
-      store.deleteChildren(runtime.id);
-      store.delete('runtime', runtime.id);
-    } else if (version?.status === 'READY' && runtime.status === 'READY')
-      sessions.refreshWarmPool({ runtime, version });
-  }
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const requestId = randomUUID();
@@ -138,6 +129,17 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  origin = url;
+  // Runtimes that were mid-transition when the last process stopped settle now; warm pools refill.
+  for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
+    const version = store.get('version', `${runtime.id}#${runtime.latestVersion}`);
+    if (runtime.status === 'DELETING') {
+      store.deleteChildren(runtime.id);
+      store.delete('runtime', runtime.id);
+    } else if (version?.status === 'READY' && runtime.status === 'READY')
+      sessions.refreshWarmPool({ runtime, version });
+  }
+
   logger.info('runtime listening', {
     url,
     isolation: isolation.mode,

@@ -11,6 +11,13 @@ import { type RouteContext, type Router } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { type Session, type SessionManager } from '../sessions/session-manager.js';
 import { type Authenticator } from './auth.js';
+import {
+  CONTAINER_INVOCATION_PATH,
+  MCP_SESSION_HEADER,
+  createMcpSessionRouter,
+  isMcpInitialize,
+  serverProtocolOf,
+} from './protocols.js';
 
 export const SESSION_HEADER = 'x-amzn-bedrock-agentcore-runtime-session-id';
 export const CLOUD_SESSION_HEADER = 'x-cloud-agent-runtime-session-id';
@@ -38,6 +45,16 @@ const ECHO = [
   'baggage',
 ];
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/** Where a proxied request goes in the container and what changes on the way. */
+interface ProxyTarget {
+  method: string;
+  path: string;
+  /** Replaces forwarded headers; `undefined` removes one. */
+  headers?: Record<string, string | undefined>;
+  /** Sees the container's answer headers before they are copied to the caller. */
+  onResponse?: (headers: IncomingHttpHeaders, out: OutgoingHttpHeaders) => void;
+}
 
 export interface DataPlaneDeps {
   config: Readonly<RuntimeConfig>;
@@ -179,6 +196,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
     version: VersionRecord,
     sessionId: string,
     body: Buffer,
+    target: ProxyTarget,
   ) =>
     new Promise<void>((resolve, reject) => {
       const worker = session.worker!;
@@ -202,14 +220,18 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
               ),
         );
       };
+      const headers = forwardHeaders(ctx, version, sessionId, ctx.requestId, body.length);
+      for (const [name, value] of Object.entries(target.headers ?? {}))
+        if (value === undefined) delete headers[name];
+        else headers[name] = value;
       const upstream = request(
         {
           host: '127.0.0.1',
           port: worker.port,
-          method: 'POST',
-          path: '/invocations',
+          method: target.method,
+          path: target.path,
           agent: worker.agent,
-          headers: forwardHeaders(ctx, version, sessionId, ctx.requestId, body.length),
+          headers,
         },
         (res) => {
           const status = res.statusCode ?? 502;
@@ -243,8 +265,9 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
             [CLOUD_SESSION_HEADER]: sessionId,
             'x-amzn-requestid': ctx.requestId,
           };
-          for (const name of ['content-type', 'content-length', ...ECHO])
+          for (const name of ['content-type', 'content-length', 'cache-control', ...ECHO])
             if (res.headers[name] !== undefined) headers[name] = res.headers[name];
+          target.onResponse?.(res.headers, headers);
           ctx.res.writeHead(status, headers);
           // A streamed (chunked) answer shows its headers at once; a sized one goes out with its body.
           if (headers['content-length'] === undefined) ctx.res.flushHeaders();
@@ -263,23 +286,92 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
       upstream.end(body);
     });
 
-  router.add('POST', '/runtimes/:runtime/invocations', async (ctx) => {
-    const runtime = resolveRuntime(ctx);
-    const version = resolveVersion(ctx, runtime);
-    await authenticate(ctx, runtime, version);
-    const sessionId = sessionIdOf(ctx.req, false);
+  const mcpSessions = createMcpSessionRouter();
+
+  /** Runs one proxied request on a session: acquires it (starting a worker), then releases it. */
+  const onSession = async (
+    ctx: RouteContext,
+    runtime: RuntimeRecord,
+    version: VersionRecord,
+    sessionId: string,
+    body: Buffer,
+    target: (pinned: VersionRecord) => ProxyTarget,
+  ) => {
     // A live session keeps running on its pinned version while a newer one is still settling.
     if (!sessions.get(runtime.id, sessionId)) assertRunnable(runtime, version);
-    const body = await readBody(ctx.req, config.maxBodyBytes);
     const session = await sessions.acquire({ runtime, version }, sessionId);
     try {
       const pinned =
         session.version === version.version ? version : getVersionOr404(store, runtime.id, session.version);
-      await proxy(ctx, session, pinned, sessionId, body);
+      await proxy(ctx, session, pinned, sessionId, body, target(pinned));
     } finally {
       sessions.release(session);
     }
+  };
+
+  const isValidSessionId = (id: string) => {
+    try {
+      validateSessionId(id, config.laxSessionIds);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  router.add('POST', '/runtimes/:runtime/invocations', async (ctx) => {
+    const runtime = resolveRuntime(ctx);
+    const version = resolveVersion(ctx, runtime);
+    await authenticate(ctx, runtime, version);
+    const protocol = serverProtocolOf(version);
+    if (protocol !== 'MCP') {
+      const sessionId = sessionIdOf(ctx.req, false);
+      const body = await readBody(ctx.req, config.maxBodyBytes);
+      return onSession(ctx, runtime, version, sessionId, body, (pinned) => ({
+        method: 'POST',
+        path: CONTAINER_INVOCATION_PATH[serverProtocolOf(pinned)],
+      }));
+    }
+    const body = await readBody(ctx.req, config.maxBodyBytes);
+    const runtimeSessionId = header(ctx.req, SESSION_HEADER) ?? header(ctx.req, CLOUD_SESSION_HEADER);
+    const mcpSessionId = header(ctx.req, MCP_SESSION_HEADER);
+    const { sessionId, forwardMcpSessionId } = mcpSessions.route(
+      runtime.id,
+      {
+        ...(runtimeSessionId !== undefined ? { runtimeSessionId } : {}),
+        ...(mcpSessionId !== undefined ? { mcpSessionId } : {}),
+      },
+      isMcpInitialize(body),
+      (id) => validateSessionId(id, config.laxSessionIds),
+      isValidSessionId,
+    );
+    return onSession(ctx, runtime, version, sessionId, body, (pinned) => ({
+      method: 'POST',
+      path: CONTAINER_INVOCATION_PATH[serverProtocolOf(pinned)],
+      headers: { [MCP_SESSION_HEADER]: forwardMcpSessionId },
+      onResponse: (from, out) => {
+        const minted = first(from, MCP_SESSION_HEADER);
+        if (minted !== undefined && minted !== sessionId) mcpSessions.bind(runtime.id, minted, sessionId);
+        // The caller always learns an MCP session id, so its next request reaches this session.
+        out[MCP_SESSION_HEADER] = minted ?? forwardMcpSessionId ?? sessionId;
+      },
+    }));
   });
+
+  // MCP clients open a GET stream after `initialize` and DELETE to end a session; both accept 405,
+  // and a GET forwarded to a stateless server would hold an idle stream open.
+  for (const method of ['GET', 'DELETE'])
+    router.add(method, '/runtimes/:runtime/invocations', async (ctx) => {
+      const runtime = resolveRuntime(ctx);
+      const version = resolveVersion(ctx, runtime);
+      await authenticate(ctx, runtime, version);
+      if (serverProtocolOf(version) !== 'MCP')
+        throw new RuntimeApiError(
+          'ValidationException',
+          `method ${method} is not allowed on invocations of a ${serverProtocolOf(version)} runtime (use POST)`,
+        );
+      ctx.res.writeHead(405, { allow: 'POST', 'content-length': 0 });
+      ctx.res.end();
+    });
 
   router.add('POST', '/runtimes/:runtime/stopruntimesession', async (ctx) => {
     const runtime = resolveRuntime(ctx);

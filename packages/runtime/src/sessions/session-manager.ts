@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { type RuntimeConfig } from '../config.js';
 import { type RuntimeRecord, type VersionRecord } from '../control/store.js';
-import { RuntimeApiError, notFound } from '../errors.js';
+import { RuntimeApiError, notFound, validationError } from '../errors.js';
 import { type Logger } from '../logger.js';
 import { type LaunchSpec, resolveArtifact } from './artifact.js';
 import { type Isolation, isolate } from './isolation.js';
@@ -54,7 +54,19 @@ export interface SessionManager {
   list(): Session[];
   get(runtimeId: string, sessionId: string): Session | undefined;
   warmCount(runtimeId?: string): number;
+  /**
+   * How to spawn a one-shot command inside a session's sandbox: the same isolation wrapper, working
+   * directory, environment and private session dir its worker got.
+   */
+  commandSpawn(session: Session, argv: string[]): CommandSpawn;
   close(): Promise<void>;
+}
+
+/** A command wrapped in a session's sandbox, ready for `child_process.spawn`. */
+export interface CommandSpawn {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
 }
 
 interface PooledWorker {
@@ -68,6 +80,8 @@ export interface SessionManagerOptions {
   config: Readonly<RuntimeConfig>;
   isolation: Isolation;
   logger: Logger;
+  /** The runtime's own origin once it listens, for `AGENTCORE_RUNTIME_URL` in A2A workers. */
+  origin?: () => string;
 }
 
 const CONSECUTIVE_PING_FAILURES_TO_STOP = 3;
@@ -99,8 +113,17 @@ function findInstrumentPreload(): string | undefined {
   return undefined;
 }
 
-export function createSessionManager({ config, isolation, logger }: SessionManagerOptions): SessionManager {
+export function createSessionManager({
+  config,
+  isolation,
+  logger,
+  origin,
+}: SessionManagerOptions): SessionManager {
   const sessions = new Map<string, Session>();
+  const sandboxes = new WeakMap<
+    Worker,
+    { kind: LaunchSpec['kind']; cwd: string; sessionDir: string; env: Record<string, string> }
+  >();
   const pools = new Map<string, PooledWorker[]>(); // key runtimeId#version
   const timers = new Map<Session, NodeJS.Timeout[]>();
   const sessionsRoot = join(config.dataDir, 'sessions');
@@ -171,6 +194,9 @@ export function createSessionManager({ config, isolation, logger }: SessionManag
         .join(','),
     });
     env.OTEL_SERVICE_NAME ??= runtime.name;
+    // An A2A agent's card must point back through the runtime, as the hosted service's does.
+    if (version.config.protocolConfiguration?.serverProtocol === 'A2A' && origin)
+      env.AGENTCORE_RUNTIME_URL ??= `${origin()}/runtimes/${encodeURIComponent(runtime.arn)}/invocations/`;
     if (config.otlpEndpoint && !user.OTEL_EXPORTER_OTLP_ENDPOINT)
       env.OTEL_EXPORTER_OTLP_ENDPOINT = config.otlpEndpoint;
     if (config.instrumentWorkers && launch.kind === 'process' && launch.node) {
@@ -225,6 +251,7 @@ export function createSessionManager({ config, isolation, logger }: SessionManag
       cwd,
       env: launch.kind === 'docker' ? ({ ...process.env, ...env } as Record<string, string>) : env,
       port,
+      healthCheck: target.version.config.protocolConfiguration?.serverProtocol === 'MCP' ? 'connect' : 'ping',
       logger: logger.child({
         runtimeId: target.runtime.id,
         runtimeArn: target.runtime.arn,
@@ -232,6 +259,7 @@ export function createSessionManager({ config, isolation, logger }: SessionManag
         ...tag,
       }),
     });
+    sandboxes.set(worker, { kind: launch.kind, cwd, sessionDir, env });
     worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
     return { worker, sessionDir };
   };
@@ -466,6 +494,23 @@ export function createSessionManager({ config, isolation, logger }: SessionManag
       [...pools.entries()]
         .filter(([k]) => runtimeId === undefined || k.startsWith(`${runtimeId}#`))
         .reduce((n, [, p]) => n + p.filter((e) => e.isReady).length, 0),
+    commandSpawn(session, argv) {
+      const sandbox = session.worker && sandboxes.get(session.worker);
+      if (!sandbox)
+        throw notFound(`Session ${session.sessionId} has no running worker on runtime ${session.runtimeId}`);
+      if (sandbox.kind === 'docker')
+        throw validationError(
+          'command',
+          'sessions of container images cannot run commands here (only file:// artifacts)',
+        );
+      const wrapped = isolate(isolation, argv, {
+        sessionDir: sandbox.sessionDir,
+        cwd: sandbox.cwd,
+        hiddenDirs: [config.dataDir],
+        readablePaths: [process.execPath, ...(instrumentPath ? [instrumentPath] : [])],
+      });
+      return { argv: wrapped, cwd: sandbox.cwd, env: { ...sandbox.env } };
+    },
     async close() {
       closing = true;
       await Promise.allSettled([...starting]);

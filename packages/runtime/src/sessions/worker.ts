@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { type Logger } from '../logger.js';
 
 /** What the last `/ping` said. `timeOfLastUpdateMs` is absent when the worker does not send it. */
@@ -67,6 +67,24 @@ export interface SpawnWorkerOptions {
   env: Record<string, string>;
   port: number;
   logger: Logger;
+  /**
+   * How readiness and health are probed: `GET /ping` (HTTP, A2A and AG-UI containers), or a TCP
+   * connect to the port for MCP containers, whose contract has no `/ping`.
+   */
+  healthCheck?: 'ping' | 'connect';
+}
+
+/** Resolves once something accepts a TCP connection on the loopback port. */
+function probeConnect(port: number, timeoutMs: number): Promise<PingState> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, timeout: timeoutMs });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve({ status: 'Healthy' });
+    });
+    socket.once('timeout', () => socket.destroy(new Error(`connect timed out after ${timeoutMs} ms`)));
+    socket.once('error', reject);
+  });
 }
 
 /**
@@ -118,7 +136,7 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
   }
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity, keepAliveMsecs: 10_000 });
 
-  const ping = (timeoutMs = 2000): Promise<PingState> =>
+  const httpPing = (timeoutMs = 2000): Promise<PingState> =>
     new Promise((resolve, reject) => {
       const req = request(
         { host: '127.0.0.1', port, path: '/ping', method: 'GET', agent, timeout: timeoutMs },
@@ -146,6 +164,9 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
       req.on('error', reject);
       req.end();
     });
+
+  const ping = (timeoutMs = 2000): Promise<PingState> =>
+    options.healthCheck === 'connect' ? probeConnect(port, timeoutMs) : httpPing(timeoutMs);
 
   const waitReady = async (timeoutMs: number, cancelled: () => boolean = () => false): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
