@@ -278,7 +278,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     }
     const trace = /^\/api\/traces\/([^/]+)$/.exec(path);
     if (trace) {
-      const traceId = decodeURIComponent(trace[1]!).toLowerCase();
+      const traceId = decodePathSegment(trace[1]!, 'traceId').toLowerCase();
       if (!TRACE_ID_RE.test(traceId))
         throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
       const spans = store.spansOfTrace(traceId);
@@ -294,7 +294,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     }
     const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
     if (session) {
-      const id = decodeURIComponent(session[1]!);
+      const id = decodePathSegment(session[1]!, 'sessionId');
       const found = store.getSession(id);
       if (!found) throw new HttpError(404, 'not_found', `session ${JSON.stringify(id)} not found`);
       return sendJson(res, 200, found);
@@ -494,6 +494,15 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       return closing;
     },
   };
+}
+
+/** A %-encoded path segment; malformed encoding is the client's error (400), not ours. */
+function decodePathSegment(segment: string, name: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, 'bad_request', `${name} in the path is not valid %-encoded UTF-8`);
+  }
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string | Buffer): void {

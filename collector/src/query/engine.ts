@@ -1,12 +1,12 @@
-import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
-import { KIND_NAMES, STATUS_NAMES } from '../otlp/records.js';
-import { HOT_ATTRIBUTES } from '../store/schema.js';
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { AttributeValue, QueryResponse, SpanRecord } from '../wire-types.js';
-import type { Command, Expr, Literal } from './ast.js';
+import type { Command } from './ast.js';
 import { type Getter, accumulator, evaluate, sortCompare } from './evaluate.js';
 import { resolveField } from './fields.js';
 import { parseQuery } from './parser.js';
+import { DEFAULT_COLUMNS, DEFAULT_LIMIT, type StatsPlan, planQuery } from './plan.js';
 import { QueryError } from './query-error.js';
+import { type Fragment, scanSql, statsDiscSql, statsKthSql, statsSql, statsWindowSql } from './sqlite-sql.js';
 
 export interface QueryOptions {
   /** Only spans starting at or after this epoch-ms time. */
@@ -23,191 +23,15 @@ export interface QueryOptions {
 /** How many rows are read between two checks of the time budget. */
 const BUDGET_CHECK_ROWS = 256;
 
-/** Rows returned when a query has no `limit`. */
-export const DEFAULT_LIMIT = 1000;
+export { DEFAULT_COLUMNS, DEFAULT_LIMIT };
 
-/** Columns of a span result without `fields`; `@message` carries the whole record. */
-export const DEFAULT_COLUMNS = [
-  '@timestamp',
-  'traceId',
-  'spanId',
-  'name',
-  'resource.attributes.service.name',
-  'durationNano',
-  'status.code',
-  '@message',
-];
-
-interface Column {
-  sql: string;
-  kind: 'text' | 'number';
-  /** The column holds exactly the field's value (not a superset used only to narrow). */
-  exact: boolean;
-  /** Scale from the query's unit to the column's (ms → µs for @timestamp). */
-  scale?: number;
-  /** A GenAI attribute column (nullable; usable only while no span has an odd value there). */
-  hot?: boolean;
+/** Whether the GenAI columns hold every span's value (no span with an odd value there). */
+function hotColumnsUsable(db: DatabaseSync): boolean {
+  return !db.prepare('SELECT 1 FROM spans WHERE hot_odd = 1 LIMIT 1').get();
 }
 
-// Fields with a column of their own. `attributes.session.id` narrows by the session column (which
-// also holds gen_ai.conversation.id) and is then checked exactly on the record.
-const COLUMNS: Record<string, Column> = {
-  traceId: { sql: 'trace_id', kind: 'text', exact: true },
-  spanId: { sql: 'span_id', kind: 'text', exact: true },
-  parentSpanId: { sql: 'parent_span_id', kind: 'text', exact: true },
-  name: { sql: 'name', kind: 'text', exact: true },
-  kind: { sql: 'kind', kind: 'text', exact: true },
-  'status.code': { sql: 'status', kind: 'text', exact: true },
-  durationNano: { sql: 'duration_ns', kind: 'number', exact: true },
-  '@timestamp': { sql: 'start_us', kind: 'number', exact: true, scale: 1000 },
-  'resource.attributes.service.name': { sql: 'service', kind: 'text', exact: true },
-  'attributes.session.id': { sql: 'session_id', kind: 'text', exact: false },
-};
-const HOT_COLUMNS: Record<string, Column> = Object.fromEntries(
-  HOT_ATTRIBUTES.map((h) => [`attributes.${h.key}`, { sql: h.column, kind: h.kind, exact: true, hot: true }]),
-);
-const WITH_HOT: Record<string, Column> = { ...COLUMNS, ...HOT_COLUMNS };
-
-/**
- * The columns usable for this database: the GenAI columns too unless some span holds a value of an
- * unexpected type there (then those fields are read from the records, as before they had columns).
- */
-function columnsOf(db: DatabaseSync): Record<string, Column> {
-  const odd = db.prepare('SELECT 1 FROM spans WHERE hot_odd = 1 LIMIT 1').get();
-  return odd ? COLUMNS : WITH_HOT;
-}
-const NOT_NULL = new Set(['trace_id', 'span_id', 'name', 'kind', 'status', 'duration_ns', 'start_us']);
-
-function normalizeEnum(field: string, v: Literal): Literal {
-  const names: readonly string[] | undefined =
-    field === 'status.code' ? STATUS_NAMES : field === 'kind' ? KIND_NAMES : undefined;
-  if (!names)
-    return field === 'traceId' || field === 'spanId' || field === 'parentSpanId'
-      ? typeof v === 'string'
-        ? v.toLowerCase()
-        : v
-      : v;
-  if (typeof v === 'number') return names[v] ?? v;
-  if (typeof v === 'string') {
-    const up = v.toUpperCase().replace(/^(STATUS_CODE_|SPAN_KIND_)/, '');
-    return names.includes(up) ? up : v;
-  }
-  return v;
-}
-
-/** Rewrites enum/id literals to their stored form so `status.code = 2` means ERROR. */
-function normalize(expr: Expr): Expr {
-  switch (expr.type) {
-    case 'cmp':
-      return { ...expr, value: normalizeEnum(expr.field, expr.value) };
-    case 'in':
-      return { ...expr, values: expr.values.map((v) => normalizeEnum(expr.field, v)) };
-    case 'and':
-    case 'or':
-      return { ...expr, left: normalize(expr.left), right: normalize(expr.right) };
-    case 'not':
-      return { ...expr, expr: normalize(expr.expr) };
-    default:
-      return expr;
-  }
-}
-
-function conjuncts(expr: Expr): Expr[] {
-  return expr.type === 'and' ? [...conjuncts(expr.left), ...conjuncts(expr.right)] : [expr];
-}
-
-/** SQL for a conjunct on an indexed column, or undefined. `exact` says whether it can be dropped. */
-function pushdown(
-  e: Expr,
-  cols: Record<string, Column>,
-): { sql: string; params: SQLInputValue[]; exact: boolean } | undefined {
-  if (e.type === 'present') {
-    const c = cols[e.field];
-    if (!c?.exact) return undefined;
-    return { sql: `${c.sql} IS ${e.negate ? '' : 'NOT '}NULL`, params: [], exact: true };
-  }
-  if (e.type !== 'cmp' && e.type !== 'in') return undefined;
-  const col = cols[e.field];
-  if (!col) return undefined;
-  const values = e.type === 'cmp' ? [e.value] : e.values;
-  if (!values.every((v) => (col.kind === 'number' ? typeof v === 'number' : typeof v === 'string'))) {
-    return undefined;
-  }
-  const scaled = values.map((v) =>
-    col.scale ? Math.floor((v as number) * col.scale) : v,
-  ) as SQLInputValue[];
-  if (e.type === 'in') {
-    if (e.negate || !values.length) return undefined;
-    return { sql: `${col.sql} IN (${values.map(() => '?').join(', ')})`, params: scaled, exact: col.exact };
-  }
-  if (e.op === '!=' && !NOT_NULL.has(col.sql)) return undefined;
-  // A scaled (ms → µs) bound is inexact; keep the row check.
-  if (col.scale && e.op === '=') return undefined;
-  return { sql: `${col.sql} ${e.op} ?`, params: scaled, exact: col.exact && !col.scale };
-}
-
-const SIMPLE_SEGMENT = /^[A-Za-z0-9_]+$/;
-
-/** The SQL expression of an exact column (scaled to the query's unit), or undefined. */
-function columnExpr(
-  path: string,
-  cols: Record<string, Column>,
-): { sql: string; kind: Column['kind'] } | undefined {
-  const c = cols[path];
-  if (!c?.exact) return undefined;
-  return { sql: c.scale ? `(${c.sql} / ${c.scale}.0)` : c.sql, kind: c.kind };
-}
-
-/** SQL that extracts a field without parsing the whole record, or undefined when it needs the record. */
-function extractSql(path: string, cols: Record<string, Column>): { sql: string; json: boolean } | undefined {
-  const col = columnExpr(path, cols);
-  if (col) return { sql: col.sql, json: false };
-  const quote = (k: string): string | undefined => (/["\\]/.test(k) ? undefined : `"${k}"`);
-  for (const prefix of ['resource.attributes.', 'attributes.']) {
-    if (path.startsWith(prefix)) {
-      const key = path.slice(prefix.length);
-      const q = quote(key);
-      if (!q || !key) return undefined;
-      const base = `$.${prefix.slice(0, -1)}`;
-      const flat = `doc -> '${base}.${q}'`;
-      // Dotted keys are looked up whole first; nested (kvlist) lookups are a fallback.
-      if (!key.includes('.') || !key.split('.').every((s) => SIMPLE_SEGMENT.test(s)))
-        return { sql: flat, json: true };
-      return { sql: `coalesce(${flat}, doc -> '${base}.${key}')`, json: true };
-    }
-  }
-  if (path === '@message') return undefined;
-  const segments = path.split('.');
-  if (!segments.every((s) => SIMPLE_SEGMENT.test(s))) return undefined;
-  return { sql: `doc -> '$.${path}'`, json: true };
-}
-
-function fieldsOf(cmd: Command): string[] {
-  const out: string[] = [];
-  const walk = (e: Expr): void => {
-    if (e.type === 'and' || e.type === 'or') {
-      walk(e.left);
-      walk(e.right);
-    } else if (e.type === 'not') walk(e.expr);
-    else if ('field' in e) out.push(e.field);
-  };
-  switch (cmd.type) {
-    case 'filter':
-      walk(cmd.expr);
-      break;
-    case 'fields':
-      out.push(...cmd.items.map((i) => i.path));
-      break;
-    case 'stats':
-      for (const a of cmd.aggs) if (a.field) out.push(a.field);
-      for (const b of cmd.by) out.push(b.type === 'bin' ? '@timestamp' : b.path);
-      break;
-    case 'sort':
-      out.push(...cmd.keys.map((k) => k.path));
-      break;
-    default:
-  }
-  return out;
+function prepare(db: DatabaseSync, f: Fragment): { stmt: StatementSync; params: SQLInputValue[] } {
+  return { stmt: db.prepare(f.text), params: [...f.params] };
 }
 
 type StatsCommand = Extract<Command, { type: 'stats' }>;
@@ -242,128 +66,72 @@ export function discFraction(k: number, n: number): number {
  * Runs a `stats` command as one SQL GROUP BY when every field it names is a column (and every
  * filter before it ran in SQL): no record is parsed. `pct()` then reads the k-th value of each
  * group from a sorted column scan — an index walk when an index orders it (the GenAI index for
- * durations by model), else one window-function pass. Undefined when the command needs records.
+ * durations by model), else one window-function pass.
  */
 function statsInSql(
   db: DatabaseSync,
   cmd: StatsCommand,
-  where: readonly string[],
-  params: readonly SQLInputValue[],
-  cols: Record<string, Column>,
-): { rows: Record<string, unknown>[]; scanned: number } | undefined {
-  const keys: string[] = [];
-  for (const b of cmd.by) {
-    if (b.type === 'bin') {
-      const us = b.ms * 1000;
-      if (!Number.isSafeInteger(us) || us <= 0) return undefined;
-      keys.push(`((start_us / ${us}) * ${b.ms})`);
-    } else {
-      const c = columnExpr(b.path, cols);
-      if (!c) return undefined;
-      keys.push(c.sql);
-    }
-  }
-  const aggs: string[] = [];
-  const pcts: { i: number; sql: string; p: number }[] = [];
-  for (const [i, a] of cmd.aggs.entries()) {
-    if (!a.field) {
-      aggs.push('count(*)');
-      continue;
-    }
-    const c = columnExpr(a.field, cols);
-    if (!c) return undefined;
-    if (a.fn === 'count') aggs.push(`count(${c.sql})`);
-    else if (a.fn === 'count_distinct') aggs.push(`count(DISTINCT ${c.sql})`);
-    else if (c.kind !== 'number')
-      return undefined; // numeric strings: the JS path converts them
-    else if (a.fn === 'pct') {
-      aggs.push(`count(${c.sql})`);
-      pcts.push({ i, sql: c.sql, p: a.p! });
-    } else aggs.push(a.fn === 'sum' ? `total(${c.sql})` : `${a.fn}(${c.sql})`);
-  }
-  const whereSql = where.length ? ` WHERE ${where.join(' AND ')}` : '';
-  const keyNames = keys.map((_, i) => `k${i}`);
-  const select = [
-    ...keys.map((k, i) => `${k} AS k${i}`),
-    ...aggs.map((a, i) => `${a} AS a${i}`),
-    'count(*) AS n',
-  ];
-  const grouped = keys.length ? ` GROUP BY ${keyNames.join(', ')} ORDER BY min(id)` : '';
-  const stmt = db.prepare(`SELECT ${select.join(', ')} FROM spans${whereSql}${grouped}`);
-  stmt.setReturnArrays(true);
-  const raw = stmt.all(...params) as unknown as unknown[][];
-  const nk = keys.length;
+  plan: StatsPlan,
+): { rows: Record<string, unknown>[]; scanned: number } {
+  const grouped = prepare(db, statsSql(plan));
+  grouped.stmt.setReturnArrays(true);
+  const raw = grouped.stmt.all(...grouped.params) as unknown as unknown[][];
+  const nk = plan.keys.length;
+  const na = plan.aggs.length;
   let scanned = 0;
-  for (const r of raw) scanned += r[nk + aggs.length] as number;
+  for (const r of raw) scanned += r[nk + na] as number;
 
-  for (const pct of pcts) {
-    const col = nk + pct.i;
-    const rank = (n: number): number => Math.max(1, Math.ceil((pct.p / 100) * n));
-    const groupWhere = (r: unknown[]): string =>
-      [
-        ...where,
-        ...keys.map((k, i) => (r[i] === null ? `${k} IS NULL` : `${k} = ?`)),
-        `${pct.sql} IS NOT NULL`,
-      ].join(' AND ');
+  for (const [i, agg] of plan.aggs.entries()) {
+    if (agg.fn !== 'pct' || !agg.value) continue;
+    const value = agg.value;
+    const p = agg.p!;
+    const col = nk + i;
+    const rank = (n: number): number => Math.max(1, Math.ceil((p / 100) * n));
     // One group's k-th value: SQLite's percentile_disc() where the build has it (one pass that
     // collects and sorts in C), else an ORDER BY … OFFSET. Either is cheap when an index narrows
     // the scan to the group (or delivers the values in order); the other groups (the one of spans
     // without the key, say, or bin() groups) need a pass each: with several of them, one
     // window-function pass over all of them is cheaper.
     const disc = hasPercentileDisc(db);
-    const kth = (r: unknown[]): { sql: string; args: SQLInputValue[] } => {
+    const kth = (r: unknown[]): Fragment => {
       const n = r[col] as number;
       const k = rank(n) - 1;
-      const groupArgs = [...params, ...(r.slice(0, nk).filter((v) => v !== null) as SQLInputValue[])];
-      return disc
-        ? {
-            sql: `SELECT percentile_disc(${pct.sql}, ?) FROM spans WHERE ${groupWhere(r)}`,
-            args: [discFraction(k, n), ...groupArgs],
-          }
-        : {
-            sql: `SELECT ${pct.sql} FROM spans WHERE ${groupWhere(r)} ORDER BY ${pct.sql} LIMIT 1 OFFSET ?`,
-            args: [...groupArgs, k],
-          };
+      const key = r.slice(0, nk);
+      return disc ? statsDiscSql(plan, value, key, discFraction(k, n)) : statsKthSql(plan, value, key, k);
     };
     const plans = new Map<string, boolean>();
-    const cheap = (sql: string, args: SQLInputValue[]): boolean => {
-      let ok = plans.get(sql);
+    const cheap = (f: Fragment): boolean => {
+      let ok = plans.get(f.text);
       if (ok === undefined) {
-        const plan = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[];
+        const plan = db.prepare(`EXPLAIN QUERY PLAN ${f.text}`).all(...f.params) as { detail: string }[];
         // percentile_disc(): an index search by equality (the group's key, a session); a search
         // by a range alone (a time window) can cover the whole table.
         ok = disc
           ? !plan.some((p) => p.detail.startsWith('SCAN')) && plan.some((p) => /[^<>!]=\?/.test(p.detail))
           : !plan.some((p) => p.detail.includes('TEMP B-TREE'));
-        plans.set(sql, ok);
+        plans.set(f.text, ok);
       }
       return ok;
     };
     const jobs = raw
       .filter((r) => (r[col] as number) > 0)
       .map((r) => {
-        const { sql, args } = kth(r);
-        return { r, sql, args, walk: cheap(sql, args) };
+        const f = kth(r);
+        return { r, f, walk: cheap(f) };
       });
     for (const r of raw) if (!((r[col] as number) > 0)) r[col] = null;
     const sorts = jobs.filter((j) => !j.walk);
     for (const j of sorts.length > 1 ? jobs.filter((x) => x.walk) : jobs) {
-      const one = db.prepare(j.sql);
-      one.setReturnArrays(true);
-      j.r[col] = (one.get(...j.args) as unknown as unknown[])[0];
+      const one = prepare(db, j.f);
+      one.stmt.setReturnArrays(true);
+      j.r[col] = (one.stmt.get(...one.params) as unknown as unknown[])[0];
     }
     if (sorts.length <= 1) continue;
     // No index in that order: one sort of all the groups' values, picking each group's rank.
-    const part = keys.length ? `PARTITION BY ${keys.join(', ')}` : '';
-    const win = db.prepare(
-      `SELECT ${[...keyNames, 'v'].join(', ')} FROM (SELECT ${[...keys.map((k, i) => `${k} AS k${i}`), `${pct.sql} AS v`].join(', ')},
-        row_number() OVER (${part} ORDER BY ${pct.sql}) AS rn, count(*) OVER (${part}) AS c
-        FROM spans WHERE ${[...where, `${pct.sql} IS NOT NULL`].join(' AND ')})
-      WHERE rn = max(1, ceil((${pct.p} / 100.0) * c))`,
-    );
-    win.setReturnArrays(true);
+    const win = prepare(db, statsWindowSql(plan, value, p));
+    win.stmt.setReturnArrays(true);
     const found = new Map<string, unknown>();
-    for (const w of win.all(...params) as unknown as unknown[][])
+    for (const w of win.stmt.all(...win.params) as unknown as unknown[][])
       found.set(JSON.stringify(w.slice(0, nk)), w[nk]);
     for (const { r } of sorts) r[col] = found.get(JSON.stringify(r.slice(0, nk))) ?? null;
   }
@@ -410,79 +178,16 @@ const objectGetter: Getter = (row, path) =>
 /** Parses and runs a query over the span table. Throws QueryError for bad queries. */
 export function runQuery(db: DatabaseSync, query: string, options: QueryOptions = {}): QueryResponse {
   const started = performance.now();
-  const commands = parseQuery(query).map((c) =>
-    c.type === 'filter' ? { ...c, expr: normalize(c.expr) } : c,
-  );
-  const cols = columnsOf(db);
-
-  // Leading filters run (partly) in SQL; everything after runs in order over the rows.
-  let lead = 0;
-  while (commands[lead]?.type === 'filter') lead++;
-  const where: string[] = [];
-  const params: SQLInputValue[] = [];
-  const residual: Expr[] = [];
-  for (const cmd of commands.slice(0, lead)) {
-    for (const c of conjuncts((cmd as { expr: Expr }).expr)) {
-      const p = pushdown(c, cols);
-      if (p) {
-        where.push(p.sql);
-        params.push(...p.params);
-      }
-      if (!p?.exact) residual.push(c);
-    }
-  }
-  if (options.startMs !== undefined) {
-    where.push('start_us >= ?');
-    params.push(Math.floor(options.startMs * 1000));
-  }
-  if (options.endMs !== undefined) {
-    where.push('start_us < ?');
-    params.push(Math.floor(options.endMs * 1000));
-  }
-  const rest = commands.slice(lead);
-  const hasStats = rest.some((c) => c.type === 'stats');
-  const hasFields = rest.some((c) => c.type === 'fields');
-
-  // Which fields to read: columns and JSON paths when possible, the whole record otherwise.
-  const paths = [...new Set(commands.flatMap(fieldsOf))];
-  if (!hasStats && !hasFields) paths.push(...DEFAULT_COLUMNS);
-  const extracts = paths.map((p) => extractSql(p, cols));
-  const useRecord = extracts.some((e) => e === undefined);
+  const plan = planQuery(parseQuery(query), { ...options, hotColumns: hotColumnsUsable(db) });
+  const { rest, paths, sortedBySql, stopAfter, limit } = plan;
   const index = new Map(paths.map((p, i) => [p, i]));
-
-  // Streaming with an SQL order and early stop works when nothing regroups or refilters later.
-  const sorts = rest.filter((c) => c.type === 'sort');
-  const lastSort = sorts[sorts.length - 1];
-  const limits = rest.filter((c) => c.type === 'limit').map((c) => c.n);
-  const limit = limits.length ? Math.min(...limits) : hasStats ? Infinity : DEFAULT_LIMIT;
-  const aliases = new Set(
-    rest.flatMap((c) =>
-      c.type === 'fields' ? c.items.filter((i) => i.name !== i.path).map((i) => i.name) : [],
-    ),
-  );
-  const streamable = !hasStats && !rest.some((c) => c.type === 'filter');
-  let orderSql = '';
-  let sortedBySql = false;
-  if (streamable) {
-    const keys = lastSort ? lastSort.keys : [{ path: '@timestamp', desc: true }];
-    // Not the nullable GenAI columns: SQL sorts NULL first, the query language sorts missing last.
-    const order = keys.map((k) => (aliases.has(k.path) ? undefined : COLUMNS[k.path]));
-    if (order.every((c) => c?.exact)) {
-      orderSql = ` ORDER BY ${order.map((c, i) => `${c!.sql} ${keys[i]!.desc ? 'DESC' : 'ASC'}`).join(', ')}, id`;
-      sortedBySql = true;
-    }
-  }
-  const stopAfter = sortedBySql ? limit : Infinity;
-  const select = useRecord ? 'doc' : extracts.map((e, i) => `${e!.sql} AS c${i}`).join(', ') || '1 AS c0';
-  const sqlLimit = sortedBySql && !residual.length && Number.isFinite(limit) ? ` LIMIT ${limit}` : '';
-  const sql = `SELECT ${select} FROM spans${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${orderSql}${sqlLimit}`;
+  const lastSort = rest.filter((c) => c.type === 'sort').at(-1);
+  const useRecord = plan.scan.select.type === 'doc';
 
   let get: Getter = objectGetter;
   let rows: unknown[] = [];
   let scanned = 0;
-  const filter = residual.length
-    ? residual.reduce((l, r): Expr => ({ type: 'and', left: l, right: r, pos: r.pos }))
-    : undefined;
+  const filter = plan.residual;
   const deadline = started + (options.maxQueryMs ?? 30_000);
   const overBudget = (): QueryError =>
     new QueryError(
@@ -495,14 +200,13 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
     if (scanned % BUDGET_CHECK_ROWS === 0 && performance.now() > deadline) throw overBudget();
   };
   const first = rest[0];
-  const sqlStats =
-    first?.type === 'stats' && !residual.length ? statsInSql(db, first, where, params, cols) : undefined;
+  const sqlStats = first?.type === 'stats' && plan.stats ? statsInSql(db, first, plan.stats) : undefined;
   if (sqlStats) {
     scanned = sqlStats.scanned;
     // One SQL statement cannot be interrupted half-way; a query over its budget still fails.
     if (performance.now() > deadline) throw overBudget();
   } else if (useRecord) {
-    const stmt = db.prepare(sql);
+    const { stmt, params } = prepare(db, scanSql(plan.scan));
     get = recordGetter;
     for (const r of stmt.iterate(...params) as Iterable<{ doc: string }>) {
       scanned++;
@@ -513,8 +217,8 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
       if (rows.length >= stopAfter) break;
     }
   } else {
-    const stmt = db.prepare(sql);
-    const json = extracts.map((e) => e!.json);
+    const { stmt, params } = prepare(db, scanSql(plan.scan));
+    const json = plan.json;
     get = (row, path) => {
       const i = index.get(path);
       return i === undefined ? undefined : (row as unknown[])[i];

@@ -8,6 +8,12 @@ const CMP_OPS = ['=', '!=', '<', '<=', '>', '>='];
 const RESERVED = new Set(['and', 'or', 'not', 'like', 'in', 'by', 'as', 'asc', 'desc', ...COMMANDS]);
 /** Largest `limit` accepted. */
 export const MAX_LIMIT = 10_000;
+/** Deepest nesting of parentheses and `not` in a filter (deeper is no query a person writes). */
+export const MAX_NESTING = 64;
+/** Most values (literals) in one query, `in` lists included: each is a bound SQL parameter. */
+export const MAX_VALUES = 5000;
+/** Most conditions in one query. */
+export const MAX_CONDITIONS = 1000;
 
 const UNIT_MS: Record<string, number> = {
   ms: 1,
@@ -32,6 +38,9 @@ function describe(t: Token): string {
 export function parseQuery(src: string): Command[] {
   const tokens = tokenize(src);
   let i = 0;
+  let depth = 0;
+  let values = 0;
+  let conditions = 0;
   const peek = (): Token => tokens[i]!;
   const next = (): Token => tokens[i++]!;
   const isWord = (t: Token, w: string): boolean => t.type === 'ident' && t.text.toLowerCase() === w;
@@ -50,6 +59,8 @@ export function parseQuery(src: string): Command[] {
 
   function literal(): Literal {
     const t = peek();
+    if (++values > MAX_VALUES)
+      throw new QueryError(`query has more than ${MAX_VALUES} values`, t.pos, [], 'QueryError');
     if (t.type === 'string' || t.type === 'number') {
       next();
       return t.type === 'string' ? t.text : t.value!;
@@ -75,14 +86,27 @@ export function parseQuery(src: string): Command[] {
     return fail(['a string', 'a /regex/']);
   }
 
+  /** Counts a level of nesting while `fn` parses it. */
+  function nested<T>(t: Token, fn: () => T): T {
+    if (++depth > MAX_NESTING)
+      throw new QueryError(`expression nests deeper than ${MAX_NESTING} levels`, t.pos, [], 'QueryError');
+    try {
+      return fn();
+    } finally {
+      depth--;
+    }
+  }
+
   function primary(): Expr {
     const t = peek();
     if (isPunct(t, '(')) {
       next();
-      const e = orExpr();
+      const e = nested(t, orExpr);
       expectPunct(')');
       return e;
     }
+    if (++conditions > MAX_CONDITIONS)
+      throw new QueryError(`query has more than ${MAX_CONDITIONS} conditions`, t.pos, [], 'QueryError');
     if (t.type === 'ident' && isPunct(tokens[i + 1]!, '(')) {
       const fn = t.text.toLowerCase();
       if (fn === 'ispresent' || fn === 'isempty' || fn === 'isblank') {
@@ -136,7 +160,7 @@ export function parseQuery(src: string): Command[] {
     const t = peek();
     if (isWord(t, 'not') || isPunct(t, '!')) {
       next();
-      return { type: 'not', expr: notExpr(), pos: t.pos };
+      return { type: 'not', expr: nested(t, notExpr), pos: t.pos };
     }
     return primary();
   }
