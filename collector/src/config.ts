@@ -28,6 +28,17 @@ export interface CollectorConfig {
   forwardEndpoints: string[];
   /** Directory of the built web UI. Env AGENTRT_UI_DIR, default collector/ui/dist. */
   uiDir?: string;
+  /**
+   * Names accepted in the Host header besides localhost, *.localhost and IP literals (DNS-rebinding
+   * guard); `*` accepts any. Env AGENTRT_COLLECTOR_ALLOWED_HOSTS (comma-separated).
+   */
+  allowedHosts: string[];
+  /** Origins allowed to POST to the API from another site. Env AGENTRT_COLLECTOR_ALLOWED_ORIGINS. */
+  allowedOrigins: string[];
+  /** Bearer token required on /v1/* (OTLP ingest) when set. Env AGENTRT_INGEST_TOKEN. */
+  ingestToken?: string;
+  /** Bearer token required on /api/* when set (the UI takes it once via /?token=). Env AGENTRT_QUERY_TOKEN. */
+  queryToken?: string;
 }
 
 export const DEFAULTS: Omit<CollectorConfig, 'dataDir'> = {
@@ -40,6 +51,8 @@ export const DEFAULTS: Omit<CollectorConfig, 'dataDir'> = {
   retentionHours: 168,
   maxDbMb: 2048,
   forwardEndpoints: [],
+  allowedHosts: [],
+  allowedOrigins: [],
 };
 
 type Env = Record<string, string | undefined>;
@@ -72,6 +85,8 @@ export function loadConfig(
     return n;
   };
   const config: CollectorConfig = {
+    allowedHosts: [],
+    allowedOrigins: [],
     port: num('AGENTRT_COLLECTOR_PORT', DEFAULTS.port, 0, 65535),
     host: raw('AGENTRT_COLLECTOR_HOST') ?? DEFAULTS.host,
     dataDir: resolve(cwd, raw('AGENTRT_DATA_DIR') ?? '.data/collector'),
@@ -91,6 +106,17 @@ export function loadConfig(
         return false;
       }),
   };
+  const list = (name: string): string[] =>
+    (raw(name) ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+  config.allowedHosts = list('AGENTRT_COLLECTOR_ALLOWED_HOSTS');
+  config.allowedOrigins = list('AGENTRT_COLLECTOR_ALLOWED_ORIGINS');
+  const ingestToken = raw('AGENTRT_INGEST_TOKEN');
+  if (ingestToken) config.ingestToken = ingestToken;
+  const queryToken = raw('AGENTRT_QUERY_TOKEN');
+  if (queryToken) config.queryToken = queryToken;
   const uiDir = raw('AGENTRT_UI_DIR');
   if (uiDir) config.uiDir = resolve(cwd, uiDir);
   for (const [k, v] of Object.entries(overrides)) {

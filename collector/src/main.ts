@@ -8,6 +8,12 @@ import { createJsonLogger } from './logger.js';
 const logger = createJsonLogger((line) => process.stdout.write(line), { service: 'agentrt-collector' });
 const { config, warnings } = loadConfig(process.env);
 for (const w of warnings) logger.warn(w);
+if (!/^(127\.|::1$|localhost$)/.test(config.host) && (!config.ingestToken || !config.queryToken)) {
+  logger.warn(
+    'listening beyond loopback without AGENTRT_INGEST_TOKEN and AGENTRT_QUERY_TOKEN: anyone who reaches this port can write and read spans',
+    { host: config.host },
+  );
+}
 
 try {
   const collector = await createCollector({ ...config, logger });

@@ -33,6 +33,7 @@ import type {
   TraceListResponse,
   TraceResponse,
 } from '../wire-types.js';
+import { createAccessGuard } from './access.js';
 import { createForwarder } from './forwarder.js';
 import { HttpError } from './http-error.js';
 import { createIngestQueue } from './ingest-queue.js';
@@ -113,6 +114,14 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   });
   let lastCommitMs = 0;
   const forwarder = createForwarder(options.forwardEndpoints ?? [], logger);
+  const bindHost = options.host ?? DEFAULTS.host;
+  const access = createAccessGuard({
+    // A bind address that is a name (not 0.0.0.0 or an IP) is one of the collector's names.
+    allowedHosts: [...(options.allowedHosts ?? []), bindHost],
+    allowedOrigins: options.allowedOrigins ?? [],
+    ...(options.ingestToken ? { ingestToken: options.ingestToken } : {}),
+    ...(options.queryToken ? { queryToken: options.queryToken } : {}),
+  });
   const counters = { spans: 0, logs: 0, metricDataPoints: 0, rejected: 0, requests: 0 };
 
   async function ingest(
@@ -361,8 +370,10 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
         }
         const encoding = ingestEncoding(req);
         route = { errors: encoding };
+        access.check(req, path);
         return await ingest(signal, req, res, encoding);
       }
+      access.check(req, path);
       if (path === '/healthz') {
         return sendJson(res, 200, {
           status: 'ok',
@@ -377,6 +388,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         throw new HttpError(405, 'method_not_allowed', `use GET for ${path}`);
       }
+      if (access.login(req, url, res)) return;
       return serveUi(uiDir, path, res, req.method === 'HEAD');
     } catch (error) {
       onError(error, route, res);

@@ -28,3 +28,10 @@ export { MAX_SESSION_ID_LENGTH, isValidSessionId, readSessionId } from './sessio
 export { type AgentPropagatorOptions, createAgentPropagator } from './agent-propagator.js';
 export { RESTRICTED_HEADERS, RESTRICTED_HEADER_PREFIXES, isRestrictedHeader } from './restricted-headers.js';
 export { type ServerResponseState, endServerSpan } from './server-span.js';
+export {
+  type GuardedRequest,
+  type RequestGuardOptions,
+  type RequestGuardRefusal,
+  checkRequest,
+  hostName,
+} from './request-guard.js';
