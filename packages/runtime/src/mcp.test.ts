@@ -1,6 +1,7 @@
 import { InvokeAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { checkResourceAllowed } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestRuntime, createReady, sessionId, startRuntime } from './test-support.js';
 
@@ -172,5 +173,52 @@ describe('MCP runtimes through the official MCP SDK client', () => {
     const result = called.body.result as { content: { text: string }[] };
     expect(JSON.parse(result.content[0]!.text).count).toBe(1);
     expect(called.out.mcpSessionId).toBe(runtimeSessionId);
+  });
+
+  it('challenges a JWT runtime with resource metadata that MCP OAuth discovery accepts', async () => {
+    const runtime = await createReady(rt.control, 'mcp_jwt', 'mcp', {
+      protocolConfiguration: { serverProtocol: 'MCP' },
+      authorizerConfiguration: {
+        customJWTAuthorizer: {
+          discoveryUrl: 'http://127.0.0.1:9/issuer/.well-known/openid-configuration',
+          allowedAudience: ['mcp'],
+        },
+      },
+    });
+    const url = `${rt.server.url}/runtimes/${encodeURIComponent(runtime.agentRuntimeArn!)}/invocations?qualifier=DEFAULT`;
+    const seen: Seen[] = [];
+    await expect(mcpClient(url, seen)).rejects.toThrow(/-32001.*Missing bearer token/);
+    const challenge = seen[0]!.response['www-authenticate']!;
+    const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)![1]!;
+    const metadata = (await (await fetch(metadataUrl)).json()) as {
+      resource: string;
+      authorization_servers: string[];
+    };
+    expect(metadata.authorization_servers).toEqual(['http://127.0.0.1:9/issuer']);
+    expect(checkResourceAllowed({ requestedResource: url, configuredResource: metadata.resource })).toBe(
+      true,
+    );
+  });
+
+  it('reports a failed MCP container as JSON-RPC error -32010 with the container’s words', async () => {
+    const runtime = await createReady(rt.control, 'mcp_crashing', 'crashing', {
+      protocolConfiguration: { serverProtocol: 'MCP' },
+    });
+    const url = `${rt.server.url}/runtimes/${encodeURIComponent(runtime.agentRuntimeArn!)}/invocations`;
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list', fail: true }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { id: number; error: { code: number; message: string } };
+    expect(body.id).toBe(3);
+    expect(body.error.code).toBe(-32010);
+    expect(body.error.message).toContain('Received error (500) from runtime');
+    expect(body.error.message).toContain('tool exploded');
+    // The runtime and its other sessions carry on.
+    const { client } = await mcpClient(urls.mcp_sse!);
+    expect(text(await client.callTool({ name: 'add', arguments: { a: 1, b: 1 } }))).toBe('2');
+    await client.close();
   });
 });

@@ -14,9 +14,12 @@ import { type Authenticator } from './auth.js';
 import {
   CONTAINER_INVOCATION_PATH,
   MCP_SESSION_HEADER,
+  type ServerProtocol,
   createMcpSessionRouter,
   isMcpInitialize,
+  jsonRpcIdOf,
   serverProtocolOf,
+  toJsonRpcError,
 } from './protocols.js';
 
 export const SESSION_HEADER = 'x-amzn-bedrock-agentcore-runtime-session-id';
@@ -33,6 +36,10 @@ const PASS_THROUGH = [
   'mcp-protocol-version',
   'mcp-method',
   'mcp-name',
+  'a2a-version',
+  'a2a-extensions',
+  'x-a2a-extensions',
+  'last-event-id',
   'x-amzn-bedrock-agentcore-runtime-user-id',
 ];
 /** Echoed back to the caller from the container's response. */
@@ -318,42 +325,108 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
     }
   };
 
+  /**
+   * MCP and A2A clients parse JSON-RPC errors, not AWS ones: a runtime error on their invocation
+   * becomes the JSON-RPC error their contract lists (e.g. a failed container: 424 → -32010 in a 200
+   * for MCP, -32055 in a 424 for A2A), with the same message.
+   */
+  const sendProtocolError = (ctx: RouteContext, protocol: ServerProtocol, body: Buffer, error: unknown) => {
+    if (!(error instanceof RuntimeApiError) || ctx.res.headersSent) throw error;
+    const rendered = toJsonRpcError(protocol, error, jsonRpcIdOf(body));
+    if (!rendered) throw error;
+    ctx.res.writeHead(rendered.status, {
+      ...error.headers,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(rendered.body),
+      'x-amzn-errortype': error.type,
+    });
+    ctx.res.end(rendered.body);
+  };
+
   router.add('POST', '/runtimes/:runtime/invocations', async (ctx) => {
     const runtime = resolveRuntime(ctx);
     const version = resolveVersion(ctx, runtime);
-    await authenticate(ctx, runtime, version);
     const protocol = serverProtocolOf(version);
-    if (protocol !== 'MCP') {
-      const sessionId = sessionIdOf(ctx.req, false);
-      const body = await readBody(ctx.req, config.maxBodyBytes);
-      return onSession(ctx, runtime, version, sessionId, body, (pinned) => ({
+    let body: Buffer = Buffer.alloc(0);
+    try {
+      await authenticate(ctx, runtime, version);
+      if (protocol !== 'MCP') {
+        const sessionId = sessionIdOf(ctx.req, false);
+        body = await readBody(ctx.req, config.maxBodyBytes);
+        if (protocol === 'A2A' && (header(ctx.req, 'mcp-protocol-version') || isMcpInitialize(body)))
+          throw validationError(
+            'protocolConfiguration.serverProtocol',
+            `agent runtime ${runtime.id} serves A2A, not MCP: point an A2A client at its agent card (…/invocations/.well-known/agent-card.json)`,
+          );
+        return await onSession(ctx, runtime, version, sessionId, body, (pinned) => ({
+          method: 'POST',
+          path: CONTAINER_INVOCATION_PATH[serverProtocolOf(pinned)],
+        }));
+      }
+      body = await readBody(ctx.req, config.maxBodyBytes);
+      const runtimeSessionId = header(ctx.req, SESSION_HEADER) ?? header(ctx.req, CLOUD_SESSION_HEADER);
+      const mcpSessionId = header(ctx.req, MCP_SESSION_HEADER);
+      const { sessionId, forwardMcpSessionId } = mcpSessions.route(
+        runtime.id,
+        {
+          ...(runtimeSessionId !== undefined ? { runtimeSessionId } : {}),
+          ...(mcpSessionId !== undefined ? { mcpSessionId } : {}),
+        },
+        isMcpInitialize(body),
+        (id) => validateSessionId(id, config.laxSessionIds),
+        isValidSessionId,
+      );
+      return await onSession(ctx, runtime, version, sessionId, body, (pinned) => ({
         method: 'POST',
         path: CONTAINER_INVOCATION_PATH[serverProtocolOf(pinned)],
+        headers: { [MCP_SESSION_HEADER]: forwardMcpSessionId },
+        onResponse: (from, out) => {
+          const minted = first(from, MCP_SESSION_HEADER);
+          if (minted !== undefined && minted !== sessionId) mcpSessions.bind(runtime.id, minted, sessionId);
+          // The caller always learns an MCP session id, so its next request reaches this session.
+          out[MCP_SESSION_HEADER] = minted ?? forwardMcpSessionId ?? sessionId;
+        },
       }));
+    } catch (error) {
+      sendProtocolError(ctx, protocol, body, error);
     }
-    const body = await readBody(ctx.req, config.maxBodyBytes);
-    const runtimeSessionId = header(ctx.req, SESSION_HEADER) ?? header(ctx.req, CLOUD_SESSION_HEADER);
-    const mcpSessionId = header(ctx.req, MCP_SESSION_HEADER);
-    const { sessionId, forwardMcpSessionId } = mcpSessions.route(
-      runtime.id,
-      {
-        ...(runtimeSessionId !== undefined ? { runtimeSessionId } : {}),
-        ...(mcpSessionId !== undefined ? { mcpSessionId } : {}),
-      },
-      isMcpInitialize(body),
-      (id) => validateSessionId(id, config.laxSessionIds),
-      isValidSessionId,
-    );
-    return onSession(ctx, runtime, version, sessionId, body, (pinned) => ({
-      method: 'POST',
-      path: CONTAINER_INVOCATION_PATH[serverProtocolOf(pinned)],
-      headers: { [MCP_SESSION_HEADER]: forwardMcpSessionId },
-      onResponse: (from, out) => {
-        const minted = first(from, MCP_SESSION_HEADER);
-        if (minted !== undefined && minted !== sessionId) mcpSessions.bind(runtime.id, minted, sessionId);
-        // The caller always learns an MCP session id, so its next request reaches this session.
-        out[MCP_SESSION_HEADER] = minted ?? forwardMcpSessionId ?? sessionId;
-      },
+  });
+
+  // OAuth protected-resource metadata (RFC 9728) that the 401 challenge of a JWT runtime points at,
+  // so MCP clients' OAuth discovery finds the authorization server. Not authenticated: it is what
+  // an unauthenticated client reads first.
+  router.add('GET', '/runtimes/:runtime/invocations/.well-known/oauth-protected-resource', async (ctx) => {
+    const runtime = resolveRuntime(ctx);
+    const version = resolveVersion(ctx, runtime);
+    const jwt = version.config.authorizerConfiguration?.customJWTAuthorizer;
+    if (!jwt) throw notFound(`Agent runtime ${runtime.id} has no JWT authorizer: it uses SigV4`);
+    const host = header(ctx.req, 'host') ?? `${config.host}:${config.port}`;
+    sendJson(ctx.res, 200, {
+      resource: `http://${host}/runtimes/${encodeURIComponent(runtime.arn)}/invocations`,
+      authorization_servers: [jwt.discoveryUrl.replace(/\/\.well-known\/openid-configuration$/, '')],
+      bearer_methods_supported: ['header'],
+    });
+  });
+
+  // GetAgentCard and the A2A client's card fetch: the container's own card, relayed as it is. A
+  // caller without a session id reads it from a live session of the version when there is one
+  // rather than starting a worker just for the card.
+  router.add('GET', '/runtimes/:runtime/invocations/.well-known/agent-card.json', async (ctx) => {
+    const runtime = resolveRuntime(ctx);
+    const version = resolveVersion(ctx, runtime);
+    await authenticate(ctx, runtime, version);
+    if (serverProtocolOf(version) !== 'A2A')
+      throw notFound(
+        `Agent runtime ${runtime.id} serves ${serverProtocolOf(version)}, not A2A: it has no agent card`,
+      );
+    const live = sessions
+      .list()
+      .find((s) => s.runtimeId === runtime.id && s.version === version.version && s.state === 'ready');
+    const given = header(ctx.req, SESSION_HEADER) ?? header(ctx.req, CLOUD_SESSION_HEADER);
+    const sessionId = given === undefined && live ? live.sessionId : sessionIdOf(ctx.req, false);
+    await onSession(ctx, runtime, version, sessionId, Buffer.alloc(0), () => ({
+      method: 'GET',
+      path: '/.well-known/agent-card.json',
     }));
   });
 
@@ -389,9 +462,4 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
     throw validationError('operation', `${what} is not supported by the agentrt local runtime`);
   };
   router.add('POST', '/runtimes/:runtime/commands', unsupported('InvokeAgentRuntimeCommand'));
-  router.add(
-    'GET',
-    '/runtimes/:runtime/invocations/.well-known/agent-card.json',
-    unsupported('GetAgentCard'),
-  );
 }

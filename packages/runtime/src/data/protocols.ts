@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { type VersionRecord } from '../control/store.js';
+import { type ErrorType, type RuntimeApiError } from '../errors.js';
 
 /** `protocolConfiguration.serverProtocol`: what a session's container serves. */
 export type ServerProtocol = 'HTTP' | 'MCP' | 'A2A' | 'AGUI';
@@ -96,5 +97,58 @@ export function createMcpSessionRouter(): McpSessionRouter {
       }
       bindings.set(key(runtimeId, mcpSessionId), sessionId);
     },
+  };
+}
+
+/** JSON-RPC error code and HTTP status per runtime error, as the MCP and A2A contracts list them. */
+const JSON_RPC_ERRORS: Record<'MCP' | 'A2A', Partial<Record<ErrorType, [code: number, status: number]>>> = {
+  MCP: {
+    ValidationException: [-32006, 200],
+    UnauthorizedException: [-32001, 401],
+    ServiceQuotaExceededException: [-32003, 200],
+    AccessDeniedException: [-32002, 403],
+    ResourceNotFoundException: [-32004, 200],
+    ConflictException: [-32005, 200],
+    RetryableConflictException: [-32005, 200],
+    RuntimeClientError: [-32010, 200],
+    ThrottlingException: [-32003, 200],
+  },
+  A2A: {
+    ValidationException: [-32052, 400],
+    ServiceQuotaExceededException: [-32053, 429],
+    ResourceNotFoundException: [-32051, 404],
+    ConflictException: [-32054, 409],
+    RetryableConflictException: [-32054, 409],
+    RuntimeClientError: [-32055, 424],
+    ThrottlingException: [-32053, 429],
+  },
+};
+
+/** The JSON-RPC `id` of a request body (one message), or null. */
+export function jsonRpcIdOf(body: Buffer): string | number | null {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { id?: unknown };
+    return typeof parsed.id === 'string' || typeof parsed.id === 'number' ? parsed.id : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A runtime error as the JSON-RPC error an MCP or A2A client parses (the AWS contracts' codes), or
+ * undefined where the contract keeps the plain AWS error (401/403 challenges, 500s).
+ */
+export function toJsonRpcError(
+  protocol: ServerProtocol,
+  error: RuntimeApiError,
+  id: string | number | null,
+): { status: number; body: string } | undefined {
+  if (protocol !== 'MCP' && protocol !== 'A2A') return undefined;
+  const mapped = JSON_RPC_ERRORS[protocol][error.type];
+  if (!mapped || (error.status === 401 && protocol === 'A2A')) return undefined;
+  const [code, status] = mapped;
+  return {
+    status,
+    body: JSON.stringify({ jsonrpc: '2.0', id, error: { code, message: error.message } }),
   };
 }
