@@ -1,5 +1,6 @@
-import { SpanKind, context, propagation } from '@opentelemetry/api';
+import { SpanKind, context, propagation, trace } from '@opentelemetry/api';
 import {
+  AlwaysOffSampler,
   InMemorySpanExporter,
   NodeTracerProvider,
   type ReadableSpan,
@@ -119,6 +120,50 @@ describe('GenAI spans', () => {
     expect(String(tool!.attributes['gen_ai.tool.call.result'])).toContain('"forecast"');
     const [chat] = byName(spans, 'chat agentrt-offline-weather-1');
     expect(String(chat!.attributes['gen_ai.system_instructions'])).toContain('weather assistant');
+  });
+
+  it('a tracer provider registered later gets the next run (the layer follows the global provider)', async () => {
+    await inSession(() => askWeatherAgent('Weather at 47.6062,-122.3321', options(false)));
+    expect(byName(exporter.getFinishedSpans(), 'invoke_agent weather')).toHaveLength(1);
+    const second = new InMemorySpanExporter();
+    const other = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(second)] });
+    trace.disable();
+    other.register();
+    let spans: ReadableSpan[];
+    try {
+      await inSession(() => askWeatherAgent('Weather at 47.6062,-122.3321', options(false)));
+      spans = second.getFinishedSpans(); // before shutdown, which empties an in-memory exporter
+    } finally {
+      trace.disable();
+      provider.register();
+      await other.shutdown();
+    }
+    expect(byName(exporter.getFinishedSpans(), 'invoke_agent weather')).toHaveLength(1);
+    expect(byName(spans, 'invoke_agent weather')).toHaveLength(1);
+    expect(byName(spans, 'chat agentrt-offline-weather-1')).toHaveLength(3);
+  });
+
+  it('a run the sampler drops records nothing, content capture or not, and still answers', async () => {
+    const dropped = new InMemorySpanExporter();
+    const sampled = new NodeTracerProvider({
+      sampler: new AlwaysOffSampler(),
+      spanProcessors: [new SimpleSpanProcessor(dropped)],
+    });
+    trace.disable();
+    sampled.register();
+    let answer: Awaited<ReturnType<typeof askWeatherAgent>>;
+    let spans: ReadableSpan[];
+    try {
+      answer = await inSession(() => askWeatherAgent('Weather at 47.6062,-122.3321', options(true)));
+      spans = dropped.getFinishedSpans(); // before shutdown, which empties an in-memory exporter
+    } finally {
+      trace.disable();
+      provider.register();
+      await sampled.shutdown();
+    }
+    expect(answer.text).toContain('Here is the forecast');
+    expect(spans).toEqual([]);
+    expect(exporter.getFinishedSpans()).toEqual([]);
   });
 
   it('a failed tool call is an error span with error.type, and the run still ends', async () => {
