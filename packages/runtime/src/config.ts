@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { join, resolve } from 'node:path';
+import { type OtlpProtocol } from './telemetry/runtime-telemetry.js';
 
 /** How workers are isolated: `auto` uses bubblewrap when it is on PATH (Linux), `none` never does. */
 export type IsolationSetting = 'auto' | 'bwrap' | 'none';
@@ -36,8 +37,15 @@ export interface RuntimeServerOptions {
   apiKeys?: string[];
   /** Preload @agentrt/instrument into node workers. */
   instrumentWorkers?: boolean;
-  /** OTLP/HTTP base endpoint: worker logs are exported there and workers get it as OTEL_EXPORTER_OTLP_ENDPOINT. */
+  /**
+   * OTLP/HTTP base endpoint: the runtime's spans, metrics and logs (worker output included) are
+   * exported there, and workers get it as OTEL_EXPORTER_OTLP_ENDPOINT.
+   */
   otlpEndpoint?: string;
+  /** Encoding of the runtime's own OTLP exports (OTEL_EXPORTER_OTLP_PROTOCOL). */
+  otlpProtocol?: OtlpProtocol;
+  /** How often the runtime exports its metrics (OTEL_METRIC_EXPORT_INTERVAL, default 60000). */
+  metricExportIntervalMs?: number;
   maxBodyBytes?: number;
   logLevel?: LogLevel;
   /** Where JSON log lines go (default: stdout). */
@@ -91,6 +99,13 @@ export function resolveRuntimeConfig(
     isolation = isolationRaw;
   else if (isolationRaw !== undefined)
     warnings.push(`AGENTRT_ISOLATION=${isolationRaw} is not auto|bwrap|none; using auto`);
+  const protocolRaw = str('OTEL_EXPORTER_OTLP_PROTOCOL');
+  let otlpProtocol: OtlpProtocol = 'http/protobuf';
+  if (protocolRaw === 'http/json' || protocolRaw === 'http/protobuf') otlpProtocol = protocolRaw;
+  else if (protocolRaw !== undefined)
+    warnings.push(
+      `OTEL_EXPORTER_OTLP_PROTOCOL=${protocolRaw} is not http/protobuf|http/json; using http/protobuf`,
+    );
   const levelRaw = str('AGENTRT_LOG_LEVEL');
   let logLevel: LogLevel = 'info';
   if (levelRaw === 'debug' || levelRaw === 'info' || levelRaw === 'warn' || levelRaw === 'error')
@@ -124,6 +139,8 @@ export function resolveRuntimeConfig(
         .filter(Boolean),
     instrumentWorkers: options.instrumentWorkers ?? bool('AGENTRT_INSTRUMENT_WORKERS', false),
     otlpEndpoint: options.otlpEndpoint ?? str('OTEL_EXPORTER_OTLP_ENDPOINT'),
+    otlpProtocol: options.otlpProtocol ?? otlpProtocol,
+    metricExportIntervalMs: options.metricExportIntervalMs ?? int('OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100),
     maxBodyBytes: options.maxBodyBytes ?? int('AGENTRT_MAX_BODY_BYTES', 100_000_000, 1),
     logLevel: options.logLevel ?? logLevel,
     logSink: options.logSink ?? ((line) => process.stdout.write(line)),

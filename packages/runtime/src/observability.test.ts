@@ -49,7 +49,7 @@ describe('worker logs and telemetry', () => {
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    rt = await startRuntime({ otlpEndpoint: endpoint });
+    rt = await startRuntime({ otlpEndpoint: endpoint, otlpProtocol: 'http/json' });
   });
   afterAll(async () => {
     await Promise.all([rt?.close(), instrumented?.close()]);
@@ -92,6 +92,7 @@ describe('worker logs and telemetry', () => {
   it('preloads @agentrt/instrument into node workers when asked', async () => {
     instrumented = await startRuntime({
       otlpEndpoint: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+      otlpProtocol: 'http/json',
       instrumentWorkers: true,
     });
     const runtime = await createReady(instrumented.control, 'instrumented', 'counter');

@@ -10,9 +10,10 @@ import { RuntimeApiError } from './errors.js';
 import { createRouter } from './http/router.js';
 import { sendJson } from './http/http-util.js';
 import { type Logger, createLogger } from './logger.js';
-import { createOtlpLogExporter } from './otlp-logs.js';
 import { type IsolationMode, detectIsolation } from './sessions/isolation.js';
 import { type Session, createSessionManager } from './sessions/session-manager.js';
+import { operationName } from './telemetry/operations.js';
+import { UNTRACED_OPERATION, createRuntimeTelemetry } from './telemetry/runtime-telemetry.js';
 
 export interface RuntimeServer {
   /** `http://host:port`, the `endpoint` to give the AWS SDK clients. */
@@ -69,11 +70,11 @@ function sendError(res: ServerResponse, error: unknown, requestId: string, logge
  */
 export async function createRuntimeServer(options: RuntimeServerOptions = {}): Promise<RuntimeServer> {
   const config = resolveRuntimeConfig(options);
-  const exporter = config.otlpEndpoint ? createOtlpLogExporter(config.otlpEndpoint) : undefined;
+  const telemetry = createRuntimeTelemetry(config);
   const logger = createLogger({
     level: config.logLevel,
     sink: config.logSink,
-    ...(exporter ? { onRecord: (r) => exporter.export(r) } : {}),
+    ...(config.otlpEndpoint ? { onRecord: (r) => telemetry.emitLog(r) } : {}),
   });
   for (const warning of config.warnings) logger.warn(warning);
   const isolation = detectIsolation(config.isolation);
@@ -82,6 +83,13 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   const sessions = createSessionManager({ config, isolation, logger, origin: () => origin });
   const auth = createAuthenticator(config.apiKeys);
   const router = createRouter();
+  telemetry.observeSessions(
+    () => sessions.list(),
+    (runtimeId) => {
+      const runtime = store.get('runtime', runtimeId);
+      return runtime && { runtimeArn: runtime.arn, runtimeId: runtime.id, runtimeName: runtime.name };
+    },
+  );
   const deps = { config, store, sessions, auth, logger };
   registerControlPlane(router, deps);
   registerDataPlane(router, deps);
@@ -100,10 +108,21 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const requestId = randomUUID();
     res.setHeader('x-amzn-requestid', requestId);
+    const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
+    const method = req.method ?? 'GET';
+    let found: ReturnType<typeof router.match> | undefined;
+    let matchError: unknown;
+    try {
+      found = router.match(method, rawPath);
+    } catch (error) {
+      matchError = error; // a malformed path: answered below, inside the operation's span
+    }
+    const name = operationName(method, found && 'pattern' in found ? found.pattern : undefined);
+    const operation =
+      name === null ? UNTRACED_OPERATION : telemetry.startOperation(name, req, res, requestId);
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
-      const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
-      const found = router.match(req.method ?? 'GET', rawPath);
+      if (found === undefined) throw matchError;
       if (!('handler' in found)) {
         throw found.methodMismatch
           ? new RuntimeApiError(
@@ -112,8 +131,9 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
             )
           : new RuntimeApiError('ResourceNotFoundException', `No operation at ${req.method} ${url.pathname}`);
       }
-      await found.handler({ req, res, params: found.params, query: url.searchParams, requestId });
+      await found.handler({ req, res, params: found.params, query: url.searchParams, requestId, operation });
     } catch (error) {
+      operation.fail(error);
       sendError(res, error, requestId, logger);
     }
   };
@@ -162,7 +182,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
         server.closeAllConnections();
         await serverClosed;
         store.close();
-        await exporter?.close();
+        await telemetry.close();
       })()),
   };
 }

@@ -93,8 +93,16 @@ describe('sessions through the AWS SDK clients', () => {
     expect(body.headers['x-amzn-bedrock-agentcore-runtime-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(body.headers.accept).toBe('application/json, text/event-stream');
     expect(body.headers['content-type']).toBe('application/json');
-    expect(body.headers.traceparent).toBe('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
-    expect(body.headers['x-amzn-trace-id']).toBe('Root=1-5759e988-bd862e3fe1be46a994272793');
+    // The caller's trace continues (traceparent wins over X-Amzn-Trace-Id) with the runtime's own
+    // InvokeAgentRuntime span as the worker's parent, in both header forms.
+    const parent = /^00-0af7651916cd43dd8448eb211c80319c-([0-9a-f]{16})-01$/.exec(
+      body.headers.traceparent!,
+    )?.[1];
+    expect(parent).toBeDefined();
+    expect(parent).not.toBe('b7ad6b7169203331');
+    expect(body.headers['x-amzn-trace-id']).toBe(
+      `Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=${parent};Sampled=1`,
+    );
     expect(body.headers.baggage).toBe(`user.tier=gold,session.id=${sid}`);
   });
 

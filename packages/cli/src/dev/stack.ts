@@ -292,6 +292,8 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
         env: {
           ...baseEnv,
           OTEL_SERVICE_NAME: 'agentrt-runtime',
+          // Dashboards of a local stack want fresher points than AgentCore's one minute.
+          OTEL_METRIC_EXPORT_INTERVAL: '10000',
           AGENTRT_RUNTIME_HOST: host,
           AGENTRT_RUNTIME_PORT: String(options.runtimePort),
           AGENTRT_DATA_DIR: join(dataDir, 'runtime'),

@@ -134,6 +134,16 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
     return validateSessionId(id, config.laxSessionIds);
   };
 
+  const setOperationTarget = (ctx: RouteContext, runtime: RuntimeRecord, version: VersionRecord) =>
+    ctx.operation.setTarget({
+      runtimeArn: runtime.arn,
+      runtimeId: runtime.id,
+      runtimeName: runtime.name,
+      version: version.version,
+      qualifier: ctx.query.get('qualifier') ?? 'DEFAULT',
+      protocol: serverProtocolOf(version),
+    });
+
   const authenticate = (ctx: RouteContext, runtime: RuntimeRecord, version: VersionRecord) => {
     const qualifier = ctx.query.get('qualifier') ?? 'DEFAULT';
     const host = header(ctx.req, 'host') ?? `${config.host}:${config.port}`;
@@ -180,6 +190,8 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
       const v = first(h, name);
       if (v !== undefined) out[name] = v;
     }
+    // The worker's spans are children of the runtime's InvokeAgentRuntime span.
+    Object.assign(out, ctx.operation.traceHeaders());
     const allow = (version.config.requestHeaderConfiguration?.requestHeaderAllowlist ?? []).map((n) =>
       n.toLowerCase(),
     );
@@ -304,9 +316,13 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
     body: Buffer,
     target: (pinned: VersionRecord) => ProxyTarget,
   ) => {
+    ctx.operation.setSession(sessionId);
     // A live session keeps running on its pinned version while a newer one is still settling.
-    if (!sessions.get(runtime.id, sessionId)) assertRunnable(runtime, version);
-    const session = await sessions.acquire({ runtime, version }, sessionId);
+    const live = sessions.get(runtime.id, sessionId) !== undefined;
+    if (!live) assertRunnable(runtime, version);
+    const session = live
+      ? await sessions.acquire({ runtime, version }, sessionId)
+      : await ctx.operation.coldStart((phase) => sessions.acquire({ runtime, version }, sessionId, phase));
     try {
       const pinned =
         session.version === version.version ? version : getVersionOr404(store, runtime.id, session.version);
@@ -334,6 +350,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
     if (!(error instanceof RuntimeApiError) || ctx.res.headersSent) throw error;
     const rendered = toJsonRpcError(protocol, error, jsonRpcIdOf(body));
     if (!rendered) throw error;
+    ctx.operation.fail(error); // answered as JSON-RPC, still a failed call in the span and metrics
     ctx.res.writeHead(rendered.status, {
       ...error.headers,
       'content-type': 'application/json',
@@ -346,6 +363,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
   router.add('POST', '/runtimes/:runtime/invocations', async (ctx) => {
     const runtime = resolveRuntime(ctx);
     const version = resolveVersion(ctx, runtime);
+    setOperationTarget(ctx, runtime, version);
     const protocol = serverProtocolOf(version);
     let body: Buffer = Buffer.alloc(0);
     try {
@@ -414,6 +432,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
   router.add('GET', '/runtimes/:runtime/invocations/.well-known/agent-card.json', async (ctx) => {
     const runtime = resolveRuntime(ctx);
     const version = resolveVersion(ctx, runtime);
+    setOperationTarget(ctx, runtime, version);
     await authenticate(ctx, runtime, version);
     if (serverProtocolOf(version) !== 'A2A')
       throw notFound(
@@ -449,8 +468,10 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
   router.add('POST', '/runtimes/:runtime/stopruntimesession', async (ctx) => {
     const runtime = resolveRuntime(ctx);
     const version = resolveVersion(ctx, runtime);
+    setOperationTarget(ctx, runtime, version);
     await authenticate(ctx, runtime, version);
     const sessionId = sessionIdOf(ctx.req, true);
+    ctx.operation.setSession(sessionId);
     await readBody(ctx.req, 1_000_000);
     await sessions.stop(runtime.id, sessionId);
     ctx.res.setHeader(SESSION_HEADER, sessionId);

@@ -1,4 +1,5 @@
 import { type IncomingMessage, type ServerResponse } from 'node:http';
+import { type Operation } from '../telemetry/runtime-telemetry.js';
 
 export interface RouteContext {
   req: IncomingMessage;
@@ -7,12 +8,15 @@ export interface RouteContext {
   params: Record<string, string>;
   query: URLSearchParams;
   requestId: string;
+  /** The call's SERVER span and metric dimensions (telemetry/runtime-telemetry.ts). */
+  operation: Operation;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<void> | void;
 
 interface Route {
   method: string;
+  pattern: string;
   segments: string[];
   handler: RouteHandler;
 }
@@ -23,7 +27,7 @@ export interface Router {
   match(
     method: string,
     rawPath: string,
-  ): { handler: RouteHandler; params: Record<string, string> } | { methodMismatch: boolean };
+  ): { handler: RouteHandler; params: Record<string, string>; pattern: string } | { methodMismatch: boolean };
 }
 
 /**
@@ -43,7 +47,7 @@ export function createRouter(): Router {
   const routes: Route[] = [];
   return {
     add(method, pattern, handler) {
-      routes.push({ method, segments: splitPath(pattern), handler });
+      routes.push({ method, pattern, segments: splitPath(pattern), handler });
     },
     match(method, rawPath) {
       const parts = splitPath(rawPath);
@@ -64,7 +68,7 @@ export function createRouter(): Router {
           methodMismatch = true;
           continue;
         }
-        return { handler: route.handler, params };
+        return { handler: route.handler, params, pattern: route.pattern };
       }
       return { methodMismatch };
     },

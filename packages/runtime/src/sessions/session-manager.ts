@@ -17,6 +17,14 @@ import {
   spawnWorker,
 } from './worker.js';
 
+/** Hears one step of a session start: its name and wall-clock bounds (epoch ms). */
+export type StartPhaseRecorder = (
+  phase: string,
+  startMs: number,
+  endMs: number,
+  attributes?: Record<string, string | number | boolean>,
+) => void;
+
 export type SessionState = 'starting' | 'ready' | 'stopping';
 export type StopReason =
   'idle' | 'max-lifetime' | 'stopped' | 'unhealthy' | 'runtime-deleted' | 'shutdown' | `exited:${string}`;
@@ -43,8 +51,12 @@ export interface SessionTarget {
 }
 
 export interface SessionManager {
-  /** The ready session for this id, starting a worker on first use. Throws 402/409/424 as the spec says. */
-  acquire(target: SessionTarget, sessionId: string): Promise<Session>;
+  /**
+   * The ready session for this id, starting a worker on first use. Throws 402/409/424 as the spec
+   * says. `phase` hears each step of a start (`queue`, `spawn`, `readiness`, or `warm-pool`) for the
+   * runtime's StartSession span.
+   */
+  acquire(target: SessionTarget, sessionId: string, phase?: StartPhaseRecorder): Promise<Session>;
   /** Marks the end of one invocation on the session (resets its idle clock). */
   release(session: Session): void;
   stop(runtimeId: string, sessionId: string): Promise<void>;
@@ -367,7 +379,7 @@ export function createSessionManager({
   };
 
   return {
-    async acquire(target, sessionId) {
+    async acquire(target, sessionId, phase) {
       if (closing) throw new RuntimeApiError('RetryableConflictException', 'The runtime is shutting down');
       const key = keyOf(target.runtime.id, sessionId);
       const existing = sessions.get(key);
@@ -400,8 +412,10 @@ export function createSessionManager({
       sessions.set(key, session);
       const log = logger.child({ runtimeId: target.runtime.id, sessionId });
       const start = (async () => {
+        const queuedMs = Date.now();
         const warm = takeWarm(target);
         if (warm) {
+          phase?.('warm-pool', queuedMs, Date.now(), { 'process.pid': warm.worker.pid });
           session.worker = warm.worker;
           session.warm = true;
           warm.worker.tagLogs({ sessionId });
@@ -409,10 +423,21 @@ export function createSessionManager({
           return;
         }
         await withStartSlot(async () => {
+          const spawnMs = Date.now();
+          if (spawnMs - queuedMs > 1) phase?.('queue', queuedMs, spawnMs);
           if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
           const { worker } = await startWorker(target, { sessionId });
           session.worker = worker;
-          await worker.waitReady(config.startTimeoutMs, () => closing);
+          const readyMs = Date.now();
+          phase?.('spawn', spawnMs, readyMs, {
+            'process.pid': worker.pid,
+            'agentrt.isolation': isolation.mode,
+          });
+          try {
+            await worker.waitReady(config.startTimeoutMs, () => closing);
+          } finally {
+            phase?.('readiness', readyMs, Date.now());
+          }
         });
         if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
       })();

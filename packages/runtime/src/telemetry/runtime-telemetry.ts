@@ -1,0 +1,457 @@
+import { type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  type Attributes,
+  type Context,
+  type Span,
+  type SpanContext,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  trace,
+} from '@opentelemetry/api';
+import { type AnyValueMap, type Logger as OtelLogger, SeverityNumber } from '@opentelemetry/api-logs';
+import {
+  AMZN_TRACE_ID_HEADER,
+  CLOUD_TRACE_ID_HEADER,
+  createAgentPropagator,
+  endServerSpan,
+} from '@agentrt/propagation';
+import { OTLPLogExporter as OTLPLogExporterJson } from '@opentelemetry/exporter-logs-otlp-http';
+import { OTLPLogExporter as OTLPLogExporterProto } from '@opentelemetry/exporter-logs-otlp-proto';
+import { OTLPMetricExporter as OTLPMetricExporterJson } from '@opentelemetry/exporter-metrics-otlp-http';
+import { OTLPMetricExporter as OTLPMetricExporterProto } from '@opentelemetry/exporter-metrics-otlp-proto';
+import { OTLPTraceExporter as OTLPTraceExporterJson } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OTLPTraceExporterProto } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { type LogRecord } from '../logger.js';
+import { type StartPhaseRecorder } from '../sessions/session-manager.js';
+import { DATA_PLANE_OPERATIONS } from './operations.js';
+import { type UsageSampler, createUsageSampler } from './process-usage.js';
+
+export const RUNTIME_SERVICE_NAME = 'agentrt-runtime';
+const SCOPE = '@agentrt/runtime';
+/** Latency buckets (ms): sub-10 ms errors up to the 15-minute request limit. */
+const LATENCY_BUCKETS_MS = [
+  5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10_000, 30_000, 60_000, 120_000, 300_000,
+  900_000,
+];
+const SEVERITY: Record<string, SeverityNumber> = {
+  debug: SeverityNumber.DEBUG,
+  info: SeverityNumber.INFO,
+  warn: SeverityNumber.WARN,
+  error: SeverityNumber.ERROR,
+};
+
+export type OtlpProtocol = 'http/protobuf' | 'http/json';
+
+export interface RuntimeTelemetryOptions {
+  /** OTLP/HTTP base endpoint; without one, spans still carry the trace on but nothing is exported. */
+  otlpEndpoint: string | undefined;
+  otlpProtocol: OtlpProtocol;
+  /** How often metrics are exported (OTEL_METRIC_EXPORT_INTERVAL). */
+  metricExportIntervalMs: number;
+  region: string;
+  accountId: string;
+}
+
+/** What a session contributes to the runtime's metrics (a live session of the session manager). */
+export interface ObservedSession {
+  readonly runtimeId: string;
+  readonly sessionId: string;
+  readonly worker: { readonly pid: number } | undefined;
+}
+
+/** The runtime, version and endpoint an operation acts on, once the handler has resolved them. */
+export interface OperationTarget {
+  runtimeArn: string;
+  runtimeId: string;
+  runtimeName: string;
+  version?: number;
+  qualifier?: string;
+  protocol?: string;
+}
+
+/** One traced control- or data-plane call: its SERVER span and its metric dimensions. */
+export interface Operation {
+  readonly name: string;
+  /** The span's context (the parent of everything the call starts). */
+  readonly context: Context;
+  setTarget(target: OperationTarget): void;
+  setSession(sessionId: string): void;
+  /** Runs a session start as a child span `StartSession`; marks the operation a cold start. */
+  coldStart<T>(start: (phase: StartPhaseRecorder) => Promise<T>): Promise<T>;
+  /** The trace headers to send downstream (`traceparent`, `tracestate`, X-Ray), continuing this span. */
+  traceHeaders(): Record<string, string>;
+  /** Records the error that failed the call (its AWS error type goes on the span and the metrics). */
+  fail(error: unknown): void;
+}
+
+export interface RuntimeTelemetry {
+  /**
+   * Starts the SERVER span of an operation, continuing the caller's trace (traceparent, X-Amzn-Trace-Id
+   * or X-Cloud-Trace-Id, baggage). It ends when the response closes, recording the status and, for
+   * data-plane operations, the AgentCore runtime metrics.
+   */
+  startOperation(name: string, req: IncomingMessage, res: ServerResponse, requestId: string): Operation;
+  /** Live sessions, read at each metric collection (ActiveSessionCount, CPU and memory usage). */
+  observeSessions(
+    list: () => readonly ObservedSession[],
+    runtimeOf: (id: string) => OperationTarget | undefined,
+  ): void;
+  /** Exports one runtime log record as an OTLP log record, with the trace of the call it belongs to. */
+  emitLog(record: LogRecord): void;
+  /** Exports what is buffered (tests, shutdown). */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The operation of an untraced route (the runtime's health probe): carries nothing on. */
+export const UNTRACED_OPERATION: Operation = {
+  name: 'untraced',
+  context: ROOT_CONTEXT,
+  setTarget: () => undefined,
+  setSession: () => undefined,
+  coldStart: (start) => start(() => undefined),
+  traceHeaders: () => ({}),
+  fail: () => undefined,
+};
+
+interface ErrorLike {
+  status?: number;
+  type?: string;
+}
+
+/** The kind AgentCore counts an answered call as, from its HTTP status. */
+export function errorKind(status: number): 'Throttles' | 'SystemErrors' | 'UserErrors' | undefined {
+  if (status === 429) return 'Throttles';
+  if (status >= 500) return 'SystemErrors';
+  if (status >= 400) return 'UserErrors';
+  return undefined;
+}
+
+/**
+ * The runtime's own OpenTelemetry SDK (traces, metrics, logs; service `agentrt-runtime`). It is not
+ * registered globally: the runtime may be embedded in a process that has its own SDK (tests, the CLI).
+ */
+export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): RuntimeTelemetry {
+  const resource = resourceFromAttributes({
+    'service.name': RUNTIME_SERVICE_NAME,
+    'cloud.provider': 'aws',
+    'cloud.platform': 'aws_bedrock_agentcore',
+    'cloud.region': options.region,
+    'cloud.account.id': options.accountId,
+  });
+  const endpoint = options.otlpEndpoint?.replace(/\/+$/, '');
+  const json = options.otlpProtocol === 'http/json';
+  const tracerProvider = new BasicTracerProvider({
+    resource,
+    spanProcessors: endpoint
+      ? [
+          new BatchSpanProcessor(
+            json
+              ? new OTLPTraceExporterJson({ url: `${endpoint}/v1/traces` })
+              : new OTLPTraceExporterProto({ url: `${endpoint}/v1/traces` }),
+            { scheduledDelayMillis: 1000 },
+          ),
+        ]
+      : [],
+  });
+  const meterProvider = new MeterProvider({
+    resource,
+    readers: endpoint
+      ? [
+          new PeriodicExportingMetricReader({
+            exporter: json
+              ? new OTLPMetricExporterJson({ url: `${endpoint}/v1/metrics` })
+              : new OTLPMetricExporterProto({ url: `${endpoint}/v1/metrics` }),
+            exportIntervalMillis: options.metricExportIntervalMs,
+            exportTimeoutMillis: Math.min(30_000, options.metricExportIntervalMs),
+          }),
+        ]
+      : [],
+  });
+  const loggerProvider = new LoggerProvider({
+    resource,
+    processors: endpoint
+      ? [
+          new BatchLogRecordProcessor(
+            json
+              ? new OTLPLogExporterJson({ url: `${endpoint}/v1/logs` })
+              : new OTLPLogExporterProto({ url: `${endpoint}/v1/logs` }),
+            { scheduledDelayMillis: 1000 },
+          ),
+        ]
+      : [],
+  });
+  const tracer = tracerProvider.getTracer(SCOPE);
+  const meter = meterProvider.getMeter(SCOPE);
+  const otelLogger: OtelLogger = loggerProvider.getLogger(SCOPE);
+  const propagator = createAgentPropagator();
+
+  // AgentCore's runtime metrics, with its names; dimensions Resource (runtime ARN), Name
+  // (`<runtime name>::<endpoint>`), Operation.
+  const counters = {
+    Invocations: meter.createCounter('Invocations', {
+      unit: '{call}',
+      description: 'Calls to the data plane',
+    }),
+    Throttles: meter.createCounter('Throttles', { unit: '{call}', description: 'Calls refused with 429' }),
+    SystemErrors: meter.createCounter('SystemErrors', {
+      unit: '{call}',
+      description: 'Calls that failed with 5xx',
+    }),
+    UserErrors: meter.createCounter('UserErrors', {
+      unit: '{call}',
+      description: 'Calls that failed with 4xx other than 429 (caller or container errors, 424)',
+    }),
+    TotalErrors: meter.createCounter('TotalErrors', {
+      unit: '{call}',
+      description: 'SystemErrors + UserErrors',
+    }),
+  };
+  const latency = meter.createHistogram('Latency', {
+    unit: 'ms',
+    description: 'Request received to last response byte',
+    advice: { explicitBucketBoundaries: LATENCY_BUCKETS_MS },
+  });
+  const sessionCount = meter.createCounter('SessionCount', {
+    unit: '{session}',
+    description: 'Sessions started',
+  });
+
+  /** Calls in flight by request id and by session id: the trace a log record belongs to. */
+  const byRequest = new Map<string, SpanContext>();
+  const bySession = new Map<string, SpanContext>();
+
+  const dimensions = (target: OperationTarget | undefined, operation: string): Attributes => {
+    const attrs: Attributes = { Operation: operation };
+    if (target) {
+      attrs.Resource = target.runtimeArn;
+      attrs.Name = `${target.runtimeName}::${target.qualifier ?? 'DEFAULT'}`;
+    }
+    return attrs;
+  };
+
+  const startOperation = (
+    name: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+  ): Operation => {
+    const receivedMs = performance.now();
+    const parent = propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
+    const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
+    const span: Span = tracer.startSpan(
+      name,
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'rpc.system': 'aws-api',
+          'rpc.service': DATA_PLANE_OPERATIONS.has(name) ? 'BedrockAgentCore' : 'BedrockAgentCoreControl',
+          'rpc.method': name,
+          'aws.request_id': requestId,
+          'http.request.method': req.method ?? 'GET',
+          'url.path': rawPath,
+        },
+      },
+      parent,
+    );
+    const context = trace.setSpan(parent, span);
+    const spanContext = span.spanContext();
+    byRequest.set(requestId, spanContext);
+    let target: OperationTarget | undefined;
+    let sessionId: string | undefined;
+    let failure: ErrorLike | undefined;
+    let coldStart = false;
+    res.once('close', () => {
+      byRequest.delete(requestId);
+      if (sessionId !== undefined && bySession.get(sessionId) === spanContext) bySession.delete(sessionId);
+      span.setAttribute('agentrt.cold_start', coldStart);
+      const status = res.headersSent ? res.statusCode : (failure?.status ?? res.statusCode);
+      if (failure?.type) span.setAttribute('error.type', failure.type);
+      if (failure && (failure.status ?? 500) >= 400)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: failure.type ?? 'error' });
+      endServerSpan(span, res, failure !== undefined && (failure.status ?? 500) >= 400);
+      if (!DATA_PLANE_OPERATIONS.has(name)) return;
+      const attrs = dimensions(target, name);
+      // A stream the runtime had to cut off (the worker died after the headers) is a system error.
+      // A call answered in a protocol's own error shape (JSON-RPC) counts by its AWS error's status.
+      const answered = failure?.status ?? (res.writableFinished ? status : 500);
+      const kind = errorKind(answered);
+      counters.Invocations.add(1, attrs);
+      counters.Throttles.add(kind === 'Throttles' ? 1 : 0, attrs);
+      counters.SystemErrors.add(kind === 'SystemErrors' ? 1 : 0, attrs);
+      counters.UserErrors.add(kind === 'UserErrors' ? 1 : 0, attrs);
+      counters.TotalErrors.add(kind === 'SystemErrors' || kind === 'UserErrors' ? 1 : 0, attrs);
+      latency.record(performance.now() - receivedMs, attrs);
+    });
+    return {
+      name,
+      context,
+      setTarget(t) {
+        target = t;
+        span.setAttributes({
+          'aws.bedrock.agentcore.runtime.arn': t.runtimeArn,
+          'aws.bedrock.agentcore.runtime.id': t.runtimeId,
+          'aws.bedrock.agentcore.runtime.name': t.runtimeName,
+          'cloud.resource_id': t.runtimeArn,
+          ...(t.version !== undefined ? { 'aws.bedrock.agentcore.runtime.version': String(t.version) } : {}),
+          ...(t.qualifier !== undefined ? { 'aws.bedrock.agentcore.runtime.qualifier': t.qualifier } : {}),
+          ...(t.protocol !== undefined ? { 'aws.bedrock.agentcore.runtime.protocol': t.protocol } : {}),
+        });
+        span.updateName(name);
+      },
+      setSession(id) {
+        sessionId = id;
+        span.setAttribute('session.id', id);
+        bySession.set(id, spanContext);
+      },
+      async coldStart(start) {
+        coldStart = true;
+        const child = tracer.startSpan('StartSession', { kind: SpanKind.INTERNAL }, context);
+        const childContext = trace.setSpan(context, child);
+        const phase: StartPhaseRecorder = (phaseName, startMs, endMs, attributes) => {
+          tracer
+            .startSpan(phaseName, { kind: SpanKind.INTERNAL, startTime: startMs, attributes }, childContext)
+            .end(endMs);
+        };
+        try {
+          const result = await start(phase);
+          if (target) sessionCount.add(1, dimensions(target, 'InvokeAgentRuntime'));
+          return result;
+        } catch (error) {
+          child.recordException(error instanceof Error ? error : String(error));
+          child.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+          throw error;
+        } finally {
+          child.end();
+        }
+      },
+      traceHeaders() {
+        const carrier: Record<string, string> = {};
+        propagator.inject(context, carrier, defaultTextMapSetter);
+        const out: Record<string, string> = {};
+        for (const key of ['traceparent', 'tracestate', AMZN_TRACE_ID_HEADER, CLOUD_TRACE_ID_HEADER]) {
+          const value = carrier[key];
+          if (value !== undefined) out[key] = value;
+        }
+        return out;
+      },
+      fail(error) {
+        const e = (error ?? {}) as ErrorLike;
+        failure = {
+          status: typeof e.status === 'number' ? e.status : 500,
+          type: e.type ?? 'InternalServerException',
+        };
+        if (error instanceof Error) span.recordException(error);
+      },
+    };
+  };
+
+  let usage: UsageSampler | undefined;
+  const observeSessions: RuntimeTelemetry['observeSessions'] = (list, runtimeOf) => {
+    usage = createUsageSampler();
+    const active = meter.createObservableGauge('ActiveSessionCount', {
+      unit: '{session}',
+      description: 'Sessions alive',
+    });
+    const cpu = meter.createObservableCounter('agent.runtime.vcpu.seconds.used', {
+      unit: 's',
+      description: "CPU time of the session's processes (user + system)",
+    });
+    const memoryGbHours = meter.createObservableCounter('agent.runtime.memory.gb_hours.used', {
+      unit: 'GBh',
+      description: "Resident memory of the session's processes integrated over time",
+    });
+    const memory = meter.createObservableGauge('agent.runtime.memory.used', {
+      unit: 'By',
+      description: "Resident memory of the session's processes",
+    });
+    meter.addBatchObservableCallback(
+      (result) => {
+        const sessions = list();
+        const perRuntime = new Map<string, number>();
+        for (const s of sessions) perRuntime.set(s.runtimeId, (perRuntime.get(s.runtimeId) ?? 0) + 1);
+        for (const [runtimeId, count] of perRuntime) {
+          const target = runtimeOf(runtimeId);
+          result.observe(active, count, dimensions(target, 'InvokeAgentRuntime'));
+        }
+        const samples = usage!.sample(
+          sessions
+            .filter((s) => s.worker && s.worker.pid > 0)
+            .map((s) => ({ key: `${s.runtimeId}\u0000${s.sessionId}`, pid: s.worker!.pid })),
+        );
+        for (const s of sessions) {
+          const sample = samples.get(`${s.runtimeId}\u0000${s.sessionId}`);
+          if (!sample) continue;
+          const target = runtimeOf(s.runtimeId);
+          const attrs: Attributes = {
+            ...dimensions(target, 'InvokeAgentRuntime'),
+            'session.id': s.sessionId,
+          };
+          result.observe(cpu, sample.cpuSeconds, attrs);
+          result.observe(memoryGbHours, sample.memoryGbHours, attrs);
+          result.observe(memory, sample.rssBytes, attrs);
+        }
+      },
+      [active, cpu, memoryGbHours, memory],
+    );
+  };
+
+  const emitLog = (record: LogRecord): void => {
+    const { time, level, msg, ...fields } = record;
+    const attributes: AnyValueMap = {};
+    for (const [key, value] of Object.entries(fields)) {
+      if (value === undefined) continue;
+      const name = key === 'sessionId' ? 'session.id' : key === 'runtimeArn' ? 'cloud.resource_id' : key;
+      attributes[name] =
+        typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+          ? value
+          : JSON.stringify(value);
+    }
+    const requestId = typeof fields.requestId === 'string' ? fields.requestId : undefined;
+    const sessionId = typeof fields.sessionId === 'string' ? fields.sessionId : undefined;
+    const spanContext =
+      (requestId !== undefined ? byRequest.get(requestId) : undefined) ??
+      (sessionId !== undefined ? bySession.get(sessionId) : undefined);
+    otelLogger.emit({
+      timestamp: new Date(time),
+      severityNumber: SEVERITY[level] ?? SeverityNumber.INFO,
+      severityText: level.toUpperCase(),
+      body: msg,
+      attributes,
+      ...(spanContext ? { context: trace.setSpanContext(ROOT_CONTEXT, spanContext) } : {}),
+    });
+  };
+
+  const flush = async (): Promise<void> => {
+    await Promise.allSettled([
+      tracerProvider.forceFlush(),
+      meterProvider.forceFlush(),
+      loggerProvider.forceFlush(),
+    ]);
+  };
+
+  let closed: Promise<void> | undefined;
+  return {
+    startOperation,
+    observeSessions,
+    emitLog,
+    flush,
+    close: () =>
+      (closed ??= (async () => {
+        // A collector that is down must not hold the runtime's shutdown: each provider's export has
+        // its own timeout, and failures are only the exporters' (diag) business.
+        await Promise.allSettled([
+          tracerProvider.shutdown(),
+          meterProvider.shutdown(),
+          loggerProvider.shutdown(),
+        ]);
+      })()),
+  };
+}
