@@ -119,7 +119,14 @@ describe('the runtime observes itself (spans, AgentCore metrics, logs as OTLP)',
     await invoke({});
     await rt.data.send(new StopRuntimeSessionCommand({ agentRuntimeArn: arn, runtimeSessionId: sid }));
 
-    await waitFor(() => spans.filter((s) => s.name === 'InvokeAgentRuntime').length >= 2, 10_000, 'spans');
+    // Batches go out a second apart: wait for the last call's span too.
+    await waitFor(
+      () =>
+        spans.filter((s) => s.name === 'InvokeAgentRuntime').length >= 2 &&
+        spans.some((s) => s.name === 'StopRuntimeSession'),
+      10_000,
+      'spans',
+    );
     const invocations = spans.filter((s) => s.name === 'InvokeAgentRuntime');
     for (const span of invocations) {
       expect(span.traceId).toBe(callerTrace);
