@@ -18,6 +18,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { table, writeSection } from '../lib/report.mjs';
+import { PART_NAMES, perRequest, profileParts } from './profile-breakdown.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -83,7 +84,9 @@ process.once('exit', () => sinkProcess.kill());
 /** Requests and bytes the sink received since the last call. */
 async function sinkStats() {
   const res = await fetch(`${sinkUrl}/stats`);
-  return /** @type {{ requests: number, bytes: number }} */ (await res.json());
+  return /** @type {{ requests: number, bytes: number, byPrefix: Record<string, { bytes: number }> }} */ (
+    await res.json()
+  );
 }
 
 const otlpEnv = { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl };
@@ -364,6 +367,10 @@ async function measureThroughput(workload, workloadVariants) {
 }
 
 const overhead = (row, base) => (1 - row.rps / base.rps) * 100;
+/** The columns both throughput tables end with, and their cells. */
+const TAIL_COLUMNS = ['OTLP bytes/request', 'p50 ms', 'p99 ms', 'errors'];
+const tailCells = (t) => [t.otlpBytesPerReq.toFixed(0), t.p50, t.p99, t.errors];
+
 function throughputTable(rows) {
   const [base] = rows;
   return table(
@@ -373,10 +380,7 @@ function throughputTable(rows) {
       'throughput overhead',
       'CPU µs/request',
       'CPU overhead',
-      'OTLP bytes/request',
-      'p50 ms',
-      'p99 ms',
-      'errors',
+      ...TAIL_COLUMNS,
     ],
     rows.map((t) => [
       t.name,
@@ -384,12 +388,86 @@ function throughputTable(rows) {
       `${overhead(t, base).toFixed(1)}%`,
       t.cpuUsPerReq.toFixed(t.cpuUsPerReq < 100 ? 1 : 0),
       `${((t.cpuUsPerReq / base.cpuUsPerReq - 1) * 100).toFixed(0)}%`,
-      t.otlpBytesPerReq.toFixed(0),
-      t.p50,
-      t.p99,
-      t.errors,
+      ...tailCells(t),
     ]),
   );
+}
+
+/** The reference agent's table: CPU per request first, as the variants share the machine's cores. */
+function agentTable(rows) {
+  return table(
+    [
+      'variant',
+      `CPU µs/request (median of ${THROUGHPUT_ROUNDS})`,
+      'CPU overhead (median of per-round ratios)',
+      'req/s (all variants loaded at once)',
+      ...TAIL_COLUMNS,
+    ],
+    rows.map((t) => [
+      t.name,
+      t.cpuUsPerReq.toFixed(0),
+      `${((t.cpuRatio - 1) * 100).toFixed(1)}%`,
+      t.rps.toFixed(0),
+      ...tailCells(t),
+    ]),
+  );
+}
+
+/** Per part of the code, µs per request: each profile's shares scaled to its variant's median CPU. */
+function breakdown(rows, profiles) {
+  return profiles.map((p) => {
+    const row = rows.find((r) => r.name === p.name);
+    return { name: p.name, parts: perRequest(p.parts, row.cpuUsPerReq), profile: p };
+  });
+}
+
+function breakdownTable(rows, profiles) {
+  const [bare, ...others] = breakdown(rows, profiles);
+  const us = (m, part) => m.parts.get(part) ?? 0;
+  const shown = PART_NAMES.filter((part) => [bare, ...others].some((m) => us(m, part) >= 5));
+  const total = (m) => [...m.parts.values()].reduce((a, b) => a + b, 0);
+  const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(0)}`;
+  return table(
+    [
+      'part (by the script of the sampled function)',
+      'bare node',
+      ...others.flatMap((m) => [m.name, 'added']),
+    ],
+    [
+      ...shown.map((part) => [
+        part,
+        us(bare, part).toFixed(0),
+        ...others.flatMap((m) => [us(m, part).toFixed(0), signed(us(m, part) - us(bare, part))]),
+      ]),
+      [
+        '**total (µs/request)**',
+        total(bare).toFixed(0),
+        ...others.flatMap((m) => [total(m).toFixed(0), signed(total(m) - total(bare))]),
+      ],
+    ],
+  );
+}
+
+/** The functions whose CPU per request grew most against bare node, per profiled variant. */
+function topAddedFunctions(rows, profiles, n = 25) {
+  const scaled = profiles.map((p) => {
+    const row = rows.find((r) => r.name === p.name);
+    const { busy, functions } = p.parts;
+    return new Map([...functions].map(([f, t]) => [f, (t / busy) * row.cpuUsPerReq]));
+  });
+  const [bare, ...others] = scaled;
+  return others
+    .map((m, i) => {
+      const deltas = [...new Set([...m.keys(), ...bare.keys()])]
+        .map((f) => [f, (m.get(f) ?? 0) - (bare.get(f) ?? 0)])
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, n);
+      return `#### ${profiles[i + 1].name}\n\n${table(
+        ['function (script:line)', 'added µs/request'],
+        deltas.map(([f, d]) => [`\`${f.replaceAll('|', '\\|')}\``, d.toFixed(1)]),
+      )}`;
+    })
+    .join('\n\n');
 }
 
 // The echo agent: the contract server itself is all the work, the harshest case for telemetry.
@@ -405,9 +483,157 @@ if (echo.length > 0) console.log(`echo agent:\n${throughputTable(echo)}`);
 // offline model so the run measures CPU rather than a model's latency: per request a Strands agent
 // loop of three model turns and two tool calls, each an HTTP GET to the fixture weather API (in a
 // process of its own).
+//
+// Its variants are loaded all at once, over the same window, each by its own autocannon instance:
+// on a machine shared with other work, CPU per request of a variant measured alone moved by ±30%
+// from one minute to the next, while the ratio of variants loaded side by side held within a few
+// percent. Each variant exports to its own endpoint prefix of the sink, so OTLP bytes per request
+// stay per variant.
 const sdkAgent = join(root, 'examples', 'sdk-agent', 'dist', 'main.js');
 const weatherFixture = join(root, 'examples', 'models', 'dist', 'fixtures', 'weather-api-main.js');
+const AGENT_CONNECTIONS = 4;
+const PROFILE_DIR = join(root, 'bench', '.work', 'instrument-profiles');
+/** The agent's variants: none, ours with the sampler off, ours in full, the peers. */
+const agentVariants = [
+  peerVariants[0],
+  {
+    name: '@agentrt/instrument, sampler off (OTEL_TRACES_SAMPLER=always_off)',
+    args: ['--import', join(ours, 'register.js')],
+    env: { ...otlpEnv, OTEL_TRACES_SAMPLER: 'always_off' },
+  },
+  ...peerVariants.slice(1),
+];
+/** The variants the CPU profile round profiles (bare, ours sampler off, ours full). */
+const PROFILED = new Set(agentVariants.slice(0, 3).map((v) => v.name));
+/** A variant's own OTLP endpoint: the sink's URL with a path prefix per variant. */
+function withOwnEndpoint(v, i) {
+  const prefix = `variant${i}`;
+  const env = Object.fromEntries(
+    Object.entries(v.env).map(([k, val]) => [
+      k,
+      k.startsWith('OTEL_EXPORTER_OTLP_') && val.startsWith(sinkUrl)
+        ? val.replace(sinkUrl, `${sinkUrl}/${prefix}`)
+        : val,
+    ]),
+  );
+  return { ...v, env, prefix };
+}
+
+/**
+ * One round: every variant's server up, all loaded at once for THROUGHPUT_SECONDS; CPU per request,
+ * OTLP bytes per request and the window's bounds (CLOCK_MONOTONIC µs, the CPU profiles' clock).
+ * With `profile`, the PROFILED variants run under `--cpu-prof`.
+ */
+async function agentRound(workload, round, profile) {
+  const servers = [];
+  try {
+    for (const v of workload.variants) {
+      const prof =
+        profile && PROFILED.has(v.name)
+          ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${v.prefix}.cpuprofile`]
+          : [];
+      const server = await runUntilReady(
+        [...prof, ...v.args],
+        workload.script,
+        { ...workload.env, ...v.env },
+        { keep: true, ready: workload.ready },
+      );
+      servers.push({ v, ...server });
+    }
+    const opts = (port) => ({
+      url: `http://127.0.0.1:${port}/invocations`,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-cloud-agent-runtime-session-id': 'bench-session-0000000000000000000001',
+      },
+      body: JSON.stringify(workload.payload),
+      connections: AGENT_CONNECTIONS,
+    });
+    await sinkStats(); // counts from here on
+    const warm = await Promise.all(servers.map((s) => autocannon({ ...opts(s.port), duration: 2 })));
+    const fromUs = Number(process.hrtime.bigint() / 1000n);
+    const cpu0 = servers.map((s) => cpuMs(s.child.pid));
+    const runs = await Promise.all(
+      servers.map((s) => autocannon({ ...opts(s.port), duration: THROUGHPUT_SECONDS })),
+    );
+    const cpu1 = servers.map((s) => cpuMs(s.child.pid));
+    const toUs = Number(process.hrtime.bigint() / 1000n);
+    // OTLP bytes of warm-up and window together, over their requests; the batch span processors
+    // export every 5 s, so the idle servers get 6 s to send what they still hold
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    const exported = await sinkStats();
+    const out = servers.map((s, i) => {
+      const requests = Math.max(1, runs[i].requests.total);
+      return {
+        name: s.v.name,
+        rps: runs[i].requests.average,
+        cpuUsPerReq: ((cpu1[i] - cpu0[i]) * 1000) / requests,
+        otlpBytesPerReq:
+          (exported.byPrefix[s.v.prefix]?.bytes ?? 0) / Math.max(1, requests + warm[i].requests.total),
+        p50: runs[i].latency.p50,
+        p99: runs[i].latency.p99,
+        errors: runs[i].errors + runs[i].non2xx,
+      };
+    });
+    console.log(
+      `agent round ${round}${profile ? ' (profiled)' : ''}: ` +
+        out.map((r) => `${r.name.slice(0, 24)} ${r.cpuUsPerReq.toFixed(0)} µs`).join(', '),
+    );
+    return { rows: out, fromUs, toUs };
+  } finally {
+    // SIGTERM: the servers drain and exit, which is when --cpu-prof writes its profile
+    await Promise.all(
+      servers.map(
+        (s) =>
+          new Promise((resolve) => {
+            if (s.child.exitCode !== null) return resolve(undefined);
+            s.child.once('exit', resolve);
+            s.child.kill('SIGTERM');
+            setTimeout(() => s.child.kill('SIGKILL'), 10_000).unref();
+          }),
+      ),
+    );
+  }
+}
+
+/**
+ * THROUGHPUT_ROUNDS measured rounds, then one profiled round. Per variant: the median of each
+ * measure, and the median over rounds of its CPU per request divided by bare node's in the same
+ * round. The profiles give each part's share of the busy time inside the measured window.
+ */
+async function measureAgent(workload) {
+  const rounds = [];
+  for (let round = 0; round < THROUGHPUT_ROUNDS; round++)
+    rounds.push((await agentRound(workload, round, false)).rows);
+  rmSync(PROFILE_DIR, { recursive: true, force: true });
+  mkdirSync(PROFILE_DIR, { recursive: true });
+  const profiled = await agentRound(workload, THROUGHPUT_ROUNDS, true);
+  const rows = workload.variants.map((v, i) => {
+    const pick = (key) => median(rounds.map((r) => r[i][key]));
+    return {
+      name: v.name,
+      rps: pick('rps'),
+      cpuUsPerReq: pick('cpuUsPerReq'),
+      cpuRatio: median(rounds.map((r) => r[i].cpuUsPerReq / r[0].cpuUsPerReq)),
+      otlpBytesPerReq: pick('otlpBytesPerReq'),
+      p50: pick('p50'),
+      p99: pick('p99'),
+      errors: rounds.reduce((n, r) => n + r[i].errors, 0),
+    };
+  });
+  const profiles = workload.variants
+    .filter((v) => PROFILED.has(v.name))
+    .map((v) => {
+      const file = join(PROFILE_DIR, `${v.prefix}.cpuprofile`);
+      const parts = profileParts(JSON.parse(readFileSync(file, 'utf8')), profiled.fromUs, profiled.toUs);
+      return { name: v.name, file, parts };
+    });
+  return { rows, profiles };
+}
+
 let agent = [];
+let agentProfiles = [];
 if (!PARTS.has('agent')) {
   // not asked for
 } else if (existsSync(sdkAgent) && existsSync(weatherFixture)) {
@@ -422,22 +648,21 @@ if (!PARTS.has('agent')) {
     { keep: true, ready: listening('url') },
   );
   try {
-    agent = await measureThroughput(
-      {
-        script: sdkAgent,
-        env: {
-          PORT: '0',
-          HOST: '127.0.0.1',
-          AGENTRT_MODEL_PROVIDER: 'offline',
-          AGENTRT_OFFLINE_CHUNK_DELAY_MS: '0',
-          WEATHER_API_BASE_URL: fixture.url,
-        },
-        ready: listening('port'),
-        payload: { prompt: 'What is the weather in Seattle?' },
+    ({ rows: agent, profiles: agentProfiles } = await measureAgent({
+      script: sdkAgent,
+      env: {
+        PORT: '0',
+        HOST: '127.0.0.1',
+        AGENTRT_MODEL_PROVIDER: 'offline',
+        AGENTRT_OFFLINE_CHUNK_DELAY_MS: '0',
+        WEATHER_API_BASE_URL: fixture.url,
       },
-      peerVariants,
-    );
-    console.log(`reference agent:\n${throughputTable(agent)}`);
+      ready: listening('port'),
+      payload: { prompt: 'What is the weather in Seattle?' },
+      variants: agentVariants.map(withOwnEndpoint),
+    }));
+    console.log(`reference agent:\n${agentTable(agent)}`);
+    console.log(`where the CPU goes:\n${breakdownTable(agent, agentProfiles)}`);
   } finally {
     fixture.child.kill('SIGKILL');
   }
@@ -478,11 +703,25 @@ const startupLine = adotRow
     `for both, and ${oursCold.addedMs.toFixed(0)} ms against ${adotCold.addedMs.toFixed(0)} ms ` +
     `(${((oursCold.addedMs / adotCold.addedMs) * 100).toFixed(0)}%) with none.`
   : `ADOT could not be installed, so only the upstream register is compared.`;
-const agentLine =
-  agent.length > 0
-    ? `Throughput overhead on the contract server running the reference agent: ${throughputLine(agent)}.`
-    : '';
-const echoLine = `On the echo agent, where the contract server itself is all the work: ${throughputLine(echo)}.`;
+/** "ours X% (…)" for the reference agent: CPU per request against bare node, median of per-round ratios. */
+function agentLine() {
+  if (agent.length === 0) return '';
+  const find = (prefix) => agent.find((r) => r.name.startsWith(prefix));
+  const ratio = (r) => (r ? pct((r.cpuRatio - 1) * 100) : 'n/a');
+  const [base] = agent;
+  const full = find('@agentrt/instrument (--import)');
+  const off = find('@agentrt/instrument, sampler off');
+  return (
+    `Reference agent, CPU per request over bare node (${base.cpuUsPerReq.toFixed(0)} µs): ours in full ` +
+    `${ratio(full)} (${full.cpuUsPerReq.toFixed(0)} µs, ${full.otlpBytesPerReq.toFixed(0)} OTLP bytes/request), ` +
+    `ours with the sampler off ${ratio(off)}, upstream register ${ratio(find('auto-instrumentations'))}, ` +
+    `ADOT ${ratio(find('ADOT'))}.`
+  );
+}
+const echoLine =
+  `On the echo agent, where the contract server itself is all the work: ${throughputLine(echo)}; ` +
+  `ours adds ${(echo.find((r) => r.name.startsWith('@agentrt')).cpuUsPerReq - echo[0].cpuUsPerReq).toFixed(0)} µs ` +
+  `of CPU per request.`;
 
 /** The control row, and the split of our CPU per request into SDK + span, HTTP span, export. */
 function echoExplanation() {
@@ -503,6 +742,27 @@ function echoExplanation() {
   );
 }
 
+if (agent.length > 0) {
+  writeFileSync(
+    join(here, 'agent-profile.md'),
+    `# Reference agent: where the instrumented CPU goes
+
+Written by \`node bench/instrument/index.mjs\` (${new Date().toISOString().slice(0, 10)}, load average ${loadAverage}).
+From \`--cpu-prof\` profiles of bare node and our two variants, loaded together with the peers; only
+samples inside the measured window count, each scaled to the variant's median CPU per request.
+The profiles (flame graphs in Chrome DevTools or speedscope) are in bench/.work/instrument-profiles/.
+
+## By part
+
+${breakdownTable(agent, agentProfiles)}
+
+## The functions that grew most against bare node
+
+${topAddedFunctions(agent, agentProfiles)}
+`,
+  );
+}
+
 const markdown = `
 Figures are from one run on a shared 2-core machine (load average ${loadAverage} at the end of the
 run): compare the columns, not the absolute numbers. Start-up: a small CommonJS Koa app that listens on
@@ -517,11 +777,21 @@ SDK-integration agent (examples/sdk-agent: a Strands agent loop, three turns of 
 two HTTP tool calls to the fixture weather API per request) and an echo agent. Every instrumented
 variant exports to an OTLP sink in a process of its own; "OTLP bytes/request" is what reached it.
 ADOT runs in its AgentCore mode (\`AGENT_OBSERVABILITY_ENABLED=true\`) with its OTLP endpoints pointed
-at the same sink.
+at the same sink. The reference agent's variants are loaded all at once instead (${AGENT_CONNECTIONS}
+connections each, ${THROUGHPUT_SECONDS} s after a 2 s warm-up, ${THROUGHPUT_ROUNDS} rounds), so a
+neighbour's load hits them alike: its overhead column is the median over rounds of each variant's
+CPU per request divided by bare node's in the same round. Each variant exports to its own endpoint
+prefix of the sink. One more round runs bare node and our two variants under \`--cpu-prof\`; the
+breakdown gives each part of the code its share of the profile's busy samples inside the measured
+window (by the script of the sampled function, bench/instrument/profile-breakdown.mjs), scaled to
+the variant's median CPU per request. The functions behind it are in bench/instrument/agent-profile.md;
+the profiles themselves (open them in Chrome DevTools or speedscope as flame graphs) are left in
+bench/.work/instrument-profiles/.
 
-Goal: less than half of ADOT's added start-up time, under 15% throughput overhead.
+Goals (#18): on the reference agent full telemetry at most +10% CPU per request and at most +3% with
+the sampler off; on the echo agent at most +25 µs per request; start-up under half of ADOT's added time.
 ${startupLine}
-${agentLine}
+${agentLine()}
 ${echoLine}
 ${echoExplanation()}
 
@@ -533,15 +803,19 @@ ${startupTable(startupCached)}
 
 ${startupTable(startupCold)}
 
-### Throughput, reference agent (examples/sdk-agent, offline model)
+### CPU per request, reference agent (examples/sdk-agent, offline model)
 
-${agent.length > 0 ? throughputTable(agent) : '_examples not built: not measured_'}
+${agent.length > 0 ? agentTable(agent) : '_examples not built: not measured_'}
+
+### Where the reference agent's CPU goes (µs per request, from the CPU profiles)
+
+${agent.length > 0 ? breakdownTable(agent, agentProfiles) : '_examples not built: not measured_'}
 
 ### Throughput, echo agent
 
 ${throughputTable(echo)}
 `;
 console.log(
-  `\n${startupLine}\n${agentLine}\n${echoLine}\n${echoExplanation()}\n` +
+  `\n${startupLine}\n${agentLine()}\n${echoLine}\n${echoExplanation()}\n` +
     `wrote ${writeSection('instrument', 'Instrumentation launcher (bench/instrument)', markdown)}`,
 );
