@@ -1,8 +1,6 @@
-import { createServer, type Server } from 'node:http';
-import { type AddressInfo } from 'node:net';
 import { AccessDeniedException as DataAccessDenied } from '@aws-sdk/client-bedrock-agentcore';
 import { AccessDeniedException, GetAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
-import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type TestRuntime,
@@ -10,32 +8,9 @@ import {
   invokeJson,
   sdkClients,
   sessionId,
+  startIdp,
   startRuntime,
 } from './test-support.js';
-
-/** A local OpenID provider: discovery document + JWKS, and a signer for its tokens. */
-async function startIdp() {
-  const { publicKey, privateKey } = await generateKeyPair('RS256');
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
-  let base = '';
-  const server: Server = createServer((req, res) => {
-    res.setHeader('content-type', 'application/json');
-    if (req.url === '/.well-known/openid-configuration')
-      return res.end(JSON.stringify({ issuer: base, jwks_uri: `${base}/jwks.json` }));
-    if (req.url === '/jwks.json') return res.end(JSON.stringify({ keys: [jwk] }));
-    res.writeHead(404).end('{}');
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const sign = (claims: Record<string, unknown>, key = privateKey, issuer = base) =>
-    new SignJWT(claims)
-      .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
-      .setIssuer(issuer)
-      .setIssuedAt()
-      .setExpirationTime('5m')
-      .sign(key);
-  return { base, sign, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 describe('inbound auth', () => {
   let rt: TestRuntime;

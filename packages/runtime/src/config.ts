@@ -47,6 +47,12 @@ export interface RuntimeServerOptions {
   /** How often the runtime exports its metrics (OTEL_METRIC_EXPORT_INTERVAL, default 60000). */
   metricExportIntervalMs?: number;
   maxBodyBytes?: number;
+  /** Largest WebSocket frame relayed (AWS: 64 KiB); a bigger one closes the connection with 1009. */
+  wsMaxFrameBytes?: number;
+  /** WebSocket frames per second per connection (AWS: 250); more closes it with 1008. */
+  wsMaxFramesPerSecond?: number;
+  /** Longest a command from InvokeAgentRuntimeCommand may ask for, in seconds (AWS: 3600). */
+  commandMaxTimeoutS?: number;
   logLevel?: LogLevel;
   /** Where JSON log lines go (default: stdout). */
   logSink?: (line: string) => void;
@@ -142,6 +148,9 @@ export function resolveRuntimeConfig(
     otlpProtocol: options.otlpProtocol ?? otlpProtocol,
     metricExportIntervalMs: options.metricExportIntervalMs ?? int('OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100),
     maxBodyBytes: options.maxBodyBytes ?? int('AGENTRT_MAX_BODY_BYTES', 100_000_000, 1),
+    wsMaxFrameBytes: options.wsMaxFrameBytes ?? int('AGENTRT_WS_MAX_FRAME_BYTES', 64 * 1024, 1),
+    wsMaxFramesPerSecond: options.wsMaxFramesPerSecond ?? int('AGENTRT_WS_MAX_FRAMES_PER_S', 250, 1),
+    commandMaxTimeoutS: options.commandMaxTimeoutS ?? int('AGENTRT_COMMAND_MAX_TIMEOUT_S', 3600, 1),
     logLevel: options.logLevel ?? logLevel,
     logSink: options.logSink ?? ((line) => process.stdout.write(line)),
     warnings,

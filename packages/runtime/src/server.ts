@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
+import { type Duplex } from 'node:stream';
 import { type RuntimeServerOptions, resolveRuntimeConfig } from './config.js';
 import { registerControlPlane } from './control/control-plane.js';
 import { createStore } from './control/store.js';
@@ -92,7 +93,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   );
   const deps = { config, store, sessions, auth, logger };
   registerControlPlane(router, deps);
-  registerDataPlane(router, deps);
+  const webSockets = registerDataPlane(router, deps);
   // Health of the runtime host itself (not part of the AWS API): what `agentrt dev`, compose and
   // load balancers probe. Same shape as the container contract's /ping.
   const startedAt = Math.floor(Date.now() / 1000);
@@ -142,6 +143,9 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
     { keepAliveTimeout: 65_000, requestTimeout: 0 },
     (req, res) => void handle(req, res),
   );
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    void webSockets.handleUpgrade(req, socket, head);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -178,6 +182,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
     close: () =>
       (closed ??= (async () => {
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+        webSockets.close();
         await sessions.close();
         server.closeAllConnections();
         await serverClosed;

@@ -1,6 +1,8 @@
 // Shared set-up for the runtime's tests: a server on port 0 with its own data dir, and the
 // official AWS SDK clients pointed at it. Not part of the package's API.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type Server, createServer } from 'node:http';
+import { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -12,6 +14,7 @@ import {
   GetAgentRuntimeCommand,
   type GetAgentRuntimeCommandOutput,
 } from '@aws-sdk/client-bedrock-agentcore-control';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { type RuntimeServerOptions } from './config.js';
 import { type RuntimeServer, createRuntimeServer } from './server.js';
 
@@ -151,4 +154,28 @@ export async function waitFor(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** A local OpenID provider: discovery document + JWKS, and a signer for its tokens. */
+export async function startIdp() {
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+  let base = '';
+  const server: Server = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    if (req.url === '/.well-known/openid-configuration')
+      return res.end(JSON.stringify({ issuer: base, jwks_uri: `${base}/jwks.json` }));
+    if (req.url === '/jwks.json') return res.end(JSON.stringify({ keys: [jwk] }));
+    res.writeHead(404).end('{}');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const sign = (claims: Record<string, unknown>, key = privateKey, issuer = base) =>
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+      .setIssuer(issuer)
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(key);
+  return { base, sign, close: () => new Promise<void>((r) => server.close(() => r())) };
 }

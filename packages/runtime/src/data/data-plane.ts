@@ -6,11 +6,18 @@ import { getEndpointOr404, getRuntimeOr404, getVersionOr404 } from '../control/c
 import { type RuntimeRecord, type Store, type VersionRecord } from '../control/store.js';
 import { validateSessionId } from '../control/validate.js';
 import { RuntimeApiError, notFound, validationError } from '../errors.js';
-import { header, readBody, sendJson } from '../http/http-util.js';
+import { header, readBody, readJsonObject, sendJson } from '../http/http-util.js';
 import { type RouteContext, type Router } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { type Session, type SessionManager } from '../sessions/session-manager.js';
 import { type Authenticator } from './auth.js';
+import { parseCommandRequest, runCommand } from './commands.js';
+import {
+  type RequestParts,
+  type WebSocketGateway,
+  createWebSocketGateway,
+  notAnUpgrade,
+} from './websocket.js';
 import {
   CONTAINER_INVOCATION_PATH,
   MCP_SESSION_HEADER,
@@ -86,12 +93,15 @@ function first(headers: IncomingHttpHeaders, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** Registers InvokeAgentRuntime and StopRuntimeSession of `BedrockAgentCoreClient` on the router. */
-export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
+/**
+ * Registers InvokeAgentRuntime, StopRuntimeSession, GetAgentCard and InvokeAgentRuntimeCommand of
+ * `BedrockAgentCoreClient` on the router; returns the WebSocket gateway for the server's upgrades.
+ */
+export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocketGateway {
   const { config, store, sessions, auth, logger } = deps;
 
   /** The label is a percent-decoded runtime ARN, or a bare id with `?accountId=`. */
-  const resolveRuntime = (ctx: RouteContext): RuntimeRecord => {
+  const resolveRuntime = (ctx: RequestParts): RuntimeRecord => {
     const label = ctx.params.runtime as string;
     const parsed = parseRuntimeArn(label);
     if (parsed) {
@@ -115,7 +125,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
     return getRuntimeOr404(store, label);
   };
 
-  const resolveVersion = (ctx: RouteContext, runtime: RuntimeRecord): VersionRecord => {
+  const resolveVersion = (ctx: RequestParts, runtime: RuntimeRecord): VersionRecord => {
     const qualifier = ctx.query.get('qualifier') ?? 'DEFAULT';
     const endpoint = getEndpointOr404(store, runtime, qualifier);
     return getVersionOr404(store, runtime.id, endpoint.liveVersion ?? endpoint.targetVersion);
@@ -144,7 +154,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
       protocol: serverProtocolOf(version),
     });
 
-  const authenticate = (ctx: RouteContext, runtime: RuntimeRecord, version: VersionRecord) => {
+  const authenticate = (ctx: RequestParts, runtime: RuntimeRecord, version: VersionRecord) => {
     const qualifier = ctx.query.get('qualifier') ?? 'DEFAULT';
     const host = header(ctx.req, 'host') ?? `${config.host}:${config.port}`;
     const metadataUrl = `http://${host}/runtimes/${encodeURIComponent(runtime.arn)}/invocations/.well-known/oauth-protected-resource?qualifier=${encodeURIComponent(qualifier)}`;
@@ -169,7 +179,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
   };
 
   const forwardHeaders = (
-    ctx: RouteContext,
+    ctx: RequestParts,
     version: VersionRecord,
     sessionId: string,
     requestId: string,
@@ -478,9 +488,65 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): void {
     sendJson(ctx.res, 200, {});
   });
 
-  const unsupported = (what: string) => async (ctx: RouteContext) => {
+  // InvokeAgentRuntimeCommand: a shell command in a running session's sandbox, streamed back as
+  // an AWS event stream. A session that is not running is a 404: commands join sessions, they do
+  // not start them.
+  router.add('POST', '/runtimes/:runtime/commands', async (ctx) => {
+    const runtime = resolveRuntime(ctx);
+    const version = resolveVersion(ctx, runtime);
+    setOperationTarget(ctx, runtime, version);
+    await authenticate(ctx, runtime, version);
+    const sessionId = sessionIdOf(ctx.req, true);
+    ctx.operation.setSession(sessionId);
+    const request = parseCommandRequest(await readJsonObject(ctx.req, 1_000_000), config.commandMaxTimeoutS);
+    if (!sessions.get(runtime.id, sessionId))
+      throw notFound(
+        `Session ${sessionId} is not running on agent runtime ${runtime.id}: invoke the runtime with this session id first`,
+      );
+    const session = await sessions.acquire({ runtime, version }, sessionId);
+    try {
+      ctx.res.writeHead(200, {
+        'content-type': 'application/vnd.amazon.eventstream',
+        [SESSION_HEADER]: sessionId,
+        'x-amzn-requestid': ctx.requestId,
+      });
+      ctx.res.flushHeaders();
+      await runCommand(sessions, session, request, ctx.res);
+    } finally {
+      sessions.release(session);
+    }
+  });
+
+  router.add('GET', '/runtimes/:runtime/ws', (ctx) => {
     resolveRuntime(ctx);
-    throw validationError('operation', `${what} is not supported by the agentrt local runtime`);
-  };
-  router.add('POST', '/runtimes/:runtime/commands', unsupported('InvokeAgentRuntimeCommand'));
+    throw notAnUpgrade();
+  });
+
+  return createWebSocketGateway({
+    config,
+    sessions,
+    logger,
+    async admit(parts) {
+      const runtime = resolveRuntime(parts);
+      const version = resolveVersion(parts, runtime);
+      await authenticate(parts, runtime, version);
+      const sessionId = sessionIdOf(parts.req, false);
+      if (!sessions.get(runtime.id, sessionId)) assertRunnable(runtime, version);
+      return { runtimeId: runtime.id, version, sessionId };
+    },
+    async acquire(parts, sessionId) {
+      const runtime = resolveRuntime(parts);
+      const version = resolveVersion(parts, runtime);
+      const session = await sessions.acquire({ runtime, version }, sessionId);
+      const pinned =
+        session.version === version.version ? version : getVersionOr404(store, runtime.id, session.version);
+      return { session, version: pinned };
+    },
+    forwardHeaders(parts, version, sessionId) {
+      const headers = forwardHeaders(parts, version, sessionId, parts.requestId, 0);
+      delete headers['content-type'];
+      delete headers['content-length'];
+      return headers;
+    },
+  });
 }

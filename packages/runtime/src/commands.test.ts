@@ -1,0 +1,101 @@
+import {
+  InvokeAgentRuntimeCommandCommand,
+  ResourceNotFoundException,
+  ValidationException,
+} from '@aws-sdk/client-bedrock-agentcore';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestRuntime, createReady, invokeJson, sessionId, startRuntime } from './test-support.js';
+
+interface Run {
+  started: boolean;
+  stdout: string;
+  stderr: string;
+  /** When each delta arrived (ms since the call). */
+  at: number[];
+  stop?: { exitCode: number; status: string };
+}
+
+describe('InvokeAgentRuntimeCommand through the AWS SDK', () => {
+  let rt: TestRuntime;
+  let arn: string;
+  beforeAll(async () => {
+    rt = await startRuntime();
+    arn = (await createReady(rt.control, 'cmd_counter', 'counter')).agentRuntimeArn!;
+  }, 60_000);
+  afterAll(async () => {
+    await rt?.close();
+  }, 30_000);
+
+  const run = async (runtimeSessionId: string, command: string, timeout?: number): Promise<Run> => {
+    const t0 = Date.now();
+    const out = await rt.data.send(
+      new InvokeAgentRuntimeCommandCommand({
+        agentRuntimeArn: arn,
+        runtimeSessionId,
+        body: { command, ...(timeout !== undefined ? { timeout } : {}) },
+      }),
+    );
+    expect(out.contentType).toBe('application/vnd.amazon.eventstream');
+    expect(out.runtimeSessionId).toBe(runtimeSessionId);
+    const result: Run = { started: false, stdout: '', stderr: '', at: [] };
+    for await (const event of out.stream!) {
+      const chunk = event.chunk;
+      if (!chunk) throw new Error(`unexpected event ${JSON.stringify(event)}`);
+      if (chunk.contentStart) result.started = true;
+      if (chunk.contentDelta) {
+        result.at.push(Date.now() - t0);
+        result.stdout += chunk.contentDelta.stdout ?? '';
+        result.stderr += chunk.contentDelta.stderr ?? '';
+      }
+      if (chunk.contentStop)
+        result.stop = { exitCode: chunk.contentStop.exitCode!, status: chunk.contentStop.status! };
+    }
+    return result;
+  };
+
+  it('runs in the session’s sandbox: same files and environment as its worker', async () => {
+    const sid = sessionId('cmd-files');
+    const invoked = await invokeJson(rt.data, arn, sid, { hello: 1 });
+    const env = invoked.env as Record<string, string>;
+    const echo = await run(sid, 'echo hi; echo oops >&2; cat "$TMPDIR/counter.txt"; echo "$HOME"');
+    expect(echo.started).toBe(true);
+    expect(echo.stdout).toBe(`hi\n1${env.HOME}\n`);
+    expect(echo.stderr).toBe('oops\n');
+    expect(echo.stop).toEqual({ exitCode: 0, status: 'COMPLETED' });
+    expect((await run(sid, 'exit 3')).stop).toEqual({ exitCode: 3, status: 'COMPLETED' });
+    // Another session's files are not there.
+    const other = sessionId('cmd-other');
+    await invokeJson(rt.data, arn, other, {});
+    const peek = await run(other, `cat "${env.TMPDIR}/counter.txt" || echo missing`);
+    if (rt.server.isolation === 'bwrap') expect(peek.stdout).toContain('missing');
+  });
+
+  it('streams output as it comes and times a never-ending command out', async () => {
+    const sid = sessionId('cmd-stream');
+    await invokeJson(rt.data, arn, sid, {});
+    const streamed = await run(sid, 'for i in 1 2 3; do echo $i; sleep 0.3; done');
+    expect(streamed.stdout).toBe('1\n2\n3\n');
+    expect(streamed.at).toHaveLength(3);
+    expect(streamed.at[2]! - streamed.at[0]!).toBeGreaterThanOrEqual(400);
+    const t0 = Date.now();
+    const forever = await run(sid, 'echo start; sleep 600', 1);
+    expect(forever.stdout).toBe('start\n');
+    expect(forever.stop).toEqual({ exitCode: 137, status: 'TIMED_OUT' });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    // The session carries on.
+    expect((await invokeJson(rt.data, arn, sid, {})).count).toBe(2);
+  });
+
+  it('refuses an unknown session and bad input with clear errors', async () => {
+    await expect(run(sessionId('cmd-never-started'), 'true')).rejects.toThrow(ResourceNotFoundException);
+    await expect(run(sessionId('cmd-never-started'), 'true')).rejects.toThrow(
+      /invoke the runtime with this session id first/,
+    );
+    const sid = sessionId('cmd-bad');
+    await invokeJson(rt.data, arn, sid, {});
+    await expect(run(sid, '')).rejects.toThrow(/command: is required/);
+    await expect(run(sid, 'true', 0)).rejects.toThrow(ValidationException);
+    await expect(run(sid, 'true', 99_999)).rejects.toThrow(/timeout: must be an integer/);
+    await expect(run('short', 'true')).rejects.toThrow(ValidationException);
+  });
+});

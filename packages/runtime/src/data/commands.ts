@@ -1,0 +1,130 @@
+import { spawn } from 'node:child_process';
+import { type ServerResponse } from 'node:http';
+import { EventStreamCodec } from '@smithy/core/event-streams';
+import { fromUtf8, toUtf8 } from '@smithy/core/serde';
+import { validationError } from '../errors.js';
+import { type Session, type SessionManager } from '../sessions/session-manager.js';
+
+/** The JSON body of InvokeAgentRuntimeCommand. */
+export interface CommandRequest {
+  command: string;
+  timeoutS: number;
+}
+
+const MAX_COMMAND_CHARS = 65_536;
+const DEFAULT_TIMEOUT_S = 300;
+/** Largest payload of one event (AWS: 64 KB per event). */
+const MAX_EVENT_CHARS = 32 * 1024;
+
+/** Checks `{"command": string 1–65536, "timeout"?: integer 1–max}` and names the bad field. */
+export function parseCommandRequest(body: Record<string, unknown>, maxTimeoutS: number): CommandRequest {
+  const { command, timeout } = body;
+  if (typeof command !== 'string' || command.length === 0)
+    throw validationError('command', 'is required: a non-empty string');
+  if (command.length > MAX_COMMAND_CHARS)
+    throw validationError('command', `is ${command.length} characters; the limit is ${MAX_COMMAND_CHARS}`);
+  if (
+    timeout !== undefined &&
+    (!Number.isInteger(timeout) || (timeout as number) < 1 || (timeout as number) > maxTimeoutS)
+  )
+    throw validationError('timeout', `must be an integer number of seconds from 1 to ${maxTimeoutS}`);
+  return { command, timeoutS: (timeout as number | undefined) ?? DEFAULT_TIMEOUT_S };
+}
+
+const codec = new EventStreamCodec(toUtf8, fromUtf8);
+
+/** One `chunk` event of `InvokeAgentRuntimeCommandStreamOutput`, framed as the SDK decodes it. */
+export function chunkEvent(chunk: Record<string, unknown>): Uint8Array {
+  return codec.encode({
+    headers: {
+      ':message-type': { type: 'string', value: 'event' },
+      ':event-type': { type: 'string', value: 'chunk' },
+      ':content-type': { type: 'string', value: 'application/json' },
+    },
+    body: fromUtf8(JSON.stringify(chunk)),
+  });
+}
+
+/** A modelled exception in the middle of the stream; the SDK throws it while the caller iterates. */
+export function exceptionEvent(type: string, message: string): Uint8Array {
+  return codec.encode({
+    headers: {
+      ':message-type': { type: 'string', value: 'exception' },
+      ':exception-type': { type: 'string', value: type },
+      ':content-type': { type: 'string', value: 'application/json' },
+    },
+    body: fromUtf8(JSON.stringify({ message })),
+  });
+}
+
+const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = { SIGKILL: 9, SIGTERM: 15, SIGINT: 2 };
+
+/**
+ * Runs one command as a fresh, non-interactive `bash -c` inside the session's sandbox (the same
+ * isolation, working directory and environment as its worker) and streams it to `res` as the AWS
+ * event stream: `contentStart`, `contentDelta` per stdout/stderr piece as it comes, `contentStop`
+ * with the exit code and COMPLETED or TIMED_OUT (the process group is SIGKILLed at the timeout:
+ * exit code 137). The command dies with the caller's connection and with the session.
+ */
+export function runCommand(
+  sessions: SessionManager,
+  session: Session,
+  request: CommandRequest,
+  res: ServerResponse,
+): Promise<void> {
+  const { argv, cwd, env } = sessions.commandSpawn(session, ['bash', '-c', request.command]);
+  return new Promise<void>((resolve) => {
+    const child = spawn(argv[0] as string, argv.slice(1), {
+      cwd,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const write = (frame: Uint8Array) => {
+      if (!res.writableEnded && !res.destroyed) res.write(frame);
+    };
+    const killGroup = () => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // the group is already gone
+      }
+    };
+    write(chunkEvent({ contentStart: {} }));
+    for (const stream of ['stdout', 'stderr'] as const) {
+      child[stream].setEncoding('utf8'); // whole characters per event, never half of one
+      child[stream].on('data', (text: string) => {
+        for (let i = 0; i < text.length; i += MAX_EVENT_CHARS)
+          write(chunkEvent({ contentDelta: { [stream]: text.slice(i, i + MAX_EVENT_CHARS) } }));
+      });
+    }
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, request.timeoutS * 1000);
+    const onWorkerExit = () => killGroup();
+    session.worker?.onExit(onWorkerExit);
+    res.on('close', () => {
+      if (!res.writableFinished) killGroup();
+    });
+    let finished = false;
+    const finish = (exitCode: number) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      killGroup(); // anything the command left running in its group
+      write(chunkEvent({ contentStop: { exitCode, status: timedOut ? 'TIMED_OUT' : 'COMPLETED' } }));
+      res.end();
+      resolve();
+    };
+    child.on('error', (error) => {
+      write(exceptionEvent('runtimeClientError', `The command could not start: ${error.message}`));
+      finished = true;
+      clearTimeout(timer);
+      res.end();
+      resolve();
+    });
+    child.on('close', (code, signal) => finish(code ?? 128 + (signal ? (SIGNAL_NUMBERS[signal] ?? 1) : 1)));
+  });
+}

@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
+import { type Duplex } from 'node:stream';
+import { WebSocket, WebSocketServer } from 'ws';
+import { type RuntimeConfig } from '../config.js';
+import { type VersionRecord } from '../control/store.js';
+import { RuntimeApiError, notFound, validationError } from '../errors.js';
+import { type RouteContext } from '../http/router.js';
+import { type Logger } from '../logger.js';
+import { type Session, type SessionManager } from '../sessions/session-manager.js';
+import { UNTRACED_OPERATION } from '../telemetry/runtime-telemetry.js';
+import { serverProtocolOf } from './protocols.js';
+
+/** The parts of a request the data plane's helpers read (no response: an upgrade has none yet). */
+export type RequestParts = Pick<RouteContext, 'req' | 'params' | 'query' | 'requestId' | 'operation'>;
+
+/** What the WebSocket gateway borrows from the data plane, so both apply the same rules. */
+export interface WebSocketGatewayDeps {
+  config: Readonly<RuntimeConfig>;
+  sessions: SessionManager;
+  logger: Logger;
+  /** Resolves runtime + version, authenticates and checks the version can run. */
+  admit(parts: RequestParts): Promise<{ runtimeId: string; version: VersionRecord; sessionId: string }>;
+  acquire(parts: RequestParts, sessionId: string): Promise<{ session: Session; version: VersionRecord }>;
+  forwardHeaders(parts: RequestParts, version: VersionRecord, sessionId: string): OutgoingHttpHeaders;
+}
+
+export const SESSION_QUERY = 'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id';
+const CUSTOM_QUERY_PREFIX = 'x-amzn-bedrock-agentcore-runtime-custom-';
+const BEARER_PROTOCOL = 'base64UrlBearerAuthorization';
+const WS_PATH = /^\/runtimes\/(.+)\/ws\/?$/;
+
+/**
+ * Close codes a peer may not send on the wire (1005 no status, 1006 abnormal, 1015 TLS): a missing
+ * code is a normal close, an abnormal end is a server error.
+ */
+export function relayableCloseCode(code: number): number {
+  if (code === 1005) return 1000;
+  if (code === 1006 || code === 1015) return 1011;
+  return code;
+}
+
+/**
+ * Moves credentials that WebSocket callers cannot put in headers where the authenticator reads
+ * them: a presigned URL's SigV4 query (`X-Amz-Credential`, …) becomes an `Authorization` header of
+ * the same credential, a browser's `base64UrlBearerAuthorization.<token>` subprotocol a Bearer one.
+ * The signature itself is never checked, as for every SigV4 request here.
+ */
+export function normalizeWebSocketAuth(req: IncomingMessage, query: URLSearchParams): void {
+  if (req.headers.authorization) return;
+  const credential = query.get('X-Amz-Credential');
+  if (credential) {
+    const signed = query.get('X-Amz-SignedHeaders') ?? 'host';
+    const signature = query.get('X-Amz-Signature') ?? '';
+    req.headers.authorization = `AWS4-HMAC-SHA256 Credential=${credential}, SignedHeaders=${signed}, Signature=${signature}`;
+    return;
+  }
+  const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+  const token = offered.find((p) => p.startsWith(`${BEARER_PROTOCOL}.`));
+  if (token)
+    req.headers.authorization = `Bearer ${Buffer.from(token.slice(BEARER_PROTOCOL.length + 1), 'base64url').toString('utf8')}`;
+}
+
+/** Writes an AWS error as the HTTP answer to an upgrade request and closes the socket. */
+function rejectUpgrade(socket: Duplex, error: unknown, requestId: string, logger: Logger): void {
+  let err: RuntimeApiError;
+  if (error instanceof RuntimeApiError) err = error;
+  else {
+    logger.error('websocket upgrade failed', { requestId, error: String(error) });
+    err = new RuntimeApiError(
+      'InternalServerException',
+      `Internal error; see the runtime log for request ${requestId}`,
+    );
+  }
+  const body = JSON.stringify({ message: err.message, ...err.extra });
+  const headers: Record<string, string | number> = {
+    ...err.headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    'x-amzn-errortype': err.type,
+    'x-amzn-requestid': requestId,
+    connection: 'close',
+  };
+  const head = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n');
+  if (socket.writable)
+    socket.end(`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\n${head}\r\n\r\n${body}`);
+  else socket.destroy();
+}
+
+/**
+ * `GET /runtimes/{arn}/ws`: upgrades the caller's connection and bridges it to the container's
+ * `/ws` on the session's worker, frame for frame (text stays text, binary stays binary; pings and
+ * pongs travel end to end; close codes pass on). The connection holds its session active for as
+ * long as it is open; stopping the session closes it.
+ */
+export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
+  const { config, logger } = deps;
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: config.wsMaxFrameBytes,
+    autoPong: false,
+    clientTracking: true,
+    // A browser offers the bearer token as a subprotocol; the reply must name the marker, never the token.
+    handleProtocols: (protocols) => (protocols.has(BEARER_PROTOCOL) ? BEARER_PROTOCOL : false),
+  });
+
+  const openUpstream = (port: number, headers: OutgoingHttpHeaders) =>
+    new Promise<{ upstream: WebSocket; early: [Buffer, boolean][] }>((resolve, reject) => {
+      const early: [Buffer, boolean][] = [];
+      const upstream = new WebSocket(`ws://127.0.0.1:${port}/ws`, {
+        headers: headers as Record<string, string>,
+        maxPayload: config.wsMaxFrameBytes,
+        autoPong: false,
+        handshakeTimeout: 10_000,
+      });
+      // The container may speak first; nothing it sends before the bridge is wired may be lost.
+      upstream.on('message', (data: Buffer, isBinary) => early.push([data, isBinary]));
+      upstream.once('open', () => resolve({ upstream, early }));
+      upstream.once('unexpected-response', (_req, res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text = (text + c).slice(0, 4096)));
+        res.on('end', () => {
+          upstream.terminate();
+          const detail = text.trim() || '(empty body)';
+          reject(
+            new RuntimeApiError(
+              'RuntimeClientError',
+              config.terseErrors
+                ? `Received error (${res.statusCode}) from runtime. Please check your CloudWatch logs for more information.`
+                : `Received error (${res.statusCode}) from runtime on GET /ws: ${detail}`,
+            ),
+          );
+        });
+      });
+      upstream.once('error', (error) =>
+        reject(
+          new RuntimeApiError(
+            'RuntimeClientError',
+            `The session's worker did not accept a WebSocket on /ws (${error.message})`,
+            {},
+            { cause: error },
+          ),
+        ),
+      );
+    });
+
+  const bridge = (
+    client: WebSocket,
+    upstream: WebSocket,
+    early: [Buffer, boolean][],
+    session: Session,
+    done: () => void,
+  ) => {
+    let frames = 0;
+    let windowStart = Date.now();
+    const touch = (): boolean => {
+      session.lastActivityMs = Date.now();
+      if (session.lastActivityMs - windowStart >= 1000) {
+        windowStart = session.lastActivityMs;
+        frames = 0;
+      }
+      return ++frames <= config.wsMaxFramesPerSecond;
+    };
+    client.on('message', (data, isBinary) => {
+      if (!touch()) return client.close(1008, `more than ${config.wsMaxFramesPerSecond} frames per second`);
+      if (upstream.readyState === WebSocket.OPEN) upstream.send(data as Buffer, { binary: isBinary });
+    });
+    upstream.removeAllListeners('message');
+    for (const [data, isBinary] of early.splice(0)) client.send(data, { binary: isBinary });
+    upstream.on('message', (data, isBinary) => {
+      touch();
+      if (client.readyState === WebSocket.OPEN) client.send(data as Buffer, { binary: isBinary });
+    });
+    client.on('ping', (data) => upstream.readyState === WebSocket.OPEN && upstream.ping(data));
+    client.on('pong', (data) => upstream.readyState === WebSocket.OPEN && upstream.pong(data));
+    upstream.on('ping', (data) => client.readyState === WebSocket.OPEN && client.ping(data));
+    upstream.on('pong', (data) => client.readyState === WebSocket.OPEN && client.pong(data));
+    // A side that failed (a frame over the limit: 1009) reports 1006 on its own close; the other
+    // side hears the reason it failed.
+    const failure = new Map<WebSocket, number>();
+    const closeOther = (self: WebSocket, other: WebSocket) => (code: number, reason: Buffer) => {
+      if (other.readyState === WebSocket.OPEN || other.readyState === WebSocket.CONNECTING)
+        other.close(relayableCloseCode(failure.get(self) ?? code), reason.subarray(0, 123));
+    };
+    client.on('close', closeOther(client, upstream));
+    upstream.on('close', closeOther(upstream, client));
+    for (const [side, name] of [
+      [client, 'client'],
+      [upstream, 'upstream'],
+    ] as const)
+      side.on('error', (error: Error & { code?: string }) => {
+        if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') failure.set(side, 1009);
+        logger.debug(`websocket ${name} error`, { error: error.message });
+      });
+    let closed = 0;
+    const closedOne = () => {
+      if (++closed === 2) done();
+    };
+    client.once('close', closedOne);
+    upstream.once('close', closedOne);
+  };
+
+  return {
+    /** Handles the server's `upgrade` event; anything but `/runtimes/{arn}/ws` gets a 404. */
+    async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+      const requestId = randomUUID();
+      socket.on('error', () => socket.destroy());
+      try {
+        const url = new URL(req.url ?? '/', 'http://localhost');
+        const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
+        const match = WS_PATH.exec(rawPath);
+        if (!match) throw notFound(`No WebSocket operation at ${url.pathname} (use /runtimes/{arn}/ws)`);
+        const query = url.searchParams;
+        normalizeWebSocketAuth(req, query);
+        // The session id may come as a query parameter: a presigned URL cannot carry headers.
+        const fromQuery = query.get(SESSION_QUERY);
+        if (fromQuery && !req.headers['x-amzn-bedrock-agentcore-runtime-session-id'])
+          req.headers['x-amzn-bedrock-agentcore-runtime-session-id'] = fromQuery;
+        const parts: RequestParts = {
+          req,
+          params: { runtime: decodeURIComponent(match[1] ?? '') },
+          query,
+          requestId,
+          // Not traced by the runtime yet: the caller's trace headers still reach the container.
+          operation: UNTRACED_OPERATION,
+        };
+        const { version, sessionId } = await deps.admit(parts);
+        const protocol = serverProtocolOf(version);
+        if (protocol !== 'HTTP' && protocol !== 'AGUI')
+          throw validationError(
+            'protocolConfiguration.serverProtocol',
+            `this runtime serves ${protocol}; WebSocket (/ws) is for HTTP and AGUI runtimes`,
+          );
+        const { session, version: pinned } = await deps.acquire(parts, sessionId);
+        let released = false;
+        const release = () => {
+          if (!released) deps.sessions.release(session);
+          released = true;
+        };
+        try {
+          const headers = deps.forwardHeaders(parts, pinned, sessionId);
+          // Query parameters with the custom prefix reach the container as headers (browsers
+          // cannot set headers on a WebSocket); the auth and session parameters do not.
+          for (const [name, value] of query)
+            if (name.toLowerCase().startsWith(CUSTOM_QUERY_PREFIX)) headers[name.toLowerCase()] = value;
+          const { upstream, early } = await openUpstream(session.worker!.port, headers);
+          wss.handleUpgrade(req, socket, head, (client) => {
+            logger.info('websocket open', { runtimeId: session.runtimeId, sessionId, requestId });
+            bridge(client, upstream, early, session, () => {
+              release();
+              logger.info('websocket closed', { runtimeId: session.runtimeId, sessionId, requestId });
+            });
+          });
+        } catch (error) {
+          release();
+          throw error;
+        }
+      } catch (error) {
+        rejectUpgrade(socket, error, requestId, logger);
+      }
+    },
+    close() {
+      for (const client of wss.clients) client.close(1001, 'runtime shutting down');
+      wss.close();
+    },
+  };
+}
+
+export type WebSocketGateway = ReturnType<typeof createWebSocketGateway>;
+
+/** A GET to `/ws` that is not an upgrade. */
+export function notAnUpgrade(): RuntimeApiError {
+  return validationError(
+    'Upgrade',
+    '/ws is a WebSocket endpoint: send GET with the headers Connection: Upgrade and Upgrade: websocket',
+  );
+}
