@@ -35,6 +35,10 @@ export interface CollectorConfig {
   allowedHosts: string[];
   /** Origins allowed to POST to the API from another site. Env AGENTRT_COLLECTOR_ALLOWED_ORIGINS. */
   allowedOrigins: string[];
+  /** Threads that run queries (each with its own read connection). Env AGENTRT_QUERY_WORKERS, default 2. */
+  queryWorkers: number;
+  /** A query's deadline; its thread is replaced if it runs past. Env AGENTRT_QUERY_TIMEOUT_MS, default 30000. */
+  queryTimeoutMs: number;
   /** Bearer token required on /v1/* (OTLP ingest) when set. Env AGENTRT_INGEST_TOKEN. */
   ingestToken?: string;
   /** Bearer token required on /api/* when set (the UI takes it once via /?token=). Env AGENTRT_QUERY_TOKEN. */
@@ -53,6 +57,8 @@ export const DEFAULTS: Omit<CollectorConfig, 'dataDir'> = {
   forwardEndpoints: [],
   allowedHosts: [],
   allowedOrigins: [],
+  queryWorkers: 2,
+  queryTimeoutMs: 30_000,
 };
 
 type Env = Record<string, string | undefined>;
@@ -96,6 +102,8 @@ export function loadConfig(
     ingestLingerMs: num('AGENTRT_INGEST_LINGER_MS', DEFAULTS.ingestLingerMs, 0, 1000),
     retentionHours: num('AGENTRT_RETENTION_HOURS', DEFAULTS.retentionHours, 0, 1e6, false),
     maxDbMb: num('AGENTRT_MAX_DB_MB', DEFAULTS.maxDbMb, 0, 1e7, false),
+    queryWorkers: num('AGENTRT_QUERY_WORKERS', DEFAULTS.queryWorkers, 1, 64),
+    queryTimeoutMs: num('AGENTRT_QUERY_TIMEOUT_MS', DEFAULTS.queryTimeoutMs, 100, 3_600_000),
     forwardEndpoints: (raw('AGENTRT_FORWARD_ENDPOINTS') ?? '')
       .split(',')
       .map((s) => s.trim())

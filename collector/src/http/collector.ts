@@ -17,8 +17,7 @@ import {
   statusProtobuf,
 } from '../otlp/encode-response.js';
 import { OtlpDecodeError } from '../otlp/otlp-decode-error.js';
-import { runQuery } from '../query/engine.js';
-import { QueryError } from '../query/query-error.js';
+import { type QueryPool, QueryFailure, createQueryPool } from '../query/query-pool.js';
 import { type SpanStore, createSpanStore } from '../store/span-store.js';
 import { type WriterThread, startWriterThread } from '../store/writer-thread.js';
 import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
@@ -90,6 +89,19 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   try {
     writer = await startWriterThread({ path: store.path, traceIndexPercent, logger });
   } catch (error) {
+    store.close();
+    throw error;
+  }
+  let queries: QueryPool;
+  try {
+    queries = await createQueryPool({
+      path: store.path,
+      logger,
+      size: options.queryWorkers ?? DEFAULTS.queryWorkers,
+      timeoutMs: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
+    });
+  } catch (error) {
+    await writer.close();
     store.close();
     throw error;
   }
@@ -260,9 +272,15 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       if (startMs !== undefined) request.startMs = startMs;
       if (endMs !== undefined) request.endMs = endMs;
       try {
-        return sendJson(res, 200, runQuery(store.db, request.query, request));
+        const json = await queries.run(request.query, request);
+        return send(
+          res,
+          200,
+          'application/json; charset=utf-8',
+          Buffer.from(json.buffer, json.byteOffset, json.length),
+        );
       } catch (error) {
-        if (error instanceof QueryError) return sendJson(res, 400, error.toBody(request.query));
+        if (error instanceof QueryFailure) return sendJson(res, 400, error.body);
         throw error;
       }
     }
@@ -442,6 +460,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     });
   } catch (error) {
     live.close();
+    await queries.close();
     await writer.close();
     store.close();
     throw error;
@@ -498,6 +517,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           setTimeout(() => server.closeAllConnections(), 2000).unref();
         });
         await drained;
+        await queries.close();
         // The writer's connection closes first, so the main one is the last: it checkpoints the
         // WAL into the database and removes it.
         await writer.close();

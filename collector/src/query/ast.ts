@@ -1,3 +1,5 @@
+import type { Pattern } from './pattern.js';
+
 /** Query AST. Every node keeps the offset it came from, for errors raised while running. */
 export type Literal = string | number | boolean | null;
 
@@ -5,7 +7,7 @@ export type Expr =
   | { type: 'field'; path: string; pos: number }
   | { type: 'literal'; value: Literal; pos: number }
   | { type: 'cmp'; op: CmpOp; field: string; value: Literal; pos: number }
-  | { type: 'like'; field: string; regex: RegExp; negate: boolean; pos: number }
+  | { type: 'like'; field: string; pattern: Pattern; negate: boolean; pos: number }
   | { type: 'in'; field: string; values: Literal[]; negate: boolean; pos: number }
   | { type: 'present'; field: string; negate: boolean; pos: number }
   | { type: 'empty'; field: string; pos: number }

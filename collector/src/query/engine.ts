@@ -14,10 +14,12 @@ export interface QueryOptions {
   /** Only spans starting before this epoch-ms time. */
   endMs?: number;
   /**
-   * Give up (QueryError) once the scan has run this long. Queries run on the collector's event loop,
-   * so an unbounded scan would hold up ingest; default 30 s.
+   * Give up (QueryError) once the scan has run this long; default 30 s. (The collector runs queries
+   * on worker threads and ends a thread that runs past this, see query-pool.ts.)
    */
   maxQueryMs?: number;
+  /** Most rows held in memory for a later sort, filter or stats (QueryError past it); default 1,000,000. */
+  maxRows?: number;
 }
 
 /** How many rows are read between two checks of the time budget. */
@@ -199,6 +201,18 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
   const checkBudget = (): void => {
     if (scanned % BUDGET_CHECK_ROWS === 0 && performance.now() > deadline) throw overBudget();
   };
+  const maxRows = options.maxRows ?? 1_000_000;
+  const keep = (row: unknown): void => {
+    if (rows.length >= maxRows) {
+      throw new QueryError(
+        `more than ${maxRows} matching rows to hold for sort or stats; narrow the query with a time range or a filter on an indexed field`,
+        0,
+        [],
+        'QueryError',
+      );
+    }
+    rows.push(row);
+  };
   const first = rest[0];
   const sqlStats = first?.type === 'stats' && plan.stats ? statsInSql(db, first, plan.stats) : undefined;
   if (sqlStats) {
@@ -213,7 +227,7 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
       checkBudget();
       const rec = JSON.parse(r.doc) as SpanRecord;
       if (filter && !evaluate(filter, rec, get)) continue;
-      rows.push(rec);
+      keep(rec);
       if (rows.length >= stopAfter) break;
     }
   } else {
@@ -238,7 +252,7 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
         }
       }
       if (filter && !evaluate(filter, arr, get)) continue;
-      rows.push(arr);
+      keep(arr);
       if (rows.length >= stopAfter) break;
     }
   }

@@ -68,8 +68,7 @@ export function evaluate(expr: Expr, row: unknown, get: Getter): boolean {
     }
     case 'like': {
       const v = get(row, expr.field);
-      const hit = v !== undefined && v !== null && expr.regex.test(text(v));
-      expr.regex.lastIndex = 0;
+      const hit = v !== undefined && v !== null && expr.pattern.test(text(v));
       return hit !== expr.negate;
     }
     case 'in': {

@@ -93,11 +93,6 @@ export function tokenize(src: string): Token[] {
       j++;
       const flags = /^[a-z]*/.exec(src.slice(j))![0];
       j += flags.length;
-      try {
-        new RegExp(source, flags);
-      } catch (error) {
-        throw new QueryError(`invalid regular expression: ${(error as Error).message}`, start);
-      }
       tokens.push({ type: 'regex', text: source, flags, pos: start, end: j });
       i = j;
       continue;

@@ -1,5 +1,6 @@
 import type { Agg, AggFn, CmpOp, Command, Expr, GroupKey, Literal } from './ast.js';
 import { type Token, tokenize } from './lexer.js';
+import { MAX_REGEXES, type Pattern, regexPattern, substringPattern } from './pattern.js';
 import { QueryError } from './query-error.js';
 
 const COMMANDS = ['filter', 'fields', 'display', 'stats', 'sort', 'limit'];
@@ -41,6 +42,7 @@ export function parseQuery(src: string): Command[] {
   let depth = 0;
   let values = 0;
   let conditions = 0;
+  const regexes = new Set<string>();
   const peek = (): Token => tokens[i]!;
   const next = (): Token => tokens[i++]!;
   const isWord = (t: Token, w: string): boolean => t.type === 'ident' && t.text.toLowerCase() === w;
@@ -73,15 +75,23 @@ export function parseQuery(src: string): Command[] {
     return fail(['a string', 'a number', 'true', 'false', 'null']);
   }
 
-  function likePattern(): RegExp {
+  function likePattern(): Pattern {
     const t = peek();
     if (t.type === 'regex') {
       next();
-      return new RegExp(t.text, t.flags);
+      regexes.add(`${t.flags}/${t.text}`);
+      if (regexes.size > MAX_REGEXES)
+        throw new QueryError(
+          `query has more than ${MAX_REGEXES} regular expressions`,
+          t.pos,
+          [],
+          'QueryError',
+        );
+      return regexPattern(t.text, t.flags ?? '', t.pos);
     }
     if (t.type === 'string') {
       next();
-      return new RegExp(t.text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+      return substringPattern(t.text);
     }
     return fail(['a string', 'a /regex/']);
   }
@@ -128,7 +138,7 @@ export function parseQuery(src: string): Command[] {
     }
     if (isPunct(op, '=~')) {
       next();
-      return { type: 'like', field: f.path, regex: likePattern(), negate: false, pos: f.pos };
+      return { type: 'like', field: f.path, pattern: likePattern(), negate: false, pos: f.pos };
     }
     let negate = false;
     if (isWord(op, 'not')) {
@@ -137,7 +147,7 @@ export function parseQuery(src: string): Command[] {
     }
     if (isWord(peek(), 'like')) {
       next();
-      return { type: 'like', field: f.path, regex: likePattern(), negate, pos: f.pos };
+      return { type: 'like', field: f.path, pattern: likePattern(), negate, pos: f.pos };
     }
     if (isWord(peek(), 'in')) {
       next();

@@ -3,13 +3,21 @@ import type { QueryErrorBody } from '../wire-types.js';
 /** A query that cannot be parsed or run; carries the 0-based offset it points at. */
 export class QueryError extends Error {
   override name = 'QueryError';
+  readonly position: number;
+  readonly expected: string[];
+  readonly kind: QueryErrorBody['error'];
+  // Plain fields, not parameter properties: the query threads load this file with Node's type
+  // stripping when running from src/ (tests), which has no parameter properties.
   constructor(
     message: string,
-    readonly position: number,
-    readonly expected: string[] = [],
-    readonly kind: QueryErrorBody['error'] = 'QuerySyntaxError',
+    position: number,
+    expected: string[] = [],
+    kind: QueryErrorBody['error'] = 'QuerySyntaxError',
   ) {
     super(message);
+    this.position = position;
+    this.expected = expected;
+    this.kind = kind;
   }
 
   /** The HTTP 400 body, with the 1-based line and column of the position in `query`. */

@@ -32,9 +32,12 @@ export class WriterError extends Error {
   override name = 'WriterError';
 }
 
-// Running from src/ (the tests) the entry is TypeScript: Node strips the types, and this hook
-// resolves the `.js` specifiers tsc-style imports use to the `.ts` files next to them.
-const BOOTSTRAP = `
+/**
+ * The eval'd source of the collector's worker threads: imports `workerData.entry`. Running from
+ * src/ (the tests) the entry is TypeScript: Node strips the types, and this hook resolves the `.js`
+ * specifiers tsc-style imports use to the `.ts` files next to them.
+ */
+export const WORKER_BOOTSTRAP = `
 const { workerData } = require('node:worker_threads');
 if (workerData.entry.endsWith('.ts')) {
   require('node:module').registerHooks({
@@ -79,7 +82,7 @@ export async function startWriterThread(options: WriterThreadOptions) {
   let started = false;
 
   function spawn(): Promise<void> {
-    const w = new Worker(BOOTSTRAP, { eval: true, workerData: data });
+    const w = new Worker(WORKER_BOOTSTRAP, { eval: true, workerData: data });
     // The HTTP server keeps the process alive while the collector runs; close() refs it again
     // so the thread can finish its last batches and close its connection.
     w.unref();

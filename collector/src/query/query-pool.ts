@@ -1,0 +1,282 @@
+// Queries run on worker threads, each with its own read-only SQLite connection, so a heavy query
+// never holds up ingest, the UI or health checks on the main thread. Every query has a deadline
+// that really stops it: the engine's own budget stops a scan between rows, and past a grace period
+// the thread is terminated (a statement SQLite cannot interrupt) and a fresh one takes its place.
+import { Worker } from 'node:worker_threads';
+import { HttpError } from '../http/http-error.js';
+import type { Logger } from '../logger.js';
+import { WORKER_BOOTSTRAP } from '../store/writer-thread.js';
+import type { QueryErrorBody } from '../wire-types.js';
+import type { QueryOptions } from './engine.js';
+
+/** What a query thread starts with. */
+export interface QueryPoolData {
+  entry: string;
+  path: string;
+  maxResultBytes: number;
+  maxRows: number;
+}
+
+export type QueryRequest =
+  | {
+      type: 'query';
+      id: number;
+      query: string;
+      options: Pick<QueryOptions, 'startMs' | 'endMs' | 'maxQueryMs'>;
+    }
+  | { type: 'close' };
+export type QueryReply =
+  | { type: 'ready' }
+  | { type: 'result'; id: number; json: Uint8Array }
+  | { type: 'error'; id: number; body?: QueryErrorBody; message?: string };
+
+export interface QueryPoolOptions {
+  /** The database file (created and migrated already). */
+  path: string;
+  logger: Logger;
+  /** Query threads (default 2). */
+  size?: number;
+  /** A query's deadline (default 30 s): its scan stops there, its thread soon after. */
+  timeoutMs?: number;
+  /** Past the deadline, how long a thread may take to notice before it is terminated (default 1 s). */
+  graceMs?: number;
+  /** Queries waiting for a thread before new ones get 429 (default 16). */
+  maxQueued?: number;
+  /** Largest result (JSON bytes) before the query fails with a hint (default 64 MiB). */
+  maxResultBytes?: number;
+  /** Most rows a query may hold in memory for a later sort or stats (default 1,000,000). */
+  maxRows?: number;
+  /** V8 heap of a query thread (default 512 MiB); a query that needs more fails, the thread is replaced. */
+  maxHeapMb?: number;
+}
+
+/** A query the language refused or stopped: the 400 body. */
+export class QueryFailure extends Error {
+  override name = 'QueryFailure';
+  constructor(readonly body: QueryErrorBody) {
+    super(body.message);
+  }
+}
+
+interface Job {
+  id: number;
+  query: string;
+  options: Pick<QueryOptions, 'startMs' | 'endMs' | 'maxQueryMs'>;
+  resolve: (json: Uint8Array) => void;
+  reject: (error: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  ready: Promise<void>;
+  /** The thread is up (its connection open): it takes queries, and their deadlines start. */
+  up: boolean;
+  job?: Job;
+  timer?: NodeJS.Timeout;
+}
+
+const ENTRY = new URL(
+  import.meta.url.endsWith('.ts') ? './query-worker.ts' : './query-worker.js',
+  import.meta.url,
+).href;
+
+const stopped = (message: string): QueryErrorBody => ({
+  error: 'QueryError',
+  message,
+  position: 0,
+  line: 1,
+  column: 1,
+});
+
+/** Starts the query threads; resolves once they are ready. */
+export async function createQueryPool(options: QueryPoolOptions) {
+  const size = Math.max(1, options.size ?? 2);
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const graceMs = options.graceMs ?? 1000;
+  const maxQueued = options.maxQueued ?? 16;
+  const data: QueryPoolData = {
+    entry: ENTRY,
+    path: options.path,
+    maxResultBytes: options.maxResultBytes ?? 64 * 1024 * 1024,
+    maxRows: options.maxRows ?? 1_000_000,
+  };
+  const maxHeapMb = options.maxHeapMb ?? 512;
+  const queue: Job[] = [];
+  const slots: Slot[] = [];
+  let nextId = 1;
+  let closed = false;
+  const stats = { queries: 0, stoppedAtDeadline: 0, replacedThreads: 0, refused: 0 };
+
+  function spawn(): Slot {
+    const worker = new Worker(WORKER_BOOTSTRAP, {
+      eval: true,
+      workerData: data,
+      resourceLimits: { maxOldGenerationSizeMb: maxHeapMb },
+    });
+    worker.unref();
+    const slot: Slot = { worker, ready: Promise.resolve(), up: false };
+    let lastError: Error | undefined;
+    slot.ready = new Promise<void>((resolve, reject) => {
+      worker.on('message', (m: QueryReply) => {
+        if (m.type === 'ready') {
+          slot.up = true;
+          resolve();
+          dispatch();
+          return;
+        }
+        const job = slot.job;
+        if (!job || job.id !== m.id) return;
+        finish(slot);
+        if (m.type === 'result') job.resolve(m.json);
+        else if (m.body) job.reject(new QueryFailure(m.body));
+        else job.reject(new HttpError(500, 'internal', `query failed: ${m.message}`));
+        dispatch();
+      });
+      worker.on('error', (error) => (lastError = error));
+      worker.on('exit', (code) => {
+        reject(lastError ?? new Error(`query thread exited with code ${code}`));
+        const i = slots.indexOf(slot);
+        if (i >= 0) slots.splice(i, 1);
+        const job = slot.job;
+        finish(slot);
+        if (job) {
+          const oom = (lastError as { code?: string } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
+          job.reject(
+            oom
+              ? new QueryFailure(
+                  stopped(
+                    `the query needed more than ${maxHeapMb} MiB; narrow it with a time range, a filter or fields`,
+                  ),
+                )
+              : new HttpError(
+                  503,
+                  'query_thread_failed',
+                  `the query thread stopped (${lastError?.message ?? `exit code ${code}`})`,
+                  {
+                    expose: true,
+                  },
+                ),
+          );
+        }
+        // A thread ended at a deadline was replaced already (retire).
+        if (!closed && i >= 0) {
+          options.logger.warn('query thread stopped; replacing it', {
+            error: lastError ?? `exit code ${code}`,
+          });
+          stats.replacedThreads++;
+          // One that could not even start (its connection) is retried after a pause, not in a loop.
+          if (slot.up) slots.push(spawn());
+          else setTimeout(() => !closed && slots.push(spawn()), 1000).unref();
+        }
+      });
+    });
+    // A thread that fails to start is replaced by its exit handler; nobody awaits this one.
+    slot.ready.catch(() => {});
+    return slot;
+  }
+
+  function finish(slot: Slot): void {
+    clearTimeout(slot.timer);
+    slot.timer = undefined;
+    slot.job = undefined;
+  }
+
+  /** Ends a thread that ran past a deadline; a fresh one takes its place right away. */
+  function retire(slot: Slot): void {
+    const i = slots.indexOf(slot);
+    if (i >= 0) slots.splice(i, 1);
+    void slot.worker.terminate();
+    if (closed) return;
+    stats.replacedThreads++;
+    slots.push(spawn());
+  }
+
+  function dispatch(): void {
+    for (const slot of slots) {
+      if (slot.job || !slot.up) continue;
+      const job = queue.shift();
+      if (!job) return;
+      slot.job = job;
+      stats.queries++;
+      slot.worker.postMessage({
+        type: 'query',
+        id: job.id,
+        query: job.query,
+        options: job.options,
+      } satisfies QueryRequest);
+      // The engine stops its own scan at the deadline; a statement it cannot interrupt (one big
+      // GROUP BY) ends with the thread.
+      slot.timer = setTimeout(() => {
+        if (slot.job !== job) return;
+        stats.stoppedAtDeadline++;
+        finish(slot);
+        job.reject(
+          new QueryFailure(
+            stopped(
+              `query stopped at its ${timeoutMs} ms deadline; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
+            ),
+          ),
+        );
+        retire(slot);
+      }, timeoutMs + graceMs);
+    }
+  }
+
+  for (let i = 0; i < size; i++) slots.push(spawn());
+  try {
+    await Promise.all(slots.map((s) => s.ready));
+  } catch (error) {
+    closed = true;
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+    throw error;
+  }
+
+  return {
+    stats,
+    /** Queries waiting for a thread. */
+    get queued(): number {
+      return queue.length;
+    },
+    /**
+     * Runs a query on a thread; resolves with the QueryResponse as JSON bytes. Rejects with
+     * QueryFailure (a 400 body), or HttpError 429 when too many queries wait, 503 when closing.
+     */
+    run(query: string, range: Pick<QueryOptions, 'startMs' | 'endMs'> = {}): Promise<Uint8Array> {
+      if (closed)
+        return Promise.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
+      const busy = slots.every((s) => s.job);
+      if (busy && queue.length >= maxQueued) {
+        stats.refused++;
+        return Promise.reject(
+          new HttpError(
+            429,
+            'too_many_queries',
+            `${queue.length} queries are waiting already; retry shortly`,
+            {
+              headers: { 'retry-after': '1' },
+            },
+          ),
+        );
+      }
+      return new Promise<Uint8Array>((resolve, reject) => {
+        queue.push({ id: nextId++, query, options: { ...range, maxQueryMs: timeoutMs }, resolve, reject });
+        dispatch();
+      });
+    },
+    /** Fails what waits, stops the threads. */
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      for (const job of queue.splice(0))
+        job.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
+      await Promise.all(
+        slots.map(async (s) => {
+          clearTimeout(s.timer);
+          await s.worker.terminate();
+        }),
+      );
+    },
+  };
+}
+
+export type QueryPool = Awaited<ReturnType<typeof createQueryPool>>;

@@ -1,0 +1,43 @@
+// A query thread's entry (started by query-pool.ts): its own read-only connection to the store;
+// runs one query at a time and answers with the response's JSON bytes (moved, not copied).
+import { DatabaseSync } from 'node:sqlite';
+import { parentPort, workerData } from 'node:worker_threads';
+import { runQuery } from './engine.js';
+import type { QueryPoolData, QueryReply, QueryRequest } from './query-pool.js';
+import { QueryError } from './query-error.js';
+
+const port = parentPort!;
+const { path, maxResultBytes, maxRows } = workerData as QueryPoolData;
+const db = new DatabaseSync(path, { readOnly: true });
+// Reads never wait on the writer in WAL mode; the timeout covers a checkpoint's brief lock.
+db.exec(`PRAGMA busy_timeout = 5000; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;
+  PRAGMA mmap_size = 268435456;`);
+const encoder = new TextEncoder();
+const reply = (message: QueryReply, transfer: ArrayBuffer[] = []): void =>
+  port.postMessage(message, transfer);
+
+port.on('message', (m: QueryRequest) => {
+  if (m.type === 'close') {
+    db.close();
+    port.close();
+    return;
+  }
+  try {
+    const response = runQuery(db, m.query, { ...m.options, maxRows });
+    const json = encoder.encode(JSON.stringify(response));
+    if (json.length > maxResultBytes) {
+      throw new QueryError(
+        `the result is ${json.length} bytes, more than ${maxResultBytes}; select fewer fields (not @message) or a smaller limit`,
+        0,
+        [],
+        'QueryError',
+      );
+    }
+    // The bytes move to the main thread (no copy).
+    reply({ type: 'result', id: m.id, json }, [json.buffer]);
+  } catch (error) {
+    if (error instanceof QueryError) reply({ type: 'error', id: m.id, body: error.toBody(m.query) });
+    else reply({ type: 'error', id: m.id, message: error instanceof Error ? error.message : String(error) });
+  }
+});
+reply({ type: 'ready' });
