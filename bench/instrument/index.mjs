@@ -609,6 +609,11 @@ async function measureAgent(workload) {
   rmSync(PROFILE_DIR, { recursive: true, force: true });
   mkdirSync(PROFILE_DIR, { recursive: true });
   const profiled = await agentRound(workload, THROUGHPUT_ROUNDS, true);
+  // the window, for reading the profiles again: node bench/instrument/profile-breakdown.mjs <file>
+  writeFileSync(
+    join(PROFILE_DIR, 'window.json'),
+    `${JSON.stringify({ fromUs: profiled.fromUs, toUs: profiled.toUs, variants: workload.variants.map((v) => [v.prefix, v.name]) })}\n`,
+  );
   const rows = workload.variants.map((v, i) => {
     const pick = (key) => median(rounds.map((r) => r[i][key]));
     return {

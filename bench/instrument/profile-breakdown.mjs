@@ -5,9 +5,12 @@
 // Samples are counted, not weighted by the time since the previous one: on a shared machine a
 // process waits for a core between samples, and that wait would be charged to whatever function
 // happened to run next.
-// Used by bench/instrument/index.mjs; on its own it prints a profile's parts and top functions:
-//   node bench/instrument/profile-breakdown.mjs <file.cpuprofile> [top functions, default 25]
-import { readFileSync } from 'node:fs';
+// Used by bench/instrument/index.mjs; on its own it prints a profile's parts and top functions
+// inside the window the bench measured (window.json beside the profile), or the functions whose
+// share grew most against a second (bare node's) profile:
+//   node bench/instrument/profile-breakdown.mjs <file.cpuprofile> [<bare.cpuprofile>] [--top N]
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -105,13 +108,22 @@ export function perRequest({ busy, parts }, cpuUsPerRequest) {
 export const PART_NAMES = [...PARTS.map(([p]) => p), GC, NATIVE, OTHER];
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const [file, top = '25'] = process.argv.slice(2);
-  const { busy, parts, functions } = profileParts(JSON.parse(readFileSync(file, 'utf8')));
-  console.log(`${busy} busy samples`);
-  for (const [p, us] of [...parts].sort((a, b) => b[1] - a[1])) {
-    console.log(`${((us / busy) * 100).toFixed(1).padStart(5)}%  ${p}`);
-  }
-  for (const [f, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, Number(top))) {
-    console.log(`${((us / busy) * 100).toFixed(2).padStart(6)}%  ${f}`);
-  }
+  const args = process.argv.slice(2);
+  const top = args.includes('--top') ? Number(args[args.indexOf('--top') + 1]) : 25;
+  const [file, bareFile] = args.filter((a) => a.endsWith('.cpuprofile'));
+  const windowFile = join(dirname(file), 'window.json');
+  const { fromUs, toUs } = existsSync(windowFile) ? JSON.parse(readFileSync(windowFile, 'utf8')) : {};
+  const read = (f) => profileParts(JSON.parse(readFileSync(f, 'utf8')), fromUs, toUs);
+  const { busy, parts, functions } = read(file);
+  const pct = (x) => `${(x * 100).toFixed(2).padStart(6)}%`;
+  console.log(`${busy} busy samples${fromUs === undefined ? '' : ' in the measured window'}`);
+  for (const [p, n] of [...parts].sort((a, b) => b[1] - a[1])) console.log(`${pct(n / busy)}  ${p}`);
+  const bare = bareFile === undefined ? undefined : read(bareFile);
+  const share = (m, total, f) => (m.get(f) ?? 0) / total;
+  const rows = [...new Set([...functions.keys(), ...(bare?.functions.keys() ?? [])])].map((f) => [
+    f,
+    share(functions, busy, f) - (bare ? share(bare.functions, bare.busy, f) : 0),
+  ]);
+  console.log(bare ? "\nshare of busy samples, minus bare node's:" : '\nshare of busy samples:');
+  for (const [f, d] of rows.sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(d)}  ${f}`);
 }

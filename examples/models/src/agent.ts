@@ -2,6 +2,7 @@ import { Agent, type AgentResult, type AgentStreamEvent, type Tool } from '@stra
 import type { WeatherApiConfig } from './config.js';
 import { traceAgentRun } from './genai-telemetry.js';
 import type { ModelSelection } from './providers.js';
+import { skipUnrecordedStrandsSpanWork } from './strands-telemetry.js';
 import { createHttpRequestTool, createReadyToSummarizeTool } from './tools.js';
 
 /** The weather assistant's instructions (the Strands weather pattern, pointed at the configured API). */
@@ -92,13 +93,16 @@ function answerOf(result: AgentResult, options: AgentRunOptions): AgentAnswer {
 }
 
 function buildAgent(options: AgentRunOptions, tools: Tool[], streaming: boolean): Agent {
-  return new Agent({
+  const agent = new Agent({
     name: options.agentName ?? 'weather',
     model: options.model.model,
     systemPrompt: weatherSystemPrompt(options.weatherApi.baseUrl, streaming),
     tools,
     printer: false,
   });
+  // its spans are suppressed in the run (the GenAI layer makes the convention's): skip their work
+  skipUnrecordedStrandsSpanWork(agent);
+  return agent;
 }
 
 /**

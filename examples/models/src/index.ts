@@ -36,6 +36,7 @@ export {
   traceAgentRun,
   traceToolCall,
 } from './genai-telemetry.js';
+export { skipUnrecordedStrandsSpanWork } from './strands-telemetry.js';
 export {
   type LogFields,
   type LogLevel,
