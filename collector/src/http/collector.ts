@@ -2,12 +2,8 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { DEFAULTS, type CollectorConfig } from '../config.js';
 import { type Logger, silentLogger } from '../logger.js';
-import {
-  decodeLogsRequestJson,
-  decodeMetricsRequestJson,
-  decodeTraceRequestJson,
-} from '../otlp/decode-json.js';
-import { decodeLogsRequest, decodeMetricsRequest, decodeTraceRequest } from '../otlp/decode-protobuf.js';
+import { decodeLogsRequestJson, decodeTraceRequestJson } from '../otlp/decode-json.js';
+import { decodeLogsRequest, decodeTraceRequest } from '../otlp/decode-protobuf.js';
 import { logsToOtlpJson, spansToOtlpJson } from '../otlp/encode-json.js';
 import {
   type Signal,
@@ -18,6 +14,9 @@ import {
 } from '../otlp/encode-response.js';
 import { OtlpDecodeError } from '../otlp/otlp-decode-error.js';
 import { type QueryPool, QueryFailure, createQueryPool } from '../query/query-pool.js';
+import { decodeMetricPoints, decodeMetricPointsJson } from '../metrics/decode-metrics.js';
+import { metricsAndLogsApi } from '../metrics/metric-routes.js';
+import { type MetricLimits, type MetricStore, createMetricStore } from '../metrics/metric-store.js';
 import { type SpanStore, createSpanStore } from '../store/span-store.js';
 import { type WriterThread, startWriterThread } from '../store/writer-thread.js';
 import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
@@ -48,6 +47,8 @@ export interface CollectorOptions extends Partial<CollectorConfig> {
   flushDelayMs?: number;
   /** How often retention runs (default 60 s). */
   retentionIntervalMs?: number;
+  /** Series limits of the metrics store (attribute cardinality). */
+  metricLimits?: Partial<MetricLimits>;
   /** How often stale trace/session summaries are rebuilt in the background (default 2 s; 0: only on read). */
   summaryRefreshIntervalMs?: number;
 }
@@ -61,6 +62,8 @@ export interface Collector {
   store: SpanStore;
   /** The store's writer thread, which commits ingested batches (tests, diagnostics). */
   writer: WriterThread;
+  /** The metrics store (metrics.sqlite beside the span store). */
+  metrics: MetricStore;
   /** Stops accepting, flushes queued writes, closes the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -105,6 +108,10 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     store.close();
     throw error;
   }
+  const metrics = createMetricStore({
+    dataDir: options.dataDir,
+    ...(options.metricLimits ? { limits: options.metricLimits } : {}),
+  });
   const live = createLiveHub();
   const queue = createIngestQueue({
     write: async (spans, logs) => {
@@ -163,8 +170,11 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       await queue.enqueue([], d.logs);
       counters.logs += d.logs.length;
     } else {
-      const d = encoding === 'protobuf' ? decodeMetricsRequest(body) : decodeMetricsRequestJson(body);
-      counters.metricDataPoints += d.dataPoints;
+      const d = encoding === 'protobuf' ? decodeMetricPoints(body) : decodeMetricPointsJson(body);
+      const stored = metrics.ingest(d.points);
+      rejected = d.rejected + stored.rejected;
+      message = d.rejectReason ?? stored.rejectReason;
+      counters.metricDataPoints += stored.stored;
     }
     counters.rejected += rejected;
     if (forwarder.enabled) {
@@ -285,6 +295,8 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       }
     }
     if (!get) throw new HttpError(405, 'method_not_allowed', `use GET for ${path}`);
+    const answer = metricsAndLogsApi(path, params, { metrics, spansDb: store.db });
+    if (answer !== undefined) return sendJson(res, 200, answer);
     if (path === '/api/traces') {
       const status = params.get('status') || undefined;
       if (status && status !== 'error' && status !== 'ok') {
@@ -463,6 +475,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     await queries.close();
     await writer.close();
     store.close();
+    metrics.close();
     throw error;
   }
   const address = server.address() as AddressInfo;
@@ -490,6 +503,8 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     try {
       const deleted = store.applyRetention({ maxAgeMs, maxBytes });
       if (deleted) logger.info('retention deleted old spans', { deleted });
+      const points = metrics.applyRetention({ maxAgeMs, maxBytes });
+      if (points) logger.info('retention deleted old metric points', { points });
     } catch (error) {
       logger.warn('retention failed', { error });
     }
@@ -504,6 +519,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     host,
     store,
     writer,
+    metrics,
     close(): Promise<void> {
       closing ??= (async () => {
         clearInterval(refresher);
@@ -522,6 +538,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
         // WAL into the database and removes it.
         await writer.close();
         store.close();
+        metrics.close();
       })();
       return closing;
     },

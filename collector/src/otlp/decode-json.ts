@@ -31,19 +31,19 @@ function isObj(v: unknown): v is Obj {
 
 const EMPTY: unknown[] = [];
 
-function list(v: unknown, field: string): unknown[] {
+export function list(v: unknown, field: string): unknown[] {
   if (v === undefined || v === null) return EMPTY;
   if (!Array.isArray(v)) throw new OtlpDecodeError('must be an array', field);
   return v;
 }
 
-function obj(v: unknown, field: string): Obj {
+export function obj(v: unknown, field: string): Obj {
   if (v === undefined || v === null) return {};
   if (!isObj(v)) throw new OtlpDecodeError('must be an object', field);
   return v;
 }
 
-function str(v: unknown, field: string): string {
+export function str(v: unknown, field: string): string {
   if (typeof v === 'string') return v;
   if (v === undefined || v === null) return '';
   throw new OtlpDecodeError('must be a string', field);
@@ -52,7 +52,7 @@ function str(v: unknown, field: string): string {
 const INT_RE = /^-?\d+$/;
 
 /** int64/uint64/fixed64: a decimal string or a number. */
-function int64(v: unknown, field: string): number {
+export function int64(v: unknown, field: string): number {
   if (typeof v === 'number' && Number.isFinite(v)) return v;
   if (typeof v === 'string' && INT_RE.test(v)) return Number(v);
   if (v === undefined || v === null) return 0;
@@ -182,7 +182,7 @@ function keyValues(arr: unknown[], depth = 0): Attributes {
   return out;
 }
 
-function attributesOf(o: Obj): Attributes {
+export function attributesOf(o: Obj): Attributes {
   const a = o.attributes;
   if (a === undefined || a === null) return {};
   try {
@@ -204,7 +204,7 @@ function scopeOf(v: unknown): { name: string; version?: string } {
   }
 }
 
-function parse(body: string | Uint8Array): Obj {
+export function parse(body: string | Uint8Array): Obj {
   let root: unknown;
   try {
     // A view of the bytes, not Buffer.from(body): that copies them first.
@@ -220,8 +220,8 @@ function parse(body: string | Uint8Array): Obj {
   return root;
 }
 
-/** Walks resource → scope → items for traces and logs. */
-function eachScoped(
+/** Walks resource → scope → items for traces, logs and metrics. */
+export function eachScoped(
   root: Obj,
   resourceKey: string,
   scopeKey: string,

@@ -89,7 +89,7 @@ function anyValue(r: ProtobufReader, depth: number): AttributeValue {
  * Reads the KeyValue message that follows in `r` into `into`. The message (and its AnyValue) is
  * read through `r` itself, narrowed to the message's bytes: no reader object per attribute.
  */
-function keyValue(r: ProtobufReader, into: Attributes, depth: number): void {
+export function keyValue(r: ProtobufReader, into: Attributes, depth: number): void {
   const outer = r.enter();
   let key = '';
   let value: AttributeValue = null;
@@ -129,8 +129,8 @@ function scope(r: ProtobufReader): { name: string; version?: string } {
   return s;
 }
 
-/** Walks Resource* → Scope* → item envelopes shared by traces and logs. */
-function eachScoped(
+/** Walks Resource* → Scope* → item envelopes shared by traces, logs and metrics. */
+export function eachScoped(
   bytes: Uint8Array,
   itemField: number,
   onItem: (r: ProtobufReader, env: Envelope) => void,

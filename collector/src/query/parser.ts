@@ -16,7 +16,8 @@ export const MAX_VALUES = 5000;
 /** Most conditions in one query. */
 export const MAX_CONDITIONS = 1000;
 
-const UNIT_MS: Record<string, number> = {
+/** Duration units of the query language (also what `since=` of the metrics and logs API takes). */
+export const UNIT_MS: Record<string, number> = {
   ms: 1,
   s: 1000,
   sec: 1000,

@@ -1,0 +1,91 @@
+import type { Attributes } from '../wire-types.js';
+
+export type MetricKind = 'gauge' | 'sum' | 'histogram' | 'exponential_histogram' | 'summary';
+export type Temporality = 'delta' | 'cumulative' | 'unspecified';
+
+/** Buckets of one side of an exponential histogram: counts from bucket index `offset` upward. */
+export interface ExpBuckets {
+  offset: number;
+  counts: number[];
+}
+
+/** One decoded OTLP data point with its metric's identity (the unit of metrics ingest). */
+export interface MetricPoint {
+  name: string;
+  description: string;
+  unit: string;
+  kind: MetricKind;
+  temporality: Temporality;
+  monotonic: boolean;
+  resource: Attributes;
+  scope: string;
+  attributes: Attributes;
+  /** Nanoseconds since the epoch as numbers (microsecond precision is all the store keeps). */
+  startTimeUnixNano: number;
+  timeUnixNano: number;
+  /** gauge and sum */
+  value?: number;
+  /** histogram, exponential histogram, summary */
+  count?: number;
+  sum?: number;
+  min?: number;
+  max?: number;
+  /** histogram: upper bounds (the last bucket is +Inf) and one more count than bounds */
+  bounds?: number[];
+  bucketCounts?: number[];
+  /** exponential histogram */
+  scale?: number;
+  zeroCount?: number;
+  positive?: ExpBuckets;
+  negative?: ExpBuckets;
+}
+
+/** What a decoded ExportMetricsServiceRequest yields. */
+export interface DecodedMetricPoints {
+  points: MetricPoint[];
+  /** Data points refused (NaN, negative counts, summaries, …): reported as partial success. */
+  rejected: number;
+  rejectReason?: string;
+}
+
+/**
+ * Checks a point before it is stored; returns why it is refused. A point that cannot be right
+ * (a NaN, a negative count, buckets that do not add up) is refused alone, never the whole request.
+ */
+export function invalidReason(p: MetricPoint): string | undefined {
+  const where = `metric ${JSON.stringify(p.name)}`;
+  if (!p.name) return 'a metric has no name';
+  if (!Number.isFinite(p.timeUnixNano) || p.timeUnixNano <= 0) return `${where}: timeUnixNano is missing`;
+  if (p.kind === 'summary') return `${where}: summary points are not stored (use a histogram)`;
+  if (p.kind === 'gauge' || p.kind === 'sum') {
+    if (p.value === undefined || !Number.isFinite(p.value)) return `${where}: value is ${String(p.value)}`;
+    if (p.kind === 'sum' && p.monotonic && p.value < 0)
+      return `${where}: a monotonic sum is negative (${p.value})`;
+    return undefined;
+  }
+  const count = p.count ?? 0;
+  if (!Number.isFinite(count) || count < 0) return `${where}: count is ${count}`;
+  for (const v of [p.sum, p.min, p.max])
+    if (v !== undefined && !Number.isFinite(v)) return `${where}: sum/min/max is ${v}`;
+  const counts =
+    p.kind === 'histogram'
+      ? (p.bucketCounts ?? [])
+      : [...(p.positive?.counts ?? []), ...(p.negative?.counts ?? []), p.zeroCount ?? 0];
+  let total = 0;
+  for (const c of counts) {
+    if (!Number.isFinite(c) || c < 0) return `${where}: a bucket count is ${c}`;
+    total += c;
+  }
+  if (p.kind === 'histogram') {
+    const bounds = p.bounds ?? [];
+    if (counts.length && counts.length !== bounds.length + 1)
+      return `${where}: ${counts.length} bucket counts for ${bounds.length} bounds (need bounds + 1)`;
+    for (let i = 0; i < bounds.length; i++)
+      if (!Number.isFinite(bounds[i]) || (i > 0 && bounds[i]! <= bounds[i - 1]!))
+        return `${where}: explicit bounds must be finite and increasing`;
+  } else if (p.scale === undefined || !Number.isInteger(p.scale) || p.scale < -10 || p.scale > 20)
+    return `${where}: scale ${p.scale} is outside -10..20`;
+  if (counts.length && Math.abs(total - count) > 0.5)
+    return `${where}: bucket counts add up to ${total}, count is ${count}`;
+  return undefined;
+}

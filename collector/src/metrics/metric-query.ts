@@ -1,0 +1,299 @@
+import type { AttributeValue } from '../wire-types.js';
+import { type MetricKind } from './metric-point.js';
+import { type MetricSeries, type MetricStore, type StoredBuckets } from './metric-store.js';
+
+/** A time-series question: one metric, filtered and grouped by attributes, in time buckets. */
+export interface MetricQuery {
+  name: string;
+  /** sum, rate, avg, min, max, count, or a percentile pNN (histograms). Default by kind. */
+  fn?: string;
+  /** Attributes to group by (point attributes, then resource attributes; `service.name` too). */
+  by?: string[];
+  /** `key=value` / `key!=value` filters, all of which must hold. */
+  where?: string[];
+  startMs: number;
+  endMs: number;
+  /** Bucket width; default: the range in at most 300 buckets, at least 1 s. */
+  stepMs?: number;
+}
+
+export interface MetricSeriesResult {
+  group: Record<string, string>;
+  /** [bucket start ms, value or null when the bucket has no data] */
+  points: [number, number | null][];
+}
+
+export interface MetricQueryResult {
+  name: string;
+  kind: MetricKind;
+  unit: string;
+  fn: string;
+  startMs: number;
+  endMs: number;
+  stepMs: number;
+  series: MetricSeriesResult[];
+  /** Groups beyond MAX_GROUPS were left out (the largest are kept). */
+  truncated?: boolean;
+}
+
+/** Thrown for a query that cannot be answered as asked (HTTP 400 with the message). */
+export class MetricQueryError extends Error {
+  override name = 'MetricQueryError';
+  constructor(
+    message: string,
+    readonly status = 400,
+  ) {
+    super(message);
+  }
+}
+
+export const MAX_BUCKETS = 5000;
+export const MAX_GROUPS = 200;
+const DEFAULT_BUCKETS = 300;
+
+const FNS_BY_KIND: Record<MetricKind, readonly string[]> = {
+  sum: ['sum', 'rate', 'avg', 'min', 'max', 'count'],
+  gauge: ['avg', 'min', 'max', 'sum', 'count'],
+  histogram: ['p50', 'sum', 'count', 'rate', 'avg', 'min', 'max'],
+  exponential_histogram: ['p50', 'sum', 'count', 'rate', 'avg', 'min', 'max'],
+  summary: [],
+};
+const PERCENTILE = /^p(\d{1,2}(\.\d+)?|100)$/;
+
+function attributeOf(s: MetricSeries, key: string): AttributeValue | undefined {
+  if (key in s.attributes) return s.attributes[key];
+  if (key in s.resource) return s.resource[key];
+  if (key === 'service.name') return s.service;
+  return undefined;
+}
+
+const text = (v: AttributeValue | undefined): string =>
+  v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v);
+
+function parseWhere(where: string[]): ((s: MetricSeries) => boolean)[] {
+  return where.map((w) => {
+    const m = /^\s*([^!=\s]+)\s*(!?=)\s*(.*?)\s*$/.exec(w);
+    if (!m) throw new MetricQueryError(`where: ${JSON.stringify(w)} is not key=value or key!=value`);
+    const [, key, op, raw] = m as unknown as [string, string, string, string];
+    const value = raw.replace(/^"(.*)"$/, '$1');
+    return op === '='
+      ? (s) => text(attributeOf(s, key)) === value
+      : (s) => text(attributeOf(s, key)) !== value;
+  });
+}
+
+/** [lower, upper, count] buckets of one stored histogram point. */
+function bucketsOf(b: StoredBuckets): [number, number, number][] {
+  const out: [number, number, number][] = [];
+  if ('b' in b) {
+    for (let i = 0; i < b.c.length; i++) {
+      const c = b.c[i]!;
+      if (c > 0) out.push([i === 0 ? -Infinity : b.b[i - 1]!, i < b.b.length ? b.b[i]! : Infinity, c]);
+    }
+    return out;
+  }
+  const base = 2 ** (2 ** -b.s);
+  if (b.z > 0) out.push([0, 0, b.z]);
+  b.p?.counts.forEach((c, i) => {
+    if (c > 0) out.push([base ** (b.p!.offset + i), base ** (b.p!.offset + i + 1), c]);
+  });
+  b.n?.counts.forEach((c, i) => {
+    if (c > 0) out.push([-(base ** (b.n!.offset + i + 1)), -(base ** (b.n!.offset + i)), c]);
+  });
+  return out;
+}
+
+/** The q-quantile of merged buckets, linear within a bucket; infinite edges clamp to min/max. */
+export function percentileOf(
+  merged: Map<string, [number, number, number]>,
+  q: number,
+  min: number,
+  max: number,
+): number | null {
+  const buckets = [...merged.values()].sort((a, b) => a[1] - b[1] || a[0] - b[0]);
+  const total = buckets.reduce((n, b) => n + b[2], 0);
+  if (total <= 0) return null;
+  const rank = q * total;
+  let seen = 0;
+  for (const [lower, upper, count] of buckets) {
+    if (seen + count >= rank) {
+      const lo = Number.isFinite(lower) ? Math.max(lower, min) : min;
+      const hi = Number.isFinite(upper) ? Math.min(upper, max) : max;
+      if (!Number.isFinite(lo) || !Number.isFinite(hi)) return Number.isFinite(hi) ? hi : lo;
+      return lo + ((hi - lo) * (rank - seen)) / count;
+    }
+    seen += count;
+  }
+  return Number.isFinite(max) ? max : buckets.at(-1)![1];
+}
+
+interface Cell {
+  delta: number;
+  value: number;
+  count: number;
+  points: number;
+  min: number;
+  max: number;
+  /** Σ of the raw values (gauge values; histogram sums) */
+  raw: number;
+  buckets?: Map<string, [number, number, number]>;
+}
+
+const newCell = (): Cell => ({
+  delta: 0,
+  value: 0,
+  count: 0,
+  points: 0,
+  min: Infinity,
+  max: -Infinity,
+  raw: 0,
+});
+
+/** Answers a time-series query from the metric store. Throws MetricQueryError for a bad question. */
+export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResult {
+  if (!q.name) throw new MetricQueryError('name is required (GET /api/metrics lists the names)');
+  if (!Number.isFinite(q.startMs) || !Number.isFinite(q.endMs) || q.endMs <= q.startMs)
+    throw new MetricQueryError('startMs must be before endMs');
+  const all = store.seriesOf(q.name);
+  if (!all.length) throw new MetricQueryError(`no metric named ${JSON.stringify(q.name)}`, 404);
+  const kind = all[0]!.kind;
+  const allowed = FNS_BY_KIND[kind];
+  const fn = q.fn ?? allowed[0]!;
+  const percentile = PERCENTILE.exec(fn);
+  const histogram = kind === 'histogram' || kind === 'exponential_histogram';
+  if (!(allowed.includes(fn) || (histogram && percentile)))
+    throw new MetricQueryError(
+      `fn ${JSON.stringify(fn)} does not apply to ${kind} ${JSON.stringify(q.name)}; use ${allowed.join(', ')}${histogram ? ' or a percentile pNN' : ''}`,
+    );
+  const rangeMs = q.endMs - q.startMs;
+  const stepMs = q.stepMs ?? Math.max(1000, Math.ceil(rangeMs / DEFAULT_BUCKETS / 1000) * 1000);
+  if (!Number.isFinite(stepMs) || stepMs < 1) throw new MetricQueryError('stepMs must be a positive number');
+  const buckets = Math.ceil(rangeMs / stepMs);
+  if (buckets > MAX_BUCKETS)
+    throw new MetricQueryError(`${buckets} time buckets asked for; at most ${MAX_BUCKETS} (raise stepMs)`);
+  const filters = parseWhere(q.where ?? []);
+  const by = q.by ?? [];
+  const chosen = all.filter((s) => filters.every((f) => f(s)));
+  const groupOf = new Map<number, string>();
+  const groups = new Map<string, Record<string, string>>();
+  for (const s of chosen) {
+    const group: Record<string, string> = {};
+    for (const key of by) group[key] = text(attributeOf(s, key));
+    const key = JSON.stringify(group);
+    groupOf.set(s.id, key);
+    if (!groups.has(key)) groups.set(key, group);
+  }
+
+  const cells = new Map<string, Cell[]>(); // group → one cell per time bucket
+  const startUs = q.startMs * 1000;
+  const stepUs = stepMs * 1000;
+  const wantBuckets = histogram && percentile !== null;
+  const rows = store.db
+    .prepare(
+      `SELECT series_id AS s, CAST((time_us - ?) / ? AS INTEGER) AS b, sum(delta) AS d, sum(value) AS v, sum(count) AS c,
+         count(*) AS n, min(coalesce(min, value)) AS mn, max(coalesce(max, value)) AS mx
+       FROM metric_points WHERE series_id IN (SELECT value FROM json_each(?)) AND time_us >= ? AND time_us < ?
+       GROUP BY s, b`,
+    )
+    .all(startUs, stepUs, JSON.stringify(chosen.map((s) => s.id)), startUs, q.endMs * 1000) as {
+    s: number;
+    b: number;
+    d: number | null;
+    v: number;
+    c: number | null;
+    n: number;
+    mn: number | null;
+    mx: number | null;
+  }[];
+  const cellOf = (group: string, b: number): Cell => {
+    let list = cells.get(group);
+    if (!list) cells.set(group, (list = Array.from({ length: buckets }, newCell)));
+    return list[b]!;
+  };
+  for (const r of rows) {
+    const group = groupOf.get(r.s)!;
+    const cell = cellOf(group, r.b);
+    cell.delta += r.d ?? 0;
+    // A gauge's sum across series adds each series' own average in the bucket.
+    cell.value += kind === 'gauge' ? r.v / r.n : r.v;
+    cell.raw += r.v;
+    cell.count += r.c ?? 0;
+    cell.points += r.n;
+    if (r.mn !== null) cell.min = Math.min(cell.min, r.mn);
+    if (r.mx !== null) cell.max = Math.max(cell.max, r.mx);
+  }
+  if (wantBuckets) {
+    const bucketRows = store.db
+      .prepare(
+        `SELECT series_id AS s, CAST((time_us - ?) / ? AS INTEGER) AS b, buckets FROM metric_points
+         WHERE series_id IN (SELECT value FROM json_each(?)) AND time_us >= ? AND time_us < ? AND buckets IS NOT NULL`,
+      )
+      .iterate(
+        startUs,
+        stepUs,
+        JSON.stringify(chosen.map((s) => s.id)),
+        startUs,
+        q.endMs * 1000,
+      ) as Iterable<{
+      s: number;
+      b: number;
+      buckets: string;
+    }>;
+    for (const r of bucketRows) {
+      const cell = cellOf(groupOf.get(r.s)!, r.b);
+      const merged = (cell.buckets ??= new Map());
+      for (const [lo, hi, c] of bucketsOf(JSON.parse(r.buckets) as StoredBuckets)) {
+        const key = `${lo}|${hi}`;
+        const had = merged.get(key);
+        if (had) had[2] += c;
+        else merged.set(key, [lo, hi, c]);
+      }
+    }
+  }
+
+  const valueOf = (cell: Cell): number | null => {
+    if (cell.points === 0) return null;
+    if (percentile)
+      return percentileOf(cell.buckets ?? new Map(), Number(percentile[1]) / 100, cell.min, cell.max);
+    switch (fn) {
+      case 'sum':
+        return kind === 'gauge' ? cell.value : cell.delta;
+      case 'rate':
+        return (histogram ? cell.count : cell.delta) / (stepMs / 1000);
+      case 'count':
+        return histogram ? cell.count : cell.points;
+      case 'avg':
+        if (histogram) return cell.count > 0 ? cell.delta / cell.count : null;
+        return kind === 'gauge' ? cell.raw / cell.points : cell.delta / cell.points;
+      case 'min':
+        return Number.isFinite(cell.min) ? cell.min : null;
+      case 'max':
+        return Number.isFinite(cell.max) ? cell.max : null;
+      default:
+        return null;
+    }
+  };
+  let series: MetricSeriesResult[] = [...cells.entries()].map(([key, list]) => ({
+    group: groups.get(key)!,
+    points: list.map((cell, i) => [q.startMs + i * stepMs, valueOf(cell)] as [number, number | null]),
+  }));
+  let truncated = false;
+  if (series.length > MAX_GROUPS) {
+    const weight = (s: MetricSeriesResult) => s.points.reduce((n, [, v]) => n + Math.abs(v ?? 0), 0);
+    series = series.sort((a, b) => weight(b) - weight(a)).slice(0, MAX_GROUPS);
+    truncated = true;
+  }
+  series.sort((a, b) => JSON.stringify(a.group).localeCompare(JSON.stringify(b.group)));
+  const unit = all[0]!.unit;
+  return {
+    name: q.name,
+    kind,
+    unit,
+    fn,
+    startMs: q.startMs,
+    endMs: q.endMs,
+    stepMs,
+    series,
+    ...(truncated ? { truncated } : {}),
+  };
+}

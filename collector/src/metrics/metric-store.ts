@@ -1,0 +1,394 @@
+import { type DatabaseSync } from 'node:sqlite';
+import { join } from 'node:path';
+import { inTransaction, openDatabase } from '../store/span-writer.js';
+import type { Attributes } from '../wire-types.js';
+import { type ExpBuckets, type MetricKind, type MetricPoint, type Temporality } from './metric-point.js';
+
+/** Schema of `metrics.sqlite` (its own file: metric writes never wait on the span writer's lock). */
+const SCHEMA_VERSION = 1;
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS metric_series (
+  id INTEGER PRIMARY KEY,
+  key TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  unit TEXT NOT NULL,
+  description TEXT NOT NULL,
+  temporality TEXT NOT NULL,
+  monotonic INTEGER NOT NULL,
+  service TEXT NOT NULL,
+  attributes TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  last_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS metric_series_name ON metric_series(name);
+CREATE TABLE IF NOT EXISTS metric_points (
+  series_id INTEGER NOT NULL,
+  time_us INTEGER NOT NULL,
+  value REAL,
+  delta REAL,
+  count REAL,
+  min REAL,
+  max REAL,
+  buckets TEXT
+);
+CREATE INDEX IF NOT EXISTS metric_points_series_time ON metric_points(series_id, time_us);
+CREATE INDEX IF NOT EXISTS metric_points_time ON metric_points(time_us);
+`;
+
+/** One series: a metric name, kind and temporality with one set of attributes from one resource. */
+export interface MetricSeries {
+  id: number;
+  name: string;
+  kind: MetricKind;
+  unit: string;
+  description: string;
+  temporality: Temporality;
+  monotonic: boolean;
+  service: string;
+  attributes: Attributes;
+  resource: Attributes;
+}
+
+export interface MetricLimits {
+  /** Series per metric name; points of further series are refused (attribute cardinality). */
+  maxSeriesPerMetric: number;
+  /** Series in all. */
+  maxSeries: number;
+}
+
+export const DEFAULT_METRIC_LIMITS: MetricLimits = { maxSeriesPerMetric: 10_000, maxSeries: 200_000 };
+
+export interface MetricIngestResult {
+  stored: number;
+  rejected: number;
+  rejectReason?: string;
+}
+
+/** Histogram buckets as stored: explicit bounds and counts, or exponential scale/zero/±buckets. */
+export type StoredBuckets =
+  { b: number[]; c: number[] } | { s: number; z: number; p?: ExpBuckets; n?: ExpBuckets };
+
+export interface MetricStore {
+  readonly db: DatabaseSync;
+  readonly path: string;
+  ingest(points: readonly MetricPoint[]): MetricIngestResult;
+  /** Series of one metric name (all of them: bounded by maxSeriesPerMetric). */
+  seriesOf(name: string): MetricSeries[];
+  /** Every metric name with its kind, unit, description, series count and last point time. */
+  names(): {
+    name: string;
+    kind: MetricKind;
+    unit: string;
+    description: string;
+    series: number;
+    lastMs: number;
+  }[];
+  /** Deletes points older than maxAgeMs and series left without points; returns points deleted. */
+  applyRetention(opts: { maxAgeMs: number; maxBytes: number }): number;
+  close(): void;
+}
+
+/** The last cumulative point of a series: what the next one's increase is computed from. */
+interface Previous {
+  startUs: number;
+  timeUs: number;
+  value: number;
+  count: number;
+  sum: number;
+  buckets: StoredBuckets | undefined;
+}
+
+function canonical(value: Attributes): string {
+  return JSON.stringify(value, Object.keys(value).sort());
+}
+
+const us = (nano: number): number => Math.floor(nano / 1000);
+
+function storedBuckets(p: MetricPoint): StoredBuckets | undefined {
+  if (p.kind === 'histogram')
+    return p.bucketCounts?.length ? { b: p.bounds ?? [], c: p.bucketCounts } : undefined;
+  if (p.kind !== 'exponential_histogram') return undefined;
+  const out: StoredBuckets = { s: p.scale ?? 0, z: p.zeroCount ?? 0 };
+  if (p.positive?.counts.length) out.p = p.positive;
+  if (p.negative?.counts.length) out.n = p.negative;
+  return out;
+}
+
+/** Exponential buckets moved to a coarser scale (each step down merges pairs of buckets). */
+function downscale(b: ExpBuckets, by: number): Map<number, number> {
+  const out = new Map<number, number>();
+  b.counts.forEach((c, i) => {
+    const index = (b.offset + i) >> by;
+    out.set(index, (out.get(index) ?? 0) + c);
+  });
+  return out;
+}
+
+function expMinus(
+  cur: ExpBuckets | undefined,
+  curScale: number,
+  prev: ExpBuckets | undefined,
+  prevScale: number,
+) {
+  if (!cur) return undefined;
+  const scale = Math.min(curScale, prevScale);
+  const now = downscale(cur, curScale - scale);
+  if (prev) for (const [i, c] of downscale(prev, prevScale - scale)) now.set(i, (now.get(i) ?? 0) - c);
+  const indexes = [...now.keys()].sort((a, b) => a - b);
+  if (!indexes.length) return undefined;
+  const offset = indexes[0]!;
+  const counts = new Array<number>(indexes.at(-1)! - offset + 1).fill(0);
+  for (const [i, c] of now) counts[i - offset] = c;
+  return { offset, counts };
+}
+
+/** cur − prev, or undefined when the two cannot be subtracted (the layout changed: a reset). */
+function bucketsMinus(
+  cur: StoredBuckets | undefined,
+  prev: StoredBuckets | undefined,
+): StoredBuckets | undefined {
+  if (!cur || !prev) return cur;
+  if ('b' in cur && 'b' in prev) {
+    if (cur.b.length !== prev.b.length || cur.b.some((x, i) => x !== prev.b[i])) return undefined;
+    return { b: cur.b, c: cur.c.map((x, i) => x - (prev.c[i] ?? 0)) };
+  }
+  if ('s' in cur && 's' in prev) {
+    const out: StoredBuckets = { s: Math.min(cur.s, prev.s), z: cur.z - prev.z };
+    const p = expMinus(cur.p, cur.s, prev.p, prev.s);
+    const n = expMinus(cur.n, cur.s, prev.n, prev.s);
+    if (p) out.p = p;
+    if (n) out.n = n;
+    return out;
+  }
+  return undefined;
+}
+
+function hasNegative(b: StoredBuckets | undefined): boolean {
+  if (!b) return false;
+  if ('b' in b) return b.c.some((c) => c < 0);
+  return b.z < 0 || !!b.p?.counts.some((c) => c < 0) || !!b.n?.counts.some((c) => c < 0);
+}
+
+/**
+ * The embedded metrics store: one row per series, one row per data point with its increase over the
+ * series' previous point already worked out (delta points as they come; cumulative ones minus the
+ * last seen, with a restart of the counter — a new start time or a smaller value — taken as a reset),
+ * so time-series queries only add up rows.
+ */
+export function createMetricStore(opts: { dataDir: string; limits?: Partial<MetricLimits> }): MetricStore {
+  const limits = { ...DEFAULT_METRIC_LIMITS, ...opts.limits };
+  const path = join(opts.dataDir, 'metrics.sqlite');
+  const db = openDatabase(path);
+  const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
+  if (version > SCHEMA_VERSION)
+    throw new Error(`${path} has metrics schema ${version}; this collector knows up to ${SCHEMA_VERSION}`);
+  db.exec(SCHEMA);
+  db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+
+  const seriesIds = new Map<string, number>();
+  const seriesPerName = new Map<string, number>();
+  for (const row of db.prepare('SELECT id, key, name FROM metric_series').all() as {
+    id: number;
+    key: string;
+    name: string;
+  }[]) {
+    seriesIds.set(row.key, row.id);
+    seriesPerName.set(row.name, (seriesPerName.get(row.name) ?? 0) + 1);
+  }
+  const previous = new Map<number, Previous>();
+
+  const insertSeries = db.prepare(
+    `INSERT INTO metric_series (key, name, kind, unit, description, temporality, monotonic, service, attributes, resource, last_us)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+  );
+  const touchSeries = db.prepare('UPDATE metric_series SET last_us = max(last_us, ?) WHERE id = ?');
+  const lastUsOf = db.prepare('SELECT last_us FROM metric_series WHERE id = ?');
+  const insertPoint = db.prepare(
+    'INSERT INTO metric_points (series_id, time_us, value, delta, count, min, max, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+
+  const seriesFor = (p: MetricPoint): number | string => {
+    const service = typeof p.resource['service.name'] === 'string' ? p.resource['service.name'] : '';
+    const attributes = canonical(p.attributes);
+    const resource = canonical(p.resource);
+    const key = `${p.name}\u0000${p.kind}\u0000${p.temporality}\u0000${p.unit}\u0000${attributes}\u0000${resource}`;
+    const known = seriesIds.get(key);
+    if (known !== undefined) return known;
+    const perName = seriesPerName.get(p.name) ?? 0;
+    if (perName >= limits.maxSeriesPerMetric)
+      return `metric ${JSON.stringify(p.name)} has ${perName} series, the limit (attribute values with too many distinct values); points of new series are dropped`;
+    if (seriesIds.size >= limits.maxSeries)
+      return `the store holds ${seriesIds.size} metric series, the limit; points of new series are dropped`;
+    const row = insertSeries.get(
+      key,
+      p.name,
+      p.kind,
+      p.unit,
+      p.description,
+      p.temporality,
+      p.monotonic ? 1 : 0,
+      service,
+      attributes,
+      resource,
+      0,
+    ) as { id: number };
+    seriesIds.set(key, row.id);
+    seriesPerName.set(p.name, perName + 1);
+    return row.id;
+  };
+
+  const ingestOne = (p: MetricPoint, seriesId: number): string | undefined => {
+    const timeUs = us(p.timeUnixNano);
+    const startUs = us(p.startTimeUnixNano);
+    const histogram = p.kind === 'histogram' || p.kind === 'exponential_histogram';
+    const raw = histogram ? (p.sum ?? 0) : p.value!;
+    const count = p.count ?? 0;
+    let buckets = storedBuckets(p);
+    let delta: number | null = null;
+    let deltaCount: number | null = histogram ? count : null;
+    if (p.kind === 'sum' || histogram) {
+      if (p.temporality !== 'cumulative') delta = raw;
+      else {
+        let prev = previous.get(seriesId);
+        if (prev && timeUs < prev.timeUs)
+          return `metric ${JSON.stringify(p.name)}: a cumulative point older than the last one`;
+        const lastUs = prev ? prev.timeUs : (lastUsOf.get(seriesId) as { last_us: number }).last_us;
+        // First point since this collector started: a counter that started after the last stored
+        // point counts from zero; otherwise it is only a baseline (its increase was counted before).
+        if (!prev && lastUs > 0 && startUs < lastUs)
+          prev = { startUs, timeUs: lastUs, value: raw, count, sum: raw, buckets };
+        const reset =
+          !prev ||
+          startUs !== prev.startUs ||
+          (p.kind === 'sum' ? p.monotonic && raw < prev.value : count < prev.count);
+        if (reset) delta = raw;
+        else {
+          delta = raw - prev!.value;
+          if (histogram) {
+            deltaCount = count - prev!.count;
+            const minus = bucketsMinus(buckets, prev!.buckets);
+            // A histogram whose buckets changed layout or went down restarted: count it whole.
+            if ((buckets && !minus) || hasNegative(minus)) {
+              delta = raw;
+              deltaCount = count;
+            } else buckets = minus;
+          }
+        }
+        previous.set(seriesId, { startUs, timeUs, value: raw, count, sum: raw, buckets: storedBuckets(p) });
+      }
+    }
+    insertPoint.run(
+      seriesId,
+      timeUs,
+      raw,
+      delta,
+      deltaCount,
+      p.min ?? null,
+      p.max ?? null,
+      buckets ? JSON.stringify(buckets) : null,
+    );
+    touchSeries.run(timeUs, seriesId);
+    return undefined;
+  };
+
+  const parseSeries = (r: Record<string, unknown>): MetricSeries => ({
+    id: r.id as number,
+    name: r.name as string,
+    kind: r.kind as MetricKind,
+    unit: r.unit as string,
+    description: r.description as string,
+    temporality: r.temporality as Temporality,
+    monotonic: r.monotonic === 1,
+    service: r.service as string,
+    attributes: JSON.parse(r.attributes as string) as Attributes,
+    resource: JSON.parse(r.resource as string) as Attributes,
+  });
+  const seriesByName = db.prepare('SELECT * FROM metric_series WHERE name = ?');
+
+  return {
+    db,
+    path,
+    ingest(points) {
+      let stored = 0;
+      let rejected = 0;
+      let rejectReason: string | undefined;
+      inTransaction(db, () => {
+        for (const p of points) {
+          const series = seriesFor(p);
+          const problem = typeof series === 'string' ? series : ingestOne(p, series);
+          if (problem === undefined) stored++;
+          else {
+            rejected++;
+            rejectReason ??= problem;
+          }
+        }
+      });
+      return rejectReason === undefined ? { stored, rejected } : { stored, rejected, rejectReason };
+    },
+    seriesOf: (name) => (seriesByName.all(name) as Record<string, unknown>[]).map(parseSeries),
+    names: () =>
+      (
+        db
+          .prepare(
+            `SELECT name, kind, unit, max(description) AS description, count(*) AS series, max(last_us) AS last_us
+             FROM metric_series GROUP BY name, kind, unit ORDER BY name`,
+          )
+          .all() as {
+          name: string;
+          kind: MetricKind;
+          unit: string;
+          description: string;
+          series: number;
+          last_us: number;
+        }[]
+      ).map((r) => ({
+        name: r.name,
+        kind: r.kind,
+        unit: r.unit,
+        description: r.description,
+        series: r.series,
+        lastMs: Math.floor(r.last_us / 1000),
+      })),
+    applyRetention({ maxAgeMs, maxBytes }) {
+      const cutoffUs = (Date.now() - maxAgeMs) * 1000;
+      let deleted = Number(db.prepare('DELETE FROM metric_points WHERE time_us < ?').run(cutoffUs).changes);
+      // Over the size budget: drop the oldest tenth of what is left until under it.
+      const size = () => {
+        const { page_count: pages, page_size: pageSize } = {
+          ...(db.prepare('PRAGMA page_count').get() as { page_count: number }),
+          ...(db.prepare('PRAGMA page_size').get() as { page_size: number }),
+        };
+        const { freelist_count: free } = db.prepare('PRAGMA freelist_count').get() as {
+          freelist_count: number;
+        };
+        return (pages - free) * pageSize;
+      };
+      for (let i = 0; i < 10 && size() > maxBytes; i++) {
+        const row = db
+          .prepare(
+            'SELECT time_us FROM metric_points ORDER BY time_us LIMIT 1 OFFSET (SELECT count(*) / 10 FROM metric_points)',
+          )
+          .get() as { time_us: number } | undefined;
+        if (!row) break;
+        deleted += Number(
+          db.prepare('DELETE FROM metric_points WHERE time_us <= ?').run(row.time_us).changes,
+        );
+      }
+      if (deleted) {
+        const gone = db
+          .prepare(
+            'DELETE FROM metric_series WHERE id NOT IN (SELECT DISTINCT series_id FROM metric_points) RETURNING id, key, name',
+          )
+          .all() as { id: number; key: string; name: string }[];
+        for (const s of gone) {
+          seriesIds.delete(s.key);
+          previous.delete(s.id);
+          seriesPerName.set(s.name, (seriesPerName.get(s.name) ?? 1) - 1);
+        }
+      }
+      return deleted;
+    },
+    close: () => db.close(),
+  };
+}
