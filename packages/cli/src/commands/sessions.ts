@@ -7,12 +7,15 @@ import {
   formatTime,
   renderTable,
 } from '../collector-client.js';
+import { DEFAULT_WAIT_SECONDS, fetchWhenArrived, parseWaitSeconds } from '../wait-for-spans.js';
 
-const usage = `Usage: agentrt sessions [<sessionId>] [--limit <n>] [--json] [--url <collector>]
+const usage = `Usage: agentrt sessions [<sessionId>] [--limit <n>] [--wait <s>] [--json] [--url <collector>]
 
 Without an id: the most recent sessions (by session.id) with their trace, span and error counts,
 token totals and last activity. With an id: that session's traces in time order.
   --limit <n>   how many sessions to list (default 50, at most 1000)
+  --wait <s>    with an id the collector does not know yet: wait this long for its spans (default
+                ${DEFAULT_WAIT_SECONDS}; exporters send in batches, so spans arrive seconds after the answer; 0 = no wait)
   --json        print the API response as JSON
   --url <url>   the collector (default $AGENTRT_COLLECTOR_URL or http://127.0.0.1:4318)`;
 
@@ -29,6 +32,7 @@ export const sessionsCommand: Command = {
       allowPositionals: true,
       options: {
         limit: { type: 'string' },
+        wait: { type: 'string' },
         json: { type: 'boolean', default: false },
         url: { type: 'string' },
       },
@@ -37,7 +41,13 @@ export const sessionsCommand: Command = {
     const base = collectorUrl(values.url, io);
     const [id] = positionals;
     if (id) {
-      const s = await collectorJson<SessionResponse>(base, `/api/sessions/${encodeURIComponent(id)}`);
+      const s = await fetchWhenArrived<SessionResponse>(
+        base,
+        `/api/sessions/${encodeURIComponent(id)}`,
+        `session ${id}`,
+        parseWaitSeconds(values.wait),
+        io,
+      );
       if (values.json) {
         io.stdout(`${JSON.stringify(s, null, 2)}\n`);
         return 0;

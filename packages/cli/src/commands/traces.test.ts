@@ -164,7 +164,7 @@ describe('agentrt traces / sessions against a running collector', () => {
     expect(rows[2]).toMatch(/^ {2}execute_tool get_weather\s+│ {26}█{12} {2}│ 300\.0ms ✗ tool failed$/);
     const json = await run(['traces', 'show', TRACE, '--json', '--url', c.url]);
     expect(JSON.parse(json.out).summary.spanCount).toBe(3);
-    const missing = await run(['traces', 'show', 'ab'.repeat(16), '--url', c.url]);
+    const missing = await run(['traces', 'show', 'ab'.repeat(16), '--url', c.url, '--wait', '0']);
     expect(missing.code).toBe(1);
     expect(missing.err).toMatch(/collector answered 404: trace .* not found/);
   });

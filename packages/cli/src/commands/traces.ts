@@ -7,6 +7,7 @@ import type {
   TraceResponse,
 } from '@agentrt/collector';
 import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
+import { DEFAULT_WAIT_SECONDS, fetchWhenArrived, parseWaitSeconds } from '../wait-for-spans.js';
 import {
   CollectorRequestError,
   collectorFetch,
@@ -26,7 +27,8 @@ const usage = `Usage: agentrt traces <query|show|list|export|import> …
         filter attributes.session.id = "abc" | sort @timestamp asc
         filter durationNano > 1e9 and name like /chat/ | fields name, durationNano
         stats count(*), pct(durationNano, 95) by attributes.gen_ai.request.model, bin(5m)
-  agentrt traces show <traceId> [--json]        the trace as a waterfall in the terminal
+  agentrt traces show <traceId> [--wait <s>] [--json]   the trace as a waterfall in the terminal; an id
+      the collector does not know yet is waited for (default ${DEFAULT_WAIT_SECONDS} s, 0 = no wait)
   agentrt traces list [--service s] [--status error|ok] [--min-duration-ms n] [--q text] [--limit n] [--json]
   agentrt traces export <file> [--trace <id>] [--since 1h]   OTLP/JSON lines (traces, then logs)
   agentrt traces import <file>                  send an OTLP/JSON file (one request, or JSON lines)
@@ -46,6 +48,7 @@ const options = {
   'min-duration-ms': { type: 'string' },
   q: { type: 'string' },
   limit: { type: 'string' },
+  wait: { type: 'string' },
 } as const;
 
 type Values = ReturnType<
@@ -224,7 +227,13 @@ export const tracesCommand: Command = {
       case 'show': {
         if (!arg) throw new UsageError('missing <traceId>');
         if (!/^[0-9a-fA-F]{32}$/.test(arg)) throw new UsageError('<traceId> must be 32 hex characters');
-        const trace = await collectorJson<TraceResponse>(base, `/api/traces/${arg.toLowerCase()}`);
+        const trace = await fetchWhenArrived<TraceResponse>(
+          base,
+          `/api/traces/${arg.toLowerCase()}`,
+          `trace ${arg}`,
+          parseWaitSeconds(values.wait),
+          io,
+        );
         io.stdout(values.json ? `${JSON.stringify(trace, null, 2)}\n` : renderWaterfall(trace));
         return 0;
       }
