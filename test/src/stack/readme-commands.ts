@@ -1,34 +1,83 @@
-import { readRepoFile } from './repo.js';
+import { execFileSync } from 'node:child_process';
+import { readRepoFile, repoRoot } from './repo.js';
 
-/** A fenced shell block of the README, with the `<!-- readme-test: kind -->` marker before it, if any. */
+/** A fenced shell block of the README, with the `<!-- readme-test: kind args -->` marker before it, if any. */
 export interface ShellBlock {
+  /** The marker's kind (`running-stack`, `background`, `ci`, `manual`, ...), undefined without one. */
   marker: string | undefined;
+  /** What follows the kind in the marker (e.g. `ready=http://...` or the reason of `manual`). */
+  markerArgs: string;
   /** 1-based line of the opening fence. */
   line: number;
+  /** One entry per command: comments dropped, `\`-continued lines joined. */
   commands: string[];
 }
 
-/** Shell blocks (```sh / ```bash / ```shell) of a Markdown text. */
+/**
+ * Shell blocks (```sh / ```bash / ```shell) of a Markdown text, and blocks of any language marked
+ * `<!-- readme-test: file <name> -->` (commands = [name, text]: a file the README's commands use).
+ */
 export function shellBlocks(markdown: string): ShellBlock[] {
   const lines = markdown.split('\n');
   const blocks: ShellBlock[] = [];
   for (let i = 0; i < lines.length; i++) {
-    const open = /^```(sh|bash|shell)\s*$/.exec(lines[i] ?? '');
+    const open = /^```(\w*)\s*$/.exec(lines[i] ?? '');
     if (!open) continue;
     let before = i - 1;
     while (before >= 0 && (lines[before] ?? '').trim() === '') before--;
-    const marker = /^<!--\s*readme-test:\s*([\w-]+)\s*-->$/.exec(lines[before] ?? '')?.[1];
+    const marked = /^<!--\s*readme-test:\s*([\w-]+)\s*(.*?)\s*-->$/.exec(lines[before] ?? '');
     const body: string[] = [];
     let j = i + 1;
     for (; j < lines.length && !/^```\s*$/.test(lines[j] ?? ''); j++) body.push(lines[j] ?? '');
-    blocks.push({ marker, line: i + 1, commands: body.map(stripComment).filter((c) => c.trim() !== '') });
+    const marker = marked?.[1];
+    const markerArgs = marked?.[2] ?? '';
+    if (marker === 'file') {
+      blocks.push({ marker, markerArgs, line: i + 1, commands: [markerArgs, `${body.join('\n')}\n`] });
+    } else if (['sh', 'bash', 'shell'].includes(open[1] ?? '')) {
+      blocks.push({ marker, markerArgs, line: i + 1, commands: joinLines(body) });
+    }
     i = j;
   }
   return blocks;
 }
 
+/** Drops comments and blank lines, and joins a line ending in `\` with the next, as sh does. */
+function joinLines(body: string[]): string[] {
+  const commands: string[] = [];
+  let pending = '';
+  for (const raw of body) {
+    const line = stripComment(raw);
+    if (line.endsWith('\\')) {
+      pending += `${line.slice(0, -1).trimEnd()} `;
+      continue;
+    }
+    const command = pending + (pending ? line.trimStart() : line);
+    pending = '';
+    if (command.trim() !== '') commands.push(command);
+  }
+  if (pending.trim() !== '') commands.push(pending.trimEnd());
+  return commands;
+}
+
+/** The main README's shell blocks. */
 export function readmeBlocks(): ShellBlock[] {
   return shellBlocks(readRepoFile('README.md'));
+}
+
+/** Every README.md git tracks, repo-relative, the main README first. */
+export function readmeFiles(): string[] {
+  const files = execFileSync('git', ['ls-files', '--', 'README.md', '*/README.md'], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+  })
+    .split('\n')
+    .filter((f) => f.endsWith('README.md'));
+  return files.sort((a, b) => (a === 'README.md' ? -1 : b === 'README.md' ? 1 : a.localeCompare(b)));
+}
+
+/** Every README's shell blocks, each with its file. */
+export function allReadmeBlocks(): (ShellBlock & { file: string })[] {
+  return readmeFiles().flatMap((file) => shellBlocks(readRepoFile(file)).map((b) => ({ ...b, file })));
 }
 
 /** Drops a trailing `# comment` that is outside quotes. */
@@ -49,7 +98,7 @@ function stripComment(line: string): string {
 
 /**
  * Splits one shell command line into words the way sh would for the simple lines a README has:
- * single and double quotes, backslash escapes, `$VAR`/`$PWD` left as written, `&&` as its own word.
+ * single and double quotes, backslash escapes, `$VAR`/`$PWD`/`$(cmd)` left as written, `&&` as its own word.
  */
 export function shellWords(line: string): string[] {
   const words: string[] = [];
@@ -72,6 +121,13 @@ export function shellWords(line: string): string[] {
       if (j >= line.length) throw new Error(`unterminated " in: ${line}`);
       inWord = true;
       i = j;
+    } else if (c === '$' && line[i + 1] === '(') {
+      // A command substitution stays as written (its spaces do not split the word).
+      const end = line.indexOf(')', i + 2);
+      if (end < 0) throw new Error(`unterminated $( in: ${line}`);
+      word += line.slice(i, end + 1);
+      inWord = true;
+      i = end;
     } else if (c === '\\' && i + 1 < line.length) {
       word += line[++i];
       inWord = true;

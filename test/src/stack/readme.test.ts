@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { main } from '@agentrt/cli';
 import { describe, expect, it } from 'vitest';
-import { readmeBlocks, shellWords, simpleCommands, type SimpleCommand } from './readme-commands.js';
+import {
+  allReadmeBlocks,
+  readmeBlocks,
+  shellWords,
+  simpleCommands,
+  type SimpleCommand,
+} from './readme-commands.js';
 import { readRepoYaml, repoRoot } from './repo.js';
 
 const run = promisify(execFile);
@@ -23,6 +29,17 @@ async function usageOf(command: string): Promise<string | undefined> {
     cwd: repoRoot,
   });
   return code === 0 ? out : undefined;
+}
+
+/** The subcommands a command's usage lists: `<a|b|c>`, `agentrt <command> <sub> ...` lines, or a `<subcommand>` list. */
+function subcommandsOf(command: string, usage: string): string[] {
+  const subs = new Set<string>();
+  const first = usage.split('\n')[0] ?? '';
+  for (const alt of /<([a-z][\w-]*(?:\|[a-z][\w-]*)+)>/.exec(first)?.[1]?.split('|') ?? []) subs.add(alt);
+  for (const m of usage.matchAll(new RegExp(`^ +agentrt ${command} ([a-z][\\w-]*)`, 'gm'))) subs.add(m[1]!);
+  if (first.includes('<subcommand>'))
+    for (const m of usage.matchAll(/^ {2}([a-z][\w-]*) {2,}/gm)) subs.add(m[1]!);
+  return [...subs];
 }
 
 /** `agentrt <command> ...` as written: the command exists, each flag is one it documents, JSON args parse. */
@@ -54,7 +71,18 @@ async function checkAgentrt(args: string[]): Promise<string[]> {
 }
 
 const CURL_VALUE_OPTIONS = new Set(['-X', '-H', '-d', '--data', '--data-binary']);
-const CURL_FLAGS = new Set(['-s', '-S', '-sS', '-N', '-f', '-i', '--fail', '--silent', '--show-error']);
+const CURL_FLAGS = new Set([
+  '-s',
+  '-S',
+  '-sS',
+  '-sN',
+  '-N',
+  '-f',
+  '-i',
+  '--fail',
+  '--silent',
+  '--show-error',
+]);
 
 function checkCurl(args: string[]): string[] {
   const problems: string[] = [];
@@ -69,7 +97,8 @@ function checkCurl(args: string[]): string[] {
       else if (arg === '-X' && !['GET', 'POST', 'PUT', 'DELETE'].includes(value))
         problems.push(`curl: -X ${value}`);
       else if (arg === '-H') {
-        if (!/^[A-Za-z0-9-]+:\s?.+$/.test(value)) problems.push(`curl: bad header ${value}`);
+        // `name: value`, or `name;` (curl's way to send the header empty)
+        if (!/^[A-Za-z0-9-]+(:\s?.+|;)$/.test(value)) problems.push(`curl: bad header ${value}`);
         if (/^content-type:\s*application\/json$/i.test(value)) json = true;
       } else if (arg !== '-X') data.push(value);
     } else if (CURL_FLAGS.has(arg)) {
@@ -87,7 +116,7 @@ function checkCurl(args: string[]): string[] {
   if (json) {
     for (const body of data) {
       try {
-        JSON.parse(body);
+        JSON.parse(body.replace(/\$\([^)]*\)/g, '0'));
       } catch {
         problems.push(`curl: -d is not JSON: ${body}`);
       }
@@ -110,7 +139,7 @@ async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
   switch (program) {
     case 'npm': {
       const [sub, ...rest] = args;
-      if (sub === 'install' || sub === 'ci') return [];
+      if (sub === 'install' || sub === 'ci' || sub === 'pack' || sub === 'init') return [];
       const script = sub === 'run' ? rest[0] : sub;
       if (!script || !rootPackage.scripts[script])
         return [`npm ${sub}: no script '${script}' in package.json`];
@@ -123,6 +152,10 @@ async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
     }
     case 'npx':
       if (args[0] === 'agentrt') return checkAgentrt(args.slice(1));
+      if (args[0] === 'tsc' || args[0] === 'vitest')
+        return existsSync(join(repoRoot, 'node_modules', '.bin', args[0]))
+          ? []
+          : [`npx ${args[0]}: not installed`];
       return binExists(args[0] ?? '') ? [] : [`npx ${args[0]}: no workspace has that bin`];
     case 'agentrt':
       return checkAgentrt(args);
@@ -143,8 +176,24 @@ async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
     }
     case 'curl':
       return checkCurl(args);
+    case 'cd':
+      return existsSync(join(repoRoot, args[0] ?? '')) || args[0]?.startsWith('/tmp/')
+        ? []
+        : [`cd ${args[0]}: no such directory in the repo`];
+    case 'mkdir':
+    case 'cp':
+      return [];
+    case 'kubectl':
+      if (args[0] === 'apply')
+        return existsSync(join(repoRoot, args[2] ?? '')) ? [] : [`kubectl apply: no ${args[2]}`];
+      return args[0] === 'port-forward' ? [] : [`kubectl ${args[0]}?`];
     case 'docker': {
-      if (args[0] !== 'compose') return [`docker ${args[0]}: only docker compose is used`];
+      if (args[0] === 'build' || args[0] === 'buildx') {
+        const file = args[args.indexOf('-f') + 1] ?? '';
+        return existsSync(join(repoRoot, file)) ? [] : [`docker ${args[0]}: no Dockerfile ${file}`];
+      }
+      if (args[0] === 'run') return [];
+      if (args[0] !== 'compose') return [`docker ${args[0]}: only docker compose/build/run are used`];
       const compose = readRepoYaml('docker-compose.yml') as {
         services: Record<string, { profiles?: string[] }>;
       };
@@ -168,6 +217,7 @@ async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
 
 describe('README', () => {
   const blocks = readmeBlocks();
+  const everyReadme = allReadmeBlocks().filter((b) => b.marker !== 'file');
 
   it('opens with the two commands a newcomer runs', () => {
     const first = blocks[0]!.commands.join('\n');
@@ -180,17 +230,20 @@ describe('README', () => {
     expect(blocks.filter((b) => b.marker === 'running-stack').length).toBeGreaterThan(0);
   });
 
-  it('every shell command in it is valid: the command exists, its flags parse, its JSON parses', async () => {
+  it('every shell command of every README is valid: the command exists, its flags parse, its JSON parses', async () => {
     const problems: string[] = [];
-    for (const block of blocks) {
+    for (const block of everyReadme) {
       for (const line of block.commands) {
         for (const command of simpleCommands(line)) {
           for (const problem of await checkCommand(command))
-            problems.push(`README.md:${block.line}: ${problem}`);
+            problems.push(`${block.file}:${block.line}: ${problem}`);
         }
       }
     }
     expect(problems).toEqual([]);
+    console.log(
+      `README static check: ${everyReadme.length} shell blocks in ${new Set(everyReadme.map((b) => b.file)).size} READMEs`,
+    );
   });
 
   it('the checker rejects what it should (so the test above can fail)', async () => {
@@ -210,6 +263,28 @@ describe('README', () => {
     expect(await check('rm -rf /')).toHaveLength(1);
   });
 
+  it('the command table names every agentrt command and subcommand (from their --help)', async () => {
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## The `agentrt` command'));
+    const rows = section.split('\n').filter((l) => l.startsWith('| `agentrt '));
+    let top = '';
+    await main(['--help'], { stdout: (t) => (top += t), stderr: () => {}, env: {}, cwd: repoRoot });
+    const names = [...top.matchAll(/^ {2}([a-z][\w-]*) {2,}/gm)].map((m) => m[1]!);
+    expect(names.length).toBeGreaterThan(5);
+    const missing: string[] = [];
+    for (const name of names) {
+      const mine = rows.filter((r) => r.includes(`agentrt ${name}`)).join('\n');
+      if (!mine) {
+        missing.push(`agentrt ${name}`);
+        continue;
+      }
+      for (const sub of subcommandsOf(name, (await usageOf(name)) ?? '')) {
+        if (!new RegExp(`[\\s\`/]${sub}\\b`).test(mine)) missing.push(`agentrt ${name} ${sub}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
   it('the agentrt bin is linked by npm install on a fresh clone (a tracked, executable file, not dist/)', async () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot, 'packages/cli/package.json'), 'utf8')) as {
       bin: Record<string, string>;
@@ -223,6 +298,7 @@ describe('README', () => {
 
   it('splits shell words as sh does for these lines', () => {
     expect(shellWords(`a 'b c' "d \\"e\\"" f\\ g`)).toEqual(['a', 'b c', 'd "e"', 'f g']);
+    expect(shellWords(`-d '{"t":"'$(date +%s)'000"}'`)).toEqual(['-d', '{"t":"$(date +%s)000"}']);
     expect(simpleCommands('X=1 npm install && npm start -- --demo')).toEqual([
       { env: { X: '1' }, argv: ['npm', 'install'] },
       { env: {}, argv: ['npm', 'start', '--', '--demo'] },
