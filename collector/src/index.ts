@@ -51,3 +51,6 @@ export type {
   KeyListResponse,
   LiveSpansEvent,
 } from './wire-types.js';
+export type { MetricQueryResult, MetricSeriesResult } from './metrics/metric-query.js';
+export type { MetricKind } from './metrics/metric-point.js';
+export type { LogQueryResult, LogRow } from './logs/log-query.js';

@@ -6,6 +6,8 @@ import { runtimeCommand } from './runtime.js';
 import { collectorCommand } from './collector.js';
 import { tracesCommand } from './traces.js';
 import { sessionsCommand } from './sessions.js';
+import { metricsCommand } from './metrics.js';
+import { logsCommand } from './logs.js';
 
 /** Every subcommand, in the order `agentrt --help` lists them. Add one line per command file. */
 export const commands: Command[] = [
@@ -16,4 +18,6 @@ export const commands: Command[] = [
   collectorCommand,
   tracesCommand,
   sessionsCommand,
+  metricsCommand,
+  logsCommand,
 ];
