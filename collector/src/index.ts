@@ -53,4 +53,5 @@ export type {
 } from './wire-types.js';
 export type { MetricQueryResult, MetricSeriesResult } from './metrics/metric-query.js';
 export type { MetricKind } from './metrics/metric-point.js';
+export type { MetricName } from './metrics/metric-store.js';
 export type { LogQueryResult, LogRow } from './logs/log-query.js';

@@ -50,6 +50,16 @@ export interface MetricSeries {
   resource: Attributes;
 }
 
+/** A metric name as GET /api/metrics lists it. */
+export interface MetricName {
+  name: string;
+  kind: MetricKind;
+  unit: string;
+  description: string;
+  series: number;
+  lastMs: number;
+}
+
 export interface MetricLimits {
   /** Series per metric name; points of further series are refused (attribute cardinality). */
   maxSeriesPerMetric: number;

@@ -1,4 +1,4 @@
-import type { MetricKind, MetricQueryResult } from '@agentrt/collector';
+import type { MetricName, MetricQueryResult } from '@agentrt/collector';
 import { type Command, UsageError, parseCommandArgs } from '../command.js';
 import {
   collectorJson,
@@ -20,15 +20,6 @@ its time series over --since (default 1h), one row per time bucket and group.
   --step <dur>      bucket width (default: the range in at most 300 buckets)
   --json            print the API response as JSON
   --url <url>       the collector (default $AGENTRT_COLLECTOR_URL or http://127.0.0.1:4318)`;
-
-interface MetricName {
-  name: string;
-  kind: MetricKind;
-  unit: string;
-  description: string;
-  series: number;
-  lastMs: number;
-}
 
 const round = (v: number): string =>
   Number.isInteger(v) ? String(v) : v.toPrecision(6).replace(/\.?0+$/, '');
