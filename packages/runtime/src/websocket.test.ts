@@ -246,3 +246,58 @@ describe('WebSocket through /runtimes/{arn}/ws (ws client)', () => {
     }
   });
 });
+
+describe('an AG-UI runtime on the contract server (@agentrt/server /invocations SSE and /ws)', () => {
+  let rt: TestRuntime;
+  let arn: string;
+  beforeAll(async () => {
+    rt = await startRuntime();
+    const runtime = await createReady(rt.control, 'agui_contract', 'agui', {
+      protocolConfiguration: { serverProtocol: 'AGUI' },
+    });
+    expect(runtime.protocolConfiguration).toEqual({ serverProtocol: 'AGUI' });
+    arn = runtime.agentRuntimeArn!;
+  }, 60_000);
+  afterAll(async () => {
+    await rt?.close();
+  }, 30_000);
+
+  it('streams AG-UI events from /invocations and bridges /ws into the same session', async () => {
+    const sid = sessionId('agui-session');
+    const res = await fetch(
+      `${rt.server.url}/runtimes/${encodeURIComponent(arn)}/invocations?qualifier=DEFAULT`,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+          'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id': sid,
+        },
+        body: JSON.stringify({
+          threadId: 't1',
+          runId: 'r1',
+          messages: [],
+          tools: [],
+          context: [],
+          state: {},
+        }),
+      },
+    );
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const types = [...(await res.text()).matchAll(/"type":"([A-Z_]+)"/g)].map((m) => m[1]);
+    expect(types[0]).toBe('RUN_STARTED');
+    expect(types.at(-1)).toBe('RUN_FINISHED');
+    expect(types.filter((t) => t === 'TEXT_MESSAGE_CONTENT')).toHaveLength(3);
+
+    const c = open(`${rt.server.url.replace('http', 'ws')}/runtimes/${encodeURIComponent(arn)}/ws`, {
+      headers: { 'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id': sid },
+    });
+    await c.opened;
+    expect(JSON.parse((await c.next()).data.toString())).toEqual({ session: sid });
+    c.socket.send(Buffer.from([1, 2, 3]));
+    expect(await c.next()).toEqual({ data: Buffer.from([1, 2, 3]), isBinary: true });
+    expect(rt.server.sessions().filter((s) => s.sessionId === sid)).toHaveLength(1);
+    c.socket.close(1000);
+    expect((await c.closed).code).toBe(1000);
+  });
+});

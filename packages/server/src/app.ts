@@ -1,4 +1,5 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import {
   type Context as OtelContext,
   type TextMapPropagator,
@@ -27,6 +28,13 @@ import {
 import { type Logger, diagLogger } from './logger.js';
 import { InvocationContext, type RequestContext, runWithRequestContext } from './request-context.js';
 import { isStreamable, streamSse } from './sse.js';
+import {
+  type WebSocketHandler,
+  acceptWebSocket,
+  createWebSocketServer,
+  pendingUpgrade,
+  routeUpgrade,
+} from './websocket.js';
 
 /**
  * The agent's code. It receives the parsed JSON payload and the request context, and returns a
@@ -61,6 +69,13 @@ export interface AgentAppOptions {
   tracerProvider?: TracerProvider;
   /** Koa middleware run before the routes (after context extraction and error handling). */
   middleware?: readonly Middleware[];
+  /**
+   * Serves `GET /ws` (WebSocket) on the same port: called with each open socket and the same
+   * request context, session and span handling as `/invocations`. Without it `/ws` is a 404.
+   */
+  websocket?: WebSocketHandler;
+  /** Largest WebSocket message accepted (bigger closes with 1009). Default 64 KiB, the hosted limit. */
+  maxWebSocketMessageBytes?: number;
 }
 
 /** An agent app: the Koa app plus health and lifecycle controls. */
@@ -69,6 +84,11 @@ export interface AgentApp {
   readonly koa: Koa;
   /** A `node:http` request listener. */
   callback(): ReturnType<Koa['callback']>;
+  /**
+   * A `node:http` `upgrade` listener for `/ws` (what {@link AgentApp.listen} installs); add it to
+   * your own server next to {@link AgentApp.callback}.
+   */
+  upgradeCallback(): (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** Starts listening (default 127.0.0.1 and a free port); resolves with the server once it is listening. */
   listen(port?: number, host?: string): Promise<Server>;
   /** `/ping`'s answer right now. */
@@ -116,10 +136,23 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
   let idleWaiters: Array<() => void> = [];
   let draining = false;
 
-  const invoke = async (ctx: KoaContext): Promise<void> => {
-    if (draining) throw new AgentError(503, 'Server is shutting down', { headers: { 'Retry-After': '1' } });
+  /** Counts one invocation (or open WebSocket) as in flight: `/ping` busy, drain waits for it. */
+  const enter = (): (() => void) => {
     const done = health.beginInvocation();
     active++;
+    return () => {
+      done();
+      if (--active === 0) {
+        const waiters = idleWaiters;
+        idleWaiters = [];
+        for (const resolve of waiters) resolve();
+      }
+    };
+  };
+
+  const invoke = async (ctx: KoaContext): Promise<void> => {
+    if (draining) throw new AgentError(503, 'Server is shutting down', { headers: { 'Retry-After': '1' } });
+    const leave = enter();
     let invocation: InvocationContext | undefined;
     let disconnected = false;
     const onClose = () => {
@@ -189,14 +222,59 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
       ctx.set(responseHeaders);
       sendResult(ctx, result, options.stringResponse ?? 'json');
     } finally {
-      done();
+      leave();
       ctx.res.off('close', onClose);
       if (invocation) inFlight.delete(invocation);
-      if (--active === 0) {
-        const waiters = idleWaiters;
-        idleWaiters = [];
-        for (const resolve of waiters) resolve();
-      }
+    }
+  };
+
+  const wss = createWebSocketServer(options.maxWebSocketMessageBytes ?? 64 * 1024);
+
+  /** `GET /ws`: the upgrade, with the same context, session and span as an invocation. */
+  const openWebSocket = async (ctx: KoaContext, handler: WebSocketHandler): Promise<void> => {
+    const upgrade = pendingUpgrade(ctx.req);
+    if (!upgrade)
+      throw new AgentError(
+        400,
+        'GET /ws is a WebSocket endpoint: send the headers Connection: Upgrade and Upgrade: websocket',
+        { code: 'not_a_websocket_upgrade' },
+      );
+    if (draining) throw new AgentError(503, 'Server is shutting down', { headers: { 'Retry-After': '1' } });
+    const state = getAgentContextState(ctx);
+    const sessionId = state?.sessionId;
+    if (sessionId === undefined && options.requireSessionId)
+      throw new AgentError(400, `Missing session id: send the ${CLOUD_SESSION_ID_HEADER} header`, {
+        code: 'missing_session_id',
+      });
+    const requestContext = new InvocationContext({
+      headers: ctx.req.headers,
+      otelContext: otelContextOf(undefined, state),
+      sessionId,
+      headerAllowList,
+    });
+    const inContext =
+      state?.telemetry === false
+        ? <T>(fn: () => T): T => runWithRequestContext(requestContext, fn)
+        : <T>(fn: () => T): T =>
+            context.with(requestContext.otelContext, () => runWithRequestContext(requestContext, fn));
+    ctx.respond = false;
+    const leave = enter();
+    inFlight.add(requestContext);
+    try {
+      await acceptWebSocket(wss, ctx.req, ctx.res, upgrade, (socket) => {
+        requestContext.signal.addEventListener('abort', () => socket.close(1001, 'server shutting down'));
+        void inContext(() =>
+          Promise.resolve()
+            .then(() => handler(socket, requestContext))
+            .catch((error: unknown) => {
+              logger.error('websocket handler failed', { error: String(error) });
+              socket.close(1011, 'handler failed');
+            }),
+        );
+      });
+    } finally {
+      leave();
+      inFlight.delete(requestContext);
     }
   };
 
@@ -206,6 +284,13 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
       setRoute(ctx, '/invocations');
       if (ctx.method !== 'POST') throw methodNotAllowed(ctx.method, 'POST');
       return invoke(ctx);
+    }
+    if (ctx.path === '/ws') {
+      setRoute(ctx, '/ws');
+      if (!options.websocket)
+        throw new AgentError(404, 'This agent serves no WebSocket: createApp(entrypoint, { websocket })');
+      if (ctx.method !== 'GET') throw methodNotAllowed(ctx.method, 'GET');
+      return openWebSocket(ctx, options.websocket);
     }
     if (ctx.path === '/ping') {
       if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw methodNotAllowed(ctx.method, 'GET, HEAD');
@@ -230,12 +315,19 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
   for (const m of options.middleware ?? []) koa.use(m);
   koa.use(routes);
 
+  const upgradeCallback = () => {
+    const handle = koa.callback();
+    return (req: IncomingMessage, socket: Duplex, head: Buffer) => routeUpgrade(handle, req, socket, head);
+  };
+
   return {
     koa,
     callback: () => koa.callback(),
+    upgradeCallback,
     listen: (port = 0, host = '127.0.0.1') =>
       new Promise<Server>((resolve, reject) => {
         const server = koa.listen(port, host);
+        if (options.websocket) server.on('upgrade', upgradeCallback());
         server.once('listening', () => resolve(server));
         server.once('error', reject);
       }),

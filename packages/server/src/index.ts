@@ -40,3 +40,4 @@ export {
 } from './request-context.js';
 export { type RunningServer, type ServeOptions, serve } from './serve.js';
 export { type StreamErrorEvent, sseFrame } from './sse.js';
+export { type WebSocketHandler } from './websocket.js';
