@@ -1,12 +1,18 @@
 // The runnable entry, from dist/ as `node` runs it (`tsc -b` builds it before the suite).
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hex, jsonRequest, jsonSpan, postJson, tempDir } from './testing.test-util.js';
+import {
+  COLLECTOR_MAIN as MAIN,
+  hex,
+  jsonRequest,
+  jsonSpan,
+  postJson,
+  startCollectorProcess,
+  tempDir,
+} from './testing.test-util.js';
 
-const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const children: ChildProcess[] = [];
 const cleanups: (() => void)[] = [];
 
@@ -16,37 +22,9 @@ afterEach(() => {
 });
 
 function start(dataDir: string, env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, AGENTRT_COLLECTOR_PORT: '0', AGENTRT_DATA_DIR: dataDir, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const lines: Record<string, unknown>[] = [];
-  let buffer = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    buffer += d.toString();
-    const parts = buffer.split('\n');
-    buffer = parts.pop()!;
-    for (const p of parts) lines.push(JSON.parse(p) as Record<string, unknown>);
-  });
-  const url = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('collector did not log its URL within 20 s')), 20_000);
-    const poll = setInterval(() => {
-      const l = lines.find((x) => x.msg === 'listening');
-      if (l) {
-        clearTimeout(timer);
-        clearInterval(poll);
-        resolve(l.url as string);
-      }
-    }, 20);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      clearInterval(poll);
-      reject(new Error(`collector exited with ${code}`));
-    });
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, lines, url, exited };
+  const started = startCollectorProcess(dataDir, env);
+  children.push(started.child);
+  return started;
 }
 
 describe('collector main (dist)', () => {

@@ -1,7 +1,9 @@
 // Shared helpers for the collector's tests (not part of the package's API).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type Collector, type CollectorOptions, createCollector } from './http/collector.js';
 
 export function tempDir(prefix = 'agentrt-collector-'): { dir: string; remove: () => void } {
@@ -86,4 +88,56 @@ export async function postJson(
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
+}
+
+/** The collector's runnable entry in dist/ (`tsc -b` builds it before the suite). */
+export const COLLECTOR_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+
+/**
+ * The collector as `node` runs it (dist/main.js) on port 0 over `dataDir`: its JSON log lines as
+ * they come, its URL once it logged `listening`, and its exit. The caller kills the child.
+ */
+export function startCollectorProcess(
+  dataDir: string,
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+) {
+  const child = spawn(process.execPath, [...nodeArgs, COLLECTOR_MAIN], {
+    env: { ...process.env, AGENTRT_COLLECTOR_PORT: '0', AGENTRT_DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Record<string, unknown>[] = [];
+  let buffer = '';
+  child.stdout.on('data', (d: Buffer) => {
+    buffer += d.toString();
+    const parts = buffer.split('\n');
+    buffer = parts.pop()!;
+    for (const p of parts) lines.push(JSON.parse(p) as Record<string, unknown>);
+  });
+  const url = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('collector did not log its URL within 20 s')), 20_000);
+    const poll = setInterval(() => {
+      const l = lines.find((x) => x.msg === 'listening');
+      if (l) {
+        clearTimeout(timer);
+        clearInterval(poll);
+        resolve(l.url as string);
+      }
+    }, 20);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      clearInterval(poll);
+      reject(new Error(`collector exited with ${code}`));
+    });
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, lines, url, exited };
+}
+
+/** Resident memory of a process (bytes, from /proc): all, its peak, and anonymous (heap, not mapped files). */
+export function memoryOf(pid: number): { rss: number; peak: number; anon: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string): number =>
+    Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM'), anon: kb('RssAnon') };
 }

@@ -4,7 +4,6 @@ import { DEFAULTS, type CollectorConfig } from '../config.js';
 import { type Logger, silentLogger } from '../logger.js';
 import { decodeLogsRequestJson, decodeTraceRequestJson } from '../otlp/decode-json.js';
 import { decodeLogsRequest, decodeTraceRequest } from '../otlp/decode-protobuf.js';
-import { logsToOtlpJson, spansToOtlpJson } from '../otlp/encode-json.js';
 import {
   type Signal,
   exportResponseJson,
@@ -32,6 +31,7 @@ import type {
   TraceResponse,
 } from '../wire-types.js';
 import { createAccessGuard } from './access.js';
+import { createExportStreamer } from './export.js';
 import { createForwarder } from './forwarder.js';
 import { HttpError } from './http-error.js';
 import { createIngestQueue } from './ingest-queue.js';
@@ -49,6 +49,8 @@ export interface CollectorOptions extends Partial<CollectorConfig> {
   retentionIntervalMs?: number;
   /** Series limits of the metrics store (attribute cardinality). */
   metricLimits?: Partial<MetricLimits>;
+  /** Exports streaming at once before more get 429 (default 2). */
+  maxConcurrentExports?: number;
   /** How often stale trace/session summaries are rebuilt in the background (default 2 s; 0: only on read). */
   summaryRefreshIntervalMs?: number;
 }
@@ -69,7 +71,6 @@ export interface Collector {
 }
 
 const MAX_API_BODY_BYTES = 1024 * 1024;
-const EXPORT_SPAN_LIMIT = 100_000;
 const TRACE_ID_RE = /^[0-9a-f]{32}$/;
 
 type Encoding = 'protobuf' | 'json';
@@ -113,6 +114,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     ...(options.metricLimits ? { limits: options.metricLimits } : {}),
   });
   const live = createLiveHub();
+  const exporter = createExportStreamer(store, { maxConcurrent: options.maxConcurrentExports ?? 2 });
   const queue = createIngestQueue({
     write: async (spans, logs) => {
       const batch = store.encodeBatch(spans, logs);
@@ -350,39 +352,21 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       live.add(res);
       return;
     }
-    if (path === '/api/export') return exportData(params, res);
+    if (path === '/api/export') return await exportData(params, res);
     throw new HttpError(404, 'not_found', `no API route ${path}`);
   }
 
-  /** OTLP/JSON lines: one ExportTraceServiceRequest, then one ExportLogsServiceRequest if any. */
-  function exportData(params: URLSearchParams, res: ServerResponse): void {
+  /** OTLP/JSON lines (export.ts): span chunks, then log chunks, streamed with back-pressure. */
+  function exportData(params: URLSearchParams, res: ServerResponse): Promise<void> {
     const traceId = params.get('traceId')?.toLowerCase();
-    let spans: SpanRecord[];
-    let logs: LogRecord[];
     if (traceId) {
       if (!TRACE_ID_RE.test(traceId))
         throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
-      spans = store.spansOfTrace(traceId);
-      if (!spans.length) throw new HttpError(404, 'not_found', `trace ${traceId} not found`);
-      logs = store.logsOfTrace(traceId);
-    } else {
-      const startMs = optionalNumber(params.get('startMs'), 'startMs', 'query') ?? 0;
-      const endMs = optionalNumber(params.get('endMs'), 'endMs', 'query') ?? 8.64e15;
-      const range = [Math.floor(startMs * 1000), Math.floor(endMs * 1000)];
-      spans = (
-        store
-          .prepare('SELECT doc FROM spans WHERE start_us >= ? AND start_us < ? ORDER BY start_us LIMIT ?')
-          .all(range[0]!, range[1]!, EXPORT_SPAN_LIMIT) as { doc: string }[]
-      ).map((r) => JSON.parse(r.doc) as SpanRecord);
-      logs = (
-        store
-          .prepare('SELECT doc FROM logs WHERE time_us >= ? AND time_us < ? ORDER BY time_us LIMIT ?')
-          .all(range[0]!, range[1]!, EXPORT_SPAN_LIMIT) as { doc: string }[]
-      ).map((r) => JSON.parse(r.doc) as LogRecord);
+      return exporter.stream({ traceId }, res);
     }
-    const lines = [JSON.stringify(spansToOtlpJson(spans))];
-    if (logs.length) lines.push(JSON.stringify(logsToOtlpJson(logs)));
-    send(res, 200, 'application/x-ndjson', `${lines.join('\n')}\n`);
+    const startMs = optionalNumber(params.get('startMs'), 'startMs', 'query') ?? 0;
+    const endMs = optionalNumber(params.get('endMs'), 'endMs', 'query') ?? 8.64e15;
+    return exporter.stream({ startUs: Math.floor(startMs * 1000), endUs: Math.floor(endMs * 1000) }, res);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
