@@ -86,14 +86,7 @@ export interface MetricStore {
   /** Series of one metric name (all of them: bounded by maxSeriesPerMetric). */
   seriesOf(name: string): MetricSeries[];
   /** Every metric name with its kind, unit, description, series count and last point time. */
-  names(): {
-    name: string;
-    kind: MetricKind;
-    unit: string;
-    description: string;
-    series: number;
-    lastMs: number;
-  }[];
+  names(): MetricName[];
   /** Deletes points older than maxAgeMs and series left without points; returns points deleted. */
   applyRetention(opts: { maxAgeMs: number; maxBytes: number }): number;
   close(): void;

@@ -2,6 +2,11 @@ import { sessionIdOf } from '../trace-model/genai.js';
 import { sumTokens, traceTokenTotals } from '../trace-model/tokens.js';
 import type { SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
 
+/** A span that entered this system from a caller elsewhere (a SERVER or CONSUMER span with a parent). */
+export function continuesRemoteTrace(span: Pick<SpanRecord, 'kind' | 'parentSpanId'>): boolean {
+  return Boolean(span.parentSpanId) && (span.kind === 'SERVER' || span.kind === 'CONSUMER');
+}
+
 /** The summary of one trace from its spans (any order, possibly still incomplete). */
 export function summarizeTrace(traceId: string, spans: readonly SpanRecord[]): TraceSummary {
   const ids = new Set(spans.map((s) => s.spanId));
@@ -35,7 +40,10 @@ export function summarizeTrace(traceId: string, spans: readonly SpanRecord[]): T
     spanCount: spans.length,
     errorCount,
     tokens: traceTokenTotals(spans),
-    inProgress: !root,
+    // No root yet means the trace is still arriving, unless its first span is a server (or consumer)
+    // span continuing an upstream caller's trace: every hosted invocation starts that way, and its
+    // parent lives in the caller's process, never here.
+    inProgress: !root && !(fallback && continuesRemoteTrace(fallback)),
   };
   if (sessionId) summary.sessionId = sessionId;
   return summary;

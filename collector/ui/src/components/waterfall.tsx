@@ -132,11 +132,19 @@ export function Waterfall({ trace, selectedSpanId, onSelect }: WaterfallProps) {
                   ●
                 </span>
               )}
-              {node.orphan && (
-                <span class="muted small" title="The parent span has not arrived (or was not exported).">
-                  orphan
-                </span>
-              )}
+              {node.orphan &&
+                (s.kind === 'SERVER' || s.kind === 'CONSUMER' ? (
+                  <span
+                    class="muted small"
+                    title="Continues a trace from an upstream caller whose span is not stored here."
+                  >
+                    continued
+                  </span>
+                ) : (
+                  <span class="muted small" title="The parent span has not arrived (or was not exported).">
+                    orphan
+                  </span>
+                ))}
               {rolled && (
                 <span class="wf-tokens">
                   <Tokens tokens={rolled} compact />
