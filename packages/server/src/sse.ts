@@ -1,3 +1,4 @@
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from './logger.js';
 import { correlationFields } from './request-context.js';
@@ -100,6 +101,14 @@ export async function streamSse(
       error: e.message,
       ...(e.stack ? { stack: e.stack } : {}),
     });
+    // The answer is a 200 whose stream failed: the request's span must say so (status ERROR, the
+    // exception, error.type), or the trace and its error counts would show a success.
+    const span = trace.getActiveSpan();
+    if (span?.isRecording()) {
+      span.recordException(e);
+      span.setAttribute('error.type', e.name);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
+    }
     if (!res.destroyed) res.write(errorFrame(e));
   } finally {
     if (heartbeat) clearTimeout(heartbeat);

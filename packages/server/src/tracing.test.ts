@@ -177,6 +177,17 @@ describe('server spans with a registered tracer provider', () => {
     );
     expect(performance.now() - started).toBeGreaterThan(90);
 
+    // A stream that fails after its 200 went out: an `event: error` frame, and the span says ERROR.
+    exporter.reset();
+    const failing = await readFrames(await invoke(url, { fail: true }));
+    expect(failing.at(-1)!.text).toMatch(/^event: error\ndata: .*"error":"x"/);
+    await waitForSpans(1);
+    const [streamFailed] = serverSpans();
+    expect(streamFailed!.status).toEqual({ code: SpanStatusCode.ERROR, message: 'x' });
+    expect(streamFailed!.attributes['http.response.status_code']).toBe(200);
+    expect(streamFailed!.attributes['error.type']).toBe('Error');
+    expect(streamFailed!.events.map((e) => e.name)).toContain('exception');
+
     exporter.reset();
     const { url: url2 } = await start(() => {
       throw new Error('boom');
