@@ -6,6 +6,7 @@ const code = await main(process.argv.slice(2), {
   stderr: (text) => process.stderr.write(text),
   env: process.env,
   cwd: process.cwd(),
+  stdin: process.stdin,
 });
 // Long-running commands (collector, runtime start, dev) resolve only when they have shut down.
 process.exitCode = code;

@@ -17,6 +17,8 @@ export interface CliIO {
   stderr: (text: string) => void;
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /** Lines typed in (`invoke --ws`); absent when the caller has no input. */
+  stdin?: AsyncIterable<string | Buffer>;
 }
 
 /** A usage mistake: printed with the command's usage, exit code 2. */

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { EventStreamCodec } from '@smithy/core/event-streams';
+import { fromUtf8, toUtf8 } from '@smithy/core/serde';
 import { SESSION_HEADER } from './data/data-plane.js';
 
 /** An AWS-shaped error answer from the runtime (`x-amzn-errortype` + `{"message"}`). */
@@ -39,6 +41,8 @@ export interface RuntimeSpec {
   description?: string;
   environmentVariables?: Record<string, string>;
   lifecycleConfiguration?: { idleRuntimeSessionTimeout?: number; maxLifetime?: number };
+  /** `protocolConfiguration.serverProtocol` (default HTTP). */
+  serverProtocol?: 'HTTP' | 'MCP' | 'A2A' | 'AGUI';
 }
 
 export interface InvokeOptions {
@@ -54,6 +58,47 @@ export interface InvokeResult {
   contentType: string | undefined;
   /** The body as it arrives, chunk by chunk. */
   body: AsyncIterable<Uint8Array>;
+}
+
+/** One event of InvokeAgentRuntimeCommand's stream (the SDK's `ResponseChunk`). */
+export interface CommandChunk {
+  contentStart?: Record<string, never>;
+  contentDelta?: { stdout?: string; stderr?: string };
+  contentStop?: { exitCode: number; status: 'COMPLETED' | 'TIMED_OUT' };
+}
+
+/**
+ * Decodes AWS event-stream messages from a byte stream as they complete (a message may span
+ * chunks). `chunk` events yield their JSON; an exception message throws with its text.
+ */
+export async function* decodeCommandStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<CommandChunk> {
+  const codec = new EventStreamCodec(toUtf8, fromUtf8);
+  let buffer = Buffer.alloc(0);
+  for await (const bytes of body) {
+    buffer = Buffer.concat([buffer, bytes]);
+    while (buffer.length >= 4) {
+      const total = buffer.readUInt32BE(0);
+      if (buffer.length < total) break;
+      const message = codec.decode(buffer.subarray(0, total));
+      buffer = buffer.subarray(total);
+      const type = message.headers[':message-type']?.value;
+      const payload = toUtf8(message.body);
+      if (type === 'event' && message.headers[':event-type']?.value === 'chunk')
+        yield JSON.parse(payload) as CommandChunk;
+      else if (type === 'exception' || type === 'error') {
+        const name = String(
+          message.headers[':exception-type']?.value ?? message.headers[':error-code']?.value,
+        );
+        let text = payload;
+        try {
+          text = (JSON.parse(payload) as { message?: string }).message ?? payload;
+        } catch {
+          // not JSON: keep the raw text
+        }
+        throw new RuntimeClientRequestError(200, name, text);
+      }
+    }
+  }
 }
 
 export const DEFAULT_ROLE_ARN = 'arn:aws:iam::123456789012:role/AgentRuntimeLocal';
@@ -94,6 +139,7 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
     ...(spec.description ? { description: spec.description } : {}),
     ...(spec.environmentVariables ? { environmentVariables: spec.environmentVariables } : {}),
     ...(spec.lifecycleConfiguration ? { lifecycleConfiguration: spec.lifecycleConfiguration } : {}),
+    ...(spec.serverProtocol ? { protocolConfiguration: { serverProtocol: spec.serverProtocol } } : {}),
     clientToken: randomUUID(),
   });
 
@@ -170,6 +216,34 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
         contentType: res.headers.get('content-type') ?? undefined,
         body,
       };
+    },
+    /** The invocation URL MCP and A2A clients use: `…/runtimes/<escaped ARN>/invocations?qualifier=`. */
+    invocationUrl: (arn: string, qualifier = 'DEFAULT') =>
+      `${base}/runtimes/${encodeURIComponent(arn)}/invocations?qualifier=${encodeURIComponent(qualifier)}`,
+    /** The WebSocket URL of a runtime (`ws://…/runtimes/<escaped ARN>/ws?qualifier=`). */
+    webSocketUrl: (arn: string, qualifier = 'DEFAULT') =>
+      `${base.replace(/^http/, 'ws')}/runtimes/${encodeURIComponent(arn)}/ws?qualifier=${encodeURIComponent(qualifier)}`,
+    /** The headers every request carries (the API key when one is set). */
+    headers: () => headers(),
+    /** InvokeAgentRuntimeCommand: runs a command in a live session; yields its events as they come. */
+    async runCommand(
+      arn: string,
+      sessionId: string,
+      command: string,
+      options: { timeoutS?: number; qualifier?: string } = {},
+    ): Promise<AsyncGenerator<CommandChunk>> {
+      const query = options.qualifier ? `?qualifier=${encodeURIComponent(options.qualifier)}` : '';
+      const res = await fetch(`${base}/runtimes/${encodeURIComponent(arn)}/commands${query}`, {
+        method: 'POST',
+        headers: headers({
+          'content-type': 'application/json',
+          accept: 'application/vnd.amazon.eventstream',
+          [SESSION_HEADER]: sessionId,
+        }),
+        body: JSON.stringify({ command, ...(options.timeoutS ? { timeout: options.timeoutS } : {}) }),
+      });
+      if (!res.ok) return fail(res);
+      return decodeCommandStream(res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }));
     },
     stopSession: (arn: string, sessionId: string) =>
       fetch(`${base}/runtimes/${encodeURIComponent(arn)}/stopruntimesession`, {

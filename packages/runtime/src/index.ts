@@ -8,7 +8,12 @@ export type { Session, SessionState } from './sessions/session-manager.js';
 export { RuntimeApiError } from './errors.js';
 export type { ErrorType } from './errors.js';
 export { SESSION_HEADER, CLOUD_SESSION_HEADER } from './data/data-plane.js';
-export { createRuntimeClient, RuntimeClientRequestError, DEFAULT_ROLE_ARN } from './client.js';
+export {
+  createRuntimeClient,
+  decodeCommandStream,
+  RuntimeClientRequestError,
+  DEFAULT_ROLE_ARN,
+} from './client.js';
 export type {
   RuntimeClient,
   RuntimeSummary,
@@ -16,4 +21,5 @@ export type {
   RuntimeSpec,
   InvokeOptions,
   InvokeResult,
+  CommandChunk,
 } from './client.js';

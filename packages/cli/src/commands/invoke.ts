@@ -1,7 +1,11 @@
 import { type Command, UsageError, parseCommandArgs } from '../command.js';
+import { invokeExec, invokeMcp, invokeWebSocket } from './invoke-protocols.js';
 import { clientFrom } from './runtime.js';
 
 const usage = `Usage: agentrt invoke <runtime> '<json>' [--session <id>] [--stream] [--qualifier <endpoint>] [--json]
+       agentrt invoke <runtime> --mcp list-tools | --mcp call-tool <name> '<json>' [--session <id>]
+       agentrt invoke <runtime> --exec '<command>' --session <id> [--timeout <s>]
+       agentrt invoke <runtime> --ws [--session <id>]
 
 Invokes an agent runtime (name, id or ARN) with a JSON payload and prints the answer as it arrives.
   --session <id>     reuse a session (33–256 chars); without it a new session id is made and printed
@@ -10,12 +14,18 @@ Invokes an agent runtime (name, id or ARN) with a JSON payload and prints the an
   --json             print the body exactly as received (no pretty-printing or SSE unwrapping)
   --url <url>        the runtime (default $AGENTRT_RUNTIME_URL or http://127.0.0.1:8787)
   --api-key <key>    sent as x-api-key (default $AGENTRT_API_KEY)
+  --mcp              an MCP runtime: list-tools, or call-tool <name> '<json>' (official MCP client)
+  --exec <command>   run a shell command in the live session --session (InvokeAgentRuntimeCommand);
+                     its stdout/stderr stream to ours and its exit code is ours
+  --timeout <s>      --exec: seconds before the command is killed (default 300)
+  --ws               a WebSocket to the runtime's /ws: each line typed is a text frame, each frame
+                     received prints as a line (binary as base64)
 
 The session id goes to stderr, so stdout carries only the answer.`;
 
 export const invokeCommand: Command = {
   name: 'invoke',
-  summary: 'invoke an agent runtime with a JSON payload (sessions, streaming as it arrives)',
+  summary: 'invoke an agent runtime: a JSON payload, MCP tools, a command in a session, a WebSocket',
   usage,
   async run(argv, io) {
     const { values, positionals } = parseCommandArgs({
@@ -28,10 +38,32 @@ export const invokeCommand: Command = {
         json: { type: 'boolean', default: false },
         url: { type: 'string' },
         'api-key': { type: 'string' },
+        mcp: { type: 'boolean', default: false },
+        exec: { type: 'string' },
+        timeout: { type: 'string' },
+        ws: { type: 'boolean', default: false },
       },
     });
     const [ref, payload = '{}', ...extra] = positionals;
     if (!ref) throw new UsageError('missing <runtime>');
+    const modes = [values.mcp, values.exec !== undefined, values.ws].filter(Boolean).length;
+    if (modes > 1) throw new UsageError('give at most one of --mcp, --exec and --ws');
+    if (modes === 1) {
+      const client = clientFrom(values, io);
+      const target = {
+        client,
+        arn: (await client.resolve(ref)).agentRuntimeArn,
+        ...(values.qualifier ? { qualifier: values.qualifier } : {}),
+        ...(values.session ? { sessionId: values.session } : {}),
+      };
+      if (values.mcp) return invokeMcp(target, positionals.slice(1), io);
+      if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
+      if (values.ws) return invokeWebSocket(target, io);
+      const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
+      if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0))
+        throw new UsageError(`--timeout must be a whole number of seconds, got '${values.timeout}'`);
+      return invokeExec(target, values.exec as string, timeout, io);
+    }
     if (extra.length) throw new UsageError(`unexpected argument '${extra[0]}' (quote the JSON payload)`);
     try {
       JSON.parse(payload);

@@ -17,7 +17,7 @@ Runs and manages the local hosting runtime (AgentCore-compatible control + data 
   start   [--port <n>] [--host <h>] [--data-dir <dir>] [--warm-pool <n>] [--isolation auto|bwrap|none]
           Runs the runtime in the foreground until Ctrl-C (logs are JSON lines on stdout).
   create  <name> (--dir <path> | --uri <uri>) [--env K=V ...] [--idle-timeout <s>] [--max-lifetime <s>]
-          [--description <text>] [--role-arn <arn>] [--no-wait]
+          [--description <text>] [--role-arn <arn>] [--protocol HTTP|MCP|A2A|AGUI] [--no-wait]
           Creates a runtime from a directory (file://) or an image URI and waits until it is READY.
   update  <runtime> (--dir <path> | --uri <uri>) [same options as create]   New version; DEFAULT moves to it.
   list                          One line per runtime.
@@ -45,6 +45,7 @@ const options = {
   'max-lifetime': { type: 'string' },
   description: { type: 'string' },
   'role-arn': { type: 'string' },
+  protocol: { type: 'string' },
   'no-wait': { type: 'boolean', default: false },
 } as const;
 
@@ -90,6 +91,12 @@ function specFrom(values: Values, io: CliIO): RuntimeSpec {
     };
   if (values.description) spec.description = values.description;
   if (values['role-arn']) spec.roleArn = values['role-arn'];
+  if (values.protocol !== undefined) {
+    const protocol = values.protocol.toUpperCase();
+    if (protocol !== 'HTTP' && protocol !== 'MCP' && protocol !== 'A2A' && protocol !== 'AGUI')
+      throw new UsageError(`--protocol must be HTTP, MCP, A2A or AGUI, got '${values.protocol}'`);
+    spec.serverProtocol = protocol;
+  }
   return spec;
 }
 
