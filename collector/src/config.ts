@@ -39,6 +39,8 @@ export interface CollectorConfig {
   queryWorkers: number;
   /** A query's deadline; its thread is replaced if it runs past. Env AGENTRT_QUERY_TIMEOUT_MS, default 30000. */
   queryTimeoutMs: number;
+  /** Minutes between integrity checks (PRAGMA quick_check) after the one at start; 0: only at start. Env AGENTRT_INTEGRITY_CHECK_MINUTES, default 60. */
+  integrityCheckMinutes: number;
   /** Bearer token required on /v1/* (OTLP ingest) when set. Env AGENTRT_INGEST_TOKEN. */
   ingestToken?: string;
   /** Bearer token required on /api/* when set (the UI takes it once via /?token=). Env AGENTRT_QUERY_TOKEN. */
@@ -59,6 +61,7 @@ export const DEFAULTS: Omit<CollectorConfig, 'dataDir'> = {
   allowedOrigins: [],
   queryWorkers: 2,
   queryTimeoutMs: 30_000,
+  integrityCheckMinutes: 60,
 };
 
 type Env = Record<string, string | undefined>;
@@ -104,6 +107,13 @@ export function loadConfig(
     maxDbMb: num('AGENTRT_MAX_DB_MB', DEFAULTS.maxDbMb, 0, 1e7, false),
     queryWorkers: num('AGENTRT_QUERY_WORKERS', DEFAULTS.queryWorkers, 1, 64),
     queryTimeoutMs: num('AGENTRT_QUERY_TIMEOUT_MS', DEFAULTS.queryTimeoutMs, 100, 3_600_000),
+    integrityCheckMinutes: num(
+      'AGENTRT_INTEGRITY_CHECK_MINUTES',
+      DEFAULTS.integrityCheckMinutes,
+      0,
+      1e6,
+      false,
+    ),
     forwardEndpoints: (raw('AGENTRT_FORWARD_ENDPOINTS') ?? '')
       .split(',')
       .map((s) => s.trim())

@@ -1,5 +1,6 @@
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { DEFAULTS, type CollectorConfig } from '../config.js';
 import { type Logger, silentLogger } from '../logger.js';
 import { decodeLogsRequestJson, decodeTraceRequestJson } from '../otlp/decode-json.js';
@@ -16,6 +17,7 @@ import { type QueryPool, QueryFailure, createQueryPool } from '../query/query-po
 import { decodeMetricPoints, decodeMetricPointsJson } from '../metrics/decode-metrics.js';
 import { metricsAndLogsApi } from '../metrics/metric-routes.js';
 import { type MetricLimits, type MetricStore, createMetricStore } from '../metrics/metric-store.js';
+import { RECOVERY_HINT, createIntegrityMonitor, isCorruption } from '../store/integrity.js';
 import { type SpanStore, createSpanStore } from '../store/span-store.js';
 import { type WriterThread, startWriterThread } from '../store/writer-thread.js';
 import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
@@ -88,7 +90,17 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const traceIndexPercent = options.traceIndexPercent ?? DEFAULTS.traceIndexPercent;
   // The main thread's connection creates and migrates the schema, then serves reads, summaries and
   // retention; ingest batches are encoded here and committed by the writer thread.
-  const store = createSpanStore({ dataDir: options.dataDir, traceIndexPercent, backgroundCheckpoints: true });
+  let store: SpanStore;
+  try {
+    store = createSpanStore({ dataDir: options.dataDir, traceIndexPercent, backgroundCheckpoints: true });
+  } catch (error) {
+    if (!isCorruption(error)) throw error;
+    // A header too damaged to open: nothing can run on it; say which file and how to recover.
+    throw new Error(
+      `the store ${join(options.dataDir, 'collector.sqlite')} is corrupt (${(error as Error).message}); ${RECOVERY_HINT}`,
+      { cause: error },
+    );
+  }
   let writer: WriterThread;
   try {
     writer = await startWriterThread({ path: store.path, traceIndexPercent, logger });
@@ -113,6 +125,14 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     dataDir: options.dataDir,
     ...(options.metricLimits ? { limits: options.metricLimits } : {}),
   });
+  const integrity = createIntegrityMonitor({
+    file: store.path,
+    check: () => queries.check(),
+    intervalMs: (options.integrityCheckMinutes ?? DEFAULTS.integrityCheckMinutes) * 60_000,
+    logger,
+  });
+  // Before the first acknowledgement: a damaged file found later may lose what was acknowledged.
+  await integrity.start();
   const live = createLiveHub();
   const exporter = createExportStreamer(store, { maxConcurrent: options.maxConcurrentExports ?? 2 });
   const queue = createIngestQueue({
@@ -122,6 +142,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
         await writer.write(batch);
       } catch (error) {
         store.forgetBatch(batch);
+        if (isCorruption(error)) integrity.markCorrupt((error as Error).message);
         throw error;
       }
     },
@@ -158,6 +179,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     }
     // Refuse early when full or closing: no point inflating a body we will not take.
     queue.checkAccepting(1);
+    integrity.assertWritable();
     const body = await readBody(req, maxBodyBytes);
     let rejected = 0;
     let message: string | undefined;
@@ -369,6 +391,18 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     return exporter.stream({ startUs: Math.floor(startMs * 1000), endUs: Math.floor(endMs * 1000) }, res);
   }
 
+  function healthBody(): Record<string, unknown> {
+    return {
+      status: 'ok',
+      received: counters,
+      pendingRecords: queue.pendingRecords,
+      forward: forwarder.stats,
+      liveClients: live.size,
+      queries: { ...queries.stats, queued: queries.queued },
+      exportsRunning: exporter.running,
+    };
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let route: Route = { errors: 'api' };
     try {
@@ -389,13 +423,15 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       }
       access.check(req, path);
       if (path === '/healthz') {
-        return sendJson(res, 200, {
-          status: 'ok',
-          received: counters,
-          pendingRecords: queue.pendingRecords,
-          forward: forwarder.stats,
-          liveClients: live.size,
-        });
+        if (integrity.state.status === 'corrupt') {
+          return sendJson(res, 503, {
+            ...healthBody(),
+            status: 'corrupt',
+            store: integrity.state,
+            hint: RECOVERY_HINT,
+          });
+        }
+        return sendJson(res, 200, healthBody());
       }
       if (path.startsWith('/api/')) return await api(path, url.searchParams, req, res);
       if (path.startsWith('/v1/')) throw new HttpError(404, 'not_found', `no OTLP route ${path}`);
@@ -412,7 +448,13 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   /** The one place errors become responses. */
   function onError(error: unknown, route: Route, res: ServerResponse): void {
     let err: HttpError;
-    if (error instanceof HttpError) err = error;
+    if (isCorruption(error) || (error instanceof HttpError && isCorruption(error.message))) {
+      integrity.markCorrupt(error instanceof Error ? error.message : String(error));
+      err = new HttpError(503, 'store_corrupt', `the store ${store.path} is corrupt; ${RECOVERY_HINT}`, {
+        cause: error,
+        expose: true,
+      });
+    } else if (error instanceof HttpError) err = error;
     else if (error instanceof OtlpDecodeError)
       err = new HttpError(400, 'bad_data', error.message, { cause: error });
     else err = new HttpError(500, 'internal', 'internal error', { cause: error });
@@ -508,6 +550,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       closing ??= (async () => {
         clearInterval(refresher);
         clearInterval(retention);
+        integrity.close();
         // Queued batches are written and their requests answered before the connections close.
         const drained = queue.close();
         live.close();

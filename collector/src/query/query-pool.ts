@@ -18,6 +18,8 @@ export interface QueryPoolData {
 }
 
 export type QueryRequest =
+  /** `PRAGMA quick_check` on the thread's connection; the result is a JSON array of its messages. */
+  | { type: 'check'; id: number }
   | {
       type: 'query';
       id: number;
@@ -60,6 +62,9 @@ export class QueryFailure extends Error {
 
 interface Job {
   id: number;
+  /** A query, or an integrity check (`query` unused). */
+  kind: 'query' | 'check';
+  timeoutMs: number;
   query: string;
   options: Pick<QueryOptions, 'startMs' | 'endMs' | 'maxQueryMs'>;
   resolve: (json: Uint8Array) => void;
@@ -198,12 +203,11 @@ export async function createQueryPool(options: QueryPoolOptions) {
       if (!job) return;
       slot.job = job;
       stats.queries++;
-      slot.worker.postMessage({
-        type: 'query',
-        id: job.id,
-        query: job.query,
-        options: job.options,
-      } satisfies QueryRequest);
+      slot.worker.postMessage(
+        (job.kind === 'check'
+          ? { type: 'check', id: job.id }
+          : { type: 'query', id: job.id, query: job.query, options: job.options }) satisfies QueryRequest,
+      );
       // The engine stops its own scan at the deadline; a statement it cannot interrupt (one big
       // GROUP BY) ends with the thread.
       slot.timer = setTimeout(() => {
@@ -213,12 +217,12 @@ export async function createQueryPool(options: QueryPoolOptions) {
         job.reject(
           new QueryFailure(
             stopped(
-              `query stopped at its ${timeoutMs} ms deadline; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
+              `${job.kind === 'check' ? 'integrity check' : 'query'} stopped at its ${job.timeoutMs} ms deadline; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
             ),
           ),
         );
         retire(slot);
-      }, timeoutMs + graceMs);
+      }, job.timeoutMs + graceMs);
     }
   }
 
@@ -259,9 +263,29 @@ export async function createQueryPool(options: QueryPoolOptions) {
         );
       }
       return new Promise<Uint8Array>((resolve, reject) => {
-        queue.push({ id: nextId++, query, options: { ...range, maxQueryMs: timeoutMs }, resolve, reject });
+        queue.push({
+          id: nextId++,
+          kind: 'query',
+          timeoutMs,
+          query,
+          options: { ...range, maxQueryMs: timeoutMs },
+          resolve,
+          reject,
+        });
         dispatch();
       });
+    },
+    /**
+     * Runs SQLite's `PRAGMA quick_check` on a query thread (ahead of waiting queries); resolves with
+     * its messages: `['ok']` for a sound database.
+     */
+    check(timeoutMs = 600_000): Promise<string[]> {
+      if (closed)
+        return Promise.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
+      return new Promise<Uint8Array>((resolve, reject) => {
+        queue.unshift({ id: nextId++, kind: 'check', timeoutMs, query: '', options: {}, resolve, reject });
+        dispatch();
+      }).then((json) => JSON.parse(Buffer.from(json).toString()) as string[]);
     },
     /** Fails what waits, stops the threads. */
     async close(): Promise<void> {

@@ -22,6 +22,18 @@ port.on('message', (m: QueryRequest) => {
     port.close();
     return;
   }
+  if (m.type === 'check') {
+    try {
+      const rows = db.prepare('PRAGMA quick_check(20)').all() as { quick_check: string }[];
+      const json = encoder.encode(JSON.stringify(rows.map((r) => r.quick_check)));
+      reply({ type: 'result', id: m.id, json }, [json.buffer]);
+    } catch (error) {
+      // A header too damaged to read is itself the finding.
+      const json = encoder.encode(JSON.stringify([error instanceof Error ? error.message : String(error)]));
+      reply({ type: 'result', id: m.id, json }, [json.buffer]);
+    }
+    return;
+  }
   try {
     const response = runQuery(db, m.query, { ...m.options, maxRows });
     const json = encoder.encode(JSON.stringify(response));
