@@ -2,7 +2,8 @@
 // side with plain @opentelemetry/auto-instrumentations-node/register and the AWS distro (ADOT JS).
 // Run after building: `node bench/instrument/index.mjs`. Loopback only; bounded to a few minutes.
 // BENCH_PARTS=startup,echo,agent (default: all three) runs a subset and prints it without writing
-// docs/benchmarks.md.
+// docs/benchmarks.md. BENCH_THROUGHPUT_SECONDS, BENCH_THROUGHPUT_ROUNDS (echo) and BENCH_AGENT_ROUNDS
+// (reference agent, default 5) set the load.
 import { spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -398,7 +399,7 @@ function agentTable(rows) {
   return table(
     [
       'variant',
-      `CPU µs/request (median of ${THROUGHPUT_ROUNDS})`,
+      `CPU µs/request (median of ${AGENT_ROUNDS})`,
       'CPU overhead (median of per-round ratios)',
       'req/s (all variants loaded at once)',
       ...TAIL_COLUMNS,
@@ -492,6 +493,7 @@ if (echo.length > 0) console.log(`echo agent:\n${throughputTable(echo)}`);
 const sdkAgent = join(root, 'examples', 'sdk-agent', 'dist', 'main.js');
 const weatherFixture = join(root, 'examples', 'models', 'dist', 'fixtures', 'weather-api-main.js');
 const AGENT_CONNECTIONS = 4;
+const AGENT_ROUNDS = Number(process.env.BENCH_AGENT_ROUNDS ?? 5);
 const PROFILE_DIR = join(root, 'bench', '.work', 'instrument-profiles');
 /** The agent's variants: none, ours with the sampler off, ours in full, the peers. */
 const agentVariants = [
@@ -503,8 +505,8 @@ const agentVariants = [
   },
   ...peerVariants.slice(1),
 ];
-/** The variants the CPU profile round profiles (bare, ours sampler off, ours full). */
-const PROFILED = new Set(agentVariants.slice(0, 3).map((v) => v.name));
+/** The variants the CPU profile round profiles (bare, ours sampler off, ours full, upstream register). */
+const PROFILED = new Set(agentVariants.slice(0, 4).map((v) => v.name));
 /** A variant's own OTLP endpoint: the sink's URL with a path prefix per variant. */
 function withOwnEndpoint(v, i) {
   const prefix = `variant${i}`;
@@ -598,17 +600,17 @@ async function agentRound(workload, round, profile) {
 }
 
 /**
- * THROUGHPUT_ROUNDS measured rounds, then one profiled round. Per variant: the median of each
+ * AGENT_ROUNDS measured rounds, then one profiled round. Per variant: the median of each
  * measure, and the median over rounds of its CPU per request divided by bare node's in the same
  * round. The profiles give each part's share of the busy time inside the measured window.
  */
 async function measureAgent(workload) {
   const rounds = [];
-  for (let round = 0; round < THROUGHPUT_ROUNDS; round++)
+  for (let round = 0; round < AGENT_ROUNDS; round++)
     rounds.push((await agentRound(workload, round, false)).rows);
   rmSync(PROFILE_DIR, { recursive: true, force: true });
   mkdirSync(PROFILE_DIR, { recursive: true });
-  const profiled = await agentRound(workload, THROUGHPUT_ROUNDS, true);
+  const profiled = await agentRound(workload, AGENT_ROUNDS, true);
   // the window, for reading the profiles again: node bench/instrument/profile-breakdown.mjs <file>
   writeFileSync(
     join(PROFILE_DIR, 'window.json'),
@@ -753,7 +755,7 @@ if (agent.length > 0) {
     `# Reference agent: where the instrumented CPU goes
 
 Written by \`node bench/instrument/index.mjs\` (${new Date().toISOString().slice(0, 10)}, load average ${loadAverage}).
-From \`--cpu-prof\` profiles of bare node and our two variants, loaded together with the peers; only
+From \`--cpu-prof\` profiles of bare node, our two variants and the upstream register, loaded together with ADOT; only
 samples inside the measured window count, each scaled to the variant's median CPU per request.
 The profiles (flame graphs in Chrome DevTools or speedscope) are in bench/.work/instrument-profiles/.
 
@@ -783,10 +785,10 @@ two HTTP tool calls to the fixture weather API per request) and an echo agent. E
 variant exports to an OTLP sink in a process of its own; "OTLP bytes/request" is what reached it.
 ADOT runs in its AgentCore mode (\`AGENT_OBSERVABILITY_ENABLED=true\`) with its OTLP endpoints pointed
 at the same sink. The reference agent's variants are loaded all at once instead (${AGENT_CONNECTIONS}
-connections each, ${THROUGHPUT_SECONDS} s after a 2 s warm-up, ${THROUGHPUT_ROUNDS} rounds), so a
+connections each, ${THROUGHPUT_SECONDS} s after a 2 s warm-up, ${AGENT_ROUNDS} rounds), so a
 neighbour's load hits them alike: its overhead column is the median over rounds of each variant's
 CPU per request divided by bare node's in the same round. Each variant exports to its own endpoint
-prefix of the sink. One more round runs bare node and our two variants under \`--cpu-prof\`; the
+prefix of the sink. One more round runs bare node, our two variants and the upstream register under \`--cpu-prof\`; the
 breakdown gives each part of the code its share of the profile's busy samples inside the measured
 window (by the script of the sampled function, bench/instrument/profile-breakdown.mjs), scaled to
 the variant's median CPU per request. The functions behind it are in bench/instrument/agent-profile.md;
