@@ -108,3 +108,90 @@ export function isQueryError(body: unknown): body is QueryErrorBody {
     typeof body.message === 'string'
   );
 }
+
+/** One time series answer of GET /api/metrics/query. */
+export interface MetricSeriesAnswer {
+  name: string;
+  kind: string;
+  unit: string;
+  fn: string;
+  stepMs: number;
+  series: { group: Record<string, string>; points: [number, number | null][] }[];
+}
+
+/** A time series (undefined when the collector has no such metric yet). */
+export async function queryMetric(params: {
+  name: string;
+  fn: string;
+  by?: string;
+  where?: string[];
+  startMs: number;
+  endMs: number;
+  stepMs?: number;
+}): Promise<MetricSeriesAnswer | undefined> {
+  const p = new URLSearchParams({
+    name: params.name,
+    fn: params.fn,
+    startMs: String(params.startMs),
+    endMs: String(params.endMs),
+  });
+  if (params.by) p.set('by', params.by);
+  if (params.stepMs) p.set('stepMs', String(params.stepMs));
+  for (const w of params.where ?? []) p.append('where', w);
+  try {
+    return await request<MetricSeriesAnswer>(`/api/metrics/query?${p.toString()}`);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return undefined;
+    throw error;
+  }
+}
+
+/** One log record as GET /api/logs answers it. */
+export interface LogRowView {
+  cursor: number;
+  timeMs: number;
+  severityNumber: number;
+  severityText: string;
+  body: string;
+  service: string;
+  sessionId?: string;
+  traceId?: string;
+  spanId?: string;
+}
+
+export async function listLogs(
+  filters: { sessionId?: string; traceId?: string; service?: string; severity?: string; q?: string },
+  after?: number,
+): Promise<{ logs: LogRowView[]; cursor: number }> {
+  const p = new URLSearchParams({ limit: after === undefined ? '300' : '1000' });
+  for (const [k, v] of Object.entries(filters)) if (v) p.set(k, v);
+  if (after !== undefined) p.set('after', String(after));
+  const r = await request<{
+    logs: {
+      cursor: number;
+      timeUnixNano: number;
+      severityNumber: number;
+      severityText?: string;
+      body: unknown;
+      service: string;
+      sessionId?: string;
+      traceId?: string;
+      spanId?: string;
+    }[];
+    cursor: number;
+  }>(`/api/logs?${p.toString()}`);
+  return {
+    cursor: r.cursor,
+    logs: r.logs.map((l) => ({
+      cursor: l.cursor,
+      timeMs: nsToMs(l.timeUnixNano),
+      severityNumber: l.severityNumber,
+      severityText: l.severityText || String(l.severityNumber),
+      body: typeof l.body === 'string' ? l.body : JSON.stringify(l.body),
+      service: l.service,
+      ...(l.sessionId ? { sessionId: l.sessionId } : {}),
+      ...(l.traceId ? { traceId: l.traceId } : {}),
+      ...(l.spanId ? { spanId: l.spanId } : {}),
+    })),
+  };
+}

@@ -5,7 +5,9 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { LiveContext, useRoute } from './hooks.js';
 import { createLiveFeed, type LiveStatus } from './live.js';
 import { routeHref, type Route } from './router.js';
+import { AgentsView } from './views/agents.js';
 import { CompareView } from './views/compare.js';
+import { LogsView } from './views/logs.js';
 import { LiveView } from './views/live.js';
 import { SearchView } from './views/search.js';
 import { SessionView, SessionsView } from './views/sessions.js';
@@ -47,15 +49,23 @@ function ThemeToggle() {
 }
 
 const NAV: { label: string; route: Route; match: Route['view'][] }[] = [
+  { label: 'Agents', route: { view: 'agents' }, match: ['agents'] },
   { label: 'Sessions', route: { view: 'sessions' }, match: ['sessions', 'session'] },
   { label: 'Traces', route: { view: 'traces', filters: {} }, match: ['traces', 'trace'] },
   { label: 'Search', route: { view: 'search' }, match: ['search'] },
   { label: 'Compare', route: { view: 'compare' }, match: ['compare'] },
   { label: 'Live', route: { view: 'live' }, match: ['live'] },
+  { label: 'Logs', route: { view: 'logs' }, match: ['logs'] },
 ];
 
 function Page({ route }: { route: Route }) {
   switch (route.view) {
+    case 'agents':
+      return <AgentsView />;
+    case 'logs': {
+      const { view: _view, ...initial } = route;
+      return <LogsView key={JSON.stringify(initial)} initial={initial} />;
+    }
     case 'sessions':
       return <SessionsView />;
     case 'session':
@@ -100,7 +110,7 @@ function App() {
   return (
     <LiveContext.Provider value={feed}>
       <header class="topbar">
-        <a class="brand" href="#/sessions">
+        <a class="brand" href="#/agents">
           <svg viewBox="0 0 16 16" width="18" height="18" aria-hidden="true">
             <rect x="1" y="3" width="9" height="3" rx="1" fill="var(--c1)" />
             <rect x="5" y="7" width="10" height="3" rx="1" fill="var(--c2)" />

@@ -13,12 +13,15 @@ describe('hash routes', () => {
       { view: 'search', query: 'filter durationNano > 1e9 | limit 5' },
       { view: 'compare', a: 'x', b: 'y' },
       { view: 'live' },
+      { view: 'agents' },
+      { view: 'logs' },
+      { view: 'logs', sessionId: 's 1', traceId: 'abc', service: 'agentrt-runtime' },
     ];
     for (const r of routes) expect(parseRoute(routeHref(r))).toEqual(r);
   });
-  it('falls back to sessions and ignores junk parameters', () => {
-    expect(parseRoute('')).toEqual({ view: 'sessions' });
-    expect(parseRoute('#/nope')).toEqual({ view: 'sessions' });
+  it('falls back to the Agents view and ignores junk parameters', () => {
+    expect(parseRoute('')).toEqual({ view: 'agents' });
+    expect(parseRoute('#/nope')).toEqual({ view: 'agents' });
     expect(parseRoute('#/traces?status=weird&minDurationMs=abc')).toEqual({ view: 'traces', filters: {} });
     expect(parseRoute('#/sessions/%E0%A4%A')).toEqual({ view: 'session', sessionId: '%E0%A4%A' });
   });

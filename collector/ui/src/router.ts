@@ -1,6 +1,8 @@
 /** Hash routing (`#/traces/abc?span=def`): shareable links, no server routes needed. */
 
 export type Route =
+  | { view: 'agents' }
+  | { view: 'logs'; sessionId?: string; traceId?: string; service?: string }
   | { view: 'sessions' }
   | { view: 'session'; sessionId: string }
   | { view: 'traces'; filters: TraceFilters }
@@ -25,6 +27,10 @@ function query(params: Record<string, string | number | undefined>): string {
 /** The hash (with leading '#') for a route. */
 export function routeHref(route: Route): string {
   switch (route.view) {
+    case 'agents':
+      return '#/agents';
+    case 'logs':
+      return `#/logs${query({ sessionId: route.sessionId, traceId: route.traceId, service: route.service })}`;
     case 'sessions':
       return '#/sessions';
     case 'session':
@@ -42,7 +48,7 @@ export function routeHref(route: Route): string {
   }
 }
 
-/** Parses a location hash; anything unknown goes to the sessions list. */
+/** Parses a location hash; anything unknown goes to the Agents view. */
 export function parseRoute(hash: string): Route {
   const raw = hash.replace(/^#/, '');
   const [path = '', search = ''] = raw.split('?', 2);
@@ -50,6 +56,18 @@ export function parseRoute(hash: string): Route {
   const get = (k: string): string | undefined => params.get(k) || undefined;
   const parts = path.split('/').filter(Boolean).map(safeDecode);
   switch (parts[0]) {
+    case 'agents':
+      return { view: 'agents' };
+    case 'logs': {
+      const route: Route = { view: 'logs' };
+      const sessionId = get('sessionId');
+      const traceId = get('traceId');
+      const service = get('service');
+      if (sessionId) route.sessionId = sessionId;
+      if (traceId) route.traceId = traceId;
+      if (service) route.service = service;
+      return route;
+    }
     case 'sessions':
       return parts[1] ? { view: 'session', sessionId: parts[1] } : { view: 'sessions' };
     case 'traces': {
@@ -85,7 +103,7 @@ export function parseRoute(hash: string): Route {
     case 'live':
       return { view: 'live' };
     default:
-      return { view: 'sessions' };
+      return { view: 'agents' };
   }
 }
 

@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { costOf, formatUsd, priceOf } from './prices.js';
+
+describe('model prices', () => {
+  it('matches Bedrock and OpenAI ids by their longest known key', () => {
+    expect(priceOf('us.anthropic.claude-3-5-sonnet-20241022-v2:0')).toEqual({
+      inputPerMTok: 3,
+      outputPerMTok: 15,
+    });
+    expect(priceOf('us.amazon.nova-lite-v1:0')?.inputPerMTok).toBe(0.06);
+    expect(priceOf('gpt-4o-mini-2024-07-18')?.inputPerMTok).toBe(0.15); // not gpt-4o's
+    expect(priceOf('offline-weather-model')).toBeUndefined();
+  });
+  it('prices tokens and formats dollars', () => {
+    expect(costOf('gpt-4o', 1_000_000, 100_000)).toBeCloseTo(3.5, 9);
+    expect(costOf('unknown', 10, 10)).toBeUndefined();
+    expect(formatUsd(3.5)).toBe('$3.50');
+    expect(formatUsd(0.000123)).toBe('$0.00012');
+    expect(formatUsd(undefined)).toBe('—');
+  });
+});

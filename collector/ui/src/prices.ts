@@ -1,0 +1,60 @@
+/**
+ * Default model prices (USD per million tokens, on-demand list prices) for the cost columns. A model
+ * id matches the longest key it contains, so `us.anthropic.claude-3-5-sonnet-20241022-v2:0` and
+ * `claude-3-5-sonnet` price alike; an unknown model costs nothing (and says so).
+ */
+export interface Price {
+  inputPerMTok: number;
+  outputPerMTok: number;
+}
+
+export const DEFAULT_PRICES: Readonly<Record<string, Price>> = {
+  'claude-opus-4': { inputPerMTok: 15, outputPerMTok: 75 },
+  'claude-sonnet-4': { inputPerMTok: 3, outputPerMTok: 15 },
+  'claude-3-7-sonnet': { inputPerMTok: 3, outputPerMTok: 15 },
+  'claude-3-5-sonnet': { inputPerMTok: 3, outputPerMTok: 15 },
+  'claude-3-5-haiku': { inputPerMTok: 0.8, outputPerMTok: 4 },
+  'claude-3-haiku': { inputPerMTok: 0.25, outputPerMTok: 1.25 },
+  'nova-premier': { inputPerMTok: 2.5, outputPerMTok: 12.5 },
+  'nova-pro': { inputPerMTok: 0.8, outputPerMTok: 3.2 },
+  'nova-lite': { inputPerMTok: 0.06, outputPerMTok: 0.24 },
+  'nova-micro': { inputPerMTok: 0.035, outputPerMTok: 0.14 },
+  'llama3-3-70b': { inputPerMTok: 0.72, outputPerMTok: 0.72 },
+  'gpt-4.1-mini': { inputPerMTok: 0.4, outputPerMTok: 1.6 },
+  'gpt-4.1-nano': { inputPerMTok: 0.1, outputPerMTok: 0.4 },
+  'gpt-4.1': { inputPerMTok: 2, outputPerMTok: 8 },
+  'gpt-4o-mini': { inputPerMTok: 0.15, outputPerMTok: 0.6 },
+  'gpt-4o': { inputPerMTok: 2.5, outputPerMTok: 10 },
+  'o4-mini': { inputPerMTok: 1.1, outputPerMTok: 4.4 },
+  'o3-mini': { inputPerMTok: 1.1, outputPerMTok: 4.4 },
+  o3: { inputPerMTok: 2, outputPerMTok: 8 },
+};
+
+/** The price of a model id, or undefined when no key matches. */
+export function priceOf(
+  model: string,
+  prices: Readonly<Record<string, Price>> = DEFAULT_PRICES,
+): Price | undefined {
+  const id = model.toLowerCase();
+  let best: string | undefined;
+  for (const key of Object.keys(prices))
+    if (id.includes(key) && (!best || key.length > best.length)) best = key;
+  return best === undefined ? undefined : prices[best];
+}
+
+/** USD for the tokens, or undefined for a model without a price. */
+export function costOf(
+  model: string,
+  input: number,
+  output: number,
+  prices: Readonly<Record<string, Price>> = DEFAULT_PRICES,
+): number | undefined {
+  const p = priceOf(model, prices);
+  return p && (input * p.inputPerMTok + output * p.outputPerMTok) / 1e6;
+}
+
+export function formatUsd(usd: number | undefined): string {
+  if (usd === undefined) return '—';
+  if (usd === 0) return '$0';
+  return usd < 0.01 ? `$${usd.toPrecision(2)}` : `$${usd.toFixed(2)}`;
+}
