@@ -1,3 +1,5 @@
+import { createUrlRedactor } from './url-redaction.js';
+
 /**
  * Which attribute keys are message content (dropped unless content capture is on) and which are
  * secrets (always redacted). Pure functions so both the span and the log-record processors share
@@ -97,6 +99,8 @@ export interface AttributeFilterOptions {
   captureMessageContent: boolean;
   /** Extra key patterns to redact, on top of {@link ALWAYS_REDACTED_PATTERNS}. */
   redactAttributes: readonly string[];
+  /** Extra query parameters redacted in URL-valued attributes (see url-redaction.ts). */
+  redactQueryParams?: readonly string[];
 }
 
 /** What happens to one attribute key. */
@@ -120,6 +124,7 @@ export function createAttributeFilter(options: AttributeFilterOptions): Attribut
   const isContentEvent = options.captureMessageContent
     ? () => false
     : createKeyMatcher(CONTENT_EVENT_PATTERNS);
+  const urls = createUrlRedactor(options.redactQueryParams);
   const cache = new Map<string, AttributeAction>();
   const actionFor = (key: string): AttributeAction => {
     let action = cache.get(key);
@@ -142,6 +147,12 @@ export function createAttributeFilter(options: AttributeFilterOptions): Attribut
         } else if (action === 'redact' && attributes[key] !== REDACTED) {
           attributes[key] = REDACTED;
           changed = true;
+        } else if (action === 'keep') {
+          const url = urls.redactAttribute(key, attributes[key]);
+          if (url !== undefined) {
+            attributes[key] = url;
+            changed = true;
+          }
         }
       }
       return changed;

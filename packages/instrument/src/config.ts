@@ -50,6 +50,8 @@ export interface InstrumentConfig {
   captureMessageContent: boolean;
   /** Extra attribute key patterns to redact (`*` wildcard), on top of the built-in list. */
   redactAttributes: readonly string[];
+  /** Extra query parameter names redacted in URL-valued attributes, on top of the built-in list. */
+  redactQueryParams: readonly string[];
   /** Short instrumentation names (`http`, `koa`, …) to enable; undefined = the default set. */
   enabledInstrumentations: readonly string[] | undefined;
   disabledInstrumentations: readonly string[];
@@ -238,6 +240,7 @@ export function readConfig(
     baggageSpanAttributes: [...new Set(['session.id', ...baggageKeys])],
     captureMessageContent: bool('OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', false),
     redactAttributes: list('AGENTRT_REDACT_ATTRIBUTES') ?? [],
+    redactQueryParams: list('AGENTRT_REDACT_QUERY_PARAMS') ?? [],
     enabledInstrumentations: list('OTEL_NODE_ENABLED_INSTRUMENTATIONS'),
     disabledInstrumentations: list('OTEL_NODE_DISABLED_INSTRUMENTATIONS') ?? [],
     middlewareSpans: bool('AGENTRT_MIDDLEWARE_SPANS', false),

@@ -24,6 +24,7 @@ import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver.js';
 const KOA_APP = 'src/instrument/fixtures/koa-app.cjs';
 const ESM_APP = 'src/instrument/fixtures/esm-app.mjs';
 const HTTP_ESM_APP = 'src/instrument/fixtures/http-app.mjs';
+const REDACT_APP = 'src/instrument/fixtures/redact-app.mjs';
 const BIN = createRequire(import.meta.url)
   .resolve('@agentrt/instrument/package.json')
   .replace(/package\.json$/, 'bin/agentrt-instrument.js');
@@ -474,4 +475,54 @@ describe('safety', { timeout: 90_000 }, () => {
     // fell back to protobuf
     expect(receiver.contentTypes.get('/v1/logs')).toEqual(new Set(['application/x-protobuf']));
   });
+});
+
+describe('credentials in URLs (issue #14)', { timeout: 90_000 }, () => {
+  // Our lean server span records url.path only; the upstream one records the query too.
+  for (const serverSpans of ['agentrt', 'upstream'] as const) {
+    it(`redacts sensitive query values and userinfo on server (${serverSpans}), fetch and http client spans`, async () => {
+      const app = await spawnApp(['--require', '@agentrt/instrument', REDACT_APP], {
+        ...FAST_EXPORT,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        AGENTRT_HTTP_SERVER_SPANS: serverSpans,
+        AGENTRT_REDACT_QUERY_PARAMS: 'session_key',
+        DOWNSTREAM_URL: downstream.url,
+      });
+      const t = hex(16);
+      const res = await get(app, '/invocations?session_key=server-secret&token=server-token&lang=en', {
+        traceparent: traceparent(t, hex(8)),
+      });
+      expect(res.status).toBe(200);
+      // The calls went out with their credentials (redaction is in telemetry only).
+      expect(downstream.requests).toHaveLength(2);
+      const spans = await receiver.waitFor('server and two client spans', () => {
+        const of = receiver.spans.filter((s) => s.traceId === t);
+        return of.length >= 3 ? of : undefined;
+      });
+      const server = spans.find((s) => s.kind === 'SERVER')!;
+      expect(server.attributes['url.path']).toBe('/invocations');
+      if (serverSpans === 'upstream')
+        expect(server.attributes['url.query']).toBe('session_key=REDACTED&token=REDACTED&lang=en');
+      const clients = spans.filter((s) => s.kind === 'CLIENT').map((s) => String(s.attributes['url.full']));
+      expect(clients.sort()).toEqual(
+        [
+          `${downstream.url}?access_token=REDACTED&q=weather&X-Amz-Signature=REDACTED`,
+          `${downstream.url.replace('http://', 'http://REDACTED:REDACTED@')}?password=REDACTED&api_key=REDACTED&X-Amz-Security-Token=REDACTED&page=2`,
+        ].sort(),
+      );
+      const exported = JSON.stringify(receiver.spans);
+      for (const secret of [
+        'fetch-secret',
+        'fetch-sig',
+        'http-secret',
+        'http-key',
+        'http-token',
+        'http-pw',
+        'server-secret',
+        'server-token',
+      ])
+        expect(exported, secret).not.toContain(secret);
+    });
+  }
 });
