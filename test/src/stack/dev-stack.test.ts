@@ -132,6 +132,8 @@ describe('agentrt dev (end to end)', () => {
     expect(list.agentRuntimes.map((r) => [r.agentRuntimeName, r.status]).sort()).toEqual([
       ['custom_agent', 'READY'],
       ['sdk_agent', 'READY'],
+      ['weather_a2a', 'READY'],
+      ['weather_mcp', 'READY'],
     ]);
     const ui = await fetch(`${state.urls['collector']}/`);
     expect(ui.headers.get('content-type')).toMatch(/text\/html/);
@@ -152,7 +154,7 @@ describe('agentrt dev (end to end)', () => {
     expect(state.demo?.map((d) => [d.name, d.ok, d.detail])).toEqual(
       state.demo?.map((d) => [d.name, true, d.detail]),
     );
-    expect(state.demo?.length).toBe(6);
+    expect(state.demo?.length).toBe(8);
     const collector = state.urls['collector']!;
     const multi = state.demo!.find((d) => d.name.startsWith('multi-turn'))!.sessionId;
     const stream = state.demo!.find((d) => d.name.startsWith('streaming'))!.sessionId;
@@ -288,7 +290,9 @@ describe('agentrt dev (end to end)', () => {
       expect(second.runtimes.map((r) => [r.name, r.id, r.reused])).toEqual(
         first.runtimes.map((r) => [r.name, r.id, true]),
       );
-      expect(dev.output()).toContain('sdk_agent (reused), custom_agent (reused)');
+      expect(dev.output()).toContain(
+        'sdk_agent (reused), custom_agent (reused), weather_mcp (reused), weather_a2a (reused)',
+      );
       const multi = first.demo!.find((d) => d.name.startsWith('multi-turn'))!.sessionId;
       expect(
         (await fetch(`${second.urls['collector']}/api/sessions/${encodeURIComponent(multi)}`)).status,

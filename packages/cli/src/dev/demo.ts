@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type RegisteredRuntime } from './runtime-registration.js';
 
 export interface DemoResult {
@@ -73,8 +75,8 @@ function invocationsUrl(runtimeUrl: string, runtime: RegisteredRuntime | undefin
 
 /**
  * Sends the sample traffic `agentrt dev --demo` promises, so the UI has data at once: one plain
- * invocation, one streamed, a two-turn session, a weather question, and a weather question whose
- * tool call fails (a place outside the forecast service's area).
+ * invocation, one streamed, a two-turn session, a weather question, a weather question whose
+ * tool call fails (a place outside the forecast service's area), an A2A message and MCP tool calls.
  */
 export async function runDemo(options: DemoOptions): Promise<DemoResult[]> {
   const timeoutMs = options.timeoutMs ?? 60_000;
@@ -140,7 +142,58 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult[]> {
       expect: (status) => status === 200 || status === 500,
     },
   ];
+  const a2a = options.runtimes.find((r) => r.name === 'weather_a2a');
+  const a2aSession = newSession('a2a');
+  calls.push({
+    name: 'A2A message (weather_a2a)',
+    url: `${invocationsUrl(options.runtimeUrl, a2a)}/`,
+    sessionId: a2aSession,
+    payload: {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'Forecast for Denver' }] },
+      },
+    },
+    headers: { [SESSION_HEADER]: a2aSession, 'A2A-Version': '1.0' },
+    expect: (status, body) => status === 200 && body.includes('"result"'),
+  });
   // Sequential on purpose: the turns of one session must be ordered, and a cold start is per session.
   for (const call of calls) results.push(await send(call, timeoutMs));
+  const mcp = options.runtimes.find((r) => r.name === 'weather_mcp');
+  if (mcp) results.push(await mcpDemo(options.runtimeUrl, mcp, timeoutMs));
   return results;
+}
+
+/** Lists the MCP server's tools and calls get_alerts through the runtime with the official MCP client. */
+async function mcpDemo(
+  runtimeUrl: string,
+  runtime: RegisteredRuntime,
+  timeoutMs: number,
+): Promise<DemoResult> {
+  const name = 'MCP tools/list + tools/call get_alerts (weather_mcp)';
+  const transport = new StreamableHTTPClientTransport(
+    new URL(`${invocationsUrl(runtimeUrl, runtime)}?qualifier=DEFAULT`),
+  );
+  const client = new Client({ name: 'agentrt-dev-demo', version: '0.1.0' });
+  try {
+    await client.connect(transport, { timeout: timeoutMs });
+    const { tools } = await client.listTools(undefined, { timeout: timeoutMs });
+    const result = await client.callTool({ name: 'get_alerts', arguments: { state: 'CO' } }, undefined, {
+      timeout: timeoutMs,
+    });
+    const text = ((result.content ?? []) as { text?: string }[]).map((c) => c.text ?? '').join(' ');
+    return {
+      name,
+      ok: tools.length > 0 && !result.isError,
+      status: 200,
+      sessionId: transport.sessionId ?? '',
+      detail: `${tools.map((t) => t.name).join(', ')}; ${short(text, 60)}`,
+    };
+  } catch (error) {
+    return { name, ok: false, status: 0, sessionId: transport.sessionId ?? '', detail: String(error) };
+  } finally {
+    await client.close().catch(() => undefined); // closing a failed connection has nothing to report
+  }
 }

@@ -9,6 +9,8 @@ export interface AgentRegistration {
   dir: string;
   description: string;
   environmentVariables?: Record<string, string>;
+  /** `protocolConfiguration.serverProtocol` (default HTTP). */
+  serverProtocol?: 'HTTP' | 'MCP' | 'A2A' | 'AGUI';
 }
 
 export interface RegisteredRuntime {
@@ -38,6 +40,7 @@ export async function registerAgents(
       containerUri: pathToFileURL(agent.dir).href,
       description: agent.description,
       environmentVariables: agent.environmentVariables ?? {},
+      serverProtocol: agent.serverProtocol ?? 'HTTP',
     };
     const found = existing.find((r) => r.agentRuntimeName === agent.name);
     let id: string;
@@ -48,7 +51,11 @@ export async function registerAgents(
         current.agentRuntimeArtifact?.containerConfiguration?.containerUri === spec.containerUri;
       const sameEnv =
         JSON.stringify(current.environmentVariables ?? {}) === JSON.stringify(spec.environmentVariables);
-      if (!sameUri || !sameEnv || current.status.endsWith('FAILED')) await client.update(id, spec);
+      const protocol = (current.protocolConfiguration as { serverProtocol?: string } | undefined)
+        ?.serverProtocol;
+      const sameProtocol = (protocol ?? 'HTTP') === spec.serverProtocol;
+      if (!sameUri || !sameEnv || !sameProtocol || current.status.endsWith('FAILED'))
+        await client.update(id, spec);
     } else {
       id = (await client.create(agent.name, spec)).agentRuntimeId;
     }

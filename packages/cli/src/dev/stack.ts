@@ -100,6 +100,8 @@ export const BUILT_ENTRIES = {
   instrument: 'packages/instrument/dist/register-require.js',
   sdkAgent: 'examples/sdk-agent/dist/main.js',
   customAgent: 'examples/custom-agent/dist/main.js',
+  mcpServer: 'examples/mcp-server/dist/main.js',
+  a2aAgent: 'examples/a2a-agent/dist/main.js',
 } as const;
 
 function entries(repoRoot: string) {
@@ -112,6 +114,8 @@ function entries(repoRoot: string) {
     instrument: at(BUILT_ENTRIES.instrument),
     sdkAgent: at(BUILT_ENTRIES.sdkAgent),
     customAgent: at(BUILT_ENTRIES.customAgent),
+    mcpServer: at(BUILT_ENTRIES.mcpServer),
+    a2aAgent: at(BUILT_ENTRIES.a2aAgent),
   };
 }
 
@@ -365,6 +369,20 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
               dir: join(repoRoot, 'examples/custom-agent'),
               description: 'Custom agent on plain Koa with the agentContext() middleware',
               environmentVariables: agentEnv('custom-agent'),
+            },
+            {
+              name: 'weather_mcp',
+              dir: join(repoRoot, 'examples/mcp-server'),
+              description: 'Weather MCP server (official MCP SDK): get_forecast, get_alerts',
+              environmentVariables: agentEnv('mcp-server'),
+              serverProtocol: 'MCP',
+            },
+            {
+              name: 'weather_a2a',
+              dir: join(repoRoot, 'examples/a2a-agent'),
+              description: 'Weather agent behind the official A2A SDK server',
+              environmentVariables: agentEnv('a2a-agent'),
+              serverProtocol: 'A2A',
             },
           ],
           options.readyTimeoutMs,
