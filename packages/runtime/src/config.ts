@@ -2,8 +2,12 @@ import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { type OtlpProtocol } from './telemetry/runtime-telemetry.js';
 
-/** How workers are isolated: `auto` uses bubblewrap when it is on PATH (Linux), `none` never does. */
-export type IsolationSetting = 'auto' | 'bwrap' | 'none';
+/**
+ * How workers are isolated: `auto` uses the bubblewrap sandbox when it works (Linux), `bwrap` fails
+ * without it, `none` never uses it (refused when the runtime is root), `unsafe-process` never uses it
+ * even as root.
+ */
+export type IsolationSetting = 'auto' | 'bwrap' | 'none' | 'unsafe-process';
 
 /** Options of {@link createRuntimeServer}; each one beats its `AGENTRT_*` env var, which beats the default. */
 export interface RuntimeServerOptions {
@@ -27,6 +31,11 @@ export interface RuntimeServerOptions {
   /** Pre-started workers kept per runtime version, adopted by new sessions. */
   warmPoolSize?: number;
   isolation?: IsolationSetting;
+  /** Host uid and gid sandboxed workers run as when the runtime runs as root (default 65534, nobody). */
+  sandboxUid?: number;
+  sandboxGid?: number;
+  /** Host loopback ports a sandboxed session may reach at 127.0.0.1:<port> (fixture APIs, model stubs). */
+  sandboxHostPorts?: number[];
   /** Faithful AWS 424 message (`Received error (N) from runtime...`) without the container's body. */
   terseErrors?: boolean;
   /** Accept session ids of 1–256 chars instead of 33–256. */
@@ -101,10 +110,15 @@ export function resolveRuntimeConfig(
   };
   const isolationRaw = str('AGENTRT_ISOLATION');
   let isolation: IsolationSetting = 'auto';
-  if (isolationRaw === 'auto' || isolationRaw === 'bwrap' || isolationRaw === 'none')
+  if (
+    isolationRaw === 'auto' ||
+    isolationRaw === 'bwrap' ||
+    isolationRaw === 'none' ||
+    isolationRaw === 'unsafe-process'
+  )
     isolation = isolationRaw;
   else if (isolationRaw !== undefined)
-    warnings.push(`AGENTRT_ISOLATION=${isolationRaw} is not auto|bwrap|none; using auto`);
+    warnings.push(`AGENTRT_ISOLATION=${isolationRaw} is not auto|bwrap|none|unsafe-process; using auto`);
   const protocolRaw = str('OTEL_EXPORTER_OTLP_PROTOCOL');
   let otlpProtocol: OtlpProtocol = 'http/protobuf';
   if (protocolRaw === 'http/json' || protocolRaw === 'http/protobuf') otlpProtocol = protocolRaw;
@@ -112,6 +126,18 @@ export function resolveRuntimeConfig(
     warnings.push(
       `OTEL_EXPORTER_OTLP_PROTOCOL=${protocolRaw} is not http/protobuf|http/json; using http/protobuf`,
     );
+  const ports = (name: string): number[] => {
+    const out: number[] = [];
+    for (const part of (str(name) ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)) {
+      const port = Number(part);
+      if (Number.isInteger(port) && port > 0 && port < 65536) out.push(port);
+      else warnings.push(`${name}: ${part} is not a port (1-65535); ignored`);
+    }
+    return out;
+  };
   const levelRaw = str('AGENTRT_LOG_LEVEL');
   let logLevel: LogLevel = 'info';
   if (levelRaw === 'debug' || levelRaw === 'info' || levelRaw === 'warn' || levelRaw === 'error')
@@ -134,6 +160,9 @@ export function resolveRuntimeConfig(
       options.maxConcurrentStarts ??
       int('AGENTRT_MAX_CONCURRENT_STARTS', Math.max(32, 8 * os.availableParallelism()), 1),
     isolation: options.isolation ?? isolation,
+    sandboxUid: options.sandboxUid ?? int('AGENTRT_SANDBOX_UID', 65534, 1),
+    sandboxGid: options.sandboxGid ?? int('AGENTRT_SANDBOX_GID', 65534, 1),
+    sandboxHostPorts: options.sandboxHostPorts ?? ports('AGENTRT_SANDBOX_HOST_PORTS'),
     terseErrors: options.terseErrors ?? bool('AGENTRT_TERSE_ERRORS', false),
     laxSessionIds: options.laxSessionIds ?? bool('AGENTRT_LAX_SESSION_IDS', false),
     lifecycleMinSeconds: options.lifecycleMinSeconds ?? int('AGENTRT_LIFECYCLE_MIN_S', 60, 1),

@@ -78,7 +78,11 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
     ...(config.otlpEndpoint ? { onRecord: (r) => telemetry.emitLog(r) } : {}),
   });
   for (const warning of config.warnings) logger.warn(warning);
-  const isolation = detectIsolation(config.isolation);
+  const isolation = detectIsolation({
+    setting: config.isolation,
+    sandboxIds: { uid: config.sandboxUid, gid: config.sandboxGid },
+  });
+  for (const off of isolation.off) logger.warn(`isolation: ${off}`);
   const store = createStore(config.dataDir);
   let origin = '';
   const sessions = createSessionManager({ config, isolation, logger, origin: () => origin });
@@ -168,6 +172,8 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
     url,
     isolation: isolation.mode,
     isolationReason: isolation.reason,
+    network: isolation.network,
+    protectionsOff: isolation.off,
     dataDir: config.dataDir,
     pdeathsig: isolation.pdeathsig,
   });

@@ -184,8 +184,11 @@ describe('sessions through the AWS SDK clients', () => {
     const idle = await createReady(rt.control, 'idler', 'counter', { lifecycleConfiguration });
     const busy = await createReady(rt.control, 'busy_worker', 'busy', { lifecycleConfiguration });
     expect(idle.lifecycleConfiguration).toEqual(lifecycleConfiguration);
-    await invokeJson(rt.data, idle.agentRuntimeArn!, sessionId('idle'), {});
-    await invokeJson(rt.data, busy.agentRuntimeArn!, sessionId('busy'), {});
+    // Both at once: a slow sandbox start of one must not outlast the other's 1 s idle timeout.
+    await Promise.all([
+      invokeJson(rt.data, idle.agentRuntimeArn!, sessionId('idle'), {}),
+      invokeJson(rt.data, busy.agentRuntimeArn!, sessionId('busy'), {}),
+    ]);
     const find = (id: string) => rt.server.sessions().find((s) => s.runtimeId === id);
     const busyPid = find(busy.agentRuntimeId!)!.worker!.pid;
     const idlePid = find(idle.agentRuntimeId!)!.worker!.pid;

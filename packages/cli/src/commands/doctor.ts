@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { BWRAP_SANDBOX_ARGS } from '@agentrt/runtime';
+import { type Isolation, detectIsolation, resolveRuntimeConfig } from '@agentrt/runtime';
 import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
 import { answersOk } from '../dev/http.js';
 import { chooseModelProvider } from '../dev/model-provider.js';
@@ -237,28 +237,37 @@ function run(command: string, args: string[], timeoutMs: number): Promise<{ code
 
 async function checkBwrap(timeoutMs: number): Promise<Check> {
   const version = await run('bwrap', ['--version'], timeoutMs);
-  if (version.code !== 0) {
+  // The runtime's own decision, from the same env: what it says here is what sessions will get.
+  const config = resolveRuntimeConfig();
+  let isolation: Isolation;
+  try {
+    isolation = detectIsolation({
+      setting: config.isolation,
+      sandboxIds: { uid: config.sandboxUid, gid: config.sandboxGid },
+    });
+  } catch (error) {
+    return {
+      name: 'bwrap',
+      status: 'fail',
+      detail: (error as Error).message,
+      fix: 'On Debian/Ubuntu: sudo apt-get install bubblewrap socat slirp4netns',
+    };
+  }
+  if (isolation.mode !== 'bwrap')
     return {
       name: 'bwrap',
       status: 'warn',
-      detail:
-        'bubblewrap is not installed: runtime sessions run as plain processes (own process group and temp dir, no namespaces)',
-      fix: 'On Debian/Ubuntu: sudo apt-get install bubblewrap',
+      detail: `sessions run as plain processes: ${isolation.off.join('; ')}`,
+      fix: 'On Debian/Ubuntu: sudo apt-get install bubblewrap socat slirp4netns; allow user namespaces for a non-root runtime',
     };
-  }
-  // The runtime's own sandbox arguments: what passes here is what sessions will get.
-  const sandbox = await run('bwrap', [...BWRAP_SANDBOX_ARGS, 'true'], timeoutMs);
-  return sandbox.code === 0
-    ? {
-        name: 'bwrap',
-        status: 'ok',
-        detail: `${version.output}: sessions get their own PID, IPC, UTS and mount namespaces`,
-      }
+  const base = `${version.output}: ${isolation.reason}; network ${isolation.network}`;
+  return isolation.off.length === 0
+    ? { name: 'bwrap', status: 'ok', detail: base }
     : {
         name: 'bwrap',
         status: 'warn',
-        detail: `${version.output} is installed but cannot create namespaces here (${sandbox.output.split('\n')[0]})`,
-        fix: 'Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1), or set AGENTRT_ISOLATION=none.',
+        detail: `${base}; off: ${isolation.off.join('; ')}`,
+        fix: 'Run the runtime as root with slirp4netns installed for outbound network, or list the host ports sessions need in AGENTRT_SANDBOX_HOST_PORTS.',
       };
 }
 

@@ -14,7 +14,7 @@ const usage = `Usage: agentrt runtime <subcommand> [options]
 
 Runs and manages the local hosting runtime (AgentCore-compatible control + data plane).
 
-  start   [--port <n>] [--host <h>] [--data-dir <dir>] [--warm-pool <n>] [--isolation auto|bwrap|none]
+  start   [--port <n>] [--host <h>] [--data-dir <dir>] [--warm-pool <n>] [--isolation auto|bwrap|none|unsafe-process]
           Runs the runtime in the foreground until Ctrl-C (logs are JSON lines on stdout).
   create  <name> (--dir <path> | --uri <uri>) [--env K=V ...] [--idle-timeout <s>] [--max-lifetime <s>]
           [--description <text>] [--role-arn <arn>] [--protocol HTTP|MCP|A2A|AGUI] [--no-wait]
@@ -115,8 +115,14 @@ function describe(r: RuntimeDetail): string {
 
 async function start(values: Values, io: CliIO): Promise<number> {
   const isolation = values.isolation;
-  if (isolation !== undefined && isolation !== 'auto' && isolation !== 'bwrap' && isolation !== 'none')
-    throw new UsageError(`--isolation must be auto, bwrap or none, got '${isolation}'`);
+  if (
+    isolation !== undefined &&
+    isolation !== 'auto' &&
+    isolation !== 'bwrap' &&
+    isolation !== 'none' &&
+    isolation !== 'unsafe-process'
+  )
+    throw new UsageError(`--isolation must be auto, bwrap, none or unsafe-process, got '${isolation}'`);
   const port = integer('port', values.port);
   const warmPoolSize = integer('warm-pool', values['warm-pool']);
   const server = await createRuntimeServer({

@@ -302,6 +302,8 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
           AGENTRT_RUNTIME_PORT: String(options.runtimePort),
           AGENTRT_DATA_DIR: join(dataDir, 'runtime'),
           AGENTRT_INSTRUMENT_WORKERS: '1',
+          // Sandboxed sessions reach host loopback only on these ports: the weather API the agents call.
+          AGENTRT_SANDBOX_HOST_PORTS: loopbackPorts([externalWeatherApi || urls['weather-api']]).join(','),
         },
         ready: () => answersOk(`${urls['runtime']}/ping`),
         readyTimeoutMs: ready,
@@ -523,4 +525,21 @@ function summary({
   }
   lines.push('', 'Press Ctrl-C to stop everything.', '');
   return lines.join('\n');
+}
+
+/** The ports of those URLs that point at this host's loopback (what a sandboxed session may call). */
+export function loopbackPorts(urls: readonly (string | undefined)[]): number[] {
+  const ports: number[] = [];
+  for (const raw of urls) {
+    if (!raw) continue;
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      continue; // not a URL: nothing to open
+    }
+    if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) continue;
+    ports.push(Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
+  }
+  return ports;
 }

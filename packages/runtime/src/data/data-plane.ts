@@ -255,8 +255,9 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
         else headers[name] = value;
       const upstream = request(
         {
-          host: '127.0.0.1',
-          port: worker.port,
+          ...(worker.socketPath
+            ? { socketPath: worker.socketPath }
+            : { host: '127.0.0.1', port: worker.port }),
           method: target.method,
           path: target.path,
           agent: worker.agent,

@@ -106,10 +106,17 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
     handleProtocols: (protocols) => (protocols.has(BEARER_PROTOCOL) ? BEARER_PROTOCOL : false),
   });
 
-  const openUpstream = (port: number, headers: OutgoingHttpHeaders) =>
+  const openUpstream = (
+    worker: { port: number; socketPath: string | undefined },
+    headers: OutgoingHttpHeaders,
+  ) =>
     new Promise<{ upstream: WebSocket; early: [Buffer, boolean][] }>((resolve, reject) => {
       const early: [Buffer, boolean][] = [];
-      const upstream = new WebSocket(`ws://127.0.0.1:${port}/ws`, {
+      // A sandboxed worker is reachable only through its session's Unix socket.
+      const address = worker.socketPath
+        ? `ws+unix://${worker.socketPath}:/ws`
+        : `ws://127.0.0.1:${worker.port}/ws`;
+      const upstream = new WebSocket(address, {
         headers: headers as Record<string, string>,
         maxPayload: config.wsMaxFrameBytes,
         autoPong: false,
@@ -246,7 +253,7 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
           // cannot set headers on a WebSocket); the auth and session parameters do not.
           for (const [name, value] of query)
             if (name.toLowerCase().startsWith(CUSTOM_QUERY_PREFIX)) headers[name.toLowerCase()] = value;
-          const { upstream, early } = await openUpstream(session.worker!.port, headers);
+          const { upstream, early } = await openUpstream(session.worker!, headers);
           wss.handleUpgrade(req, socket, head, (client) => {
             logger.info('websocket open', { runtimeId: session.runtimeId, sessionId, requestId });
             bridge(client, upstream, early, session, () => {

@@ -1,22 +1,89 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { detectIsolation, isolate, tmpRootsOf } from './isolation.js';
+import { detectIsolation } from './isolation.js';
+import { stampOtlp } from './otlp-relay.js';
+import { planSandbox } from './sandbox-session.js';
+import { dependencyPaths, outermost } from './sandbox-view.js';
 
-describe('tmpRootsOf', () => {
-  it('names the top-level /tmp folder of each path once, and nothing outside /tmp', () => {
-    expect(
-      tmpRootsOf(['/tmp/ci/.node/bin/node', '/tmp/ci/agents/a', '/tmp/other', '/work/x', 'node']),
-    ).toEqual(['/tmp/ci', '/tmp/other']);
+describe('sandbox view helpers', () => {
+  it('keeps only the outermost of nested paths', () => {
+    expect(outermost(['/a/b/c', '/a/b', '/x', '/a/bc', 'relative'])).toEqual(['/x', '/a/b', '/a/bc']);
+  });
+
+  it('finds the node_modules above an artifact and the workspace packages they link to', () => {
+    const root = mkdtempSync(join(os.tmpdir(), 'agentrt-view-'));
+    try {
+      const app = join(root, 'repo', 'examples', 'app');
+      const pkg = join(root, 'repo', 'packages', 'lib');
+      mkdirSync(app, { recursive: true });
+      mkdirSync(pkg, { recursive: true });
+      mkdirSync(join(root, 'repo', 'node_modules', '@scope'), { recursive: true });
+      symlinkSync(pkg, join(root, 'repo', 'node_modules', '@scope', 'lib'));
+      expect(dependencyPaths(app)).toEqual([join(root, 'repo', 'node_modules'), pkg]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 
-const isolation = detectIsolation('auto');
+describe('stampOtlp (the per-session telemetry relay)', () => {
+  const stamp = { sessionId: 'session-a', runtimeArn: 'arn:rt', serviceName: 'svc' };
+  const attrs = (entry: unknown) =>
+    Object.fromEntries(
+      ((entry as { attributes?: { key: string; value: { stringValue?: string } }[] }).attributes ?? []).map(
+        (a) => [a.key, a.value.stringValue],
+      ),
+    );
 
-// A checkout cloned under /tmp (as CI and `mktemp -d` do) must keep working inside the sandbox's
-// fresh /tmp: the artifact, and the node_modules above it, stay readable; the data dir does not.
-describe.skipIf(isolation.mode !== 'bwrap')('bwrap sandbox with an artifact under /tmp', () => {
+  it('stamps session, runtime ARN and service on resources and session on unmarked spans', () => {
+    const body = {
+      resourceSpans: [
+        {
+          resource: { attributes: [{ key: 'service.name', value: { stringValue: 'forged' } }] },
+          scopeSpans: [{ spans: [{ name: 'a' }] }],
+        },
+      ],
+    };
+    stampOtlp('/v1/traces', body, stamp);
+    expect(attrs(body.resourceSpans[0]!.resource)).toEqual({
+      'service.name': 'svc',
+      'session.id': 'session-a',
+      'cloud.resource_id': 'arn:rt',
+    });
+    expect(attrs(body.resourceSpans[0]!.scopeSpans[0]!.spans[0]!)).toEqual({ 'session.id': 'session-a' });
+  });
+
+  it('refuses another session on the resource or on one span, and paths other than OTLP', () => {
+    const other = [{ key: 'session.id', value: { stringValue: 'session-b' } }];
+    expect(() =>
+      stampOtlp('/v1/traces', { resourceSpans: [{ resource: { attributes: other } }] }, stamp),
+    ).toThrow(/another session/);
+    expect(() =>
+      stampOtlp(
+        '/v1/logs',
+        { resourceLogs: [{ scopeLogs: [{ logRecords: [{ attributes: other }] }] }] },
+        stamp,
+      ),
+    ).toThrow(/another session/);
+    expect(() => stampOtlp('/api/query', {}, stamp)).toThrow(/serves \/v1\/traces/);
+    expect(() => stampOtlp('/v1/traces', { resourceSpans: 3 }, stamp)).toThrow(/must be a list/);
+  });
+});
+
+const isolation = (() => {
+  try {
+    return detectIsolation({ setting: 'auto', sandboxIds: { uid: 65534, gid: 65534 } });
+  } catch {
+    return undefined; // root without a sandbox: the runtime refuses to start; nothing to probe here
+  }
+})();
+
+// A checkout cloned under /tmp (as CI and `mktemp -d` do) must keep working inside the sandbox:
+// the artifact, and the node_modules above it, stay readable; the data dir does not.
+describe.skipIf(isolation?.mode !== 'bwrap')('bwrap sandbox with an artifact under /tmp', () => {
   const root = mkdtempSync('/tmp/agentrt-iso-');
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -34,12 +101,21 @@ describe.skipIf(isolation.mode !== 'bwrap')('bwrap sandbox with an artifact unde
        console.log(require('dep'));
        console.log(fs.existsSync(${JSON.stringify(join(dataDir, 'secret.txt'))}) ? 'data visible' : 'data hidden');`,
     );
-    const argv = isolate(isolation, [process.execPath, 'main.cjs'], {
-      sessionDir,
+    const plan = planSandbox({
+      isolation: { ...isolation!, network: 'allowlist-only' },
+      argv: [process.execPath, 'main.cjs'],
       cwd: app,
+      sessionDir,
+      readablePaths: [join(process.execPath, '..', '..')],
+      hostPorts: [],
+      otlpPort: 4318,
       hiddenDirs: [dataDir],
-      readablePaths: [process.execPath],
     });
+    // Without the runtime's fd 3/4 pipes: drop the info/block options bwrap would wait on.
+    const argv = plan.argv.filter(
+      (a, i, all) =>
+        !['--info-fd', '--block-fd'].includes(a) && !['--info-fd', '--block-fd'].includes(all[i - 1]!),
+    );
     const result = spawnSync(argv[0]!, argv.slice(1), { cwd: app, encoding: 'utf8', timeout: 20_000 });
     expect(result.stderr).toBe('');
     expect(result.stdout.trim().split('\n')).toEqual(['dep loaded', 'data hidden']);

@@ -1,32 +1,81 @@
 import { spawnSync } from 'node:child_process';
 import { type IsolationSetting } from '../config.js';
+import { SANDBOX_ID, SANDBOX_RUN_DIR, SANDBOX_WORKER_PORT } from './sandbox-view.js';
 
 export type IsolationMode = 'bwrap' | 'process-group';
 
+/** How a sandboxed session reaches the outside world. */
+export type NetworkMode =
+  /** Own network namespace; outbound traffic through slirp4netns with the host's loopback closed. */
+  | 'slirp4netns'
+  /** Own network namespace with loopback only: just the allowlisted host ports and the telemetry relay. */
+  | 'allowlist-only'
+  /** The host's network (process-group mode). */
+  | 'shared';
+
 export interface Isolation {
   mode: IsolationMode;
+  network: NetworkMode;
   /** Why this mode: shown once in the startup log. */
   reason: string;
+  /** Protections that are off here, each with why. Logged at start and shown by `agentrt doctor`. */
+  off: string[];
   /** setpriv --pdeathsig: workers die with the runtime even when it is SIGKILLed. */
   pdeathsig: boolean;
+  /** The host uid/gid sandboxes run as when the runtime is root (else the runtime's own ids). */
+  hostIds: { uid: number; gid: number } | undefined;
 }
 
 /**
- * Namespaces, a read-only root, fresh /dev and /proc; the network namespace stays shared. Exported so
- * `agentrt doctor` probes bwrap with exactly the sandbox the runtime will ask for.
+ * Every namespace (user, PID, IPC, UTS, network, cgroup), no capabilities, an unprivileged id inside.
+ * Exported so `agentrt doctor` probes bwrap with exactly the namespaces the runtime asks for.
  */
 export const SANDBOX_ARGS: readonly string[] = [
+  '--unshare-all',
+  '--uid',
+  String(SANDBOX_ID),
+  '--gid',
+  String(SANDBOX_ID),
+  '--cap-drop',
+  'ALL',
+  '--die-with-parent',
+  '--hostname',
+  'agentrt-session',
+];
+
+/**
+ * The namespaces of a root runtime's sandbox: bwrap runs as root (so it can bind any path), and the
+ * worker drops to the sandbox's host uid inside it (see dropPrivileges) — no user namespace needed.
+ */
+const ROOT_SANDBOX_ARGS: readonly string[] = [
   '--unshare-pid',
   '--unshare-ipc',
   '--unshare-uts',
+  '--unshare-net',
+  '--unshare-cgroup-try',
   '--die-with-parent',
+  '--hostname',
+  'agentrt-session',
+];
+
+/** The minimal probe filesystem: enough to run `true`. */
+const PROBE_VIEW = [
   '--ro-bind',
-  '/',
-  '/',
-  '--dev',
-  '/dev',
+  '/usr',
+  '/usr',
+  '--symlink',
+  'usr/bin',
+  '/bin',
+  '--symlink',
+  'usr/lib',
+  '/lib',
+  '--symlink',
+  'usr/lib64',
+  '/lib64',
   '--proc',
   '/proc',
+  '--dev',
+  '/dev',
 ];
 
 function works(command: string, args: string[]): boolean {
@@ -34,78 +83,188 @@ function works(command: string, args: string[]): boolean {
   return result.status === 0;
 }
 
-/** Decides once, at startup, how workers are isolated. */
-export function detectIsolation(setting: IsolationSetting): Isolation {
+/** The setpriv prefix that drops a root runtime to the sandbox's host ids before bwrap runs. */
+export function dropPrivileges(ids: { uid: number; gid: number } | undefined, pdeathsig = false): string[] {
+  if (!ids) return pdeathsig ? ['setpriv', '--pdeathsig', 'KILL', '--'] : [];
+  return [
+    'setpriv',
+    // In the same setpriv: a later change of credentials would clear the parent-death signal.
+    ...(pdeathsig ? ['--pdeathsig', 'KILL'] : []),
+    `--reuid=${ids.uid}`,
+    `--regid=${ids.gid}`,
+    '--clear-groups',
+    '--no-new-privs',
+    '--inh-caps=-all',
+    '--bounding-set=-all',
+    '--',
+  ];
+}
+
+export interface DetectIsolationOptions {
+  setting: IsolationSetting;
+  /** Host uid/gid for sandboxes when the runtime runs as root. */
+  sandboxIds: { uid: number; gid: number };
+  isRoot?: boolean;
+}
+
+/**
+ * Decides once, at startup, how workers are isolated, and says which protections are off and why.
+ * A root runtime without the sandbox refuses to start unless `AGENTRT_ISOLATION=unsafe-process`.
+ */
+export function detectIsolation({
+  setting,
+  sandboxIds,
+  isRoot = process.getuid?.() === 0,
+}: DetectIsolationOptions): Isolation {
   const pdeathsig = process.platform === 'linux' && works('setpriv', ['--pdeathsig', 'KILL', '--', 'true']);
-  if (setting === 'none')
-    return { mode: 'process-group', reason: 'isolation turned off (AGENTRT_ISOLATION=none)', pdeathsig };
-  if (process.platform !== 'linux')
-    return { mode: 'process-group', reason: `bwrap needs Linux (this is ${process.platform})`, pdeathsig };
-  const ok = works('bwrap', [...SANDBOX_ARGS, 'true']);
-  if (ok)
-    return {
-      mode: 'bwrap',
-      reason: 'bwrap found: PID, IPC, UTS and mount namespaces, read-only root',
-      pdeathsig,
-    };
-  const reason = 'bwrap is not on PATH or cannot create namespaces here';
-  if (setting === 'bwrap') throw new Error(`AGENTRT_ISOLATION=bwrap but ${reason}`);
-  return { mode: 'process-group', reason: `${reason}: process groups and private temp dirs only`, pdeathsig };
-}
-
-/**
- * The top-level folders of /tmp that hold any of `paths`. A fresh /tmp would hide them, so they are
- * bound back read-only: a checkout, a Node install or an artifact that lives under /tmp (a CI clone,
- * `mktemp -d`) must stay reachable, including the node_modules folders above the artifact.
- */
-export function tmpRootsOf(paths: readonly string[]): string[] {
-  const roots = new Set<string>();
-  for (const path of paths) {
-    const match = /^\/tmp\/[^/]+/.exec(path);
-    if (match) roots.add(match[0]);
+  const hostIds = isRoot ? sandboxIds : undefined;
+  const unsafe = (reason: string): Isolation => ({
+    mode: 'process-group',
+    network: 'shared',
+    reason,
+    off: [
+      `${reason}: workers run as the runtime's own user${isRoot ? ' (root)' : ''} with its capabilities, see the host's files and share its network`,
+    ],
+    pdeathsig,
+    hostIds: undefined,
+  });
+  if (setting === 'none' || setting === 'unsafe-process') {
+    const reason = `isolation turned off (AGENTRT_ISOLATION=${setting})`;
+    if (isRoot && setting === 'none')
+      throw new Error(
+        `${reason} while the runtime runs as root: workers would be root on the host. Set AGENTRT_ISOLATION=unsafe-process to accept that.`,
+      );
+    return unsafe(reason);
   }
-  return [...roots];
+  let missing: string | undefined;
+  if (process.platform !== 'linux') missing = `bwrap needs Linux (this is ${process.platform})`;
+  else if (!works('bwrap', ['--version'])) missing = 'bwrap is not on PATH';
+  else if (!works('socat', ['-V'])) missing = 'socat is not on PATH (it bridges the session network)';
+  else if (
+    !works('bwrap', [
+      ...(hostIds ? ROOT_SANDBOX_ARGS : SANDBOX_ARGS),
+      ...PROBE_VIEW,
+      '--',
+      ...dropPrivileges(hostIds),
+      'true',
+    ])
+  )
+    missing =
+      'bwrap cannot create user namespaces here (kernel.unprivileged_userns_clone / max_user_namespaces)';
+  if (missing) {
+    if (setting === 'bwrap') throw new Error(`AGENTRT_ISOLATION=bwrap but ${missing}`);
+    if (isRoot)
+      throw new Error(
+        `${missing}: the runtime runs as root and would start sessions as root without a sandbox. Install bubblewrap and socat, or set AGENTRT_ISOLATION=unsafe-process to accept that.`,
+      );
+    return unsafe(missing);
+  }
+  const off: string[] = [];
+  // slirp4netns joins the session's network namespace from outside, which needs root here.
+  let network: NetworkMode = 'allowlist-only';
+  if (!isRoot)
+    off.push(
+      'outbound network: slirp4netns needs a root runtime to join the session network namespace; sessions reach only the allowlisted host ports (AGENTRT_SANDBOX_HOST_PORTS) and the telemetry relay',
+    );
+  else if (!works('slirp4netns', ['--version']))
+    off.push(
+      'outbound network: slirp4netns is not on PATH; sessions reach only the allowlisted host ports (AGENTRT_SANDBOX_HOST_PORTS) and the telemetry relay',
+    );
+  else network = 'slirp4netns';
+  return {
+    mode: 'bwrap',
+    network,
+    reason: `bwrap: user, PID, IPC, UTS, mount, cgroup and network namespaces, no capabilities, ${
+      hostIds ? `host uid ${hostIds.uid}` : 'the runtime user mapped to uid 1000'
+    }, minimal read-only filesystem`,
+    off,
+    pdeathsig,
+    hostIds,
+  };
 }
 
 /**
- * Wraps a worker command. Under bwrap the worker sees a read-only root, fresh /tmp, its own
- * writable session dir and nothing of `hiddenDirs` (the data dir holding every other session);
- * the network namespace is shared so it can listen on loopback. `readablePaths` (the Node binary,
- * preload modules) stay visible read-only even when they live under /tmp.
+ * The shell that runs as the sandbox's first process: it bridges the worker's port to a Unix socket
+ * in the session's run dir (the only way in), and each allowlisted host port from loopback inside
+ * the namespace to a Unix socket the runtime serves, then becomes the worker. `$1` is the
+ * space-separated port list; the rest is the worker's argv.
  */
-export function isolate(
-  isolation: Isolation,
-  argv: string[],
-  options: { sessionDir: string; cwd: string; hiddenDirs: string[]; readablePaths?: string[] },
-): string[] {
-  let out = argv;
-  if (isolation.mode === 'bwrap') {
-    out = [
+const BRIDGE_SCRIPT = [
+  'ports=$1; shift',
+  `socat UNIX-LISTEN:${SANDBOX_RUN_DIR}/worker.sock,fork,mode=600,unlink-early TCP:127.0.0.1:${SANDBOX_WORKER_PORT} &`,
+  'for p in $ports; do',
+  `  socat TCP-LISTEN:$p,bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${SANDBOX_RUN_DIR}/port-$p.sock &`,
+  'done',
+  'exec "$@"',
+].join('\n');
+
+export interface IsolateOptions {
+  /** bwrap's filesystem arguments (see sandboxViewArgs). */
+  viewArgs: string[];
+  /** Host ports reachable from inside at 127.0.0.1:<port> (bridged through the run dir). */
+  bridgedPorts: readonly number[];
+  /** Pause bwrap before the worker runs until the runtime writes to fd 4 (its network is set up). */
+  blockOnFd: boolean;
+}
+
+/**
+ * Wraps a worker command. Under bwrap the worker runs in its own PID, IPC, UTS, mount, network and
+ * cgroup namespaces as an unprivileged user with no capabilities and `no_new_privs`: as the
+ * sandbox's host uid when the runtime is root (setpriv inside the sandbox), else in a user namespace
+ * mapped to the runtime's own uid. It sees only `viewArgs`; bwrap reports the sandbox pid on fd 3.
+ */
+export function isolate(isolation: Isolation, argv: string[], options?: IsolateOptions): string[] {
+  if (isolation.mode === 'bwrap' && options) {
+    return [
+      ...dropPrivileges(undefined, isolation.pdeathsig),
       'bwrap',
-      ...SANDBOX_ARGS,
-      '--hostname',
-      'agentrt-session',
-      '--tmpfs',
-      '/tmp',
-      ...tmpRootsOf([options.cwd, ...argv, ...(options.readablePaths ?? [])]).flatMap((dir) => [
-        '--ro-bind',
-        dir,
-        dir,
-      ]),
-      ...options.hiddenDirs.flatMap((dir) => ['--tmpfs', dir]),
-      // The artifact stays visible (read-only) even when it lives under /tmp or the data dir.
-      '--ro-bind',
-      options.cwd,
-      options.cwd,
-      '--bind',
-      options.sessionDir,
-      options.sessionDir,
-      '--chdir',
-      options.cwd,
+      ...(isolation.hostIds ? ROOT_SANDBOX_ARGS : SANDBOX_ARGS),
+      ...options.viewArgs,
+      '--info-fd',
+      '3',
+      ...(options.blockOnFd ? ['--block-fd', '4'] : []),
       '--',
+      ...dropPrivileges(isolation.hostIds),
+      '/bin/sh',
+      '-c',
+      BRIDGE_SCRIPT,
+      'agentrt-sandbox',
+      options.bridgedPorts.join(' '),
       ...argv,
     ];
   }
-  if (isolation.pdeathsig) out = ['setpriv', '--pdeathsig', 'KILL', '--', ...out];
-  return out;
+  return [...dropPrivileges(undefined, isolation.pdeathsig), ...argv];
+}
+
+/**
+ * Runs `argv` inside a live session's sandbox (InvokeAgentRuntimeCommand): the namespaces, root and
+ * working directory of its first process, as the same unprivileged user with `no_new_privs`, as in
+ * the hosted service where a command runs in the session's microVM.
+ */
+export function enterSandbox(isolation: Isolation, sandboxPid: number, argv: string[]): string[] {
+  const namespaces = ['--mount', '--uts', '--ipc', '--net', '--pid', '--root', '--wd'];
+  if (isolation.hostIds)
+    return [
+      'nsenter',
+      `--target=${sandboxPid}`,
+      ...namespaces,
+      '--',
+      ...dropPrivileges(isolation.hostIds),
+      ...argv,
+    ];
+  // Same uid as the sandbox's owner: join its user namespace keeping our ids (uid 1000 inside);
+  // the exec leaves no capabilities and no_new_privs keeps it so.
+  return [
+    'nsenter',
+    `--target=${sandboxPid}`,
+    '--user',
+    '--preserve-credentials',
+    ...namespaces,
+    '--',
+    'setpriv',
+    '--no-new-privs',
+    '--inh-caps=-all',
+    '--',
+    ...argv,
+  ];
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { type RuntimeConfig } from '../config.js';
@@ -7,7 +7,9 @@ import { type RuntimeRecord, type VersionRecord } from '../control/store.js';
 import { RuntimeApiError, notFound, validationError } from '../errors.js';
 import { type Logger } from '../logger.js';
 import { type LaunchSpec, resolveArtifact } from './artifact.js';
-import { type Isolation, isolate } from './isolation.js';
+import { type Isolation, enterSandbox, isolate } from './isolation.js';
+import { createOtlpRelay } from './otlp-relay.js';
+import { planSandbox, sealRunDir, storageDirOf } from './sandbox-session.js';
 import {
   type PingState,
   type Worker,
@@ -84,6 +86,8 @@ export interface CommandSpawn {
 interface PooledWorker {
   worker: Worker;
   sessionDir: string;
+  /** Tells the worker's telemetry relay which session it now serves. */
+  adopt: (sessionId: string) => void;
   ready: Promise<void>;
   isReady: boolean;
 }
@@ -97,6 +101,17 @@ export interface SessionManagerOptions {
 }
 
 const CONSECUTIVE_PING_FAILURES_TO_STOP = 3;
+/** Where a sandboxed worker's OTLP exporter points inside its namespace (the per-session relay). */
+const RELAY_PORT = 4318;
+
+/** The `mountPath` of the version's sessionStorage filesystem, if it has one. */
+function sessionStorageMount(target: SessionTarget): string | undefined {
+  for (const entry of target.version.config.filesystemConfigurations ?? []) {
+    const storage = (entry as { sessionStorage?: { mountPath?: unknown } } | null)?.sessionStorage;
+    if (typeof storage?.mountPath === 'string') return storage.mountPath.replace(/\/+$/, '');
+  }
+  return undefined;
+}
 
 /**
  * The built CommonJS-loadable preload of @agentrt/instrument (its `require` export), found from the
@@ -178,6 +193,7 @@ export function createSessionManager({
     launch: LaunchSpec,
     port: number,
     sessionDir: string,
+    sandboxed: boolean,
   ): Record<string, string> => {
     const { runtime, version } = target;
     const user = version.config.environmentVariables ?? {};
@@ -209,8 +225,13 @@ export function createSessionManager({
     // An A2A agent's card must point back through the runtime, as the hosted service's does.
     if (version.config.protocolConfiguration?.serverProtocol === 'A2A' && origin)
       env.AGENTCORE_RUNTIME_URL ??= `${origin()}/runtimes/${encodeURIComponent(runtime.arn)}/invocations/`;
-    if (config.otlpEndpoint && !user.OTEL_EXPORTER_OTLP_ENDPOINT)
-      env.OTEL_EXPORTER_OTLP_ENDPOINT = config.otlpEndpoint;
+    if (config.otlpEndpoint && !user.OTEL_EXPORTER_OTLP_ENDPOINT) {
+      if (sandboxed) {
+        // The only OTLP endpoint a sandboxed worker reaches: its session's relay (JSON only).
+        env.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${RELAY_PORT}`;
+        env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
+      } else env.OTEL_EXPORTER_OTLP_ENDPOINT = config.otlpEndpoint;
+    }
     if (config.instrumentWorkers && launch.kind === 'process' && launch.node) {
       const path = resolveInstrument();
       if (path) env.NODE_OPTIONS = [user.NODE_OPTIONS, `--require ${path}`].filter(Boolean).join(' ');
@@ -218,24 +239,40 @@ export function createSessionManager({
     return env;
   };
 
-  /** Spawns a worker for the version; resolves once it is spawned (not yet ready). */
-  const startWorker = async (target: SessionTarget, tag: Record<string, string>) => {
+  /**
+   * Spawns a worker for the version; resolves once it is spawned (not yet ready). `sessionId` is
+   * known for a direct start and learnt later (`adopt`) by a warm-pool worker.
+   */
+  const startWorker = async (target: SessionTarget, tag: Record<string, string>, sessionId?: string) => {
     const containerUri =
       target.version.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
     const launch = await resolveArtifact(containerUri);
     const id = randomUUID();
     const sessionDir = join(sessionsRoot, id);
+    mkdirSync(sessionDir, { recursive: true, mode: 0o700 });
+    chmodSync(sessionDir, 0o700);
     mkdirSync(join(sessionDir, 'tmp'), { recursive: true });
     mkdirSync(join(sessionDir, 'home'), { recursive: true });
-    const port = await freePort();
-    const env = workerEnv(target, launch, port, sessionDir);
-    let argv: string[];
-    let cwd: string;
+    const sandboxed = launch.kind === 'process' && isolation.mode === 'bwrap';
+    let servedSession = sessionId;
+    const adopt = (sid: string) => {
+      servedSession = sid;
+    };
+    const healthCheck =
+      target.version.config.protocolConfiguration?.serverProtocol === 'MCP' ? 'connect' : 'ping';
+    const workerLogger = logger.child({
+      runtimeId: target.runtime.id,
+      runtimeArn: target.runtime.arn,
+      workerId: id,
+      ...tag,
+    });
     if (launch.kind === 'docker') {
+      const port = await freePort();
+      const env = workerEnv(target, launch, port, sessionDir, false);
       const envArgs = Object.entries(env)
         .filter(([k]) => !['PATH', 'TMPDIR', 'HOME', 'PORT'].includes(k))
         .flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-      argv = [
+      const argv = [
         'docker',
         'run',
         '--rm',
@@ -247,37 +284,111 @@ export function createSessionManager({
         ...envArgs,
         launch.image,
       ];
-      cwd = sessionDir;
-    } else {
-      cwd = launch.cwd;
-      argv = isolate(isolation, [launch.command, ...launch.args], {
-        sessionDir,
-        cwd,
-        hiddenDirs: [config.dataDir],
-        readablePaths: [process.execPath, ...(instrumentPath ? [instrumentPath] : [])],
+      const worker = spawnWorker({
+        id,
+        argv,
+        cwd: sessionDir,
+        env: { ...process.env, ...env } as Record<string, string>,
+        port,
+        healthCheck,
+        logger: workerLogger,
       });
+      sandboxes.set(worker, { kind: launch.kind, cwd: sessionDir, sessionDir, env });
+      worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
+      return { worker, sessionDir, adopt, seal: undefined };
     }
+    if (!sandboxed) {
+      const port = await freePort();
+      const env = workerEnv(target, launch, port, sessionDir, false);
+      const worker = spawnWorker({
+        id,
+        argv: isolate(isolation, [launch.command, ...launch.args]),
+        cwd: launch.cwd,
+        env,
+        port,
+        healthCheck,
+        logger: workerLogger,
+      });
+      sandboxes.set(worker, { kind: launch.kind, cwd: launch.cwd, sessionDir, env });
+      worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
+      return { worker, sessionDir, adopt, seal: undefined };
+    }
+    const mountPath = sessionStorageMount(target);
+    const env = workerEnv(target, launch, 0, sessionDir, true);
+    const upstream = config.otlpEndpoint;
+    const plan = planSandbox({
+      isolation,
+      argv: [launch.command, ...launch.args],
+      cwd: launch.cwd,
+      sessionDir,
+      readablePaths: [
+        dirname(dirname(process.execPath)),
+        ...(instrumentPath ? [dirname(dirname(instrumentPath))] : []),
+      ],
+      hostPorts: config.sandboxHostPorts,
+      otlpPort: RELAY_PORT,
+      otlpRelay:
+        upstream && !target.version.config.environmentVariables?.OTEL_EXPORTER_OTLP_ENDPOINT
+          ? (socketPath) =>
+              createOtlpRelay({
+                socketPath,
+                upstream,
+                runtimeArn: target.runtime.arn,
+                serviceName: env.OTEL_SERVICE_NAME ?? target.runtime.name,
+                sessionId: () => servedSession,
+              })
+          : undefined,
+      storage:
+        mountPath && sessionId
+          ? { hostDir: storageDirOf(config.dataDir, target.runtime.id, sessionId), mountPath }
+          : undefined,
+      hiddenDirs: [config.dataDir],
+    });
+    env.PORT = String(plan.port);
     const worker = spawnWorker({
       id,
-      argv,
-      cwd,
-      env: launch.kind === 'docker' ? ({ ...process.env, ...env } as Record<string, string>) : env,
-      port,
-      healthCheck: target.version.config.protocolConfiguration?.serverProtocol === 'MCP' ? 'connect' : 'ping',
-      logger: logger.child({
-        runtimeId: target.runtime.id,
-        runtimeArn: target.runtime.arn,
-        workerId: id,
-        ...tag,
-      }),
+      argv: plan.argv,
+      cwd: launch.cwd,
+      env,
+      port: plan.port,
+      socketPath: plan.socketPath,
+      healthCheck,
+      logger: workerLogger,
+      prepare: plan.prepare,
     });
-    sandboxes.set(worker, { kind: launch.kind, cwd, sessionDir, env });
+    sandboxes.set(worker, { kind: launch.kind, cwd: launch.cwd, sessionDir, env });
     worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
-    return { worker, sessionDir };
+    return { worker, sessionDir, adopt, seal: () => sealRunDir(sessionDir, isolation) };
+  };
+
+  /**
+   * Starts a worker and waits for its `/ping`. bwrap sometimes fails to bring up the new network
+   * namespace's loopback when many are created at once (RTM_NEWADDR answered ECHILD); that start is
+   * retried, up to three times, since nothing of the session ran yet.
+   */
+  const startReady = async (
+    target: SessionTarget,
+    tag: Record<string, string>,
+    sessionId: string | undefined,
+    onWorker: (started: Awaited<ReturnType<typeof startWorker>>) => void,
+  ): Promise<Awaited<ReturnType<typeof startWorker>>> => {
+    for (let attempt = 1; ; attempt++) {
+      const started = await startWorker(target, tag, sessionId);
+      onWorker(started);
+      try {
+        await started.worker.waitReady(config.startTimeoutMs, () => closing);
+        started.seal?.();
+        return started;
+      } catch (error) {
+        if (attempt >= 3 || !/bwrap: loopback: Failed/.test(started.worker.lastOutput())) throw error;
+        logger.warn('sandbox network setup failed; starting the worker again', { attempt, ...tag });
+      }
+    }
   };
 
   const fillPool = (target: SessionTarget): void => {
-    if (closing || config.warmPoolSize <= 0) return;
+    // A sessionStorage mount is per session id, which a pre-started worker does not know yet.
+    if (closing || config.warmPoolSize <= 0 || sessionStorageMount(target)) return;
     const key = poolKey(target.runtime.id, target.version.version);
     const pool = pools.get(key) ?? [];
     pools.set(key, pool);
@@ -285,19 +396,21 @@ export function createSessionManager({
       const entry: PooledWorker = {
         worker: undefined as unknown as Worker,
         sessionDir: '',
+        adopt: () => undefined,
         ready: Promise.resolve(),
         isReady: false,
       };
       pool.push(entry);
       entry.ready = withStartSlot(async () => {
-        const { worker, sessionDir } = await startWorker(target, { pool: 'warm' });
-        entry.worker = worker;
-        entry.sessionDir = sessionDir;
-        worker.onExit(() => {
-          const i = pool.indexOf(entry);
-          if (i >= 0) pool.splice(i, 1);
+        await startReady(target, { pool: 'warm' }, undefined, ({ worker, sessionDir, adopt }) => {
+          entry.worker = worker;
+          entry.sessionDir = sessionDir;
+          entry.adopt = adopt;
+          worker.onExit(() => {
+            const i = pool.indexOf(entry);
+            if (i >= 0 && entry.worker === worker) pool.splice(i, 1);
+          });
         });
-        await worker.waitReady(config.startTimeoutMs, () => closing);
         entry.isReady = !closing;
       });
       entry.ready.catch((error: unknown) => {
@@ -418,6 +531,7 @@ export function createSessionManager({
           phase?.('warm-pool', queuedMs, Date.now(), { 'process.pid': warm.worker.pid });
           session.worker = warm.worker;
           session.warm = true;
+          warm.adopt(sessionId);
           warm.worker.tagLogs({ sessionId });
           fillPool(target);
           return;
@@ -426,15 +540,16 @@ export function createSessionManager({
           const spawnMs = Date.now();
           if (spawnMs - queuedMs > 1) phase?.('queue', queuedMs, spawnMs);
           if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
-          const { worker } = await startWorker(target, { sessionId });
-          session.worker = worker;
-          const readyMs = Date.now();
-          phase?.('spawn', spawnMs, readyMs, {
-            'process.pid': worker.pid,
-            'agentrt.isolation': isolation.mode,
-          });
+          let readyMs = spawnMs;
           try {
-            await worker.waitReady(config.startTimeoutMs, () => closing);
+            await startReady(target, { sessionId }, sessionId, ({ worker }) => {
+              session.worker = worker;
+              readyMs = Date.now();
+              phase?.('spawn', spawnMs, readyMs, {
+                'process.pid': worker.pid,
+                'agentrt.isolation': isolation.mode,
+              });
+            });
           } finally {
             phase?.('readiness', readyMs, Date.now());
           }
@@ -528,12 +643,13 @@ export function createSessionManager({
           'command',
           'sessions of container images cannot run commands here (only file:// artifacts)',
         );
-      const wrapped = isolate(isolation, argv, {
-        sessionDir: sandbox.sessionDir,
-        cwd: sandbox.cwd,
-        hiddenDirs: [config.dataDir],
-        readablePaths: [process.execPath, ...(instrumentPath ? [instrumentPath] : [])],
-      });
+      const sandboxPid = session.worker?.sandboxPid;
+      if (isolation.mode === 'bwrap' && sandboxPid === undefined)
+        throw notFound(`Session ${session.sessionId} has no running sandbox on runtime ${session.runtimeId}`);
+      const wrapped =
+        isolation.mode === 'bwrap' && sandboxPid !== undefined
+          ? enterSandbox(isolation, sandboxPid, argv)
+          : isolate(isolation, argv);
       return { argv: wrapped, cwd: sandbox.cwd, env: { ...sandbox.env } };
     },
     async close() {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { lstatSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { type Logger } from '../logger.js';
@@ -15,6 +16,10 @@ export interface Worker {
   readonly id: string;
   readonly pid: number;
   readonly port: number;
+  /** When set, requests reach the worker through this Unix socket (its sandbox's bridge), not `port`. */
+  readonly socketPath: string | undefined;
+  /** The sandbox's first process (host pid) once bwrap reported it: commands join its namespaces. */
+  readonly sandboxPid: number | undefined;
   /** Keep-alive agent for requests to this worker. */
   readonly agent: Agent;
   readonly exited: WorkerExit | undefined;
@@ -66,12 +71,19 @@ export interface SpawnWorkerOptions {
   cwd: string;
   env: Record<string, string>;
   port: number;
+  socketPath?: string | undefined;
   logger: Logger;
   /**
    * How readiness and health are probed: `GET /ping` (HTTP, A2A and AG-UI containers), or a TCP
    * connect to the port for MCP containers, whose contract has no `/ping`.
    */
   healthCheck?: 'ping' | 'connect';
+  /**
+   * Sandboxed start: the command reports its sandbox pid as JSON on fd 3 (bwrap --info-fd) and waits
+   * on fd 4 (bwrap --block-fd) until `prepare(pid)` has set up what the sandbox needs from outside.
+   * `prepare` returns a cleanup run when the worker exits.
+   */
+  prepare?: ((sandboxPid: number) => Promise<() => void>) | undefined;
 }
 
 /** Resolves once something accepts a TCP connection on the loopback port. */
@@ -87,6 +99,16 @@ function probeConnect(port: number, timeoutMs: number): Promise<PingState> {
   });
 }
 
+/** The `child-pid` of bwrap's --info-fd JSON, once the object is complete. */
+function parseSandboxPid(text: string): number | undefined {
+  try {
+    const pid = (JSON.parse(text) as { 'child-pid'?: unknown })['child-pid'];
+    return typeof pid === 'number' ? pid : undefined;
+  } catch {
+    return undefined; // not complete yet
+  }
+}
+
 /**
  * Starts one worker in its own process group (detached) so that stopping it reaches every process
  * it forked. Output is logged line by line through `logger` (tagged with the session by the caller)
@@ -95,19 +117,23 @@ function probeConnect(port: number, timeoutMs: number): Promise<PingState> {
 export function spawnWorker(options: SpawnWorkerOptions): Worker {
   const { argv, port } = options;
   let logger = options.logger;
+  const sandboxed = options.prepare !== undefined;
   const child: ChildProcess = spawn(argv[0] as string, argv.slice(1), {
     cwd: options.cwd,
     env: options.env,
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: sandboxed ? ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
   });
   let tail = '';
+  let cleanup: (() => void) | undefined;
+  let sandboxPid: number | undefined;
   let exited: WorkerExit | undefined;
   const exitListeners: ((exit: WorkerExit) => void)[] = [];
   const exitPromise = new Promise<WorkerExit>((resolve) => {
     const done = (exit: WorkerExit) => {
       if (exited) return;
       exited = exit;
+      cleanup?.();
       // Kill anything the worker left behind in its group; ESRCH when nothing is left.
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL');
@@ -134,39 +160,90 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
     });
     child[stream]?.on('end', () => partial && logger.info(partial, { stream }));
   }
+  if (sandboxed) {
+    const info = child.stdio[3] as NodeJS.ReadableStream | null;
+    const block = child.stdio[4] as NodeJS.WritableStream | null;
+    let text = '';
+    info?.setEncoding('utf8');
+    info?.on('data', (chunk: string) => {
+      if (sandboxPid !== undefined) return;
+      text += chunk;
+      sandboxPid = parseSandboxPid(text);
+      if (sandboxPid === undefined) return;
+      if (!options.prepare) return;
+      options.prepare(sandboxPid).then(
+        (done) => {
+          if (exited) return done();
+          cleanup = done;
+          block?.write('go');
+        },
+        (error: unknown) => {
+          tail += `\n[sandbox setup failed: ${(error as Error).message}]`;
+          signal('SIGKILL');
+        },
+      );
+    });
+    info?.on('error', () => undefined); // the pipe closes when bwrap execs the worker
+    (block as unknown as { on?: (e: string, f: () => void) => void })?.on?.('error', () => undefined);
+  }
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity, keepAliveMsecs: 10_000 });
+  const socketPath = options.socketPath;
+  if (socketPath) {
+    // The bridge socket lives in a folder the sandbox could write to before it was sealed: connect
+    // only to a real socket, never through a link it may have put there to reach another session.
+    const connectTo = agent.createConnection.bind(agent);
+    agent.createConnection = (opts, callback) => {
+      if (!lstatSync(socketPath, { throwIfNoEntry: false })?.isSocket())
+        throw new Error(`${socketPath} is not the worker's socket`);
+      return connectTo(opts, callback);
+    };
+  }
+  const target = options.socketPath ? { socketPath: options.socketPath } : { host: '127.0.0.1', port };
 
   const httpPing = (timeoutMs = 2000): Promise<PingState> =>
     new Promise((resolve, reject) => {
-      const req = request(
-        { host: '127.0.0.1', port, path: '/ping', method: 'GET', agent, timeout: timeoutMs },
-        (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (body = (body + c).slice(0, 4096)));
-          res.on('end', () => {
-            if (res.statusCode !== 200) return reject(new Error(`/ping answered ${res.statusCode}`));
-            let parsed: Record<string, unknown> = {};
-            try {
-              parsed = JSON.parse(body) as Record<string, unknown>;
-            } catch {
-              // A 200 with a non-JSON body still means the server is up; its status is unknown.
-            }
-            const status =
-              parsed.status === 'Healthy' || parsed.status === 'HealthyBusy' ? parsed.status : 'Unknown';
-            const t = parseTimeOfLastUpdate(parsed.time_of_last_update);
-            resolve(t === undefined ? { status } : { status, timeOfLastUpdateMs: t });
-          });
-          res.on('error', reject);
-        },
-      );
+      const req = request({ ...target, path: '/ping', method: 'GET', agent, timeout: timeoutMs }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body = (body + c).slice(0, 4096)));
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`/ping answered ${res.statusCode}`));
+          let parsed: Record<string, unknown> = {};
+          try {
+            parsed = JSON.parse(body) as Record<string, unknown>;
+          } catch {
+            // A 200 with a non-JSON body still means the server is up; its status is unknown.
+          }
+          const status =
+            parsed.status === 'Healthy' || parsed.status === 'HealthyBusy' ? parsed.status : 'Unknown';
+          const t = parseTimeOfLastUpdate(parsed.time_of_last_update);
+          resolve(t === undefined ? { status } : { status, timeOfLastUpdateMs: t });
+        });
+        res.on('error', reject);
+      });
       req.on('timeout', () => req.destroy(new Error(`/ping timed out after ${timeoutMs} ms`)));
       req.on('error', reject);
       req.end();
     });
 
+  // Through a sandbox's socket a connect always succeeds (its bridge listens): any HTTP answer from
+  // the worker behind it, whatever the status, is what shows an MCP server is up.
+  const answersHttp = (timeoutMs: number): Promise<PingState> =>
+    new Promise((resolve, reject) => {
+      const req = request({ ...target, path: '/ping', method: 'GET', agent, timeout: timeoutMs }, (res) => {
+        res.resume();
+        resolve({ status: 'Healthy' });
+      });
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      req.on('error', reject);
+      req.end();
+    });
   const ping = (timeoutMs = 2000): Promise<PingState> =>
-    options.healthCheck === 'connect' ? probeConnect(port, timeoutMs) : httpPing(timeoutMs);
+    options.healthCheck !== 'connect'
+      ? httpPing(timeoutMs)
+      : socketPath
+        ? answersHttp(timeoutMs)
+        : probeConnect(port, timeoutMs);
 
   const waitReady = async (timeoutMs: number, cancelled: () => boolean = () => false): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
@@ -207,6 +284,10 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
     id: options.id,
     pid: child.pid ?? -1,
     port,
+    socketPath: options.socketPath,
+    get sandboxPid() {
+      return sandboxPid;
+    },
     agent,
     get exited() {
       return exited;

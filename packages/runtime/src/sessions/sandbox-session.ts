@@ -1,0 +1,166 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { type Server, connect, createServer } from 'node:net';
+import { join } from 'node:path';
+import { type Isolation, dropPrivileges, isolate } from './isolation.js';
+import { SANDBOX_ID, SANDBOX_WORKER_PORT, sandboxViewArgs } from './sandbox-view.js';
+
+/** slirp4netns's built-in DNS forwarder inside the namespace. */
+const SLIRP_DNS = '10.0.2.3';
+
+export interface SandboxPlan {
+  argv: string[];
+  /** The Unix socket the runtime reaches the worker through. */
+  socketPath: string;
+  /** The worker's PORT inside its namespace. */
+  port: number;
+  /** Sets up the sandbox's network from outside once bwrap reports its pid; returns the cleanup. */
+  prepare: (sandboxPid: number) => Promise<() => void>;
+}
+
+export interface SandboxSessionOptions {
+  isolation: Isolation;
+  argv: string[];
+  cwd: string;
+  sessionDir: string;
+  /** Read-only extras: the Node install, the instrument preload. */
+  readablePaths: string[];
+  /** Host ports the session may reach at 127.0.0.1:<port> inside its namespace. */
+  hostPorts: readonly number[];
+  /** Serves the per-session telemetry relay on this Unix socket path (in the session's run dir). */
+  otlpRelay?: ((socketPath: string) => Promise<() => void>) | undefined;
+  /** The port of the relay inside the namespace (127.0.0.1:<port>). */
+  otlpPort: number;
+  storage?: { hostDir: string; mountPath: string } | undefined;
+  /** Folders never shown even when inside a readable path (the data dir). */
+  hiddenDirs: readonly string[];
+}
+
+/** A host folder that belongs to the sandbox user (its writable dirs). */
+function ownDir(path: string, isolation: Isolation, mode = 0o700): void {
+  mkdirSync(path, { recursive: true, mode });
+  chmodSync(path, mode);
+  if (isolation.hostIds) chownSync(path, isolation.hostIds.uid, isolation.hostIds.gid);
+}
+
+/** A folder for one session's sessionStorage: stable per runtime + session id, outside the session dir. */
+export function storageDirOf(dataDir: string, runtimeId: string, sessionId: string): string {
+  const hash = createHash('sha256').update(sessionId).digest('hex').slice(0, 32);
+  return join(dataDir, 'session-storage', runtimeId, hash);
+}
+
+/**
+ * Prepares a sandboxed worker: its session dir (home, tmp, the bridge dir `run`, generated /etc
+ * files), the descriptors of every host path it may see, the bridges of the allowlisted host ports
+ * and the telemetry relay (Unix sockets the runtime serves in `run`), and the command line.
+ */
+export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
+  const { isolation, sessionDir } = options;
+  for (const dir of ['home', 'tmp', 'run']) ownDir(join(sessionDir, dir), isolation);
+  mkdirSync(join(sessionDir, 'etc'), { recursive: true });
+  const etcFiles = ['passwd', 'group'];
+  writeFileSync(
+    join(sessionDir, 'etc', 'passwd'),
+    `agent:x:${SANDBOX_ID}:${SANDBOX_ID}:agent:${join(sessionDir, 'home')}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+  );
+  writeFileSync(join(sessionDir, 'etc', 'group'), `agent:x:${SANDBOX_ID}:\nnogroup:x:65534:\n`);
+  if (isolation.network === 'slirp4netns') {
+    writeFileSync(join(sessionDir, 'etc', 'resolv.conf'), `nameserver ${SLIRP_DNS}\n`);
+    etcFiles.push('resolv.conf');
+  }
+  if (options.storage) ownDir(options.storage.hostDir, isolation);
+  const viewArgs = sandboxViewArgs({
+    cwd: options.cwd,
+    argv: options.argv,
+    readablePaths: options.readablePaths,
+    sessionDir,
+    storage: options.storage,
+    etcFiles,
+    hiddenDirs: options.hiddenDirs,
+  });
+  const bridged = [...new Set([...options.hostPorts, ...(options.otlpRelay ? [options.otlpPort] : [])])];
+  const argv = isolate(isolation, options.argv, {
+    viewArgs,
+    bridgedPorts: bridged,
+    blockOnFd: true,
+  });
+  const runDir = join(sessionDir, 'run');
+
+  const prepare = async (sandboxPid: number): Promise<() => void> => {
+    const cleanups: (() => void)[] = [];
+    const cleanup = () => {
+      for (const fn of cleanups.splice(0)) fn();
+    };
+    try {
+      for (const port of options.hostPorts) {
+        if (options.otlpRelay && port === options.otlpPort) continue;
+        const server = await bridgeToHostPort(join(runDir, `port-${port}.sock`), port);
+        cleanups.push(() => server.close());
+      }
+      if (options.otlpRelay)
+        cleanups.push(await options.otlpRelay(join(runDir, `port-${options.otlpPort}.sock`)));
+      if (isolation.network === 'slirp4netns') cleanups.push(await startSlirp(sandboxPid, isolation));
+    } catch (error) {
+      cleanup();
+      throw error;
+    }
+    return cleanup;
+  };
+  return { argv, socketPath: join(runDir, 'worker.sock'), port: SANDBOX_WORKER_PORT, prepare };
+}
+
+/** A Unix socket (writable by the sandbox user) whose connections the runtime pipes to 127.0.0.1:<port>. */
+function bridgeToHostPort(socketPath: string, port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = createServer((inbound) => {
+      const outbound = connect(port, '127.0.0.1');
+      inbound.pipe(outbound).pipe(inbound);
+      inbound.on('error', () => outbound.destroy());
+      outbound.on('error', () => inbound.destroy());
+    });
+    server.once('error', reject);
+    server.listen(socketPath, () => {
+      chmodSync(socketPath, 0o666); // the sandbox user connects; only the sandbox sees this folder
+      resolve(server);
+    });
+  });
+}
+
+/**
+ * Connects the sandbox's network namespace to the outside through slirp4netns (user-mode TCP/IP):
+ * a tap device with 10.0.2.100, DNS at 10.0.2.3, and the host's loopback closed
+ * (--disable-host-loopback), so the host's own services are out of reach. Resolves once it is up.
+ */
+function startSlirp(sandboxPid: number, isolation: Isolation): Promise<() => void> {
+  return new Promise((resolve, reject) => {
+    const argv = [
+      ...dropPrivileges(undefined, isolation.pdeathsig),
+      'slirp4netns',
+      '--configure',
+      '--mtu=65520',
+      '--disable-host-loopback',
+      '--ready-fd=3',
+      '--netns-type=path',
+      `/proc/${sandboxPid}/ns/net`,
+      'tap0',
+    ];
+    const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+    const stop = () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    };
+    child.stdio[3]?.once('data', () => resolve(stop));
+    child.once('error', (error) => reject(new Error(`slirp4netns did not start: ${error.message}`)));
+    child.once('exit', (code) => reject(new Error(`slirp4netns exited with ${code}: ${stderr.trim()}`)));
+  });
+}
+
+/** The run dir's parent is the session dir: after the worker is ready it may no longer add entries. */
+export function sealRunDir(sessionDir: string, isolation: Isolation): void {
+  if (!isolation.hostIds) return; // same host uid as the sandbox: the socket is checked per connection
+  const runDir = join(sessionDir, 'run');
+  chownSync(runDir, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
+  chmodSync(runDir, 0o755);
+}
