@@ -36,6 +36,10 @@ export interface RuntimeServerOptions {
   sandboxGid?: number;
   /** Host loopback ports a sandboxed session may reach at 127.0.0.1:<port> (fixture APIs, model stubs). */
   sandboxHostPorts?: number[];
+  /** Per-session limits through cgroups (root runtime): memory in MiB, CPUs, processes + threads. */
+  sessionMemoryMb?: number;
+  sessionVcpus?: number;
+  sessionPids?: number;
   /** Faithful AWS 424 message (`Received error (N) from runtime...`) without the container's body. */
   terseErrors?: boolean;
   /** Accept session ids of 1–256 chars instead of 33–256. */
@@ -163,6 +167,9 @@ export function resolveRuntimeConfig(
     sandboxUid: options.sandboxUid ?? int('AGENTRT_SANDBOX_UID', 65534, 1),
     sandboxGid: options.sandboxGid ?? int('AGENTRT_SANDBOX_GID', 65534, 1),
     sandboxHostPorts: options.sandboxHostPorts ?? ports('AGENTRT_SANDBOX_HOST_PORTS'),
+    sessionMemoryMb: options.sessionMemoryMb ?? int('AGENTRT_SESSION_MEMORY_MB', 8192, 16),
+    sessionVcpus: options.sessionVcpus ?? int('AGENTRT_SESSION_VCPUS', 2, 1),
+    sessionPids: options.sessionPids ?? int('AGENTRT_SESSION_PIDS', 1024, 16),
     terseErrors: options.terseErrors ?? bool('AGENTRT_TERSE_ERRORS', false),
     laxSessionIds: options.laxSessionIds ?? bool('AGENTRT_LAX_SESSION_IDS', false),
     lifecycleMinSeconds: options.lifecycleMinSeconds ?? int('AGENTRT_LIFECYCLE_MIN_S', 60, 1),

@@ -62,6 +62,7 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
   const allowed = createServer((_req, res) => res.end('hello from an allowlisted host port'));
   const forbidden = createServer((_req, res) => res.end('this host port must stay closed'));
   let ports = { otlp: 0, allowed: 0, forbidden: 0 };
+  let output = '';
 
   const sh = async (session: string, command: string): Promise<Shell> =>
     (await invokeJson(clients.data, arn, sessionId(session), { sh: command })) as Shell;
@@ -89,10 +90,11 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
         AGENTRT_SANDBOX_HOST_PORTS: String(ports.allowed),
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${ports.otlp}`,
         AGENTRT_ISOLATION: 'bwrap',
+        AGENTRT_SESSION_MEMORY_MB: '128',
+        AGENTRT_SESSION_PIDS: '64',
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    let output = '';
     runtimeProcess.stdout!.on('data', (c: Buffer) => (output += c.toString('utf8')));
     await waitFor(() => output.includes('runtime listening'), 20_000, 'runtime listening');
     url = (JSON.parse(output.split('\n').find((l) => l.includes('runtime listening'))!) as { url: string })
@@ -221,5 +223,24 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
     expect(attrs['session.id']).toBe(sessionId('telemetry'));
     expect(attrs['cloud.resource_id']).toBe(arn);
     expect(attrs['service.name']).toBe('hostile');
+  });
+
+  // cgroups need a root runtime here; as an ordinary user the runtime says the limits are off.
+  it.runIf(uid === undefined)('enforces the memory and process limits with errors naming them', async () => {
+    const forks = await sh('limits', 'for i in $(seq 1 100); do sleep 3 & done 2>&1; wait; echo done');
+    expect(forks.stdout + forks.stderr).toMatch(/fork|Resource temporarily unavailable|Cannot allocate/i);
+    const child = await sh('limits', `node -e "const k=[];for(;;)k.push(Buffer.alloc(8<<20,1))"`);
+    expect(child.code).not.toBe(0);
+    // The worker itself outgrowing the limit ends the session with a 424 naming the limit.
+    const error = await invokeJson(clients.data, arn, sessionId('limits'), { allocMb: 400 }).catch(
+      (e: unknown) => e as Error & { $metadata?: { httpStatusCode?: number } },
+    );
+    expect((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode).toBe(424);
+    expect((error as Error).message).toContain('memory limit of 128 MiB reached');
+  });
+
+  it.runIf(uid !== undefined)('says at start which protections are off and why', () => {
+    expect(output).toMatch(/isolation: per-session memory, CPU and process limits: cannot create cgroups/);
+    expect(output).toMatch(/isolation: outbound network: slirp4netns needs a root runtime/);
   });
 });

@@ -110,6 +110,8 @@ describe.skipIf(isolation?.mode !== 'bwrap')('bwrap sandbox with an artifact und
       hostPorts: [],
       otlpPort: 4318,
       hiddenDirs: [dataDir],
+      workerId: 'iso-test',
+      limits: { memoryBytes: 256 * 1024 * 1024, vcpus: 1, pids: 64 },
     });
     // Without the runtime's fd 3/4 pipes: drop the info/block options bwrap would wait on.
     const argv = plan.argv.filter(

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { type IsolationSetting } from '../config.js';
+import { type CgroupLayout, detectCgroups } from './cgroups.js';
 import { SANDBOX_ID, SANDBOX_RUN_DIR, SANDBOX_WORKER_PORT } from './sandbox-view.js';
 
 export type IsolationMode = 'bwrap' | 'process-group';
@@ -24,6 +25,8 @@ export interface Isolation {
   pdeathsig: boolean;
   /** The host uid/gid sandboxes run as when the runtime is root (else the runtime's own ids). */
   hostIds: { uid: number; gid: number } | undefined;
+  /** Where per-session cgroups (memory, CPU, process limits) go; undefined when they are off. */
+  cgroups: CgroupLayout | undefined;
 }
 
 /**
@@ -127,6 +130,7 @@ export function detectIsolation({
     ],
     pdeathsig,
     hostIds: undefined,
+    cgroups: undefined,
   });
   if (setting === 'none' || setting === 'unsafe-process') {
     const reason = `isolation turned off (AGENTRT_ISOLATION=${setting})`;
@@ -171,6 +175,9 @@ export function detectIsolation({
       'outbound network: slirp4netns is not on PATH; sessions reach only the allowlisted host ports (AGENTRT_SANDBOX_HOST_PORTS) and the telemetry relay',
     );
   else network = 'slirp4netns';
+  const cgroups = detectCgroups();
+  if (!cgroups.layout)
+    off.push(`per-session memory, CPU and process limits: ${cgroups.reason ?? 'no cgroups'}`);
   return {
     mode: 'bwrap',
     network,
@@ -180,6 +187,7 @@ export function detectIsolation({
     off,
     pdeathsig,
     hostIds,
+    cgroups: cgroups.layout,
   };
 }
 

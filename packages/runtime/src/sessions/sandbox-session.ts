@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { type Server, connect, createServer } from 'node:net';
 import { join } from 'node:path';
+import { type SessionCgroup, type SessionLimits, createSessionCgroup } from './cgroups.js';
 import { type Isolation, dropPrivileges, isolate } from './isolation.js';
 import { SANDBOX_ID, SANDBOX_WORKER_PORT, sandboxViewArgs } from './sandbox-view.js';
 
@@ -15,8 +16,10 @@ export interface SandboxPlan {
   socketPath: string;
   /** The worker's PORT inside its namespace. */
   port: number;
-  /** Sets up the sandbox's network from outside once bwrap reports its pid; returns the cleanup. */
+  /** Sets up the sandbox's cgroups and network from outside once bwrap reports its pid; returns the cleanup. */
   prepare: (sandboxPid: number) => Promise<() => void>;
+  /** The resource limit the session hit, if any (for the 424 message). */
+  limitHit: () => string | undefined;
 }
 
 export interface SandboxSessionOptions {
@@ -35,6 +38,9 @@ export interface SandboxSessionOptions {
   storage?: { hostDir: string; mountPath: string } | undefined;
   /** Folders never shown even when inside a readable path (the data dir). */
   hiddenDirs: readonly string[];
+  /** The worker's id (names its cgroup) and limits. */
+  workerId: string;
+  limits: SessionLimits;
 }
 
 /** A host folder that belongs to the sandbox user (its writable dirs). */
@@ -87,12 +93,25 @@ export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
   });
   const runDir = join(sessionDir, 'run');
 
+  let cgroup: SessionCgroup | undefined;
+  let lastLimitHit: string | undefined;
   const prepare = async (sandboxPid: number): Promise<() => void> => {
     const cleanups: (() => void)[] = [];
     const cleanup = () => {
       for (const fn of cleanups.splice(0)) fn();
     };
     try {
+      if (isolation.cgroups) {
+        const group = createSessionCgroup(isolation.cgroups, options.workerId, options.limits);
+        cgroup = group;
+        cleanups.push(() => {
+          lastLimitHit = group.limitHit();
+          cgroup = undefined;
+          removeWhenEmpty(group);
+        });
+        // Before the worker runs (bwrap waits on fd 4): everything it forks is counted.
+        group.add(sandboxPid);
+      }
       for (const port of options.hostPorts) {
         if (options.otlpRelay && port === options.otlpPort) continue;
         const server = await bridgeToHostPort(join(runDir, `port-${port}.sock`), port);
@@ -107,7 +126,23 @@ export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
     }
     return cleanup;
   };
-  return { argv, socketPath: join(runDir, 'worker.sock'), port: SANDBOX_WORKER_PORT, prepare };
+  return {
+    argv,
+    socketPath: join(runDir, 'worker.sock'),
+    port: SANDBOX_WORKER_PORT,
+    prepare,
+    limitHit: () => cgroup?.limitHit() ?? lastLimitHit,
+  };
+}
+
+/** A cgroup can only go once its last process has: retry for a few seconds after the worker exit. */
+function removeWhenEmpty(group: SessionCgroup, attempt = 0): void {
+  try {
+    group.remove();
+  } catch {
+    // Processes of the sandbox still exiting (EBUSY): try again shortly.
+    if (attempt < 20) setTimeout(() => removeWhenEmpty(group, attempt + 1), 250).unref();
+  }
 }
 
 /** A Unix socket (writable by the sandbox user) whose connections the runtime pipes to 127.0.0.1:<port>. */

@@ -343,6 +343,12 @@ export function createSessionManager({
           ? { hostDir: storageDirOf(config.dataDir, target.runtime.id, sessionId), mountPath }
           : undefined,
       hiddenDirs: [config.dataDir],
+      workerId: id,
+      limits: {
+        memoryBytes: config.sessionMemoryMb * 1024 * 1024,
+        vcpus: config.sessionVcpus,
+        pids: config.sessionPids,
+      },
     });
     env.PORT = String(plan.port);
     const worker = spawnWorker({
@@ -355,6 +361,7 @@ export function createSessionManager({
       healthCheck,
       logger: workerLogger,
       prepare: plan.prepare,
+      limitHit: plan.limitHit,
     });
     sandboxes.set(worker, { kind: launch.kind, cwd: launch.cwd, sessionDir, env });
     worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));

@@ -84,6 +84,8 @@ export interface SpawnWorkerOptions {
    * `prepare` returns a cleanup run when the worker exits.
    */
   prepare?: ((sandboxPid: number) => Promise<() => void>) | undefined;
+  /** Names a resource limit the worker hit (memory, processes), added to its last output. */
+  limitHit?: (() => string | undefined) | undefined;
 }
 
 /** Resolves once something accepts a TCP connection on the loopback port. */
@@ -253,7 +255,7 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
       if (exited) {
         const how = exited.signal ? `signal ${exited.signal}` : `code ${exited.code}`;
         throw new WorkerStartError(
-          `worker exited with ${how} before answering /ping. Last output:\n${tail.trim() || '(none)'}`,
+          `worker exited with ${how} before answering /ping. Last output:\n${tail.trim() || '(none)'}${options.limitHit?.() ? `\n[${options.limitHit()}]` : ''}`,
         );
       }
       const left = deadline - Date.now();
@@ -294,7 +296,10 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
     },
     waitReady,
     ping,
-    lastOutput: () => tail.trim(),
+    lastOutput: () => {
+      const hit = options.limitHit?.();
+      return [tail.trim(), hit ? `[${hit}]` : ''].filter(Boolean).join('\n');
+    },
     stop: async (graceMs) => {
       agent.destroy();
       if (exited) return exited;

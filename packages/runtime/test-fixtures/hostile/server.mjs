@@ -18,6 +18,13 @@ const server = createServer((req, res) => {
     } catch {
       // not JSON: nothing to run
     }
+    if (input.allocMb) {
+      // Grow this very process (the worker), as a leaking agent would.
+      const kept = [];
+      for (let i = 0; i < Number(input.allocMb); i++) kept.push(Buffer.alloc(1024 * 1024, 1));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ allocatedMb: kept.length }));
+    }
     const result = spawnSync('/bin/sh', ['-c', String(input.sh ?? 'true')], {
       encoding: 'utf8',
       timeout: Number(input.timeoutMs ?? 20_000),

@@ -1,0 +1,163 @@
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+
+/** Per-session resource limits (the hosted service's defaults: 2 vCPU, 8 GiB). */
+export interface SessionLimits {
+  memoryBytes: number;
+  /** CPU time per wall-clock second, in CPUs (CFS quota / period). */
+  vcpus: number;
+  /** Most processes and threads alive at once. */
+  pids: number;
+}
+
+/** Where the per-session cgroups are made: v2 (one unified tree) or v1 (one tree per controller). */
+export type CgroupLayout =
+  | { version: 2; root: string }
+  | { version: 1; memory: string; cpu: string; pids: string; cpuacct: string | undefined };
+
+/** One session's cgroup(s). */
+export interface SessionCgroup {
+  /** Moves a process (and the children it forks later) into the cgroup. */
+  add(pid: number): void;
+  /** Why the session's processes died, when a limit was the cause. */
+  limitHit(): string | undefined;
+  /** CPU seconds used and peak memory bytes, for usage figures. */
+  usage(): { cpuSeconds: number; memoryPeakBytes: number };
+  /** Removes the cgroup(s) once every process in them has exited. */
+  remove(): void;
+}
+
+const GROUP = 'agentrt';
+const CFS_PERIOD_US = 100_000;
+
+function writable(path: string): boolean {
+  try {
+    // A cgroup tree we may create in: root here, or one delegated to the runtime's user.
+    mkdirSync(join(path, GROUP), { recursive: true });
+    accessSync(join(path, GROUP), constants.W_OK); // it may exist already, made by a root runtime
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Finds where per-session cgroups can be made: the unified v2 tree when it is mounted at
+ * /sys/fs/cgroup with the memory, cpu and pids controllers, else the v1 memory, cpu and pids trees.
+ * Undefined (with the reason) when neither is usable, e.g. the runtime is not root.
+ */
+export function detectCgroups(base = '/sys/fs/cgroup'): { layout?: CgroupLayout; reason?: string } {
+  const controllers = join(base, 'cgroup.controllers');
+  if (existsSync(controllers)) {
+    const have = readFileSync(controllers, 'utf8').trim().split(/\s+/);
+    const missing = ['memory', 'cpu', 'pids'].filter((c) => !have.includes(c));
+    if (missing.length > 0) return { reason: `cgroup v2 lacks the ${missing.join(', ')} controller(s)` };
+    if (!writable(base)) return { reason: `cannot create cgroups under ${base} (not root, no delegation)` };
+    try {
+      writeFileSync(join(base, GROUP, 'cgroup.subtree_control'), '+memory +cpu +pids');
+    } catch (error) {
+      return { reason: `cannot enable memory, cpu and pids controllers: ${(error as Error).message}` };
+    }
+    return { layout: { version: 2, root: join(base, GROUP) } };
+  }
+  const trees = { memory: join(base, 'memory'), cpu: join(base, 'cpu'), pids: join(base, 'pids') };
+  const absent = Object.entries(trees).filter(([, dir]) => !existsSync(join(dir, 'cgroup.procs')));
+  if (absent.length > 0)
+    return { reason: `no cgroup v2 and no cgroup v1 ${absent.map(([name]) => name).join(', ')} hierarchy` };
+  if (!Object.values(trees).every(writable))
+    return { reason: `cannot create cgroups under ${base} (not root, no delegation)` };
+  // cpuacct (CPU seconds used) is its own hierarchy on some hosts, folded into cpu on others.
+  const cpuacct = join(base, 'cpuacct');
+  const separateAcct =
+    existsSync(join(cpuacct, 'cgroup.procs')) && !existsSync(join(trees.cpu, 'cpuacct.usage'));
+  return {
+    layout: {
+      version: 1,
+      memory: join(trees.memory, GROUP),
+      cpu: join(trees.cpu, GROUP),
+      pids: join(trees.pids, GROUP),
+      cpuacct: separateAcct && writable(cpuacct) ? join(cpuacct, GROUP) : undefined,
+    },
+  };
+}
+
+function read(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return ''; // gone with its cgroup
+  }
+}
+
+function field(text: string, name: string): number {
+  const match = new RegExp(`^${name} (\\d+)$`, 'm').exec(text);
+  return match ? Number(match[1]) : 0;
+}
+
+const mib = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MiB`;
+
+/** Creates the cgroup(s) of one worker with its limits. */
+export function createSessionCgroup(layout: CgroupLayout, id: string, limits: SessionLimits): SessionCgroup {
+  const quota = String(Math.max(1000, Math.round(limits.vcpus * CFS_PERIOD_US)));
+  const memoryLimit = `memory limit of ${mib(limits.memoryBytes)} reached: the kernel killed a process of this session (AGENTRT_SESSION_MEMORY_MB)`;
+  const pidsLimit = `process limit of ${limits.pids} reached: fork failed in this session (AGENTRT_SESSION_PIDS)`;
+  if (layout.version === 2) {
+    const dir = join(layout.root, id);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'memory.max'), String(limits.memoryBytes));
+    writeFileSync(join(dir, 'memory.swap.max'), '0');
+    writeFileSync(join(dir, 'cpu.max'), `${quota} ${CFS_PERIOD_US}`);
+    writeFileSync(join(dir, 'pids.max'), String(limits.pids));
+    return {
+      add: (pid) => writeFileSync(join(dir, 'cgroup.procs'), String(pid)),
+      limitHit: () => {
+        if (field(read(join(dir, 'memory.events')), 'oom_kill') > 0) return memoryLimit;
+        if (field(read(join(dir, 'pids.events')), 'max') > 0) return pidsLimit;
+        return undefined;
+      },
+      usage: () => ({
+        cpuSeconds: field(read(join(dir, 'cpu.stat')), 'usage_usec') / 1e6,
+        memoryPeakBytes: Number(read(join(dir, 'memory.peak')).trim()) || 0,
+      }),
+      remove: () => rmdirSync(dir),
+    };
+  }
+  const dirs: Record<string, string> = {
+    memory: join(layout.memory, id),
+    cpu: join(layout.cpu, id),
+    pids: join(layout.pids, id),
+  };
+  if (layout.cpuacct) dirs.cpuacct = join(layout.cpuacct, id);
+  const acct = dirs.cpuacct ?? dirs.cpu!;
+  for (const dir of Object.values(dirs)) mkdirSync(dir);
+  writeFileSync(join(dirs.memory!, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+  // Without swap accounting (memsw) swap is not limited; these hosts have none configured.
+  writeFileSync(join(dirs.cpu!, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
+  writeFileSync(join(dirs.cpu!, 'cpu.cfs_quota_us'), quota);
+  writeFileSync(join(dirs.pids!, 'pids.max'), String(limits.pids));
+  return {
+    add: (pid) => {
+      for (const dir of Object.values(dirs)) writeFileSync(join(dir, 'cgroup.procs'), String(pid));
+    },
+    limitHit: () => {
+      if (field(read(join(dirs.memory!, 'memory.oom_control')), 'oom_kill') > 0) return memoryLimit;
+      if (field(read(join(dirs.pids!, 'pids.events')), 'max') > 0) return pidsLimit;
+      return undefined;
+    },
+    usage: () => ({
+      cpuSeconds: Number(read(join(acct, 'cpuacct.usage')).trim()) / 1e9 || 0,
+      memoryPeakBytes: Number(read(join(dirs.memory!, 'memory.max_usage_in_bytes')).trim()) || 0,
+    }),
+    remove: () => {
+      for (const dir of Object.values(dirs)) rmdirSync(dir);
+    },
+  };
+}
