@@ -29,6 +29,12 @@ export interface CollectorConfig {
   /** Directory of the built web UI. Env AGENTRT_UI_DIR, default collector/ui/dist. */
   uiDir?: string;
   /**
+   * Where spans are stored: `sqlite` (the data dir, default) or
+   * `clickhouse://user:pass@host:8123/db[?cluster=name&replicated=1]`. Env AGENTRT_STORE; a bad value
+   * stops the collector at start (falling back to SQLite would split the data of several collectors).
+   */
+  store?: string;
+  /**
    * Names accepted in the Host header besides localhost, *.localhost and IP literals (DNS-rebinding
    * guard); `*` accepts any. Env AGENTRT_COLLECTOR_ALLOWED_HOSTS (comma-separated).
    */
@@ -135,6 +141,8 @@ export function loadConfig(
   if (ingestToken) config.ingestToken = ingestToken;
   const queryToken = raw('AGENTRT_QUERY_TOKEN');
   if (queryToken) config.queryToken = queryToken;
+  const store = raw('AGENTRT_STORE');
+  if (store) config.store = store;
   const uiDir = raw('AGENTRT_UI_DIR');
   if (uiDir) config.uiDir = resolve(cwd, uiDir);
   for (const [k, v] of Object.entries(overrides)) {

@@ -23,6 +23,20 @@ export {
   type TraceListFilter,
   type RetentionOptions,
 } from './store/span-store.js';
+export {
+  parseStoreSetting,
+  StoreUnavailableError,
+  StoreConfigError,
+  type CollectorStore,
+  type StoreSetting,
+  type ClickHouseLocation,
+} from './store/store.js';
+export { createSqliteStore, type SqliteStore } from './store/sqlite-store.js';
+export {
+  createClickHouseStore,
+  type ClickHouseStore,
+  type ClickHouseStoreOptions,
+} from './store/clickhouse/clickhouse-store.js';
 export { runQuery, DEFAULT_COLUMNS, DEFAULT_LIMIT, type QueryOptions } from './query/engine.js';
 export { parseQuery } from './query/parser.js';
 export { QueryError } from './query/query-error.js';

@@ -20,6 +20,7 @@ try {
   logger.info('listening', {
     url: collector.url,
     dataDir: config.dataDir,
+    store: collector.store.location,
     traceIndexPercent: config.traceIndexPercent,
   });
   let stopping = false;

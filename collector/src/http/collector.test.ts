@@ -513,7 +513,7 @@ describe('collector with raw OTLP bodies', () => {
         postJson(`${crashy.url}/v1/traces`, body(hex(0xc10 + i, 16), 200, 'crash')),
       );
       await new Promise((resolve) => setTimeout(resolve, 5));
-      await crashy.writer.terminateForTest();
+      await crashy.writer!.terminateForTest();
       const answers = await Promise.all(inFlight);
       expect(answers.every((r) => r.status === 200 || r.status === 503)).toBe(true);
       const refused = await postJson(`${crashy.url}/v1/traces`, body(hex(0xc2, 16), 1, 'crash'));

@@ -1,6 +1,5 @@
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { DEFAULTS, type CollectorConfig } from '../config.js';
 import { type Logger, silentLogger } from '../logger.js';
 import { decodeLogsRequestJson, decodeTraceRequestJson } from '../otlp/decode-json.js';
@@ -13,13 +12,15 @@ import {
   statusProtobuf,
 } from '../otlp/encode-response.js';
 import { OtlpDecodeError } from '../otlp/otlp-decode-error.js';
-import { type QueryPool, QueryFailure, createQueryPool } from '../query/query-pool.js';
 import { decodeMetricPoints, decodeMetricPointsJson } from '../metrics/decode-metrics.js';
 import { metricsAndLogsApi } from '../metrics/metric-routes.js';
 import { type MetricLimits, type MetricStore, createMetricStore } from '../metrics/metric-store.js';
-import { RECOVERY_HINT, createIntegrityMonitor, isCorruption } from '../store/integrity.js';
-import { type SpanStore, createSpanStore } from '../store/span-store.js';
-import { type WriterThread, startWriterThread } from '../store/writer-thread.js';
+import { RECOVERY_HINT, isCorruption } from '../store/integrity.js';
+import { QueryFailure } from '../query/query-pool.js';
+import { createClickHouseStore } from '../store/clickhouse/clickhouse-store.js';
+import { type SqliteStore, createSqliteStore } from '../store/sqlite-store.js';
+import { type CollectorStore, StoreUnavailableError, parseStoreSetting } from '../store/store.js';
+import type { WriterThread } from '../store/writer-thread.js';
 import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
 import type {
   KeyListResponse,
@@ -34,6 +35,7 @@ import type {
 } from '../wire-types.js';
 import { createAccessGuard } from './access.js';
 import { createExportStreamer } from './export.js';
+import { logsToOtlpJson, spansToOtlpJson } from '../otlp/encode-json.js';
 import { createForwarder } from './forwarder.js';
 import { HttpError } from './http-error.js';
 import { createIngestQueue } from './ingest-queue.js';
@@ -62,11 +64,11 @@ export interface Collector {
   url: string;
   port: number;
   host: string;
-  /** The underlying store (tests, benchmarks, embedding). */
-  store: SpanStore;
-  /** The store's writer thread, which commits ingested batches (tests, diagnostics). */
-  writer: WriterThread;
-  /** The metrics store (metrics.sqlite beside the span store). */
+  /** The store behind the API (SQLite, or ClickHouse with `store: 'clickhouse://…'`). */
+  store: CollectorStore;
+  /** The SQLite store's writer thread, which commits ingested batches (tests, diagnostics). */
+  writer: WriterThread | undefined;
+  /** The metrics store (metrics.sqlite in the data dir, whichever span store). */
   metrics: MetricStore;
   /** Stops accepting, flushes queued writes, closes the store. Idempotent. */
   close(): Promise<void>;
@@ -74,6 +76,8 @@ export interface Collector {
 
 const MAX_API_BODY_BYTES = 1024 * 1024;
 const TRACE_ID_RE = /^[0-9a-f]{32}$/;
+/** Spans (and logs) at most in one export from the ClickHouse store. */
+const EXPORT_RECORD_LIMIT = 100_000;
 
 type Encoding = 'protobuf' | 'json';
 
@@ -88,65 +92,45 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
   const uiDir = options.uiDir ?? DEFAULT_UI_DIR;
   const traceIndexPercent = options.traceIndexPercent ?? DEFAULTS.traceIndexPercent;
-  // The main thread's connection creates and migrates the schema, then serves reads, summaries and
-  // retention; ingest batches are encoded here and committed by the writer thread.
-  let store: SpanStore;
+  const setting = parseStoreSetting(options.store);
+  const store: CollectorStore =
+    setting.kind === 'clickhouse'
+      ? await createClickHouseStore({
+          ...setting,
+          logger,
+          queryTimeoutMs: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
+        })
+      : await createSqliteStore({
+          dataDir: options.dataDir,
+          traceIndexPercent,
+          logger,
+          queryWorkers: options.queryWorkers ?? DEFAULTS.queryWorkers,
+          queryTimeoutMs: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
+          integrityCheckMinutes: options.integrityCheckMinutes ?? DEFAULTS.integrityCheckMinutes,
+        });
+  /** The SQLite store, for what only it has (writer thread, integrity checks, streamed export). */
+  const sqlite = store.kind === 'sqlite' ? (store as SqliteStore) : undefined;
+  const writer = 'writer' in store ? (store.writer as WriterThread) : undefined;
+  let metrics: MetricStore;
   try {
-    store = createSpanStore({ dataDir: options.dataDir, traceIndexPercent, backgroundCheckpoints: true });
-  } catch (error) {
-    if (!isCorruption(error)) throw error;
-    // A header too damaged to open: nothing can run on it; say which file and how to recover.
-    throw new Error(
-      `the store ${join(options.dataDir, 'collector.sqlite')} is corrupt (${(error as Error).message}); ${RECOVERY_HINT}`,
-      { cause: error },
-    );
-  }
-  let writer: WriterThread;
-  try {
-    writer = await startWriterThread({ path: store.path, traceIndexPercent, logger });
-  } catch (error) {
-    store.close();
-    throw error;
-  }
-  let queries: QueryPool;
-  try {
-    queries = await createQueryPool({
-      path: store.path,
-      logger,
-      size: options.queryWorkers ?? DEFAULTS.queryWorkers,
-      timeoutMs: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
+    metrics = createMetricStore({
+      dataDir: options.dataDir,
+      ...(options.metricLimits ? { limits: options.metricLimits } : {}),
     });
   } catch (error) {
-    await writer.close();
-    store.close();
+    await store.close();
     throw error;
   }
-  const metrics = createMetricStore({
-    dataDir: options.dataDir,
-    ...(options.metricLimits ? { limits: options.metricLimits } : {}),
-  });
-  const integrity = createIntegrityMonitor({
-    file: store.path,
-    check: () => queries.check(),
-    intervalMs: (options.integrityCheckMinutes ?? DEFAULTS.integrityCheckMinutes) * 60_000,
-    logger,
-  });
-  // Before the first acknowledgement: a damaged file found later may lose what was acknowledged.
-  await integrity.start();
   const live = createLiveHub();
-  const exporter = createExportStreamer(store, { maxConcurrent: options.maxConcurrentExports ?? 2 });
+  const exporter =
+    store.kind === 'sqlite'
+      ? createExportStreamer((store as SqliteStore).spans, {
+          maxConcurrent: options.maxConcurrentExports ?? 2,
+        })
+      : undefined;
   const queue = createIngestQueue({
-    write: async (spans, logs) => {
-      const batch = store.encodeBatch(spans, logs);
-      try {
-        await writer.write(batch);
-      } catch (error) {
-        store.forgetBatch(batch);
-        if (isCorruption(error)) integrity.markCorrupt((error as Error).message);
-        throw error;
-      }
-    },
-    unavailable: () => writer.failure,
+    write: (spans, logs) => store.write(spans, logs),
+    unavailable: () => store.unavailable(),
     maxPendingRecords: options.maxPendingRecords ?? DEFAULTS.maxPendingRecords,
     flushDelayMs: options.flushDelayMs ?? options.ingestLingerMs ?? DEFAULTS.ingestLingerMs,
     onCommit: (spans) => {
@@ -179,7 +163,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     }
     // Refuse early when full or closing: no point inflating a body we will not take.
     queue.checkAccepting(1);
-    integrity.assertWritable();
+    sqlite?.integrity.assertWritable();
     const body = await readBody(req, maxBodyBytes);
     let rejected = 0;
     let message: string | undefined;
@@ -306,7 +290,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       if (startMs !== undefined) request.startMs = startMs;
       if (endMs !== undefined) request.endMs = endMs;
       try {
-        const json = await queries.run(request.query, request);
+        const json = await store.queryJson(request.query, request);
         return send(
           res,
           200,
@@ -319,7 +303,17 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       }
     }
     if (!get) throw new HttpError(405, 'method_not_allowed', `use GET for ${path}`);
-    const answer = metricsAndLogsApi(path, params, { metrics, spansDb: store.db });
+    // The logs API reads the SQLite store's log table; on ClickHouse it is not there yet.
+    if (path === '/api/logs' && store.kind !== 'sqlite') {
+      throw new HttpError(
+        501,
+        'not_implemented',
+        `/api/logs is not available on the ${store.kind} store yet`,
+        { expose: true },
+      );
+    }
+    const spansDb = store.kind === 'sqlite' ? (store as SqliteStore).spans.db : undefined;
+    const answer = metricsAndLogsApi(path, params, { metrics, spansDb: spansDb! });
     if (answer !== undefined) return sendJson(res, 200, answer);
     if (path === '/api/traces') {
       const status = params.get('status') || undefined;
@@ -328,7 +322,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       }
       const minDurationMs = optionalNumber(params.get('minDurationMs'), 'minDurationMs', 'query');
       const out: TraceListResponse = {
-        traces: store.listTraces({
+        traces: await store.listTraces({
           service: params.get('service') || undefined,
           status: status as 'error' | 'ok' | undefined,
           minDurationMs,
@@ -344,30 +338,30 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       const traceId = decodePathSegment(trace[1]!, 'traceId').toLowerCase();
       if (!TRACE_ID_RE.test(traceId))
         throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
-      const spans = store.spansOfTrace(traceId);
+      const spans = await store.spansOfTrace(traceId);
       if (!spans.length) throw new HttpError(404, 'not_found', `trace ${traceId} not found`);
-      const summary = store.traceSummary(traceId)!;
-      const { roots, unattached } = traceTree(spans, store.logsOfTrace(traceId));
+      const summary = (await store.traceSummary(traceId))!;
+      const { roots, unattached } = traceTree(spans, await store.logsOfTrace(traceId));
       const out: TraceResponse = { summary, roots, logs: unattached };
       return sendJson(res, 200, out);
     }
     if (path === '/api/sessions') {
-      const out: SessionListResponse = { sessions: store.listSessions(limitParam(params, 100, 1000)) };
+      const out: SessionListResponse = { sessions: await store.listSessions(limitParam(params, 100, 1000)) };
       return sendJson(res, 200, out);
     }
     const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
     if (session) {
       const id = decodePathSegment(session[1]!, 'sessionId');
-      const found = store.getSession(id);
+      const found = await store.getSession(id);
       if (!found) throw new HttpError(404, 'not_found', `session ${JSON.stringify(id)} not found`);
       return sendJson(res, 200, found);
     }
     if (path === '/api/services') {
-      const out: ServiceListResponse = { services: store.services() };
+      const out: ServiceListResponse = { services: await store.services() };
       return sendJson(res, 200, out);
     }
     if (path === '/api/keys') {
-      const out: KeyListResponse = { keys: store.attributeKeys() };
+      const out: KeyListResponse = { keys: await store.attributeKeys() };
       return sendJson(res, 200, out);
     }
     if (path === '/api/live') {
@@ -378,17 +372,33 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     throw new HttpError(404, 'not_found', `no API route ${path}`);
   }
 
-  /** OTLP/JSON lines (export.ts): span chunks, then log chunks, streamed with back-pressure. */
-  function exportData(params: URLSearchParams, res: ServerResponse): Promise<void> {
+  /**
+   * OTLP/JSON lines: on SQLite streamed in chunks with back-pressure (export.ts); on ClickHouse one
+   * ExportTraceServiceRequest line, then one ExportLogsServiceRequest line, of at most
+   * EXPORT_RECORD_LIMIT records each.
+   */
+  async function exportData(params: URLSearchParams, res: ServerResponse): Promise<void> {
     const traceId = params.get('traceId')?.toLowerCase();
-    if (traceId) {
-      if (!TRACE_ID_RE.test(traceId))
-        throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
-      return exporter.stream({ traceId }, res);
-    }
+    if (traceId && !TRACE_ID_RE.test(traceId))
+      throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
     const startMs = optionalNumber(params.get('startMs'), 'startMs', 'query') ?? 0;
     const endMs = optionalNumber(params.get('endMs'), 'endMs', 'query') ?? 8.64e15;
-    return exporter.stream({ startUs: Math.floor(startMs * 1000), endUs: Math.floor(endMs * 1000) }, res);
+    if (exporter) {
+      if (traceId) return exporter.stream({ traceId }, res);
+      return exporter.stream({ startUs: Math.floor(startMs * 1000), endUs: Math.floor(endMs * 1000) }, res);
+    }
+    let spans: SpanRecord[];
+    let logs: LogRecord[];
+    if (traceId) {
+      spans = await store.spansOfTrace(traceId);
+      if (!spans.length) throw new HttpError(404, 'not_found', `trace ${traceId} not found`);
+      logs = await store.logsOfTrace(traceId);
+    } else {
+      ({ spans, logs } = await store.exportRange(startMs, endMs, EXPORT_RECORD_LIMIT));
+    }
+    const lines = [JSON.stringify(spansToOtlpJson(spans))];
+    if (logs.length) lines.push(JSON.stringify(logsToOtlpJson(logs)));
+    send(res, 200, 'application/x-ndjson', `${lines.join('\n')}\n`);
   }
 
   function healthBody(): Record<string, unknown> {
@@ -398,8 +408,8 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       pendingRecords: queue.pendingRecords,
       forward: forwarder.stats,
       liveClients: live.size,
-      queries: { ...queries.stats, queued: queries.queued },
-      exportsRunning: exporter.running,
+      ...(sqlite ? { queries: sqlite.queryStats() } : {}),
+      exportsRunning: exporter?.running ?? 0,
     };
   }
 
@@ -423,11 +433,11 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       }
       access.check(req, path);
       if (path === '/healthz') {
-        if (integrity.state.status === 'corrupt') {
+        if (sqlite?.integrity.state.status === 'corrupt') {
           return sendJson(res, 503, {
             ...healthBody(),
             status: 'corrupt',
-            store: integrity.state,
+            store: sqlite.integrity.state,
             hint: RECOVERY_HINT,
           });
         }
@@ -448,13 +458,19 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   /** The one place errors become responses. */
   function onError(error: unknown, route: Route, res: ServerResponse): void {
     let err: HttpError;
-    if (isCorruption(error) || (error instanceof HttpError && isCorruption(error.message))) {
-      integrity.markCorrupt(error instanceof Error ? error.message : String(error));
-      err = new HttpError(503, 'store_corrupt', `the store ${store.path} is corrupt; ${RECOVERY_HINT}`, {
+    if (sqlite && (isCorruption(error) || (error instanceof HttpError && isCorruption(error.message)))) {
+      sqlite.integrity.markCorrupt(error instanceof Error ? error.message : String(error));
+      err = new HttpError(503, 'store_corrupt', `the store ${sqlite.location} is corrupt; ${RECOVERY_HINT}`, {
         cause: error,
         expose: true,
       });
     } else if (error instanceof HttpError) err = error;
+    else if (error instanceof StoreUnavailableError)
+      err = new HttpError(503, 'store_unavailable', `${error.message}; retry later`, {
+        cause: error,
+        headers: { 'retry-after': '5' },
+        expose: true,
+      });
     else if (error instanceof OtlpDecodeError)
       err = new HttpError(400, 'bad_data', error.message, { cause: error });
     else err = new HttpError(500, 'internal', 'internal error', { cause: error });
@@ -498,9 +514,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     });
   } catch (error) {
     live.close();
-    await queries.close();
-    await writer.close();
-    store.close();
+    await store.close();
     metrics.close();
     throw error;
   }
@@ -515,24 +529,26 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           // Summaries are rebuilt when ingest pauses (reads rebuild what they need right away),
           // so a burst of spans is not slowed by re-reading traces that are still growing.
           if (Date.now() - lastCommitMs < refreshMs) return;
-          try {
-            store.refreshSummaries(500);
-          } catch (error) {
-            logger.warn('summary refresh failed', { error });
-          }
+          store
+            .refreshSummaries(500)
+            .catch((error: unknown) => logger.warn('summary refresh failed', { error }));
         }, refreshMs)
       : undefined;
   refresher?.unref();
   const maxAgeMs = (options.retentionHours ?? DEFAULTS.retentionHours) * 3_600_000;
   const maxBytes = (options.maxDbMb ?? DEFAULTS.maxDbMb) * 1024 * 1024;
   const runRetention = (): void => {
+    store.applyRetention({ maxAgeMs, maxBytes }).then(
+      (deleted) => {
+        if (deleted) logger.info('retention deleted old spans', { deleted });
+      },
+      (error: unknown) => logger.warn('retention failed', { error }),
+    );
     try {
-      const deleted = store.applyRetention({ maxAgeMs, maxBytes });
-      if (deleted) logger.info('retention deleted old spans', { deleted });
       const points = metrics.applyRetention({ maxAgeMs, maxBytes });
       if (points) logger.info('retention deleted old metric points', { points });
     } catch (error) {
-      logger.warn('retention failed', { error });
+      logger.warn('metric retention failed', { error });
     }
   };
   const retention = setInterval(runRetention, options.retentionIntervalMs ?? 60_000);
@@ -550,7 +566,6 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       closing ??= (async () => {
         clearInterval(refresher);
         clearInterval(retention);
-        integrity.close();
         // Queued batches are written and their requests answered before the connections close.
         const drained = queue.close();
         live.close();
@@ -560,11 +575,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           setTimeout(() => server.closeAllConnections(), 2000).unref();
         });
         await drained;
-        await queries.close();
-        // The writer's connection closes first, so the main one is the last: it checkpoints the
-        // WAL into the database and removes it.
-        await writer.close();
-        store.close();
+        await store.close();
         metrics.close();
       })();
       return closing;

@@ -4,7 +4,7 @@ import type { Command } from './ast.js';
 import { type Getter, accumulator, evaluate, sortCompare } from './evaluate.js';
 import { resolveField } from './fields.js';
 import { parseQuery } from './parser.js';
-import { DEFAULT_COLUMNS, DEFAULT_LIMIT, type StatsPlan, planQuery } from './plan.js';
+import { DEFAULT_COLUMNS, DEFAULT_LIMIT, type QueryPlan, type StatsPlan, planQuery } from './plan.js';
 import { QueryError } from './query-error.js';
 import { type Fragment, scanSql, statsDiscSql, statsKthSql, statsSql, statsWindowSql } from './sqlite-sql.js';
 
@@ -173,21 +173,22 @@ function statsInJs(cmd: StatsCommand, rows: unknown[], g: Getter): Record<string
   });
 }
 
-const recordGetter: Getter = (row, path) => resolveField(row as SpanRecord, path);
-const objectGetter: Getter = (row, path) =>
+/** Reads fields of span records. */
+export const recordGetter: Getter = (row, path) => resolveField(row as SpanRecord, path);
+/** Reads keys of plain objects (projected rows). */
+export const objectGetter: Getter = (row, path) =>
   Object.hasOwn(row as object, path) ? (row as Record<string, unknown>)[path] : undefined;
 
 /** Parses and runs a query over the span table. Throws QueryError for bad queries. */
 export function runQuery(db: DatabaseSync, query: string, options: QueryOptions = {}): QueryResponse {
   const started = performance.now();
   const plan = planQuery(parseQuery(query), { ...options, hotColumns: hotColumnsUsable(db) });
-  const { rest, paths, sortedBySql, stopAfter, limit } = plan;
+  const { rest, paths, stopAfter } = plan;
   const index = new Map(paths.map((p, i) => [p, i]));
-  const lastSort = rest.filter((c) => c.type === 'sort').at(-1);
   const useRecord = plan.scan.select.type === 'doc';
 
   let get: Getter = objectGetter;
-  let rows: unknown[] = [];
+  const rows: unknown[] = [];
   let scanned = 0;
   const filter = plan.residual;
   const deadline = started + (options.maxQueryMs ?? 30_000);
@@ -257,6 +258,34 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
     }
   }
 
+  return finishQuery(
+    plan,
+    { rows, get, scanned, ...(sqlStats ? { statsRows: sqlStats.rows } : {}) },
+    started,
+  );
+}
+
+/** What a store's scan of a plan produced, for finishQuery. */
+export interface ScanResult {
+  /** Rows the scan kept (after the plan's residual filter), read through `get`. */
+  rows: unknown[];
+  get: Getter;
+  /** Rows read from the store. */
+  scanned: number;
+  /** The first `stats` command's rows when the store ran it as a grouped aggregate (plan.stats). */
+  statsRows?: Record<string, unknown>[];
+}
+
+/**
+ * Runs the commands after a plan's scan over its rows, in order (the part every store shares),
+ * and shapes the answer.
+ */
+export function finishQuery(plan: QueryPlan, scan: ScanResult, started: number): QueryResponse {
+  const { rest, sortedBySql, limit } = plan;
+  const lastSort = rest.filter((c) => c.type === 'sort').at(-1);
+  const first = rest[0];
+  let { rows, get } = scan;
+  const { scanned } = scan;
   let kind: QueryResponse['kind'] = 'spans';
   let columns: string[] = DEFAULT_COLUMNS;
   let projected = false;
@@ -280,7 +309,7 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
       }
       case 'stats': {
         const g = get;
-        if (cmd === first && sqlStats) rows = sqlStats.rows;
+        if (cmd === first && scan.statsRows) rows = scan.statsRows;
         else rows = statsInJs(cmd, rows, g);
         const bin = cmd.by.findIndex((b) => b.type === 'bin');
         if (bin >= 0) {

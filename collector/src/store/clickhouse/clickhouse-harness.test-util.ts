@@ -159,6 +159,8 @@ export interface ClickHouseNode {
   kill(): Promise<void>;
   /** Starts it again on the same ports and data (after stop/kill). */
   start(): Promise<void>;
+  /** Whether its process is running. */
+  running(): boolean;
   /** Stops it for good and removes nothing (the owning harness removes its temp dir). */
 }
 
@@ -254,6 +256,7 @@ export async function startClickHouseNode(o: ClickHouseNodeOptions): Promise<Cli
       if (c) await stopChild(c, 0);
     },
     start,
+    running: () => c !== undefined && c.child.exitCode === null && c.child.signalCode === null,
   };
 }
 
@@ -358,6 +361,9 @@ export async function startClickHouseCluster(
     // runs everywhere.
     const deadline = Date.now() + 2 * START_TIMEOUT_MS;
     for (;;) {
+      // 18.16 can crash (SIGSEGV in its ZooKeeper client) when its first ZooKeeper handshake is
+      // dropped, as a loaded ZooKeeper may do: such a node is started again on its own data.
+      for (const n of nodes) if (!n.running()) await n.start();
       try {
         await clickHouseSql(nodes[0]!.url, `CREATE DATABASE IF NOT EXISTS harness_ready ON CLUSTER ${name}`, {
           distributed_ddl_task_timeout: 2,

@@ -1,7 +1,7 @@
 import { createCollector, createJsonLogger, loadConfig, type CollectorConfig } from '@agentrt/collector';
 import { type Command, UsageError, parseCommandArgs } from '../command.js';
 
-const usage = `Usage: agentrt collector [--port <n>] [--host <addr>] [--data-dir <dir>]
+const usage = `Usage: agentrt collector [--port <n>] [--host <addr>] [--data-dir <dir>] [--store <url>]
 
 Runs the local collector in the foreground: OTLP/HTTP ingest (/v1/traces, /v1/logs, /v1/metrics),
 the query API (/api/*) and the web UI, all on one port. Logs JSON lines to stdout; Ctrl-C (SIGINT)
@@ -9,6 +9,8 @@ or SIGTERM stops it after writing everything already received.
   --port <n>                    listen port (default $AGENTRT_COLLECTOR_PORT or 4318; 0 = any free port)
   --host <addr>                 bind address (default $AGENTRT_COLLECTOR_HOST or 127.0.0.1; 0.0.0.0 in containers)
   --data-dir <dir>              SQLite store (default $AGENTRT_DATA_DIR or ./.data/collector)
+  --store <sqlite|url>          where spans go: sqlite (default $AGENTRT_STORE or sqlite) or
+                                clickhouse://user:pass@host:8123/db[?cluster=name&replicated=1]
   --trace-index-percent <0-100> share of traces given a trace summary (default 100)
   --forward <url,url>           also forward everything received to these OTLP/HTTP endpoints`;
 
@@ -23,6 +25,7 @@ export const collectorCommand: Command = {
         port: { type: 'string' },
         host: { type: 'string' },
         'data-dir': { type: 'string' },
+        store: { type: 'string' },
         'trace-index-percent': { type: 'string' },
         forward: { type: 'string' },
       },
@@ -35,6 +38,7 @@ export const collectorCommand: Command = {
     }
     if (values.host) overrides.host = values.host;
     if (values['data-dir']) overrides.dataDir = values['data-dir'];
+    if (values.store) overrides.store = values.store;
     if (values['trace-index-percent'] !== undefined) {
       const pct = Number(values['trace-index-percent']);
       if (!(pct >= 0 && pct <= 100))
@@ -57,6 +61,7 @@ export const collectorCommand: Command = {
     logger.info('listening', {
       url: collector.url,
       dataDir: config.dataDir,
+      store: collector.store.location,
       traceIndexPercent: config.traceIndexPercent,
       forwardEndpoints: config.forwardEndpoints,
     });

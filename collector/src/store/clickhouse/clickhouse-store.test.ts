@@ -1,0 +1,367 @@
+// The collector on ClickHouse: a real clickhouse-server (Debian's 18.16) on a free port, the
+// collector's own HTTP API and the official OpenTelemetry exporter as clients, and the SQLite
+// collector beside it answering the same queries over the same spans.
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Collector } from '../../http/collector.js';
+import { hex, jsonRequest, jsonSpan, postJson, startCollector } from '../../testing.test-util.js';
+import type { QueryResponse, SessionListResponse, TraceResponse } from '../../wire-types.js';
+import { type ClickHouseLocation, parseStoreSetting } from '../store.js';
+import {
+  type ClickHouseHarness,
+  clickHouseSkipReason,
+  clickHouseSql,
+  startClickHouse,
+} from './clickhouse-harness.test-util.js';
+import { createClickHouseStore, versionAtLeast } from './clickhouse-store.js';
+import { literal } from './rows.js';
+import { silentLogger } from '../../logger.js';
+
+const DAY_MS = 86_400_000;
+const NOW = Date.now();
+
+/** A fixed set of spans: services, models, sessions, errors, tokens, a nested kvlist value. */
+function dataset(): Record<string, unknown>[] {
+  const requests: Record<string, unknown>[] = [];
+  const models = ['claude', 'gpt', 'llama'];
+  for (let t = 0; t < 30; t++) {
+    const traceId = hex(0xabc000 + t, 16);
+    const start = NOW - 3 * 3_600_000 + t * 300_000;
+    const session = `s-${t % 4}`;
+    const spans = [
+      jsonSpan({
+        traceId,
+        spanId: hex(t * 10 + 1, 8),
+        name: 'invoke_agent',
+        kind: 2,
+        startMs: start,
+        durationMs: 2000 + t * 10,
+        attributes: { 'session.id': session, 'gen_ai.operation.name': 'invoke_agent' },
+      }),
+    ];
+    for (let k = 0; k < 3; k++) {
+      spans.push(
+        jsonSpan({
+          traceId,
+          spanId: hex(t * 10 + 2 + k, 8),
+          parentSpanId: hex(t * 10 + 1, 8),
+          name: k === 2 ? 'execute_tool search' : `chat ${models[(t + k) % 3]}`,
+          kind: 3,
+          startMs: start + 100 + k * 400,
+          durationMs: 300 + ((t * 7 + k * 13) % 50),
+          status: k === 2 && t % 5 === 0 ? 2 : 0,
+          attributes:
+            k === 2
+              ? { 'session.id': session, 'gen_ai.operation.name': 'execute_tool', 'tool.name': 'search' }
+              : {
+                  'session.id': session,
+                  'gen_ai.operation.name': 'chat',
+                  'gen_ai.request.model': models[(t + k) % 3]!,
+                  'gen_ai.usage.input_tokens': 100 + t,
+                  'gen_ai.usage.output_tokens': 10 + k,
+                },
+        }),
+      );
+    }
+    requests.push(jsonRequest(t % 3 === 0 ? 'billing' : 'weather', spans));
+  }
+  // A nested kvlist value: `attributes.http.route` falls back to attributes.http → route.
+  const nested = jsonSpan({
+    traceId: hex(0xdef, 16),
+    spanId: hex(0xdef, 8),
+    name: 'GET /x',
+    // Between two traces (a tie in start time would leave their order to each store).
+    startMs: NOW - 3_600_000 + 7_000,
+    durationMs: 5,
+  });
+  (nested['attributes'] as unknown[]).push({
+    key: 'http',
+    value: { kvlistValue: { values: [{ key: 'route', value: { stringValue: '/x/:id' } }] } },
+  });
+  requests.push(jsonRequest('web', [nested]));
+  return requests;
+}
+
+/** Queries every store must answer alike (no ties in their order). */
+const SHARED_QUERIES = [
+  'filter attributes.session.id = "s-1" | sort startTimeUnixNano asc, spanId asc | fields spanId, name, durationNano',
+  'filter name like /^chat/ | stats count(*) as n, sum(attributes.gen_ai.usage.input_tokens) as input by attributes.gen_ai.request.model | sort n desc, input desc',
+  'stats count(*) as n, avg(durationNano) as avg, min(durationNano) as lo, max(durationNano) as hi, pct(durationNano, 95) as p95 by resource.attributes.service.name | sort n desc',
+  'filter attributes.gen_ai.request.model in ["claude", "gpt"] | stats pct(durationNano, 50) as p50, count_distinct(traceId) as traces by attributes.gen_ai.request.model | sort p50 asc',
+  'stats count(*) as n by bin(1h) | sort n desc | limit 3',
+  'filter status.code = 2 | fields traceId, spanId, name | sort spanId asc',
+  'filter durationNano > 2.1e9 | sort durationNano desc | limit 5 | fields spanId, durationNano',
+  'filter attributes.tool.name = "search" and not ispresent(attributes.gen_ai.request.model) | stats count(*) as n',
+  'filter attributes.http.route = "/x/:id" | fields name, attributes.http.route as route',
+  'filter resource.attributes.service.name != "weather" | stats count(*) as n by name | sort n desc, name asc',
+  'filter kind = "SERVER" | stats sum(durationNano) as total, count(*) as n',
+  'filter ispresent(parentSpanId) and name = "execute_tool search" | stats count(*) as n by status.code | sort n desc',
+  'filter @message like /search/ | stats count(*) as n',
+  'fields spanId, @timestamp | sort @timestamp desc, spanId asc | limit 4',
+  'filter attributes.gen_ai.usage.input_tokens >= 125 | stats sum(attributes.gen_ai.usage.output_tokens) as out by attributes.gen_ai.request.model | sort out desc',
+];
+
+async function query(c: Collector, q: string): Promise<QueryResponse> {
+  const res = await postJson(`${c.url}/api/query`, { query: q });
+  const body = (await res.json()) as QueryResponse;
+  if (res.status !== 200) throw new Error(`${q}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+async function send(c: Collector, requests: Record<string, unknown>[]): Promise<void> {
+  for (const r of requests) {
+    const res = await postJson(`${c.url}/v1/traces`, r);
+    expect(res.status).toBe(200);
+  }
+}
+
+let ch: ClickHouseHarness;
+const collectors: Collector[] = [];
+const cleanups: (() => Promise<void>)[] = [];
+
+async function clickHouseCollector(database: string, extra: string = ''): Promise<Collector> {
+  const c = await startCollector({
+    store: `clickhouse://default:@127.0.0.1:${ch.nodes[0]!.httpPort}/${database}${extra}`,
+    summaryRefreshIntervalMs: 0,
+  });
+  cleanups.push(c.cleanup);
+  collectors.push(c);
+  return c;
+}
+
+describe.skipIf(clickHouseSkipReason)(
+  `collector on ClickHouse ${clickHouseSkipReason ?? ''}`,
+  { timeout: 60_000 },
+  () => {
+    let sqlite: Collector;
+    let clickhouse: Collector;
+
+    beforeAll(async () => {
+      ch = await startClickHouse();
+      const sq = await startCollector({ summaryRefreshIntervalMs: 0 });
+      cleanups.push(sq.cleanup);
+      sqlite = sq;
+      clickhouse = await clickHouseCollector('agentrt_shared');
+      const data = dataset();
+      await send(sqlite, data);
+      await send(clickhouse, data);
+    });
+
+    afterAll(async () => {
+      for (const f of cleanups.splice(0)) await f().catch(() => undefined);
+      await ch?.stop();
+    });
+
+    it('parses AGENTRT_STORE settings and names what is wrong', () => {
+      expect(parseStoreSetting(undefined)).toEqual({ kind: 'sqlite' });
+      expect(
+        parseStoreSetting('clickhouse://u:p%40ss@ch.internal:9123/tele?cluster=c1&replicated=1'),
+      ).toEqual({
+        kind: 'clickhouse',
+        url: 'http://ch.internal:9123',
+        username: 'u',
+        password: 'p@ss',
+        database: 'tele',
+        cluster: 'c1',
+        replicated: true,
+      });
+      expect(() => parseStoreSetting('postgres://x')).toThrow(/scheme "postgres:"/);
+      expect(() => parseStoreSetting('clickhouse://h/bad-name')).toThrow(/database "bad-name"/);
+      expect(versionAtLeast('18.16.1', [18, 16])).toBe(true);
+      expect(versionAtLeast('24.3.1.2672', [18, 16])).toBe(true);
+      expect(versionAtLeast('18.14.9', [18, 16])).toBe(false);
+      expect(literal("it's a \\ \n")).toBe("'it\\'s a \\\\ \\x0a'");
+    });
+
+    it('answers every shared query exactly as the SQLite store does', async () => {
+      for (const q of SHARED_QUERIES) {
+        const [a, b] = await Promise.all([query(sqlite, q), query(clickhouse, q)]);
+        expect({ q, kind: b.kind, columns: b.columns, rows: b.rows }).toEqual({
+          q,
+          kind: a.kind,
+          columns: a.columns,
+          rows: a.rows,
+        });
+        expect(a.rows.length, q).toBeGreaterThan(0);
+      }
+    });
+
+    it('serves trace by id, sessions, trace list, services and keys like the SQLite store', async () => {
+      const traceId = hex(0xabc000 + 5, 16);
+      const get = async (c: Collector, path: string): Promise<unknown> => {
+        const res = await fetch(`${c.url}${path}`);
+        expect(res.status, path).toBe(200);
+        return res.json();
+      };
+      for (const path of [
+        `/api/traces/${traceId}`,
+        '/api/sessions/s-2',
+        '/api/sessions?limit=10',
+        '/api/traces?limit=7',
+        '/api/traces?status=error&limit=50',
+        '/api/traces?service=billing&minDurationMs=2100',
+        `/api/traces?sessionId=s-3&limit=100`,
+        '/api/traces?q=execute_tool&limit=3',
+        '/api/services',
+      ]) {
+        expect(await get(clickhouse, path), path).toEqual(await get(sqlite, path));
+      }
+      const trace = (await get(clickhouse, `/api/traces/${traceId}`)) as TraceResponse;
+      expect(trace.summary.spanCount).toBe(4);
+      expect(trace.roots[0]!.children).toHaveLength(3);
+      const sessions = (await get(clickhouse, '/api/sessions')) as SessionListResponse;
+      expect(sessions.sessions.map((s) => s.sessionId).sort()).toEqual(['s-0', 's-1', 's-2', 's-3']);
+      const keys = (await get(clickhouse, '/api/keys')) as { keys: string[] };
+      expect(keys.keys).toEqual(
+        expect.arrayContaining(['attributes.gen_ai.request.model', 'attributes.tool.name']),
+      );
+      expect((await fetch(`${clickhouse.url}/api/traces/${hex(1, 16)}`)).status).toBe(404);
+      const exported = await (await fetch(`${clickhouse.url}/api/export?traceId=${traceId}`)).text();
+      const first = JSON.parse(exported.split('\n')[0]!) as {
+        resourceSpans: { scopeSpans: { spans: { spanId: string }[] }[] }[];
+      };
+      expect(first.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((x) => x.spans))).toHaveLength(4);
+      const logs = await fetch(`${clickhouse.url}/api/logs`);
+      expect(logs.status).toBe(501);
+      expect(((await logs.json()) as { message: string }).message).toMatch(
+        /not available on the clickhouse store/,
+      );
+    });
+
+    it('takes spans from the official OpenTelemetry exporter and acknowledges them only once stored', async () => {
+      const exporter = new OTLPTraceExporter({ url: `${clickhouse.url}/v1/traces` });
+      const provider = new BasicTracerProvider({
+        resource: resourceFromAttributes({ 'service.name': 'otel-sdk' }),
+        spanProcessors: [new SimpleSpanProcessor(exporter)],
+      });
+      const tracer = provider.getTracer('t');
+      const parent = tracer.startSpan('parent', { attributes: { 'session.id': 'sdk-session' } });
+      const traceId = parent.spanContext().traceId;
+      parent.end();
+      await provider.forceFlush();
+      await provider.shutdown();
+      // Acknowledged means stored: readable right away, from the store itself.
+      const rows = await clickHouseSql(
+        ch.url,
+        `SELECT count() FROM agentrt_shared.spans WHERE trace_id = ${literal(traceId)}`,
+      );
+      expect(rows.trim()).toBe('1');
+      const res = await fetch(`${clickhouse.url}/api/sessions/sdk-session`);
+      expect(res.status).toBe(200);
+    });
+
+    it('two collectors on one ClickHouse: spans sent to either are found through both', async () => {
+      const a = await clickHouseCollector('agentrt_two');
+      const b = await clickHouseCollector('agentrt_two');
+      const exporters = [a, b].map((c) => {
+        const exporter = new OTLPTraceExporter({ url: `${c.url}/v1/traces` });
+        return new BasicTracerProvider({
+          resource: resourceFromAttributes({ 'service.name': 'two' }),
+          spanProcessors: [new SimpleSpanProcessor(exporter)],
+        });
+      });
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const span = exporters[i % 2]!.getTracer('t').startSpan(`op-${i}`, {
+          attributes: { 'session.id': 'shared' },
+        });
+        ids.push(span.spanContext().traceId);
+        span.end();
+      }
+      await Promise.all(exporters.map((p) => p.shutdown()));
+      for (const c of [a, b]) {
+        const r = await query(c, 'filter attributes.session.id = "shared" | stats count(*) as n');
+        expect(r.rows).toEqual([{ n: 20 }]);
+        const s = (await (await fetch(`${c.url}/api/sessions/shared`)).json()) as { traces: unknown[] };
+        expect(s.traces).toHaveLength(20);
+      }
+      // One stops; the other keeps serving everything either acknowledged.
+      await a.close();
+      const r = await query(b, 'filter attributes.session.id = "shared" | stats count(*) as n');
+      expect(r.rows).toEqual([{ n: 20 }]);
+      expect((await fetch(`${b.url}/api/traces/${ids[0]}`)).status).toBe(200);
+    });
+
+    it('answers 503 with Retry-After while ClickHouse is down, loses nothing acknowledged, and recovers by itself', async () => {
+      const c = await clickHouseCollector('agentrt_faults');
+      const span = (i: number) =>
+        jsonRequest('faults', [
+          jsonSpan({
+            traceId: hex(0xfa000 + i, 16),
+            spanId: hex(i + 1, 8),
+            name: `f-${i}`,
+            startMs: NOW,
+            durationMs: 1,
+          }),
+        ]);
+      expect((await postJson(`${c.url}/v1/traces`, span(0))).status).toBe(200);
+      await ch.nodes[0]!.kill();
+      const failed = await postJson(`${c.url}/v1/traces`, span(1));
+      expect(failed.status).toBe(503);
+      expect(failed.headers.get('retry-after')).toBe('5');
+      expect(((await failed.json()) as { message: string }).message).toMatch(
+        /ClickHouse at http:\/\/127\.0\.0\.1:\d+ is not answering/,
+      );
+      // Marked down: the next request is refused at once, before its body is read.
+      const again = await postJson(`${c.url}/v1/traces`, span(2));
+      expect(again.status).toBe(503);
+      const read = await fetch(`${c.url}/api/traces/${hex(0xfa000, 16)}`);
+      expect(read.status).toBe(503);
+      await ch.nodes[0]!.start();
+      let status = 0;
+      for (let i = 0; i < 100 && status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = (await postJson(`${c.url}/v1/traces`, span(3))).status;
+      }
+      expect(status).toBe(200);
+      const r = await query(c, 'stats count(*) as n by name | sort name asc');
+      // f-0 (acknowledged before the crash) and f-3 (after); f-1 and f-2 were refused, not lost.
+      expect(r.rows).toEqual([
+        { name: 'f-0', n: 1 },
+        { name: 'f-3', n: 1 },
+      ]);
+    });
+
+    it('retention drops whole daily partitions older than the cutoff', async () => {
+      const c = await clickHouseCollector('agentrt_retention');
+      const at = (daysAgo: number, i: number) =>
+        jsonRequest('old', [
+          jsonSpan({
+            traceId: hex(0x7e000 + i, 16),
+            spanId: hex(i + 1, 8),
+            name: `d-${daysAgo}`,
+            startMs: NOW - daysAgo * DAY_MS,
+            durationMs: 1,
+            attributes: { 'session.id': `r-${daysAgo}` },
+          }),
+        ]);
+      await send(c, [at(10, 0), at(9, 1), at(0, 2)]);
+      const dropped = await c.store.applyRetention({ maxAgeMs: 8 * DAY_MS });
+      expect(dropped).toBe(2);
+      const r = await query(c, 'stats count(*) as n by name');
+      expect(r.rows).toEqual([{ name: 'd-0', n: 1 }]);
+      expect((await fetch(`${c.url}/api/sessions/r-10`)).status).toBe(404);
+      const parts = await clickHouseSql(
+        ch.url,
+        "SELECT count() FROM system.parts WHERE active AND database = 'agentrt_retention' AND table = 'spans'",
+      );
+      expect(Number(parts)).toBe(1);
+    });
+
+    it('refuses a cluster the server does not have, naming the server version', async () => {
+      await expect(
+        createClickHouseStore({
+          ...(parseStoreSetting(
+            `clickhouse://default:@127.0.0.1:${ch.nodes[0]!.httpPort}/agentrt_nocluster?cluster=nowhere`,
+          ) as ClickHouseLocation),
+          logger: silentLogger,
+          connectTimeoutMs: 2000,
+        }),
+      ).rejects.toThrow(
+        /ClickHouse \d+\.\d+[\d.]* could not run "CREATE DATABASE IF NOT EXISTS agentrt_nocluster ON CLUSTER nowhere"/,
+      );
+    });
+  },
+);

@@ -1,0 +1,517 @@
+// The ClickHouse store: any number of collectors write to and read from one ClickHouse (or a
+// cluster of shards) through the official client over HTTP. A request's records are acknowledged
+// only once ClickHouse answered their INSERT; while it is down or slow, writes fail fast with
+// StoreUnavailableError (503 + Retry-After, exporters retry) and a probe brings the store back.
+import { type ClickHouseClient, ClickHouseError, ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import type { Logger } from '../../logger.js';
+import type { QueryOptions } from '../../query/engine.js';
+import { QueryError } from '../../query/query-error.js';
+import { QueryFailure } from '../../query/query-pool.js';
+import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../../wire-types.js';
+import { FIXED_KEYS } from '../span-store.js';
+import {
+  type ClickHouseLocation,
+  type CollectorStore,
+  type RetentionOptions,
+  StoreConfigError,
+  StoreUnavailableError,
+  type TraceListFilter,
+} from '../store.js';
+import { summarizeSession, summarizeTrace } from '../summaries.js';
+import { runClickHouseQuery } from './clickhouse-query.js';
+import { literal, logRow, spanRow } from './rows.js';
+import {
+  CLICKHOUSE_SCHEMA_VERSION,
+  DAILY_TABLES,
+  MIGRATIONS,
+  MIN_CLICKHOUSE_VERSION,
+  type SchemaTarget,
+  localName,
+  migrationsTable,
+  tableName,
+} from './schema.js';
+
+export interface ClickHouseStoreOptions extends ClickHouseLocation {
+  logger: Logger;
+  /** An INSERT or read not answered within this is a failure (503 for ingest). Default 10 s. */
+  requestTimeoutMs?: number;
+  /** How often a store marked down probes ClickHouse (default 1 s). */
+  probeIntervalMs?: number;
+  /** How long start-up waits for ClickHouse to answer (default 30 s). */
+  connectTimeoutMs?: number;
+  /** A query's deadline (ClickHouse's max_execution_time, whole seconds; default 30 s). */
+  queryTimeoutMs?: number;
+  /** Records per INSERT at most (bigger batches are split; default 100 000). */
+  maxBatchRecords?: number;
+}
+
+export type ClickHouseStore = CollectorStore & {
+  readonly kind: 'clickhouse';
+  /** `SELECT version()` of the server at start. */
+  readonly serverVersion: string;
+  /** Raw SQL for tests and benchmarks (JSONEachRow rows). */
+  select<T>(sql: string): Promise<T[]>;
+};
+
+/** Network-level failures: ClickHouse is not there or did not answer in time. */
+function isUnreachable(error: unknown): boolean {
+  const e = error as { code?: string; message?: string; name?: string } | undefined;
+  if (!e || error instanceof ClickHouseError) return false;
+  return (
+    /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|socket hang up|Timeout error|timed out|other side closed/i.test(
+      `${e.code ?? ''} ${e.message ?? ''}`,
+    ) || e.name === 'AbortError'
+  );
+}
+
+/** Compares a version string like 18.16.1 with [major, minor]. */
+export function versionAtLeast(version: string, min: readonly [number, number]): boolean {
+  const [major = 0, minor = 0] = version.split('.').map((p) => Number.parseInt(p, 10));
+  return major > min[0] || (major === min[0] && minor >= min[1]);
+}
+
+interface Pending {
+  spans: SpanRecord[];
+  logs: LogRecord[];
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+/** Connects, checks the server version, creates or migrates the schema. */
+export async function createClickHouseStore(options: ClickHouseStoreOptions): Promise<ClickHouseStore> {
+  const logger = options.logger;
+  const target: SchemaTarget = {
+    database: options.database,
+    replicated: options.replicated,
+    ...(options.cluster ? { cluster: options.cluster } : {}),
+  };
+  const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
+  const client: ClickHouseClient = createClient({
+    url: options.url,
+    username: options.username,
+    password: options.password,
+    request_timeout: requestTimeoutMs,
+    log: { level: ClickHouseLogLevel.OFF },
+    clickhouse_settings: {
+      // Numbers as JSON numbers (ids are strings anyway; ns times lose nothing JS did not already).
+      output_format_json_quote_64bit_integers: 0,
+    },
+  });
+  const location = `${options.url}/${options.database}${options.cluster ? ` (cluster ${options.cluster})` : ''}`;
+
+  async function select<T>(sql: string): Promise<T[]> {
+    try {
+      const rs = await client.query({ query: sql, format: 'JSONEachRow' });
+      return await rs.json<T>();
+    } catch (error) {
+      throw unavailableOr(error);
+    }
+  }
+
+  async function command(sql: string): Promise<void> {
+    try {
+      await client.command({
+        query: sql,
+        clickhouse_settings: options.cluster ? { distributed_ddl_task_timeout: '60' } : {},
+      });
+    } catch (error) {
+      throw unavailableOr(error);
+    }
+  }
+
+  function unavailableOr(error: unknown): Error {
+    if (isUnreachable(error)) {
+      return new StoreUnavailableError(
+        `ClickHouse at ${options.url} is not answering (${(error as Error).message})`,
+        {
+          cause: error,
+        },
+      );
+    }
+    return error as Error;
+  }
+
+  // Start-up: wait for the server, then check what it can run.
+  let serverVersion = '';
+  const deadline = Date.now() + (options.connectTimeoutMs ?? 30_000);
+  for (;;) {
+    try {
+      serverVersion = (await select<{ v: string }>('SELECT version() AS v'))[0]!.v;
+      break;
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError) || Date.now() > deadline) {
+        await client.close();
+        throw error;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  if (!versionAtLeast(serverVersion, MIN_CLICKHOUSE_VERSION)) {
+    await client.close();
+    throw new StoreConfigError(
+      `ClickHouse ${serverVersion} at ${options.url} is older than ${MIN_CLICKHOUSE_VERSION.join('.')}, the oldest release this collector runs on`,
+    );
+  }
+
+  async function migrate(): Promise<void> {
+    const ddl = async (sql: string): Promise<void> => {
+      try {
+        await command(sql);
+      } catch (error) {
+        if (error instanceof StoreUnavailableError) throw error;
+        throw new StoreConfigError(
+          `ClickHouse ${serverVersion} could not run ${JSON.stringify(sql.replace(/\s+/g, ' ').slice(0, 120))}: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+    };
+    await ddl(
+      `CREATE DATABASE IF NOT EXISTS ${target.database}${target.cluster ? ` ON CLUSTER ${target.cluster}` : ''}`,
+    );
+    await ddl(migrationsTable(target));
+    const [row] = await select<{ v: number }>(
+      `SELECT max(version) AS v FROM ${target.database}.schema_migrations`,
+    );
+    const have = Number(row?.v ?? 0);
+    if (have > CLICKHOUSE_SCHEMA_VERSION) {
+      throw new StoreConfigError(
+        `the ClickHouse schema in ${target.database} is version ${have}, newer than this collector's ${CLICKHOUSE_SCHEMA_VERSION}; upgrade the collector`,
+      );
+    }
+    for (let v = have + 1; v <= CLICKHOUSE_SCHEMA_VERSION; v++) {
+      for (const sql of MIGRATIONS[v]!(target)) await ddl(sql);
+      await command(`INSERT INTO ${target.database}.schema_migrations VALUES (${v}, now())`);
+      logger.info('clickhouse schema migrated', { version: v, database: target.database });
+    }
+  }
+  try {
+    await migrate();
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+
+  const T = (name: string): string => tableName(target, name);
+
+  // ---- writes ----------------------------------------------------------------------------------
+  let down: StoreUnavailableError | undefined;
+  let probe: NodeJS.Timeout | undefined;
+  let closed = false;
+  let queued: Pending[] = [];
+  let inFlight: Promise<void> | undefined;
+  const maxBatch = options.maxBatchRecords ?? 100_000;
+  const insertSettings = options.cluster ? { insert_distributed_sync: 1 as const } : {};
+
+  function markDown(error: StoreUnavailableError): void {
+    if (!down)
+      logger.warn('clickhouse unavailable; ingest answers 503 until it is back', { error: error.message });
+    down = error;
+    if (probe || closed) return;
+    probe = setInterval(() => {
+      client.ping().then(
+        (r) => {
+          if (!r.success || !down) return;
+          logger.info('clickhouse is back', { url: options.url });
+          down = undefined;
+          clearInterval(probe);
+          probe = undefined;
+        },
+        () => undefined,
+      );
+    }, options.probeIntervalMs ?? 1000);
+    probe.unref();
+  }
+
+  async function insert(table: string, values: Record<string, unknown>[]): Promise<void> {
+    for (let i = 0; i < values.length; i += maxBatch) {
+      await client.insert({
+        table: T(table),
+        values: values.slice(i, i + maxBatch),
+        format: 'JSONEachRow',
+        clickhouse_settings: insertSettings,
+      });
+    }
+  }
+
+  /** Writes everything queued in one INSERT per table, then answers each request. */
+  async function drain(): Promise<void> {
+    while (queued.length) {
+      const batch = queued;
+      queued = [];
+      try {
+        const spans = batch.flatMap((p) => p.spans.map(spanRow));
+        const logs = batch.flatMap((p) => p.logs.map(logRow));
+        if (spans.length) await insert('spans', spans);
+        if (logs.length) await insert('logs', logs);
+        for (const p of batch) p.resolve();
+      } catch (error) {
+        const e = unavailableOr(error);
+        if (e instanceof StoreUnavailableError) markDown(e);
+        for (const p of batch) p.reject(e);
+      }
+    }
+  }
+
+  function write(spans: SpanRecord[], logs: LogRecord[]): Promise<void> {
+    if (down) return Promise.reject(down);
+    if (!spans.length && !logs.length) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      queued.push({ spans, logs, resolve, reject });
+      inFlight ??= drain().finally(() => (inFlight = undefined));
+    });
+  }
+
+  // ---- reads -----------------------------------------------------------------------------------
+  const docs = <R>(rows: { doc: string }[]): R[] => rows.map((r) => JSON.parse(r.doc) as R);
+
+  /** Spans of these traces, by trace, in time order; a span sent twice (a retried export) once. */
+  async function spansOfTraces(ids: readonly string[]): Promise<Map<string, SpanRecord[]>> {
+    const out = new Map<string, SpanRecord[]>();
+    if (!ids.length) return out;
+    const rows = await select<{ trace_id: string; span_id: string; doc: string }>(
+      `SELECT trace_id, span_id, doc FROM ${T('trace_spans')} WHERE trace_id IN (${ids.map(literal).join(', ')}) ORDER BY trace_id, start_ns, span_id`,
+    );
+    let last = '';
+    for (const r of rows) {
+      const key = `${r.trace_id}/${r.span_id}`;
+      if (key === last) continue;
+      last = key;
+      const list = out.get(r.trace_id);
+      const span = JSON.parse(r.doc) as SpanRecord;
+      if (list) list.push(span);
+      else out.set(r.trace_id, [span]);
+    }
+    return out;
+  }
+
+  async function spansOfTrace(traceId: string): Promise<SpanRecord[]> {
+    return (await spansOfTraces([traceId])).get(traceId) ?? [];
+  }
+
+  async function summaries(ids: readonly string[]): Promise<Map<string, TraceSummary>> {
+    const spans = await spansOfTraces(ids);
+    return new Map([...spans].map(([id, list]) => [id, summarizeTrace(id, list)]));
+  }
+
+  async function sessionsWithTraces(sessionIds: readonly string[]): Promise<Map<string, TraceSummary[]>> {
+    const out = new Map<string, TraceSummary[]>();
+    if (!sessionIds.length) return out;
+    const pairs = await select<{ session_id: string; trace_id: string }>(
+      `SELECT session_id, trace_id, minMerge(first_ns) AS f FROM ${T('session_traces')} WHERE session_id IN (${sessionIds.map(literal).join(', ')}) GROUP BY session_id, trace_id ORDER BY f, trace_id`,
+    );
+    const sums = await summaries([...new Set(pairs.map((p) => p.trace_id))]);
+    for (const p of pairs) {
+      const s = sums.get(p.trace_id);
+      if (!s) continue;
+      const list = out.get(p.session_id);
+      if (list) list.push(s);
+      else out.set(p.session_id, [s]);
+    }
+    return out;
+  }
+
+  async function listTraces(filter: TraceListFilter = {}): Promise<TraceSummary[]> {
+    const where: string[] = [];
+    const having: string[] = [];
+    if (filter.sessionId) {
+      where.push(
+        `trace_id IN (SELECT trace_id FROM ${T('session_traces')} WHERE session_id = ${literal(filter.sessionId)})`,
+      );
+    }
+    const q = filter.q?.trim();
+    if (q) {
+      if (/^[0-9a-fA-F]{32}$/.test(q)) where.push(`trace_id = ${literal(q.toLowerCase())}`);
+      else
+        where.push(
+          `trace_id IN (SELECT trace_id FROM ${T('spans')} WHERE positionCaseInsensitive(doc, ${literal(q)}) > 0)`,
+        );
+    }
+    if (filter.service) having.push(`svc = ${literal(filter.service)}`);
+    if (filter.status === 'error') having.push('err > 0');
+    if (filter.status === 'ok') having.push('err = 0');
+    if (filter.minDurationMs !== undefined)
+      having.push(`e - s >= ${literal(Math.round(filter.minDurationMs * 1e6))}`);
+    const limit = Math.max(1, Math.min(filter.limit ?? 100, 1000));
+    const rows = await select<{ trace_id: string }>(
+      `SELECT trace_id, minMerge(start_ns) AS s, maxMerge(end_ns) AS e, anyIfMerge(root_service) AS svc, sumMerge(errors) AS err FROM ${T('traces')}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} GROUP BY trace_id${having.length ? ` HAVING ${having.join(' AND ')}` : ''} ORDER BY s DESC, trace_id LIMIT ${limit}`,
+    );
+    const sums = await summaries(rows.map((r) => r.trace_id));
+    return rows.map((r) => sums.get(r.trace_id)).filter((s) => s !== undefined);
+  }
+
+  async function listSessions(limit = 100): Promise<SessionSummary[]> {
+    const n = Math.max(1, Math.min(limit, 1000));
+    const rows = await select<{ session_id: string }>(
+      `SELECT session_id, maxMerge(last_ns) AS l FROM ${T('session_traces')} GROUP BY session_id ORDER BY l DESC, session_id LIMIT ${n}`,
+    );
+    const traces = await sessionsWithTraces(rows.map((r) => r.session_id));
+    return rows
+      .filter((r) => traces.has(r.session_id))
+      .map((r) => summarizeSession(r.session_id, traces.get(r.session_id)!));
+  }
+
+  async function getSession(sessionId: string) {
+    const traces = (await sessionsWithTraces([sessionId])).get(sessionId);
+    if (!traces?.length) return undefined;
+    return { session: summarizeSession(sessionId, traces), traces };
+  }
+
+  async function services() {
+    const rows = await select<{ name: string; n: number; last: number }>(
+      `SELECT service AS name, count() AS n, max(end_us) AS last FROM ${T('spans')} WHERE service != '' GROUP BY service ORDER BY last DESC, name`,
+    );
+    return rows.map((r) => ({
+      name: r.name,
+      spanCount: Number(r.n),
+      lastSeenUnixNano: Number(r.last) * 1000,
+    }));
+  }
+
+  async function attributeKeys(): Promise<string[]> {
+    const rows = await select<{ key: string }>(
+      `SELECT DISTINCT key FROM ${T('attribute_keys')} ORDER BY key LIMIT 10000`,
+    );
+    return [...FIXED_KEYS, 'resource.attributes.service.name', ...rows.map((r) => r.key)].filter(
+      (k, i, all) => all.indexOf(k) === i,
+    );
+  }
+
+  async function exportRange(startMs: number, endMs: number, limit: number) {
+    const a = Math.floor(startMs * 1000);
+    const b = Math.floor(endMs * 1000);
+    const spans = docs<SpanRecord>(
+      await select(
+        `SELECT doc FROM ${T('spans')} WHERE start_us >= ${literal(a)} AND start_us < ${literal(b)} ORDER BY start_us, span_id LIMIT ${limit}`,
+      ),
+    );
+    const logs = docs<LogRecord>(
+      await select(
+        `SELECT doc FROM ${T('logs')} WHERE time_us >= ${literal(a)} AND time_us < ${literal(b)} ORDER BY time_us LIMIT ${limit}`,
+      ),
+    );
+    return { spans, logs };
+  }
+
+  /**
+   * Drops whole daily partitions: by age (days entirely older than the cutoff), then by size
+   * (oldest days first while the tables are bigger than maxBytes; the newest day is kept). Returns
+   * the span and log rows dropped.
+   */
+  async function applyRetention(opts: RetentionOptions, nowMs = Date.now()): Promise<number> {
+    const parts = await select<{ partition: string; rows: number; bytes: number; table: string }>(
+      `SELECT partition, table, sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts WHERE active AND database = ${literal(target.database)} AND table IN (${DAILY_TABLES.map((t) => literal(target.cluster ? `${t}_local` : t)).join(', ')}) GROUP BY partition, table`,
+    );
+    const days = new Map<string, { rows: number; bytes: number }>();
+    for (const p of parts) {
+      const day = p.partition.replace(/^'|'$/g, '');
+      const d = days.get(day) ?? { rows: 0, bytes: 0 };
+      if (/^(spans|logs)(_local)?$/.test(p.table)) d.rows += Number(p.rows);
+      d.bytes += Number(p.bytes);
+      days.set(day, d);
+    }
+    const ordered = [...days.keys()].sort();
+    const drop = new Set<string>();
+    if (opts.maxAgeMs !== undefined && opts.maxAgeMs > 0) {
+      const cutoff = new Date(nowMs - opts.maxAgeMs).toISOString().slice(0, 10);
+      for (const d of ordered) if (d < cutoff) drop.add(d);
+    }
+    if (opts.maxBytes !== undefined && opts.maxBytes > 0) {
+      let total = ordered.filter((d) => !drop.has(d)).reduce((n, d) => n + days.get(d)!.bytes, 0);
+      for (const d of ordered.slice(0, -1)) {
+        if (total <= opts.maxBytes) break;
+        if (drop.has(d)) continue;
+        drop.add(d);
+        total -= days.get(d)!.bytes;
+      }
+    }
+    let deleted = 0;
+    for (const d of drop) {
+      for (const t of DAILY_TABLES) {
+        await command(
+          `ALTER TABLE ${localName(target, t)}${target.cluster ? ` ON CLUSTER ${target.cluster}` : ''} DROP PARTITION ${literal(d)}`,
+        );
+      }
+      deleted += days.get(d)!.rows;
+    }
+    return deleted;
+  }
+
+  const queryTimeoutMs = options.queryTimeoutMs ?? 30_000;
+  /** Runs a query with ClickHouse's own deadline on each statement; JSON bytes as the SQLite pool answers. */
+  async function queryJson(
+    q: string,
+    range: Pick<QueryOptions, 'startMs' | 'endMs'> = {},
+  ): Promise<Uint8Array> {
+    const timed = async <R>(sql: string): Promise<R[]> => {
+      try {
+        const rs = await client.query({
+          query: sql,
+          format: 'JSONEachRow',
+          clickhouse_settings: { max_execution_time: Math.max(1, Math.ceil(queryTimeoutMs / 1000)) },
+        });
+        return await rs.json<R>();
+      } catch (error) {
+        throw unavailableOr(error);
+      }
+    };
+    try {
+      const response = await runClickHouseQuery(
+        { select: timed, table: T('spans'), serverVersion },
+        q,
+        range,
+      );
+      return Buffer.from(JSON.stringify(response));
+    } catch (error) {
+      if (error instanceof QueryError) throw new QueryFailure(error.toBody(q));
+      if (error instanceof ClickHouseError) {
+        // 159: TIMEOUT_EXCEEDED (max_execution_time).
+        const timeout = error.code === '159';
+        throw new QueryFailure(
+          new QueryError(
+            timeout
+              ? `query stopped after ${queryTimeoutMs} ms; narrow it with a time range or a filter on an indexed field`
+              : `ClickHouse ${serverVersion} cannot run this query: ${error.message}`,
+            0,
+            [],
+            'QueryError',
+          ).toBody(q),
+        );
+      }
+      throw error;
+    }
+  }
+
+  return {
+    kind: 'clickhouse',
+    location,
+    serverVersion,
+    select,
+    write,
+    unavailable: () => down,
+    queryJson,
+    spansOfTrace,
+    logsOfTrace: async (traceId) =>
+      docs<LogRecord>(
+        await select(`SELECT doc FROM ${T('logs')} WHERE trace_id = ${literal(traceId)} ORDER BY time_ns`),
+      ),
+    async traceSummary(traceId) {
+      const spans = await spansOfTrace(traceId);
+      return spans.length ? summarizeTrace(traceId, spans) : undefined;
+    },
+    listTraces,
+    listSessions,
+    getSession,
+    services,
+    attributeKeys,
+    exportRange,
+    // Summaries are kept by materialized views and finished on read: nothing to refresh.
+    refreshSummaries: async () => 0,
+    applyRetention: (opts) => applyRetention(opts),
+    async close(): Promise<void> {
+      closed = true;
+      clearInterval(probe);
+      await inFlight;
+      await client.close();
+    },
+  };
+}

@@ -1,0 +1,120 @@
+// The storage boundary: ingest writes batches to a store, the HTTP API reads through it, and each
+// store runs query plans (query/plan.ts) its own way. Two stores: SQLite (sqlite-store.ts, the
+// embedded default) and ClickHouse (clickhouse/clickhouse-store.ts, for several collectors on one
+// database).
+import type { QueryOptions } from '../query/engine.js';
+import type { LogRecord, SessionResponse, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
+import type { RetentionOptions, TraceListFilter } from './span-store.js';
+
+export type { RetentionOptions, TraceListFilter };
+
+/** What the collector needs from a store. Reads are async: a remote store answers over the network. */
+export interface CollectorStore {
+  readonly kind: 'sqlite' | 'clickhouse';
+  /** Where the data is (a file path, or the ClickHouse URL without its password). */
+  readonly location: string;
+  /**
+   * Stores one request's records, all or nothing; resolves once they are durable (committed in
+   * SQLite, acknowledged by ClickHouse). Requests arriving together may be written together.
+   */
+  write(spans: SpanRecord[], logs: LogRecord[]): Promise<void>;
+  /** Why writes cannot be taken now (writer thread down, ClickHouse unreachable), or undefined. */
+  unavailable(): Error | undefined;
+  /**
+   * Runs a query; resolves with the QueryResponse as JSON bytes. A query the language refuses, or
+   * one that runs past its deadline, rejects with QueryFailure (the 400 body).
+   */
+  queryJson(query: string, range?: Pick<QueryOptions, 'startMs' | 'endMs'>): Promise<Uint8Array>;
+  spansOfTrace(traceId: string): Promise<SpanRecord[]>;
+  logsOfTrace(traceId: string): Promise<LogRecord[]>;
+  traceSummary(traceId: string): Promise<TraceSummary | undefined>;
+  listTraces(filter?: TraceListFilter): Promise<TraceSummary[]>;
+  listSessions(limit?: number): Promise<SessionSummary[]>;
+  getSession(sessionId: string): Promise<SessionResponse | undefined>;
+  services(): Promise<{ name: string; spanCount: number; lastSeenUnixNano: number }[]>;
+  attributeKeys(): Promise<string[]>;
+  /** Spans and logs starting in [startMs, endMs), oldest first, at most `limit` of each. */
+  exportRange(
+    startMs: number,
+    endMs: number,
+    limit: number,
+  ): Promise<{ spans: SpanRecord[]; logs: LogRecord[] }>;
+  /** Background upkeep of summaries; returns how many were refreshed (0: nothing to do). */
+  refreshSummaries(limit: number): Promise<number>;
+  /** Returns the number of records (or, for whole partitions, rows) deleted. */
+  applyRetention(options: RetentionOptions): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * The store cannot answer now (ClickHouse unreachable or too slow). The HTTP layer answers 503 with
+ * Retry-After; the store recovers by itself.
+ */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+}
+
+/** A store setting that cannot work (bad URL, a server too old for a feature). */
+export class StoreConfigError extends Error {
+  override name = 'StoreConfigError';
+}
+
+/** Where ClickHouse is, parsed from `clickhouse://user:pass@host:8123/db?cluster=name&replicated=1`. */
+export interface ClickHouseLocation {
+  /** http://host:port of the HTTP interface. */
+  url: string;
+  username: string;
+  password: string;
+  database: string;
+  /** `<remote_servers>` cluster: tables are created ON CLUSTER with Distributed tables over them. */
+  cluster?: string;
+  /** With a cluster: ReplicatedMergeTree (needs ZooKeeper and `shard`/`replica` macros). */
+  replicated: boolean;
+}
+
+export type StoreSetting = { kind: 'sqlite' } | ({ kind: 'clickhouse' } & ClickHouseLocation);
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Parses AGENTRT_STORE / --store: `sqlite` (default) or
+ * `clickhouse://user:pass@host:8123/db` (`clickhouses://` for HTTPS), with `?cluster=name` and
+ * `&replicated=1`. Throws StoreConfigError naming what is wrong.
+ */
+export function parseStoreSetting(value: string | undefined): StoreSetting {
+  const v = value?.trim();
+  if (!v || v === 'sqlite') return { kind: 'sqlite' };
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw new StoreConfigError(
+      `store ${JSON.stringify(v)} is not 'sqlite' or a clickhouse://user:pass@host:8123/db URL`,
+    );
+  }
+  if (u.protocol !== 'clickhouse:' && u.protocol !== 'clickhouses:') {
+    throw new StoreConfigError(
+      `store URL scheme ${JSON.stringify(u.protocol)} is not clickhouse: or clickhouses:`,
+    );
+  }
+  const database = decodeURIComponent(u.pathname.replace(/^\//, '')) || 'agentrt';
+  if (!IDENT.test(database)) {
+    throw new StoreConfigError(`store database ${JSON.stringify(database)} must be letters, digits and _`);
+  }
+  const cluster = u.searchParams.get('cluster') || undefined;
+  if (cluster !== undefined && !IDENT.test(cluster)) {
+    throw new StoreConfigError(`store cluster ${JSON.stringify(cluster)} must be letters, digits and _`);
+  }
+  const replicated = ['1', 'true', 'yes'].includes(u.searchParams.get('replicated') ?? '');
+  if (replicated && !cluster) throw new StoreConfigError('store replicated=1 needs cluster=<name>');
+  const location: StoreSetting = {
+    kind: 'clickhouse',
+    url: `${u.protocol === 'clickhouses:' ? 'https' : 'http'}://${u.hostname.includes(':') ? `[${u.hostname}]` : u.hostname}:${u.port || (u.protocol === 'clickhouses:' ? '8443' : '8123')}`,
+    username: decodeURIComponent(u.username) || 'default',
+    password: decodeURIComponent(u.password),
+    database,
+    replicated,
+  };
+  if (cluster) location.cluster = cluster;
+  return location;
+}
