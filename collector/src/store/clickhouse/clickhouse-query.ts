@@ -69,7 +69,8 @@ function attributeSql(path: readonly string[]): string | undefined {
 function valueSql(v: ValueExpr): string | undefined {
   switch (v.type) {
     case 'column':
-      return v.divisor ? `intDiv(${columnSql(v.column)}, ${literal(v.divisor)})` : columnSql(v.column);
+      // Float division, as SQLite divides by the bound (REAL) divisor: @timestamp keeps its µs.
+      return v.divisor ? `(${columnSql(v.column)} / ${literal(v.divisor)})` : columnSql(v.column);
     case 'json':
       return attributeSql(v.path);
     case 'bin':

@@ -193,9 +193,12 @@ export function schemaStatements(t: SchemaTarget): string[] {
   return out;
 }
 
-/** The migrations table: one row per applied version (on the node the collector talks to). */
+/**
+ * The migrations table: one row per applied version, on each node (a collector talking to another
+ * node runs the idempotent statements again and records them there).
+ */
 export function migrationsTable(t: SchemaTarget): string {
-  return `CREATE TABLE IF NOT EXISTS ${t.database}.schema_migrations${onCluster(t)} (version UInt32, applied_at DateTime) ENGINE = ${t.replicated ? `ReplicatedMergeTree('/clickhouse/tables/all/${t.database}.schema_migrations', '{replica}')` : 'MergeTree()'} ORDER BY version`;
+  return `CREATE TABLE IF NOT EXISTS ${t.database}.schema_migrations${onCluster(t)} (version UInt32, applied_at DateTime) ENGINE = MergeTree() ORDER BY version`;
 }
 
 /** Migrations by target version: what turns version n-1 into n. */
