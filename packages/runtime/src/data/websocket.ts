@@ -163,8 +163,12 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
   ) => {
     let frames = 0;
     let windowStart = Date.now();
-    const touch = (): boolean => {
+    const touch = () => {
       session.lastActivityMs = Date.now();
+    };
+    /** Counts a caller frame against the per-second limit; false once it is exceeded. */
+    const admit = (): boolean => {
+      touch();
       if (session.lastActivityMs - windowStart >= 1000) {
         windowStart = session.lastActivityMs;
         frames = 0;
@@ -172,7 +176,7 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
       return ++frames <= config.wsMaxFramesPerSecond;
     };
     client.on('message', (data, isBinary) => {
-      if (!touch()) return client.close(1008, `more than ${config.wsMaxFramesPerSecond} frames per second`);
+      if (!admit()) return client.close(1008, `more than ${config.wsMaxFramesPerSecond} frames per second`);
       if (upstream.readyState === WebSocket.OPEN) upstream.send(data as Buffer, { binary: isBinary });
     });
     upstream.removeAllListeners('message');
