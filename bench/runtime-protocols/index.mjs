@@ -34,6 +34,9 @@ const server = await createRuntimeServer({
   logSink: () => undefined,
   stopGraceMs: 500,
   pingIntervalMs: 1000,
+  // Workers on loopback ports, so the baseline can reach them without the runtime; the sandbox's
+  // Unix-socket bridge would add its own hop to both paths alike.
+  isolation: 'unsafe-process',
   // Round trips back to back exceed the hosted 250 frames/s limit, which would close the socket.
   wsMaxFramesPerSecond: 1_000_000,
 });
@@ -64,6 +67,49 @@ async function createRuntime(name, fixture, serverProtocol) {
 const loadBefore = os.loadavg()[0];
 const started = performance.now();
 const rows = [];
+
+// Reference: a plain HTTP invoke (fetch, the same client stack as the MCP SDK's) of the echo agent,
+// through the runtime vs straight to its worker.
+const echoArn = await createRuntime('bench_http', 'echo', 'HTTP');
+const echoSession = `bench-http-session-${process.pid}-${'0'.repeat(24)}`;
+const post = (url, headers = {}) =>
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: '{"a":1}',
+  }).then((r) => r.text());
+const viaEcho = () =>
+  post(`${server.url}/runtimes/${encodeURIComponent(echoArn)}/invocations`, {
+    'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id': echoSession,
+  });
+await viaEcho();
+const echoPort = server.sessions().find((s) => s.sessionId === echoSession).worker.port;
+const directEcho = () => post(`http://127.0.0.1:${echoPort}/invocations`);
+for (let i = 0; i < 50; i++) await Promise.all([viaEcho(), directEcho()]);
+const http = { via: [], direct: [] };
+for (let i = 0; i < CALLS; i++) {
+  let t0 = performance.now();
+  await viaEcho();
+  http.via.push(performance.now() - t0);
+  t0 = performance.now();
+  await directEcho();
+  http.direct.push(performance.now() - t0);
+}
+const httpOverhead = pct(http.via, 50) - pct(http.direct, 50);
+rows.push([
+  'HTTP invoke (fetch): worker directly (baseline)',
+  ms(pct(http.direct, 50)),
+  ms(pct(http.direct, 95)),
+  '1.00×',
+  '',
+]);
+rows.push([
+  'HTTP invoke (fetch): through the runtime',
+  ms(pct(http.via, 50)),
+  ms(pct(http.via, 95)),
+  `${(pct(http.via, 50) / pct(http.direct, 50)).toFixed(2)}×`,
+  `overhead p50 ${ms(httpOverhead)} (reference for the rows below)`,
+]);
 
 // MCP: one client through the runtime (its MCP session is the runtime session), one straight to
 // that session's worker.
@@ -161,13 +207,17 @@ rmSync(dataDir, { recursive: true, force: true });
 const markdown = `${table(['measure', 'p50', 'p95', 'ratio to baseline', 'note'], rows)}
 
 One run on a shared 2-core machine (1-minute load average ${loadBefore.toFixed(1)} at the start,
-${os.loadavg()[0].toFixed(1)} at the end): compare the ratios, not the absolute times. MCP: the official
+${os.loadavg()[0].toFixed(1)} at the end): compare the ratios, not the absolute times. The HTTP rows are the reference: the same fetch client
+invoking \`test-fixtures/echo\` through the runtime and directly, so what the MCP rows add beyond
+them is MCP's own routing. The HTTP overhead here is far above the 0.29 ms of the sessions section
+(recorded 2026-11-21 with a node:http client, before the runtime's own telemetry landed, on a less
+loaded machine); which of those explains it was not measured. MCP: the official
 MCP SDK client calling \`add\` on \`packages/runtime/test-fixtures/mcp\` (official MCP server SDK,
 stateless, SSE answers), ${CALLS} calls per path interleaved one by one; through the runtime = the
 invocation URL of an MCP runtime (session routing by Mcp-Session-Id, one extra loopback hop).
 WebSocket: \`ws\` clients sending one text frame to \`test-fixtures/ws-echo\` and awaiting its echo,
 ${ROUND_TRIPS} round trips per path interleaved; through the runtime = \`/runtimes/{arn}/ws\`, which
-relays each frame between two sockets (frame-rate limit raised for the run). Both agents run in the bwrap sandbox when available.
+relays each frame between two sockets (frame-rate limit raised for the run). Workers run as plain process groups (\`unsafe-process\`) so the baseline can reach their port.
 Run: \`npx tsc -b packages/runtime && node bench/runtime-protocols/index.mjs\` (${((performance.now() - started) / 1000).toFixed(0)} s).`;
 writeSection('runtime-protocols', 'Hosting runtime (@agentrt/runtime): MCP and WebSocket overhead', markdown);
 console.log(markdown);
