@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 
 /** Everything the collector process can be configured with. */
@@ -41,7 +42,7 @@ export interface CollectorConfig {
   allowedHosts: string[];
   /** Origins allowed to POST to the API from another site. Env AGENTRT_COLLECTOR_ALLOWED_ORIGINS. */
   allowedOrigins: string[];
-  /** Threads that run queries (each with its own read connection). Env AGENTRT_QUERY_WORKERS, default 2. */
+  /** Threads that run queries (each with its own read connection). Env AGENTRT_QUERY_WORKERS, default CPU cores − 1 (1 to 4). */
   queryWorkers: number;
   /** A query's deadline; its thread is replaced if it runs past. Env AGENTRT_QUERY_TIMEOUT_MS, default 30000. */
   queryTimeoutMs: number;
@@ -65,7 +66,8 @@ export const DEFAULTS: Omit<CollectorConfig, 'dataDir'> = {
   forwardEndpoints: [],
   allowedHosts: [],
   allowedOrigins: [],
-  queryWorkers: 2,
+  // One core stays for HTTP, decoding and the writer thread.
+  queryWorkers: Math.max(1, Math.min(4, availableParallelism() - 1)),
   queryTimeoutMs: 30_000,
   integrityCheckMinutes: 60,
 };

@@ -75,6 +75,8 @@ export interface Collector {
 }
 
 const MAX_API_BODY_BYTES = 1024 * 1024;
+/** A background summary slice: this many traces and sessions per transaction. */
+const SUMMARY_SLICE_ITEMS = 8;
 const TRACE_ID_RE = /^[0-9a-f]{32}$/;
 /** Spans (and logs) at most in one export from the ClickHouse store. */
 const EXPORT_RECORD_LIMIT = 100_000;
@@ -523,15 +525,33 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
 
   const refreshMs = options.summaryRefreshIntervalMs ?? 2000;
+  let refreshing = false;
+  /**
+   * Rebuilds up to `budget` summaries in slices of a few milliseconds, yielding to the event loop
+   * between them: a store with thousands of stale traces (a restart, a burst) never holds up
+   * ingest or /healthz for longer than a slice.
+   */
+  const refreshSlices = async (budget: number): Promise<void> => {
+    refreshing = true;
+    try {
+      for (let n = 1; n > 0 && budget > 0 && !closing;) {
+        n = await store.refreshSummaries(SUMMARY_SLICE_ITEMS);
+        budget -= n;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } catch (error) {
+      logger.warn('summary refresh failed', { error });
+    } finally {
+      refreshing = false;
+    }
+  };
   const refresher =
     refreshMs > 0
       ? setInterval(() => {
           // Summaries are rebuilt when ingest pauses (reads rebuild what they need right away),
           // so a burst of spans is not slowed by re-reading traces that are still growing.
-          if (Date.now() - lastCommitMs < refreshMs) return;
-          store
-            .refreshSummaries(500)
-            .catch((error: unknown) => logger.warn('summary refresh failed', { error }));
+          if (Date.now() - lastCommitMs < refreshMs || refreshing) return;
+          void refreshSlices(500);
         }, refreshMs)
       : undefined;
   refresher?.unref();

@@ -36,7 +36,7 @@ export interface QueryPoolOptions {
   /** The database file (created and migrated already). */
   path: string;
   logger: Logger;
-  /** Query threads (default 2). */
+  /** Query threads (default 2; the collector passes its config, cores − 1). */
   size?: number;
   /** A query's deadline (default 30 s): its scan stops there, its thread soon after. */
   timeoutMs?: number;
@@ -65,6 +65,8 @@ interface Job {
   /** A query, or an integrity check (`query` unused). */
   kind: 'query' | 'check';
   timeoutMs: number;
+  /** performance.now() by which it must be answered (queue wait included). */
+  deadline: number;
   query: string;
   options: Pick<QueryOptions, 'startMs' | 'endMs' | 'maxQueryMs'>;
   resolve: (json: Uint8Array) => void;
@@ -203,6 +205,9 @@ export async function createQueryPool(options: QueryPoolOptions) {
       if (!job) return;
       slot.job = job;
       stats.queries++;
+      // The engine's own budget is what is left of the deadline after waiting in the queue.
+      const left = Math.max(1, job.deadline - performance.now());
+      if (job.kind === 'query') job.options = { ...job.options, maxQueryMs: left };
       slot.worker.postMessage(
         (job.kind === 'check'
           ? { type: 'check', id: job.id }
@@ -222,9 +227,27 @@ export async function createQueryPool(options: QueryPoolOptions) {
           ),
         );
         retire(slot);
-      }, job.timeoutMs + graceMs);
+      }, left + graceMs);
     }
   }
+
+  /** Fails a job still waiting for a thread once its deadline passed (threads busy or starting). */
+  function expireQueued(): void {
+    const now = performance.now();
+    for (let i = queue.length - 1; i >= 0; i--) {
+      const job = queue[i]!;
+      if (job.deadline + graceMs > now) continue;
+      queue.splice(i, 1);
+      stats.stoppedAtDeadline++;
+      job.reject(
+        new QueryFailure(
+          stopped(`query waited ${job.timeoutMs} ms for a free query thread; retry shortly or narrow it`),
+        ),
+      );
+    }
+  }
+  const expiry = setInterval(expireQueued, 100);
+  expiry.unref();
 
   for (let i = 0; i < size; i++) slots.push(spawn());
   try {
@@ -267,6 +290,7 @@ export async function createQueryPool(options: QueryPoolOptions) {
           id: nextId++,
           kind: 'query',
           timeoutMs,
+          deadline: performance.now() + timeoutMs,
           query,
           options: { ...range, maxQueryMs: timeoutMs },
           resolve,
@@ -283,7 +307,16 @@ export async function createQueryPool(options: QueryPoolOptions) {
       if (closed)
         return Promise.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
       return new Promise<Uint8Array>((resolve, reject) => {
-        queue.unshift({ id: nextId++, kind: 'check', timeoutMs, query: '', options: {}, resolve, reject });
+        queue.unshift({
+          id: nextId++,
+          kind: 'check',
+          timeoutMs,
+          deadline: performance.now() + timeoutMs,
+          query: '',
+          options: {},
+          resolve,
+          reject,
+        });
         dispatch();
       }).then((json) => JSON.parse(Buffer.from(json).toString()) as string[]);
     },
@@ -291,6 +324,7 @@ export async function createQueryPool(options: QueryPoolOptions) {
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      clearInterval(expiry);
       for (const job of queue.splice(0))
         job.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
       await Promise.all(
