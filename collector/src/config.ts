@@ -48,6 +48,8 @@ export interface CollectorConfig {
   queryTimeoutMs: number;
   /** Minutes between integrity checks (PRAGMA quick_check) after the one at start; 0: only at start. Env AGENTRT_INTEGRITY_CHECK_MINUTES, default 60. */
   integrityCheckMinutes: number;
+  /** JSON price table over the default model prices (cost columns). Env AGENTRT_PRICES_FILE. */
+  pricesFile?: string;
   /** Bearer token required on /v1/* (OTLP ingest) when set. Env AGENTRT_INGEST_TOKEN. */
   ingestToken?: string;
   /** Bearer token required on /api/* when set (the UI takes it once via /?token=). Env AGENTRT_QUERY_TOKEN. */
@@ -145,6 +147,8 @@ export function loadConfig(
   if (queryToken) config.queryToken = queryToken;
   const store = raw('AGENTRT_STORE');
   if (store) config.store = store;
+  const pricesFile = raw('AGENTRT_PRICES_FILE');
+  if (pricesFile) config.pricesFile = resolve(cwd, pricesFile);
   const uiDir = raw('AGENTRT_UI_DIR');
   if (uiDir) config.uiDir = resolve(cwd, uiDir);
   for (const [k, v] of Object.entries(overrides)) {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DEFAULTS, type CollectorConfig } from '../config.js';
@@ -12,6 +13,7 @@ import {
   statusProtobuf,
 } from '../otlp/encode-response.js';
 import { OtlpDecodeError } from '../otlp/otlp-decode-error.js';
+import { DEFAULT_PRICES, parsePriceFile } from '../cost/prices.js';
 import { decodeMetricPoints, decodeMetricPointsJson } from '../metrics/decode-metrics.js';
 import { metricsAndLogsApi } from '../metrics/metric-routes.js';
 import { type MetricLimits, type MetricStore, createMetricStore } from '../metrics/metric-store.js';
@@ -93,6 +95,10 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const logger = options.logger ?? silentLogger;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
   const uiDir = options.uiDir ?? DEFAULT_UI_DIR;
+  // A price file that is wrong stops the start with its message, like any other bad setting would.
+  const prices = options.pricesFile
+    ? parsePriceFile(readFileSync(options.pricesFile, 'utf8'), options.pricesFile)
+    : DEFAULT_PRICES;
   const traceIndexPercent = options.traceIndexPercent ?? DEFAULTS.traceIndexPercent;
   const setting = parseStoreSetting(options.store);
   const store: CollectorStore =
@@ -315,7 +321,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       );
     }
     const spansDb = store.kind === 'sqlite' ? (store as SqliteStore).spans.db : undefined;
-    const answer = metricsAndLogsApi(path, params, { metrics, spansDb: spansDb! });
+    const answer = metricsAndLogsApi(path, params, { metrics, spansDb: spansDb!, prices });
     if (answer !== undefined) return sendJson(res, 200, answer);
     if (path === '/api/traces') {
       const status = params.get('status') || undefined;

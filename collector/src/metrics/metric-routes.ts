@@ -1,3 +1,4 @@
+import { type Price } from '../cost/prices.js';
 import { HttpError } from '../http/http-error.js';
 import { type LogQuery, SEVERITY_NAMES, queryLogs } from '../logs/log-query.js';
 import { UNIT_MS } from '../query/parser.js';
@@ -38,14 +39,20 @@ const list = (params: URLSearchParams, name: string): string[] =>
 
 /**
  * The metrics and logs API (GET only): `/api/metrics` (names, kinds, units), `/api/metrics/query`
- * (time series) and `/api/logs`. Returns the JSON answer, or undefined for a path it does not own.
+ * (time series), `/api/logs` and `/api/prices` (the model price table of the cost columns). Returns the JSON answer, or undefined for a path it does not own.
  */
 export function metricsAndLogsApi(
   path: string,
   params: URLSearchParams,
-  deps: { metrics: MetricStore; spansDb: DatabaseSync; nowMs?: number },
+  deps: {
+    metrics: MetricStore;
+    spansDb: DatabaseSync;
+    prices: Readonly<Record<string, Price>>;
+    nowMs?: number;
+  },
 ): unknown {
   const nowMs = deps.nowMs ?? Date.now();
+  if (path === '/api/prices') return { prices: deps.prices };
   if (path === '/api/metrics') return { metrics: deps.metrics.names() };
   if (path === '/api/metrics/query') {
     const { startMs, endMs } = range(params, nowMs);

@@ -22,6 +22,8 @@ CREATE TABLE IF NOT EXISTS metric_series (
   last_us INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS metric_series_name ON metric_series(name);
+-- Clustered by series and time: a time-series query reads each series' range in order, and an
+-- exporter's retry of a point (same series, same time) is kept once.
 CREATE TABLE IF NOT EXISTS metric_points (
   series_id INTEGER NOT NULL,
   time_us INTEGER NOT NULL,
@@ -30,9 +32,9 @@ CREATE TABLE IF NOT EXISTS metric_points (
   count REAL,
   min REAL,
   max REAL,
-  buckets TEXT
-);
-CREATE INDEX IF NOT EXISTS metric_points_series_time ON metric_points(series_id, time_us);
+  buckets TEXT,
+  PRIMARY KEY (series_id, time_us)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS metric_points_time ON metric_points(time_us);
 `;
 
@@ -208,7 +210,7 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
   const touchSeries = db.prepare('UPDATE metric_series SET last_us = max(last_us, ?) WHERE id = ?');
   const lastUsOf = db.prepare('SELECT last_us FROM metric_series WHERE id = ?');
   const insertPoint = db.prepare(
-    'INSERT INTO metric_points (series_id, time_us, value, delta, count, min, max, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    'INSERT OR IGNORE INTO metric_points (series_id, time_us, value, delta, count, min, max, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   );
 
   const seriesFor = (p: MetricPoint): number | string => {
@@ -240,6 +242,9 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
     seriesPerName.set(p.name, perName + 1);
     return row.id;
   };
+
+  /** Series written in the current ingest call → their newest point (one UPDATE each at the end). */
+  const touched = new Map<number, number>();
 
   const ingestOne = (p: MetricPoint, seriesId: number): string | undefined => {
     const timeUs = us(p.timeUnixNano);
@@ -291,7 +296,7 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
       p.max ?? null,
       buckets ? JSON.stringify(buckets) : null,
     );
-    touchSeries.run(timeUs, seriesId);
+    touched.set(seriesId, Math.max(touched.get(seriesId) ?? 0, timeUs));
     return undefined;
   };
 
@@ -317,6 +322,7 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
       let rejected = 0;
       let rejectReason: string | undefined;
       inTransaction(db, () => {
+        touched.clear();
         for (const p of points) {
           const series = seriesFor(p);
           const problem = typeof series === 'string' ? series : ingestOne(p, series);
@@ -326,6 +332,7 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
             rejectReason ??= problem;
           }
         }
+        for (const [id, lastUs] of touched) touchSeries.run(lastUs, id);
       });
       return rejectReason === undefined ? { stored, rejected } : { stored, rejected, rejectReason };
     },

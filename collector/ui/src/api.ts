@@ -10,6 +10,7 @@ import type {
   TraceResponse,
 } from '../../src/wire-types.js';
 import { nsToMs, toSessionView, toTraceSummaryView, toTraceView } from './convert.js';
+import type { Price } from '../../src/cost/prices.js';
 import type { TraceFilters } from './router.js';
 import type { ServiceView, SessionView, TraceSummaryView, TraceView } from './view-types.js';
 
@@ -194,4 +195,9 @@ export async function listLogs(
       ...(l.spanId ? { spanId: l.spanId } : {}),
     })),
   };
+}
+
+/** The model price table of the cost columns (defaults, or the collector's AGENTRT_PRICES_FILE). */
+export async function getPrices(): Promise<Record<string, Price>> {
+  return (await request<{ prices: Record<string, Price> }>('/api/prices')).prices;
 }

@@ -3,12 +3,12 @@
  * percentiles, error and throttle rates, sessions) and the tokens and cost of its model calls.
  */
 import { useState } from 'preact/hooks';
-import { type MetricSeriesAnswer, queryMetric, runQuery } from '../api.js';
+import { type MetricSeriesAnswer, getPrices, queryMetric, runQuery } from '../api.js';
 import { StatsChart } from '../components/chart.js';
 import { EmptyState, ErrorBox, Loading } from '../components/common.js';
 import { formatCount, formatDuration } from '../format.js';
 import { useAsync } from '../hooks.js';
-import { costOf, formatUsd } from '../prices.js';
+import { costOf, formatUsd } from '../../../src/cost/prices.js';
 import { routeHref } from '../router.js';
 
 const RANGES: { label: string; ms: number }[] = [
@@ -69,6 +69,7 @@ async function loadAgents(rangeMs: number) {
     invocationsOver,
     p95Over,
     tokens,
+    prices,
   ] = await Promise.all([
     queryMetric({ name: 'Invocations', fn: 'sum', ...whole }),
     queryMetric({ name: 'Latency', fn: 'p50', ...whole }),
@@ -87,6 +88,7 @@ async function loadAgents(rangeMs: number) {
       startMs,
       endMs,
     ),
+    getPrices(),
   ]);
   const names = [...byName(invocations).keys()].sort();
   const activeNow = new Map<string, number>();
@@ -120,7 +122,7 @@ async function loadAgents(rangeMs: number) {
         input,
         output,
         calls: Number(r.calls ?? 0),
-        cost: costOf(model, input, output),
+        cost: costOf(model, input, output, prices),
       };
     }),
   };

@@ -19,3 +19,20 @@ describe('model prices', () => {
     expect(formatUsd(undefined)).toBe('—');
   });
 });
+
+describe('price file', () => {
+  it('overrides and extends the defaults; names a wrong entry', async () => {
+    const { parsePriceFile } = await import('./prices.js');
+    const prices = parsePriceFile(
+      '{"gpt-4o": {"inputPerMTok": 1, "outputPerMTok": 2}, "my-model": {"inputPerMTok": 5, "outputPerMTok": 5}}',
+      'p.json',
+    );
+    expect(priceOf('gpt-4o-2024', prices)).toEqual({ inputPerMTok: 1, outputPerMTok: 2 });
+    expect(priceOf('org/My-Model-v2', prices)?.inputPerMTok).toBe(5);
+    expect(priceOf('nova-lite', prices)?.inputPerMTok).toBe(0.06);
+    expect(() => parsePriceFile('{"x": {"inputPerMTok": -1}}', 'p.json')).toThrow(
+      /p.json: "x" needs inputPerMTok/,
+    );
+    expect(() => parsePriceFile('[', 'p.json')).toThrow(/p.json: not JSON/);
+  });
+});

@@ -58,3 +58,29 @@ export function formatUsd(usd: number | undefined): string {
   if (usd === 0) return '$0';
   return usd < 0.01 ? `$${usd.toPrecision(2)}` : `$${usd.toFixed(2)}`;
 }
+
+/**
+ * Reads a price file (`{ "<model id part>": { "inputPerMTok": n, "outputPerMTok": n } }`) over the
+ * defaults. Throws an Error naming the entry that is wrong.
+ */
+export function parsePriceFile(text: string, file: string): Record<string, Price> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${file}: not JSON (${(error as Error).message})`, { cause: error });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new Error(`${file}: must be an object of model → { inputPerMTok, outputPerMTok }`);
+  const out: Record<string, Price> = {};
+  for (const [model, value] of Object.entries(parsed)) {
+    const p = value as Partial<Price> | null;
+    const ok = (n: unknown) => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+    if (!p || !ok(p.inputPerMTok) || !ok(p.outputPerMTok))
+      throw new Error(
+        `${file}: ${JSON.stringify(model)} needs inputPerMTok and outputPerMTok (USD per million tokens, >= 0)`,
+      );
+    out[model.toLowerCase()] = { inputPerMTok: p.inputPerMTok!, outputPerMTok: p.outputPerMTok! };
+  }
+  return { ...DEFAULT_PRICES, ...out };
+}
