@@ -31,6 +31,8 @@ export function LogsView({ initial = {} }: { initial?: LogFilters }) {
   useEffect(() => {
     let cursor: number | undefined;
     let stopped = false;
+    // New filters: what is shown no longer matches them.
+    setRows([]);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const poll = async (): Promise<void> => {
       try {
