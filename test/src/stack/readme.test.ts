@@ -285,6 +285,18 @@ describe('README', () => {
     expect(missing).toEqual([]);
   });
 
+  it('no install line asks the npm registry for an @agentrt package (they are not published)', async () => {
+    const { stdout } = await run('git', ['ls-files', '--', '*.md', 'collector/ui/src'], { cwd: repoRoot });
+    const offenders: string[] = [];
+    for (const file of stdout.split('\n').filter(Boolean)) {
+      const text = readFileSync(join(repoRoot, file), 'utf8');
+      for (const [i, line] of text.split('\n').entries())
+        if (/npm (install|i|add)\b[^\n]*?\s@agentrt\//.test(line))
+          offenders.push(`${file}:${i + 1}: ${line.trim()}`);
+    }
+    expect(offenders).toEqual([]);
+  });
+
   it('the agentrt bin is linked by npm install on a fresh clone (a tracked, executable file, not dist/)', async () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot, 'packages/cli/package.json'), 'utf8')) as {
       bin: Record<string, string>;

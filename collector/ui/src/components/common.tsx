@@ -78,9 +78,12 @@ export function EmptyState({ title, children }: { title: string; children?: Comp
       {children}
       <p>Send telemetry from any Node.js app — the launcher instruments it without code changes:</p>
       <pre class="code">
-        <span class="c-comment"># in your agent's folder</span>
-        {'\n'}npm install @agentrt/instrument{'\n'}
-        export OTEL_EXPORTER_OTLP_ENDPOINT={endpoint}
+        <span class="c-comment">
+          # in an agentrt checkout (not on the npm registry yet): link the launcher into your agent
+        </span>
+        {'\n'}npm run build && npm install --prefix ~/my-agent "$PWD/packages/instrument"{'\n'}
+        <span class="c-comment"># in your agent's folder (~/my-agent)</span>
+        {'\n'}export OTEL_EXPORTER_OTLP_ENDPOINT={endpoint}
         {'\n'}node --require @agentrt/instrument app.js
       </pre>
       <p>
