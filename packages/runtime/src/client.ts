@@ -43,6 +43,40 @@ export interface RuntimeSpec {
   lifecycleConfiguration?: { idleRuntimeSessionTimeout?: number; maxLifetime?: number };
   /** `protocolConfiguration.serverProtocol` (default HTTP). */
   serverProtocol?: 'HTTP' | 'MCP' | 'A2A' | 'AGUI';
+  authorizerConfiguration?: {
+    customJWTAuthorizer: { discoveryUrl: string; allowedAudience?: string[]; allowedClients?: string[] };
+  };
+}
+
+/** One endpoint (qualifier) of a runtime: DEFAULT follows the latest version, named ones stay pinned. */
+export interface RuntimeEndpoint {
+  name: string;
+  id: string;
+  liveVersion?: string;
+  targetVersion?: string;
+  agentRuntimeEndpointArn: string;
+  agentRuntimeArn: string;
+  status: string;
+  description?: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+}
+
+/** A live session of the local runtime (`GET /local/sessions`, not part of the AWS API). */
+export interface ActiveSession {
+  sessionId: string;
+  runtimeId: string;
+  runtimeName: string;
+  runtimeArn: string;
+  version: number;
+  state: string;
+  pid: number | null;
+  startedAt: string;
+  lastActivityAt: string;
+  inflight: number;
+  warm: boolean;
+  cpuSeconds: number | null;
+  rssBytes: number | null;
 }
 
 export interface InvokeOptions {
@@ -50,6 +84,8 @@ export interface InvokeOptions {
   qualifier?: string;
   contentType?: string;
   accept?: string;
+  /** Sent as `Authorization: Bearer <token>` (runtimes with a JWT authorizer). */
+  bearerToken?: string;
 }
 
 export interface InvokeResult {
@@ -140,23 +176,27 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
     ...(spec.environmentVariables ? { environmentVariables: spec.environmentVariables } : {}),
     ...(spec.lifecycleConfiguration ? { lifecycleConfiguration: spec.lifecycleConfiguration } : {}),
     ...(spec.serverProtocol ? { protocolConfiguration: { serverProtocol: spec.serverProtocol } } : {}),
+    ...(spec.authorizerConfiguration ? { authorizerConfiguration: spec.authorizerConfiguration } : {}),
     clientToken: randomUUID(),
   });
 
+  /** Every item of a paginated List* operation (POST with `?nextToken=`). */
+  const allPages = async <K extends string, T>(path: string, key: K): Promise<T[]> => {
+    const all: T[] = [];
+    let token: string | undefined;
+    do {
+      const page = await call<Record<K, T[]> & { nextToken?: string }>(
+        'POST',
+        `${path}${token ? `?nextToken=${encodeURIComponent(token)}` : ''}`,
+      );
+      all.push(...page[key]);
+      token = page.nextToken;
+    } while (token);
+    return all;
+  };
+
   const client = {
-    async list(): Promise<RuntimeSummary[]> {
-      const all: RuntimeSummary[] = [];
-      let token: string | undefined;
-      do {
-        const page = await call<{ agentRuntimes: RuntimeSummary[]; nextToken?: string }>(
-          'POST',
-          `/runtimes/${token ? `?nextToken=${encodeURIComponent(token)}` : ''}`,
-        );
-        all.push(...page.agentRuntimes);
-        token = page.nextToken;
-      } while (token);
-      return all;
-    },
+    list: () => allPages<'agentRuntimes', RuntimeSummary>('/runtimes/', 'agentRuntimes'),
     get: (id: string) => call<RuntimeDetail>('GET', `/runtimes/${encodeURIComponent(id)}/`),
     /** A runtime by name, id or ARN. */
     async resolve(ref: string): Promise<RuntimeSummary> {
@@ -183,6 +223,42 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
         specBody(spec),
       ),
     delete: (id: string) => call<{ status: string }>('DELETE', `/runtimes/${encodeURIComponent(id)}/`),
+    /** Every version of a runtime (ListAgentRuntimeVersions). */
+    versions: (id: string) =>
+      allPages<'agentRuntimes', RuntimeSummary>(
+        `/runtimes/${encodeURIComponent(id)}/versions/`,
+        'agentRuntimes',
+      ),
+    /** Every endpoint of a runtime, DEFAULT first (ListAgentRuntimeEndpoints). */
+    endpoints: (id: string) =>
+      allPages<'runtimeEndpoints', RuntimeEndpoint>(
+        `/runtimes/${encodeURIComponent(id)}/runtime-endpoints/`,
+        'runtimeEndpoints',
+      ),
+    /** Points endpoint `name` at `version`: creates it when it does not exist, else updates it. */
+    async pinEndpoint(id: string, name: string, version: string): Promise<RuntimeEndpoint> {
+      const exists = (await client.endpoints(id)).some((e) => e.name === name);
+      const body = { agentRuntimeVersion: version, clientToken: randomUUID() };
+      if (exists)
+        await call(
+          'PUT',
+          `/runtimes/${encodeURIComponent(id)}/runtime-endpoints/${encodeURIComponent(name)}/`,
+          body,
+        );
+      else await call('PUT', `/runtimes/${encodeURIComponent(id)}/runtime-endpoints/`, { name, ...body });
+      return call<RuntimeEndpoint>(
+        'GET',
+        `/runtimes/${encodeURIComponent(id)}/runtime-endpoints/${encodeURIComponent(name)}/`,
+      );
+    },
+    deleteEndpoint: (id: string, name: string) =>
+      call<{ status: string }>(
+        'DELETE',
+        `/runtimes/${encodeURIComponent(id)}/runtime-endpoints/${encodeURIComponent(name)}/?clientToken=${randomUUID()}`,
+      ),
+    /** Live sessions of this (local) runtime: state, times, CPU and memory. Not an AWS API. */
+    activeSessions: () =>
+      call<{ sessions: ActiveSession[] }>('GET', '/local/sessions').then((r) => r.sessions),
     /** Polls until the runtime leaves CREATING/UPDATING. */
     async waitSettled(id: string, timeoutMs = 60_000): Promise<RuntimeDetail> {
       const deadline = Date.now() + timeoutMs;
@@ -204,6 +280,7 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
         headers: headers({
           'content-type': invoke.contentType ?? 'application/json',
           ...(invoke.accept ? { accept: invoke.accept } : {}),
+          ...(invoke.bearerToken ? { authorization: `Bearer ${invoke.bearerToken}` } : {}),
           [SESSION_HEADER]: sessionId,
         }),
         body: payload,
@@ -245,10 +322,14 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
       if (!res.ok) return fail(res);
       return decodeCommandStream(res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }));
     },
-    stopSession: (arn: string, sessionId: string) =>
+    stopSession: (arn: string, sessionId: string, options: { bearerToken?: string } = {}) =>
       fetch(`${base}/runtimes/${encodeURIComponent(arn)}/stopruntimesession`, {
         method: 'POST',
-        headers: headers({ 'content-type': 'application/json', [SESSION_HEADER]: sessionId }),
+        headers: headers({
+          'content-type': 'application/json',
+          [SESSION_HEADER]: sessionId,
+          ...(options.bearerToken ? { authorization: `Bearer ${options.bearerToken}` } : {}),
+        }),
         body: JSON.stringify({ clientToken: randomUUID() }),
       }).then((res) => (res.ok ? undefined : fail(res))),
   };

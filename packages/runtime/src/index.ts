@@ -22,4 +22,6 @@ export type {
   InvokeOptions,
   InvokeResult,
   CommandChunk,
+  RuntimeEndpoint,
+  ActiveSession,
 } from './client.js';

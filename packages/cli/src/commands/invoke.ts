@@ -1,8 +1,10 @@
 import { type Command, UsageError, parseCommandArgs } from '../command.js';
+import { BEARER_OPTIONS, bearerFrom } from '../bearer.js';
 import { invokeExec, invokeMcp, invokeWebSocket } from './invoke-protocols.js';
 import { clientFrom } from './runtime.js';
 
-const usage = `Usage: agentrt invoke <runtime> '<json>' [--session <id>] [--stream] [--qualifier <endpoint>] [--json]
+const usage = `Usage: agentrt invoke <runtime> '<json>' [--session <id>] [--stream] [--qualifier <endpoint>]
+       [--bearer <token> | --bearer-env <var>] [--json]
        agentrt invoke <runtime> --mcp list-tools | --mcp call-tool <name> '<json>' [--session <id>]
        agentrt invoke <runtime> --exec '<command>' --session <id> [--timeout <s>]
        agentrt invoke <runtime> --ws [--session <id>]
@@ -10,7 +12,10 @@ const usage = `Usage: agentrt invoke <runtime> '<json>' [--session <id>] [--stre
 Invokes an agent runtime (name, id or ARN) with a JSON payload and prints the answer as it arrives.
   --session <id>     reuse a session (33–256 chars); without it a new session id is made and printed
   --stream           ask for text/event-stream; SSE data frames print one per line as they arrive
-  --qualifier <ep>   endpoint name (default DEFAULT, the latest version)
+  --qualifier <ep>   endpoint name (default DEFAULT, the latest version; see \`agentrt runtime endpoints\`)
+  --bearer <token>   send Authorization: Bearer <token> (runtimes created with --jwt-discovery-url)
+  --bearer-env <var> the same, with the token read from environment variable <var> (keeps it out of
+                     your shell history and the process list)
   --json             print the body exactly as received (no pretty-printing or SSE unwrapping)
   --url <url>        the runtime (default $AGENTRT_RUNTIME_URL or http://127.0.0.1:8787)
   --api-key <key>    sent as x-api-key (default $AGENTRT_API_KEY)
@@ -42,8 +47,10 @@ export const invokeCommand: Command = {
         exec: { type: 'string' },
         timeout: { type: 'string' },
         ws: { type: 'boolean', default: false },
+        ...BEARER_OPTIONS,
       },
     });
+    const bearerToken = bearerFrom(values, io.env);
     const [ref, payload = '{}', ...extra] = positionals;
     if (!ref) throw new UsageError('missing <runtime>');
     const modes = [values.mcp, values.exec !== undefined, values.ws].filter(Boolean).length;
@@ -75,6 +82,7 @@ export const invokeCommand: Command = {
     const result = await client.invoke(runtime.agentRuntimeArn, payload, {
       ...(values.session ? { sessionId: values.session } : {}),
       ...(values.qualifier ? { qualifier: values.qualifier } : {}),
+      ...(bearerToken ? { bearerToken } : {}),
       accept: values.stream ? 'text/event-stream, application/json' : 'application/json, text/event-stream',
     });
     io.stderr(`session ${result.sessionId}\n`);

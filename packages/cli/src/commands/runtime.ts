@@ -1,12 +1,15 @@
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
+  RuntimeClientRequestError,
   type RuntimeDetail,
   type RuntimeSpec,
   createRuntimeClient,
   createRuntimeServer,
 } from '@agentrt/runtime';
 import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
+import { runtimeEndpoints, runtimeVersions } from './runtime-endpoints.js';
+import { jwtAuthorizerFrom } from './runtime-flags.js';
 
 export const DEFAULT_RUNTIME_URL = 'http://127.0.0.1:8787';
 
@@ -16,18 +19,36 @@ Runs and manages the local hosting runtime (AgentCore-compatible control + data 
 
   start   [--port <n>] [--host <h>] [--data-dir <dir>] [--warm-pool <n>] [--isolation auto|bwrap|none|unsafe-process]
           Runs the runtime in the foreground until Ctrl-C (logs are JSON lines on stdout).
-  create  <name> (--dir <path> | --uri <uri>) [--env K=V ...] [--idle-timeout <s>] [--max-lifetime <s>]
-          [--description <text>] [--role-arn <arn>] [--protocol HTTP|MCP|A2A|AGUI] [--no-wait]
-          Creates a runtime from a directory (file://) or an image URI and waits until it is READY.
-  update  <runtime> (--dir <path> | --uri <uri>) [same options as create]   New version; DEFAULT moves to it.
+  create  <name> (<uri> | <dir> | --dir <path> | --uri <uri>) [--env K=V ...] [--idle-timeout <s>]
+          [--max-lifetime <s>] [--protocol HTTP|MCP|A2A|AGUI] [--jwt-discovery-url <url>
+          --jwt-audience <aud,...> --jwt-client <id,...>] [--description <text>] [--role-arn <arn>] [--no-wait]
+          Creates a runtime from a directory (file://, e.g. file://$PWD/examples/sdk-agent, or just the
+          path) or an image URI and waits until it is READY. The name must be new: \`agentrt dev\`
+          registers sdk_agent and custom_agent; \`update\` deploys a new version of an existing one.
+  update  <runtime> (<uri> | <dir> | --dir <path> | --uri <uri>) [same options as create]
+          New version; DEFAULT moves to it.
   list                          One line per runtime.
+  versions  <runtime>           Its versions (newest first).
+  endpoints <runtime> [--pin <name> --version <n>] [--delete <name>]
+          Its endpoints (qualifiers): DEFAULT follows the latest version; --pin creates or moves a
+          named endpoint to a version (invoke it with \`agentrt invoke --qualifier <name>\`).
   get     <runtime>             Details of one runtime (name, id or ARN).
   delete  <runtime>             Deletes the runtime and stops its sessions.
 
 Common options:
   --url <url>      the runtime (default $AGENTRT_RUNTIME_URL or ${DEFAULT_RUNTIME_URL})
   --api-key <key>  sent as x-api-key (default $AGENTRT_API_KEY)
-  --json           print the raw API answer as JSON`;
+  --json           print the raw API answer as JSON
+
+Flags of create/update:
+  --env K=V              an environment variable of the agent (repeat for more)
+  --idle-timeout <s>     stop a session idle this long (60-28800, default 900)
+  --max-lifetime <s>     stop a session this old (60-28800, default 28800)
+  --protocol <p>         HTTP (default), MCP, A2A or AGUI: what the container serves
+  --jwt-discovery-url <url>  inbound JWT auth: the issuer's .../.well-known/openid-configuration;
+  --jwt-audience <aud>       with allowed audiences and/or
+  --jwt-client <id>          allowed client ids (comma-separated or repeated). Callers then send
+                             \`agentrt invoke --bearer <token>\``;
 
 const options = {
   url: { type: 'string' },
@@ -45,8 +66,14 @@ const options = {
   'max-lifetime': { type: 'string' },
   description: { type: 'string' },
   'role-arn': { type: 'string' },
-  protocol: { type: 'string' },
   'no-wait': { type: 'boolean', default: false },
+  protocol: { type: 'string' },
+  'jwt-discovery-url': { type: 'string' },
+  'jwt-audience': { type: 'string', multiple: true },
+  'jwt-client': { type: 'string', multiple: true },
+  pin: { type: 'string' },
+  version: { type: 'string' },
+  delete: { type: 'string' },
 } as const;
 
 type Values = ReturnType<
@@ -68,11 +95,20 @@ export function clientFrom(values: { url?: string; 'api-key'?: string }, io: Cli
   return createRuntimeClient({ url: url || DEFAULT_RUNTIME_URL, ...(apiKey ? { apiKey } : {}) });
 }
 
-function specFrom(values: Values, io: CliIO): RuntimeSpec {
-  if (!values.dir === !values.uri) throw new UsageError('give exactly one of --dir <path> or --uri <uri>');
-  const containerUri = values.dir
-    ? pathToFileURL(isAbsolute(values.dir) ? values.dir : resolve(io.cwd, values.dir)).href
-    : (values.uri as string);
+/** The artifact: a positional `<uri>` (anything with a scheme) or `<dir>`, or --uri / --dir. */
+function specFrom(values: Values, io: CliIO, source: string | undefined): RuntimeSpec {
+  const given = [source, values.dir, values.uri].filter((v) => v !== undefined);
+  if (given.length !== 1)
+    throw new UsageError(
+      given.length
+        ? `give the artifact once: a <uri> or <dir> argument, --dir <path> or --uri <uri> (got ${given.length})`
+        : 'missing the artifact: a <uri> (file://... or an image) or <dir> argument, --dir <path> or --uri <uri>',
+    );
+  const dir =
+    values.dir ?? (source !== undefined && !/^[a-z][\w+.-]*:\/\//i.test(source) ? source : undefined);
+  const containerUri = dir
+    ? pathToFileURL(isAbsolute(dir) ? dir : resolve(io.cwd, dir)).href
+    : ((values.uri ?? source) as string);
   const spec: RuntimeSpec = { containerUri };
   if (values.env?.length) {
     spec.environmentVariables = {};
@@ -89,6 +125,7 @@ function specFrom(values: Values, io: CliIO): RuntimeSpec {
       ...(idle !== undefined ? { idleRuntimeSessionTimeout: idle } : {}),
       ...(max !== undefined ? { maxLifetime: max } : {}),
     };
+  Object.assign(spec, jwtAuthorizerFrom(values));
   if (values.description) spec.description = values.description;
   if (values['role-arn']) spec.roleArn = values['role-arn'];
   if (values.protocol !== undefined) {
@@ -151,7 +188,8 @@ async function start(values: Values, io: CliIO): Promise<number> {
 
 export const runtimeCommand: Command = {
   name: 'runtime',
-  summary: 'run the local hosting runtime; create, list, get, update or delete agent runtimes',
+  summary:
+    'run the local hosting runtime; create, list, get, update or delete agent runtimes, their versions and endpoints',
   usage,
   async run(argv, io) {
     const { values, positionals } = parseCommandArgs({
@@ -160,7 +198,11 @@ export const runtimeCommand: Command = {
       allowPositionals: true,
       strict: true,
     });
-    const [sub, ref, ...extra] = positionals;
+    const [sub, ref, ...rest] = positionals;
+    // create/update take the artifact as an optional second argument.
+    const takesSource = sub === 'create' || sub === 'update';
+    const source = takesSource ? rest[0] : undefined;
+    const extra = takesSource ? rest.slice(1) : rest;
     if (extra.length) throw new UsageError(`unexpected argument '${extra[0]}'`);
     const out = (value: unknown, text: string) =>
       io.stdout(values.json ? `${JSON.stringify(value, null, 2)}\n` : text);
@@ -174,7 +216,16 @@ export const runtimeCommand: Command = {
         return start(values, io);
       case 'create': {
         const c = client();
-        const created = await c.create(need('a name'), specFrom(values, io));
+        const name = need('a name');
+        const created = await c.create(name, specFrom(values, io, source)).catch((error: unknown) => {
+          throw error instanceof RuntimeClientRequestError && error.type === 'ConflictException'
+            ? new Error(
+                `${error.message}. Pick another name, or deploy a new version of it with ` +
+                  `\`agentrt runtime update ${name} <uri>\` (\`agentrt dev\` registers sdk_agent and custom_agent).`,
+                { cause: error },
+              )
+            : error;
+        });
         if (values['no-wait']) {
           out(created, `${created.agentRuntimeId}  ${created.status}\n  arn ${created.agentRuntimeArn}\n`);
           return 0;
@@ -186,7 +237,7 @@ export const runtimeCommand: Command = {
       case 'update': {
         const c = client();
         const target = await c.resolve(need('a runtime'));
-        const updated = await c.update(target.agentRuntimeId, specFrom(values, io));
+        const updated = await c.update(target.agentRuntimeId, specFrom(values, io, source));
         const settled = values['no-wait'] ? undefined : await c.waitSettled(target.agentRuntimeId);
         out(
           settled ?? updated,
@@ -215,6 +266,10 @@ export const runtimeCommand: Command = {
         out(detail, describe(detail));
         return 0;
       }
+      case 'versions':
+        return runtimeVersions(client(), need('a runtime'), values.json, io);
+      case 'endpoints':
+        return runtimeEndpoints(client(), need('a runtime'), values, io);
       case 'delete': {
         const c = client();
         const target = await c.resolve(need('a runtime'));

@@ -7,9 +7,14 @@ import {
   formatTime,
   renderTable,
 } from '../collector-client.js';
+import { BEARER_OPTIONS } from '../bearer.js';
+import { listActiveSessions, stopSession } from './sessions-runtime.js';
 import { DEFAULT_WAIT_SECONDS, fetchWhenArrived, parseWaitSeconds } from '../wait-for-spans.js';
 
 const usage = `Usage: agentrt sessions [<sessionId>] [--limit <n>] [--wait <s>] [--json] [--url <collector>]
+       agentrt sessions --active [--runtime <name>] [--json] [--runtime-url <url>]
+       agentrt sessions stop <sessionId> [--runtime <name>] [--bearer <token> | --bearer-env <var>]
+                             [--json] [--runtime-url <url>]
 
 Without an id: the most recent sessions (by session.id) with their trace, span and error counts,
 token totals and last activity. With an id: that session's traces in time order.
@@ -17,14 +22,24 @@ token totals and last activity. With an id: that session's traces in time order.
   --wait <s>    with an id the collector does not know yet: wait this long for its spans (default
                 ${DEFAULT_WAIT_SECONDS}; exporters send in batches, so spans arrive seconds after the answer; 0 = no wait)
   --json        print the API response as JSON
-  --url <url>   the collector (default $AGENTRT_COLLECTOR_URL or http://127.0.0.1:4318)`;
+  --url <url>   the collector (default $AGENTRT_COLLECTOR_URL or http://127.0.0.1:4318)
+
+The local runtime's live sessions (not their telemetry):
+  --active            list them: state, runtime and version, started, last activity, CPU, memory, pid
+                      (the runtime's GET /local/sessions; the hosted service has no such listing)
+  stop <sessionId>    stop one (StopRuntimeSession); its runtime is found among the active sessions
+  --runtime <name>    only this runtime (name, id or ARN)
+  --bearer <token>, --bearer-env <var>
+                      the token stop sends to a runtime created with --jwt-discovery-url
+  --runtime-url <url> the runtime (default $AGENTRT_RUNTIME_URL or http://127.0.0.1:8787)
+  --api-key <key>     sent to the runtime as x-api-key (default $AGENTRT_API_KEY)`;
 
 const tokens = (t: { input: number; output: number; total: number }): string =>
   t.total ? `${t.input}/${t.output}` : '';
 
 export const sessionsCommand: Command = {
   name: 'sessions',
-  summary: 'list agent sessions, or show one session’s traces',
+  summary: 'list agent sessions, or show one session’s traces; list or stop the runtime’s live sessions',
   usage,
   async run(argv, io) {
     const { values, positionals } = parseCommandArgs({
@@ -33,11 +48,29 @@ export const sessionsCommand: Command = {
       options: {
         limit: { type: 'string' },
         wait: { type: 'string' },
+        active: { type: 'boolean', default: false },
+        runtime: { type: 'string' },
+        'runtime-url': { type: 'string' },
+        'api-key': { type: 'string' },
+        ...BEARER_OPTIONS,
         json: { type: 'boolean', default: false },
         url: { type: 'string' },
       },
     });
+    if (positionals[0] === 'stop') {
+      if (positionals.length > 2) throw new UsageError(`unexpected argument '${positionals[2]}'`);
+      return stopSession(positionals[1], values, io);
+    }
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
+    if (values.active) {
+      if (positionals.length)
+        throw new UsageError(`--active lists every live session; drop '${positionals[0]}'`);
+      return listActiveSessions(values, io);
+    }
+    const misplaced = (['runtime', 'runtime-url', 'api-key', 'bearer', 'bearer-env'] as const).find(
+      (flag) => values[flag] !== undefined,
+    );
+    if (misplaced) throw new UsageError(`--${misplaced} goes with --active or stop`);
     const base = collectorUrl(values.url, io);
     const [id] = positionals;
     if (id) {

@@ -1,0 +1,62 @@
+// GET /local/sessions: the live sessions of this runtime with their state, times, CPU and memory.
+// Not part of the AWS API (the hosted service has no listing of sessions); `agentrt sessions
+// --active` reads it. It answers only callers on the loopback interface, after the same
+// authentication as the control plane, since session ids are what a caller needs to reach a session.
+import { isIP } from 'node:net';
+import { type Store } from '../control/store.js';
+import { type Authenticator } from '../data/auth.js';
+import { RuntimeApiError } from '../errors.js';
+import { sendJson } from '../http/http-util.js';
+import { type Router } from '../http/router.js';
+import { type Session } from '../sessions/session-manager.js';
+import { createUsageSampler } from '../telemetry/process-usage.js';
+
+export const ACTIVE_SESSIONS_PATH = '/local/sessions';
+
+function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const plain = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return isIP(plain) === 4 ? plain.startsWith('127.') : plain === '::1';
+}
+
+export function registerActiveSessions(
+  router: Router,
+  deps: { store: Store; auth: Authenticator; sessions: { list(): Session[] } },
+): void {
+  const sampler = createUsageSampler();
+  router.add('GET', ACTIVE_SESSIONS_PATH, async ({ req, res }) => {
+    if (!isLoopback(req.socket.remoteAddress))
+      throw new RuntimeApiError(
+        'AccessDeniedException',
+        `${ACTIVE_SESSIONS_PATH} answers only on the loopback interface (it is not part of the AWS API)`,
+      );
+    await deps.auth.authenticate(req);
+    const live = deps.sessions.list();
+    const usage = sampler.sample(
+      live.flatMap((s) =>
+        s.worker?.pid ? [{ key: `${s.runtimeId}#${s.sessionId}`, pid: s.worker.pid }] : [],
+      ),
+    );
+    sendJson(res, 200, {
+      sessions: live.map((s) => {
+        const runtime = deps.store.get('runtime', s.runtimeId);
+        const used = usage.get(`${s.runtimeId}#${s.sessionId}`);
+        return {
+          sessionId: s.sessionId,
+          runtimeId: s.runtimeId,
+          runtimeName: runtime?.name ?? s.runtimeId,
+          runtimeArn: runtime?.arn ?? '',
+          version: s.version,
+          state: s.state,
+          pid: s.worker?.pid ?? null,
+          startedAt: new Date(s.startedAtMs).toISOString(),
+          lastActivityAt: new Date(s.lastActivityMs).toISOString(),
+          inflight: s.inflight,
+          warm: s.warm,
+          cpuSeconds: used ? Math.round(used.cpuSeconds * 100) / 100 : null,
+          rssBytes: used?.rssBytes ?? null,
+        };
+      }),
+    });
+  });
+}
