@@ -80,12 +80,16 @@ function sessions(): { name: string; steps: SandboxStep[] }[] {
 }
 
 let scratchRoot: string | undefined;
+let sessionCount = 0;
 const tally = { run: 0, commands: 0, ms: 0, files: 0 };
 
 async function runSession(name: string, steps: SandboxStep[]): Promise<SandboxResult[]> {
   // Not under /tmp: the sandbox gets its own /tmp (README commands may write there).
-  scratchRoot ??= await mkdtemp(join(existsSync('/var/tmp') ? '/var/tmp' : tmpdir(), 'agentrt-readme-'));
-  const scratch = join(scratchRoot, name.replace(/[^\w.-]+/g, '_'));
+  // Short paths: HOME and .data live here, and the runtime's per-session Unix sockets under them
+  // must fit in 108 bytes (sun_path).
+  scratchRoot ??= await mkdtemp(join(existsSync('/var/tmp') ? '/var/tmp' : tmpdir(), 'ar-'));
+  const scratch = join(scratchRoot, String(++sessionCount));
+  console.log(`README sandbox ${scratch}: ${name}`);
   const data = join(scratch, 'data');
   await mkdir(data, { recursive: true });
   await mkdir(join(scratch, 'tmp'), { recursive: true });
