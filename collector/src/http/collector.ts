@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { DEFAULTS, type CollectorConfig } from '../config.js';
 import { type Logger, silentLogger } from '../logger.js';
@@ -121,6 +122,8 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const writer = 'writer' in store ? (store.writer as WriterThread) : undefined;
   let metrics: MetricStore;
   try {
+    // The SQLite span store creates the data dir; with ClickHouse only metrics.sqlite lives there.
+    mkdirSync(options.dataDir, { recursive: true });
     metrics = createMetricStore({
       dataDir: options.dataDir,
       ...(options.metricLimits ? { limits: options.metricLimits } : {}),

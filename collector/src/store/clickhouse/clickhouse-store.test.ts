@@ -4,9 +4,10 @@
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Collector } from '../../http/collector.js';
-import { hex, jsonRequest, jsonSpan, postJson, startCollector } from '../../testing.test-util.js';
+import { hex, jsonRequest, jsonSpan, postJson, startCollector, tempDir } from '../../testing.test-util.js';
 import type { QueryResponse, SessionListResponse, TraceResponse } from '../../wire-types.js';
 import { type ClickHouseLocation, parseStoreSetting } from '../store.js';
 import {
@@ -350,6 +351,17 @@ describe.skipIf(clickHouseSkipReason)(
         "SELECT count() FROM system.parts WHERE active AND database = 'agentrt_retention' AND table = 'spans'",
       );
       expect(Number(parts)).toBe(1);
+    });
+
+    it('starts with a data dir that does not exist yet (only metrics.sqlite goes there)', async () => {
+      const parent = tempDir();
+      cleanups.push(async () => parent.remove());
+      const c = await startCollector({
+        dataDir: join(parent.dir, 'not', 'yet'),
+        store: `clickhouse://default:@127.0.0.1:${ch.nodes[0]!.httpPort}/agentrt_fresh_dir`,
+      });
+      cleanups.push(c.cleanup);
+      expect((await fetch(`${c.url}/healthz`)).status).toBe(200);
     });
 
     it('refuses a cluster the server does not have, naming the server version', async () => {

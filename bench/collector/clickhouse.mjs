@@ -1,0 +1,229 @@
+// bench/collector/clickhouse: the same spans into a collector on the SQLite store and on the
+// ClickHouse store (Debian's clickhouse-server, started here on a free port), in one run: ingest
+// spans/s with one collector process and with two on one ClickHouse, then p50/p95 of the UI's
+// lookups (session, trace by id, stats by model, stats by bin(1h)) over what was stored.
+// Run after building: `npx tsc -b collector && node bench/collector/clickhouse.mjs`
+// (BENCH_SPANS, default 200000).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startClickHouse } from '../../collector/dist/store/clickhouse/clickhouse-harness.test-util.js';
+import { table, writeSection } from '../lib/report.mjs';
+
+const SPANS = Number(process.env.BENCH_SPANS ?? 200_000);
+const BATCH = 500;
+const CONCURRENCY = 4;
+const QUERY_RUNS = 20;
+const MODELS = ['claude-sonnet', 'nova-pro', 'llama-70b'];
+const MAIN = fileURLToPath(new URL('../../collector/dist/main.js', import.meta.url));
+const T0 = Date.now() - 6 * 3_600_000;
+const log = (...a) => console.log(...a);
+const hex = (n, bytes) => n.toString(16).padStart(bytes * 2, '0');
+
+/** Request bodies (OTLP/JSON) of BATCH spans: traces of 8 spans, sessions of 4 traces, over 6 h. */
+function bodies(count, offset) {
+  const out = [];
+  for (let b = 0; b < count / BATCH; b++) {
+    const spans = [];
+    for (let i = 0; i < BATCH; i++) {
+      const n = offset + b * BATCH + i;
+      const trace = Math.floor(n / 8);
+      const startNs = BigInt(T0 + Math.floor((n / SPANS) * 6 * 3_600_000)) * 1_000_000n;
+      spans.push({
+        traceId: hex(trace + 1, 16),
+        spanId: hex(n + 1, 8),
+        ...(n % 8 ? { parentSpanId: hex(trace * 8 + 1, 8) } : {}),
+        name: n % 8 ? `chat ${MODELS[n % 3]}` : 'invoke_agent',
+        kind: n % 8 ? 3 : 2,
+        startTimeUnixNano: String(startNs),
+        endTimeUnixNano: String(startNs + BigInt(1_000_000 + (n % 997) * 1000)),
+        attributes: [
+          { key: 'session.id', value: { stringValue: `s-${Math.floor(trace / 4)}` } },
+          ...(n % 8
+            ? [
+                { key: 'gen_ai.request.model', value: { stringValue: MODELS[n % 3] } },
+                { key: 'gen_ai.usage.input_tokens', value: { intValue: String(100 + (n % 50)) } },
+                { key: 'gen_ai.usage.output_tokens', value: { intValue: String(10 + (n % 20)) } },
+              ]
+            : []),
+        ],
+        status: { code: n % 53 === 0 ? 2 : 0 },
+      });
+    }
+    out.push(
+      JSON.stringify({
+        resourceSpans: [
+          {
+            resource: { attributes: [{ key: 'service.name', value: { stringValue: 'bench-agent' } }] },
+            scopeSpans: [{ scope: { name: 'bench' }, spans }],
+          },
+        ],
+      }),
+    );
+  }
+  return out;
+}
+
+function startCollector(env) {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { ...process.env, AGENTRT_COLLECTOR_PORT: '0', AGENTRT_RETENTION_HOURS: '0', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      const line = out.split('\n').find((l) => l.includes('"listening"'));
+      if (line) resolve({ child, url: JSON.parse(line).url });
+    });
+    child.once('exit', (code) => reject(new Error(`collector exited ${code}: ${out}`)));
+  });
+}
+
+async function stop(c) {
+  c.child.kill('SIGTERM');
+  await new Promise((r) => c.child.once('exit', r));
+}
+
+/** Posts the bodies, CONCURRENCY at a time per collector; spans/s over the whole run. */
+async function ingest(urls, list) {
+  const started = performance.now();
+  let next = 0;
+  const worker = async (url) => {
+    for (;;) {
+      const i = next++;
+      if (i >= list.length) return;
+      for (;;) {
+        const res = await fetch(`${url}/v1/traces`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: list[i],
+        });
+        await res.arrayBuffer();
+        if (res.ok) break;
+        if (res.status !== 429 && res.status !== 503) throw new Error(`ingest ${res.status}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  };
+  await Promise.all(urls.flatMap((u) => Array.from({ length: CONCURRENCY }, () => worker(u))));
+  return (list.length * BATCH) / ((performance.now() - started) / 1000);
+}
+
+async function timed(fn) {
+  const ms = [];
+  for (let i = 0; i < QUERY_RUNS; i++) {
+    const t = performance.now();
+    await fn(i);
+    ms.push(performance.now() - t);
+  }
+  ms.sort((a, b) => a - b);
+  return {
+    p50: ms[Math.floor(ms.length * 0.5)],
+    p95: ms[Math.min(ms.length - 1, Math.ceil(ms.length * 0.95) - 1)],
+  };
+}
+
+async function lookups(url) {
+  const get = async (path) => {
+    const r = await fetch(url + path);
+    if (!r.ok) throw new Error(`${path}: ${r.status}`);
+    await r.arrayBuffer();
+  };
+  const query = async (q) => {
+    const r = await fetch(`${url}/api/query`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: q }),
+    });
+    if (!r.ok) throw new Error(`${q}: ${r.status} ${await r.text()}`);
+    await r.arrayBuffer();
+  };
+  const traces = SPANS / 8;
+  return {
+    session: await timed((i) => get(`/api/sessions/s-${(i * 997) % Math.floor(traces / 4)}`)),
+    trace: await timed((i) => get(`/api/traces/${hex(((i * 7919) % traces) + 1, 16)}`)),
+    byModel: await timed(() =>
+      query(
+        'stats count(*), sum(attributes.gen_ai.usage.input_tokens), pct(durationNano, 95) by attributes.gen_ai.request.model',
+      ),
+    ),
+    byHour: await timed(() => query('stats count(*), avg(durationNano) by bin(1h)')),
+  };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'agentrt-bench-ch-'));
+const ch = await startClickHouse();
+const list = bodies(SPANS, 0);
+const rows = [];
+const results = {};
+try {
+  log(`${SPANS} spans in requests of ${BATCH}; ClickHouse ${ch.url}`);
+  for (const kind of ['sqlite', 'clickhouse']) {
+    const env =
+      kind === 'sqlite'
+        ? { AGENTRT_DATA_DIR: join(dir, 'sqlite') }
+        : {
+            AGENTRT_DATA_DIR: join(dir, 'ch-1'),
+            AGENTRT_STORE: `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_one`,
+          };
+    const c = await startCollector(env);
+    const rate = await ingest([c.url], list);
+    log(`${kind}: ingest ${Math.round(rate)} spans/s`);
+    const q = await lookups(c.url);
+    log(kind, JSON.stringify(q));
+    results[kind] = { rate, q };
+    await stop(c);
+  }
+  // Two collector processes on one ClickHouse, each taking half of the requests.
+  const store = `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_two`;
+  const a = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-a'), AGENTRT_STORE: store });
+  const b = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-b'), AGENTRT_STORE: store });
+  const two = await ingest([a.url, b.url], list);
+  log(`clickhouse, two collectors: ingest ${Math.round(two)} spans/s`);
+  await Promise.all([stop(a), stop(b)]);
+  const f = (x) => x.toFixed(1);
+  const s = results.sqlite;
+  const c = results.clickhouse;
+  rows.push([
+    'ingest, one collector (spans/s)',
+    Math.round(s.rate),
+    Math.round(c.rate),
+    (c.rate / s.rate).toFixed(2),
+  ]);
+  rows.push([
+    'ingest, two collectors on one ClickHouse (spans/s)',
+    '—',
+    Math.round(two),
+    (two / s.rate).toFixed(2),
+  ]);
+  for (const [key, label] of [
+    ['session', 'GET /api/sessions/:id'],
+    ['trace', 'GET /api/traces/:id'],
+    ['byModel', 'stats … by model'],
+    ['byHour', 'stats … by bin(1h)'],
+  ]) {
+    rows.push([
+      `${label} p50 / p95 (ms)`,
+      `${f(s.q[key].p50)} / ${f(s.q[key].p95)}`,
+      `${f(c.q[key].p50)} / ${f(c.q[key].p95)}`,
+      (c.q[key].p50 / s.q[key].p50).toFixed(2),
+    ]);
+  }
+  const md = `${SPANS.toLocaleString('en')} spans (traces of 8, sessions of 4 traces, 6 hours), OTLP/JSON requests of ${BATCH} spans, ${CONCURRENCY} at a time per collector; each collector is its own \`node collector/dist/main.js\` process and ClickHouse (Debian 18.16.1, default settings) runs on the same 2-core machine. Query latencies are over ${QUERY_RUNS} runs each, through the HTTP API, after ingest.
+
+${table(['', 'SQLite store', 'ClickHouse store', 'ClickHouse / SQLite'], rows)}
+`;
+  log(md);
+  if (process.env.BENCH_WRITE !== '0')
+    writeSection(
+      'collector-clickhouse',
+      'Collector: SQLite and ClickHouse stores (bench/collector/clickhouse.mjs)',
+      md,
+    );
+} finally {
+  await ch.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
