@@ -18,7 +18,14 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { createCollector, createSpanStore, decodeTraceRequest } from '../../collector/dist/index.js';
+import {
+  createCollector,
+  createSpanStore,
+  decodeTraceRequest,
+  runQuery,
+  silentLogger,
+} from '../../collector/dist/index.js';
+import { createQueryPool } from '../../collector/dist/query/query-pool.js';
 import { GENAI_INDEX, SCHEMA as STORE_SCHEMA } from '../../collector/dist/store/schema.js';
 import { SPAN_INSERT_COLUMNS, createRowEncoder } from '../../collector/dist/store/span-rows.js';
 import { openDatabase } from '../../collector/dist/store/span-writer.js';
@@ -453,6 +460,30 @@ async function measureQueriesAndReport(rates) {
   const byHour = await timeQueries(big.url, () => 'stats count(*), avg(durationNano) by bin(1h)', 5);
   const slowSpans = await timeQueries(big.url, () => 'filter durationNano > 990000000 | limit 100', 20);
   await big.close();
+  // The query threads' own cost: the same session query run in this thread (runQuery on a
+  // connection of its own) and through a query pool (hand-off to a thread, JSON bytes back).
+  const sessionQuery = (i) =>
+    `filter attributes.session.id = "sess-${(i * 7919) % sessions}" | sort @timestamp asc`;
+  const direct = new DatabaseSync(join(bigDir, 'collector.sqlite'), { readOnly: true });
+  const pool = await createQueryPool({
+    path: join(bigDir, 'collector.sqlite'),
+    logger: silentLogger,
+    size: 1,
+  });
+  const inThread = [];
+  const viaPool = [];
+  for (let i = 0; i < 200; i++) {
+    let t = now();
+    JSON.stringify(runQuery(direct, sessionQuery(i)));
+    inThread.push(now() - t);
+    t = now();
+    await pool.run(sessionQuery(i));
+    viaPool.push(now() - t);
+  }
+  await pool.close();
+  direct.close();
+  const workerDirect = stats(inThread.slice(20));
+  const workerPool = stats(viaPool.slice(20));
   const load = loadavg()
     .map((l) => l.toFixed(1))
     .join(' / ');
@@ -557,6 +588,18 @@ async function measureQueriesAndReport(rates) {
           ms(byHour.p50),
           ms(byHour.p95),
           fmt(byHour.scanned),
+        ],
+        [
+          'the session query in this thread (`runQuery` + `JSON.stringify`, no HTTP) (180 runs)',
+          ms(workerDirect.p50),
+          ms(workerDirect.p95),
+          fmt(bySession.scanned),
+        ],
+        [
+          `the same through a query thread (\`createQueryPool\`): overhead per query ${ms(workerPool.p50 - workerDirect.p50)} at p50 (180 runs)`,
+          ms(workerPool.p50),
+          ms(workerPool.p95),
+          fmt(bySession.scanned),
         ],
         [
           '`filter durationNano > 990000000 \\| limit 100` (20 runs)',
