@@ -57,6 +57,10 @@ describe('inbound auth', () => {
     expect(forged.status).toBe(401);
     expect(((await forged.json()) as { message: string }).message).toContain('Invalid bearer token');
 
+    const forever = await call(`Bearer ${await idp.sign({ aud: 'agents' }, undefined, undefined, false)}`);
+    expect(forever.status).toBe(401);
+    expect(((await forever.json()) as { message: string }).message).toContain('"exp" claim');
+
     const wrongIssuer = await call(
       `Bearer ${await idp.sign({ aud: 'agents' }, undefined, 'https://evil.example')}`,
     );

@@ -36,6 +36,8 @@ export interface RuntimeServerOptions {
   sandboxGid?: number;
   /** Host loopback ports a sandboxed session may reach at 127.0.0.1:<port> (fixture APIs, model stubs). */
   sandboxHostPorts?: number[];
+  /** Refuse bearer JWTs without an `exp` claim (default true). */
+  jwtRequireExp?: boolean;
   /** Per-session limits through cgroups (root runtime): memory in MiB, CPUs, processes + threads. */
   sessionMemoryMb?: number;
   sessionVcpus?: number;
@@ -167,6 +169,7 @@ export function resolveRuntimeConfig(
     sandboxUid: options.sandboxUid ?? int('AGENTRT_SANDBOX_UID', 65534, 1),
     sandboxGid: options.sandboxGid ?? int('AGENTRT_SANDBOX_GID', 65534, 1),
     sandboxHostPorts: options.sandboxHostPorts ?? ports('AGENTRT_SANDBOX_HOST_PORTS'),
+    jwtRequireExp: options.jwtRequireExp ?? bool('AGENTRT_JWT_REQUIRE_EXP', true),
     sessionMemoryMb: options.sessionMemoryMb ?? int('AGENTRT_SESSION_MEMORY_MB', 8192, 16),
     sessionVcpus: options.sessionVcpus ?? int('AGENTRT_SESSION_VCPUS', 2, 1),
     sessionPids: options.sessionPids ?? int('AGENTRT_SESSION_PIDS', 1024, 16),

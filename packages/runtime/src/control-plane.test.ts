@@ -29,6 +29,7 @@ import {
   startRuntime,
   waitFor,
 } from './test-support.js';
+import { createStore } from './control/store.js';
 
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
 const artifact = (fixture: string) => ({ containerConfiguration: { containerUri: fixtureUri(fixture) } });
@@ -516,6 +517,36 @@ describe('persistence', () => {
       expect(
         (await invokeJson(second.data, ready.agentRuntimeArn!, sessionId('after-restart'), {})).count,
       ).toBe(1);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+
+  it('settles a runtime a crashed process left in CREATING when it starts again', async () => {
+    const first = await startRuntime();
+    const ready = await createReady(first.control, 'interrupted', 'counter');
+    await first.server.close();
+    // What a crash between CreateAgentRuntime and its artifact check leaves behind.
+    const store = createStore(first.dataDir);
+    const id = ready.agentRuntimeId!;
+    const runtime = store.get('runtime', id)!;
+    const key = `${id}#${runtime.latestVersion}`;
+    store.put('runtime', id, { ...runtime, status: 'CREATING' }, '', Date.parse(runtime.createdAt));
+    store.put(
+      'version',
+      key,
+      { ...store.get('version', key)!, status: 'CREATING' },
+      id,
+      runtime.latestVersion,
+    );
+    store.close();
+    const second = await startRuntime({}, first.dataDir);
+    try {
+      expect((await pollStatus(second.control, id)).status).toBe('READY');
+      expect((await invokeJson(second.data, ready.agentRuntimeArn!, sessionId('recovered'), {})).count).toBe(
+        1,
+      );
     } finally {
       await second.close();
       await first.close();

@@ -87,7 +87,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   const store = createStore(config.dataDir);
   let origin = '';
   const sessions = createSessionManager({ config, isolation, logger, origin: () => origin });
-  const auth = createAuthenticator(config.apiKeys);
+  const auth = createAuthenticator(config.apiKeys, { requireExp: config.jwtRequireExp });
   const router = createRouter();
   telemetry.observeSessions(
     () => sessions.list(),

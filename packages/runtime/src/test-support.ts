@@ -170,12 +170,12 @@ export async function startIdp() {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const sign = (claims: Record<string, unknown>, key = privateKey, issuer = base) =>
-    new SignJWT(claims)
+  const sign = (claims: Record<string, unknown>, key = privateKey, issuer = base, expires = true) => {
+    const jwt = new SignJWT(claims)
       .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
       .setIssuer(issuer)
-      .setIssuedAt()
-      .setExpirationTime('5m')
-      .sign(key);
+      .setIssuedAt();
+    return (expires ? jwt.setExpirationTime('5m') : jwt).sign(key);
+  };
   return { base, sign, close: () => new Promise<void>((r) => server.close(() => r())) };
 }

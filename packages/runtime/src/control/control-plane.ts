@@ -136,6 +136,18 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
     }
   };
 
+  // A runtime left CREATING or UPDATING by a process that stopped mid-way would stay so for good:
+  // check its artifact again now and settle it as a live create/update would.
+  for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
+    if (runtime.status !== 'CREATING' && runtime.status !== 'UPDATING') continue;
+    const creating = runtime.status === 'CREATING';
+    logger.warn('runtime left in transition by an earlier process; settling it', {
+      runtimeId: runtime.id,
+      status: runtime.status,
+    });
+    settle(runtime.id, runtime.latestVersion, 'READY', creating ? 'CREATE_FAILED' : 'UPDATE_FAILED');
+  }
+
   const idempotent = (token: string | undefined, op: string, body: Record<string, unknown>) => {
     if (!token) return { replay: undefined, remember: () => undefined };
     const key = `${op}:${token}`;

@@ -40,7 +40,11 @@ function asList(value: unknown): string[] {
  * kind of credential → 403 "Authorization method mismatch", bad token → 401, disallowed audience or
  * client → 403.
  */
-export function createAuthenticator(apiKeys: readonly string[]): Authenticator {
+/**
+ * `requireExp`: refuse bearer tokens without an `exp` claim (a token that never expires cannot be
+ * revoked by waiting). On unless AGENTRT_JWT_REQUIRE_EXP=0.
+ */
+export function createAuthenticator(apiKeys: readonly string[], { requireExp = true } = {}): Authenticator {
   const discoveries = new Map<string, Promise<Discovery>>();
   const keys = new Set(apiKeys);
 
@@ -76,7 +80,10 @@ export function createAuthenticator(apiKeys: readonly string[]): Authenticator {
     }
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, discovery.jwks, { issuer: discovery.issuer }));
+      ({ payload } = await jwtVerify(token, discovery.jwks, {
+        issuer: discovery.issuer,
+        requiredClaims: requireExp ? ['exp'] : [],
+      }));
     } catch (error) {
       throw new RuntimeApiError(
         'UnauthorizedException',
