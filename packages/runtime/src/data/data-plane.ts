@@ -12,6 +12,7 @@ import { type Logger } from '../logger.js';
 import { type Session, type SessionManager } from '../sessions/session-manager.js';
 import { type Authenticator } from './auth.js';
 import { parseCommandRequest, runCommand } from './commands.js';
+import { relayBody } from './relay-body.js';
 import {
   type RequestParts,
   type WebSocketGateway,
@@ -302,11 +303,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
           // A streamed (chunked) answer shows its headers at once; a sized one goes out with its body.
           if (headers['content-length'] === undefined) ctx.res.flushHeaders();
           // Chunk by chunk, never buffered: SSE frames reach the caller as the worker writes them.
-          res.on('data', (chunk: Buffer) => ctx.res.write(chunk));
-          res.on('end', () => {
-            ctx.res.end();
-            done();
-          });
+          relayBody(res, ctx.res, () => done());
         },
       );
       upstream.on('error', done);
