@@ -24,7 +24,7 @@ export {
 export { type HeaderCarrier, firstHeader, headerValue } from './carrier.js';
 export { type CloudXRayPropagatorOptions, CloudXRayPropagator } from './cloud-xray-propagator.js';
 export { type SessionHeaderPropagatorOptions, SessionHeaderPropagator } from './session-header-propagator.js';
-export { MAX_SESSION_ID_LENGTH, isValidSessionId, readSessionId } from './session-id.js';
+export { MAX_SESSION_ID_LENGTH, isValidSessionId, readSessionId, sessionIdProblem } from './session-id.js';
 export { type AgentPropagatorOptions, createAgentPropagator } from './agent-propagator.js';
 export { RESTRICTED_HEADERS, RESTRICTED_HEADER_PREFIXES, isRestrictedHeader } from './restricted-headers.js';
 export { type ServerResponseState, endServerSpan } from './server-span.js';

@@ -10,14 +10,22 @@ export const MAX_SESSION_ID_LENGTH = 256;
 // in baggage, span attributes and log lines.
 const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@=+/-]*$/;
 
+/**
+ * What is wrong with a session id, or undefined when it is usable: non-empty, at most 256
+ * characters, safe characters. The one place these rules live: the runtime adds only AWS's minimum
+ * length (33), so every id the runtime accepts is one its workers' propagation accepts too.
+ */
+export function sessionIdProblem(value: string): string | undefined {
+  if (value.length === 0) return 'must not be empty';
+  if (value.length > MAX_SESSION_ID_LENGTH) return `length ${value.length} is over ${MAX_SESSION_ID_LENGTH}`;
+  if (!SESSION_ID_PATTERN.test(value))
+    return 'must start with a letter or digit and hold only letters, digits and . _ : @ = + / -';
+  return undefined;
+}
+
 /** True when `value` is a usable session id: non-empty, at most 256 characters, safe characters. */
 export function isValidSessionId(value: unknown): value is string {
-  return (
-    typeof value === 'string' &&
-    value.length > 0 &&
-    value.length <= MAX_SESSION_ID_LENGTH &&
-    SESSION_ID_PATTERN.test(value)
-  );
+  return typeof value === 'string' && sessionIdProblem(value) === undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
+import { isValidSessionId } from '@agentrt/propagation';
 import { describe, expect, it } from 'vitest';
 import { resolveRuntimeConfig } from './config.js';
-import { parseVersionConfig } from './control/validate.js';
+import { parseVersionConfig, validateSessionId } from './control/validate.js';
 import { withSessionBaggage } from './data/data-plane.js';
 import { parseSigV4 } from './data/sigv4.js';
 import { splitPath } from './http/router.js';
@@ -77,5 +78,28 @@ describe('small pieces', () => {
     expect(config.region).toBe('us-east-1');
     expect(config.apiKeys).toEqual(['a', 'b']);
     expect(config.warnings[0]).toContain('AGENTRT_MAX_SESSIONS');
+  });
+});
+
+describe('session ids: the runtime adds only the 33-char minimum to @agentrt/propagation rules', () => {
+  const long = (s: string) => s.padEnd(40, 'x');
+  it('accepts exactly the ids the worker side accepts, 33 chars and up', () => {
+    for (const id of [long('uuid-like-'), long('user:1@a.b_c=d+e/f-')])
+      expect(isValidSessionId(validateSessionId(id, false))).toBe(true);
+  });
+  it('refuses what propagation would drop, naming the field', () => {
+    for (const id of [
+      long('has space '),
+      long('"quoted"'),
+      long('comma,'),
+      long('-leading-dash'),
+      'é'.repeat(40),
+    ]) {
+      expect(isValidSessionId(id)).toBe(false);
+      expect(() => validateSessionId(id, false)).toThrow(/runtimeSessionId/);
+    }
+    expect(() => validateSessionId('short', false)).toThrow(/under 33/);
+    expect(validateSessionId('short', true)).toBe('short');
+    expect(() => validateSessionId('x'.repeat(257), true)).toThrow(/over 256/);
   });
 });

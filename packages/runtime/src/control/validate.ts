@@ -1,4 +1,4 @@
-import { AMZN_CUSTOM_HEADER_PREFIX, isRestrictedHeader } from '@agentrt/propagation';
+import { AMZN_CUSTOM_HEADER_PREFIX, isRestrictedHeader, sessionIdProblem } from '@agentrt/propagation';
 import { RuntimeApiError, validationError } from '../errors.js';
 import { type JwtAuthorizerConfig, type VersionConfig } from './store.js';
 
@@ -327,11 +327,11 @@ export function nextToken(offset: number, limit: number, total: number): string 
 
 /** Session ids: 33–256 chars (AWS), or 1–256 in lax mode. */
 export function validateSessionId(value: string, lax: boolean): string {
+  // AWS's minimum length is the runtime's only rule of its own; the rest is @agentrt/propagation's.
   const min = lax ? 1 : 33;
-  if (value.length < min || value.length > 256)
-    throw validationError('runtimeSessionId', `length ${value.length} is outside ${min}–256`);
-  if ([...value].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f))
-    throw validationError('runtimeSessionId', 'must not contain control characters');
+  if (value.length < min) throw validationError('runtimeSessionId', `length ${value.length} is under ${min}`);
+  const problem = sessionIdProblem(value);
+  if (problem) throw validationError('runtimeSessionId', problem);
   return value;
 }
 
