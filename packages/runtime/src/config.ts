@@ -36,6 +36,8 @@ export interface RuntimeServerOptions {
   sandboxGid?: number;
   /** Host loopback ports a sandboxed session may reach at 127.0.0.1:<port> (fixture APIs, model stubs). */
   sandboxHostPorts?: number[];
+  /** Host names accepted in `Host` besides loopback names, IP literals and `host` (DNS rebinding guard). */
+  allowedHosts?: string[];
   /** Refuse bearer JWTs without an `exp` claim (default true). */
   jwtRequireExp?: boolean;
   /** Per-session limits through cgroups (root runtime): memory in MiB, CPUs, processes + threads. */
@@ -169,6 +171,12 @@ export function resolveRuntimeConfig(
     sandboxUid: options.sandboxUid ?? int('AGENTRT_SANDBOX_UID', 65534, 1),
     sandboxGid: options.sandboxGid ?? int('AGENTRT_SANDBOX_GID', 65534, 1),
     sandboxHostPorts: options.sandboxHostPorts ?? ports('AGENTRT_SANDBOX_HOST_PORTS'),
+    allowedHosts:
+      options.allowedHosts ??
+      (str('AGENTRT_RUNTIME_ALLOWED_HOSTS') ?? '')
+        .split(',')
+        .map((h) => h.trim())
+        .filter(Boolean),
     jwtRequireExp: options.jwtRequireExp ?? bool('AGENTRT_JWT_REQUIRE_EXP', true),
     sessionMemoryMb: options.sessionMemoryMb ?? int('AGENTRT_SESSION_MEMORY_MB', 8192, 16),
     sessionVcpus: options.sessionVcpus ?? int('AGENTRT_SESSION_VCPUS', 2, 1),

@@ -17,6 +17,7 @@ import {
   ValidationException,
   paginateListAgentRuntimes,
 } from '@aws-sdk/client-bedrock-agentcore-control';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ROLE_ARN,
@@ -550,6 +551,54 @@ describe('persistence', () => {
     } finally {
       await second.close();
       await first.close();
+    }
+  });
+
+  it('refuses a foreign Host (DNS rebinding) and cross-site state-changing requests, not plain clients', async () => {
+    const rt = await startRuntime({ allowedHosts: ['runtime'] });
+    const send = (headers: Record<string, string>, method = 'POST') =>
+      new Promise<{ status: number; type: string | undefined; body: string }>((resolve, reject) => {
+        const url = new URL(`${rt.server.url}/runtimes`);
+        const req = httpRequest(
+          { host: url.hostname, port: url.port, path: '/runtimes/', method, headers },
+          (res) => {
+            let body = '';
+            res.on('data', (c: Buffer) => (body += c.toString()));
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode!,
+                type: res.headers['x-amzn-errortype'] as string | undefined,
+                body,
+              }),
+            );
+          },
+        );
+        req.on('error', reject);
+        req.end(method === 'POST' ? '{}' : undefined);
+      });
+    try {
+      const rebound = await send({ host: 'attacker.example:8787' }, 'GET');
+      expect(rebound.status).toBe(403);
+      expect(rebound.type).toBe('AccessDeniedException');
+      expect(rebound.body).toContain('AGENTRT_RUNTIME_ALLOWED_HOSTS');
+      const csrf = await send({
+        host: 'localhost',
+        origin: 'https://attacker.example',
+        'content-type': 'text/plain',
+      });
+      expect(csrf.status).toBe(403);
+      expect(csrf.body).toContain('cross-site');
+      // By service name, and by a plain client without Origin: ListAgentRuntimes (POST /runtimes/) answers.
+      for (const host of ['runtime:8787', '127.0.0.1']) {
+        const ok = await send({ host, 'content-type': 'application/json' });
+        expect(ok.status).toBe(200);
+        expect(ok.body).toContain('agentRuntimes');
+      }
+      // A loopback name passes the guard and reaches the router (which knows no GET there).
+      const routed = await send({ host: 'localhost:1' }, 'GET');
+      expect(routed.body).toContain('method GET is not allowed');
+    } finally {
+      await rt.close();
     }
   });
 });

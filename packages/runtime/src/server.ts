@@ -9,6 +9,7 @@ import { createAuthenticator } from './data/auth.js';
 import { registerDataPlane } from './data/data-plane.js';
 import { registerActiveSessions } from './local/active-sessions.js';
 import { RuntimeApiError } from './errors.js';
+import { guardRuntimeRequest } from './http/request-guard.js';
 import { createRouter } from './http/router.js';
 import { sendJson } from './http/http-util.js';
 import { type Logger, createLogger } from './logger.js';
@@ -129,6 +130,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
       name === null ? UNTRACED_OPERATION : telemetry.startOperation(name, req, res, requestId);
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
+      guardRuntimeRequest(req, config);
       if (found === undefined) throw matchError;
       if (!('handler' in found)) {
         throw found.methodMismatch
@@ -150,6 +152,15 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
     (req, res) => void handle(req, res),
   );
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    try {
+      guardRuntimeRequest(req, config, { upgrade: true });
+    } catch (error) {
+      const { status, message } = error as RuntimeApiError;
+      socket.end(
+        `HTTP/1.1 ${status} Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${message}\n`,
+      );
+      return;
+    }
     void webSockets.handleUpgrade(req, socket, head);
   });
   await new Promise<void>((resolve, reject) => {
