@@ -25,12 +25,12 @@ const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 let sessionSeq = 0;
 const newSession = () => `bench-session-${process.pid}-${++sessionSeq}-${'0'.repeat(24)}`;
 
-function httpCall(port, method, path, body, headers = {}) {
+/** `to`: a loopback port, or `{ socketPath }` for a sandboxed worker (its session's bridge socket). */
+function httpCall(to, method, path, body, headers = {}) {
   return new Promise((resolve, reject) => {
     const req = request(
       {
-        host: '127.0.0.1',
-        port,
+        ...(typeof to === 'number' ? { host: '127.0.0.1', port: to } : { socketPath: to.socketPath }),
         method,
         path,
         agent,
@@ -173,14 +173,36 @@ function groupStats(pgid) {
   return { rssBytes, cpuMs: ticks * 10 }; // USER_HZ is 100 on Linux
 }
 
+/** RSS and CPU of this process's children named `comm` (the sandboxes' slirp4netns). */
+function helperStats(comm) {
+  let rssBytes = 0;
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (name !== comm || Number(fields[1]) !== process.pid) continue;
+      ticks += Number(fields[11]) + Number(fields[12]);
+      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'));
+      if (rss) rssBytes += Number(rss[1]) * 1024;
+    } catch {
+      // the process went away while we looked
+    }
+  }
+  return { rssBytes, cpuMs: ticks * 10 };
+}
+
 const rows = [];
 const loadBefore = os.loadavg()[0];
 const started = performance.now();
 
 // Cold starts, interleaved round by round (bare, no isolation, sandbox, sandbox + pool) so that the
 // machine's changing load hits every variant alike.
-let isolationMode = 'none';
-const cold = await withRuntime({ isolation: 'none' }, (plainRt) =>
+let isolationMode = 'unsafe-process';
+let perSession;
+const cold = await withRuntime({ isolation: 'unsafe-process' }, (plainRt) =>
   withRuntime({ isolation: 'auto' }, (boxRt) =>
     withRuntime({ isolation: 'auto', warmPoolSize: 2 }, async (poolRt) => {
       isolationMode = boxRt.server.isolation;
@@ -191,6 +213,21 @@ const cold = await withRuntime({ isolation: 'none' }, (plainRt) =>
         out.sandboxed.push(...(await coldStarts(boxRt, 1, false)));
         out.pooled.push(...(await coldStarts(poolRt, 1, true)));
       }
+      // What each live session costs, sandboxed or not: its process group, plus the sandbox's
+      // slirp4netns, which is the runtime's child outside the group.
+      // Cold-start sessions are stopped after each sample: keep three alive on each to measure.
+      for (const rt of [plainRt, boxRt]) for (let i = 0; i < 3; i++) await rt.invoke(newSession());
+      const cost = (rt, helpers) => {
+        const live = rt.server.sessions();
+        const groups = live.map((s) => groupStats(s.worker.pid));
+        const extra = helpers ? helperStats('slirp4netns') : { rssBytes: 0, cpuMs: 0 };
+        const sum = (k) => groups.reduce((a, g) => a + g[k], 0);
+        return {
+          rssBytes: (sum('rssBytes') + extra.rssBytes) / live.length,
+          cpuMs: (sum('cpuMs') + extra.cpuMs) / live.length,
+        };
+      };
+      perSession = { plain: cost(plainRt, false), sandboxed: cost(boxRt, true) };
       return out;
     }),
   ),
@@ -205,6 +242,13 @@ const coldRow = (label, values, note = '') => [
 rows.push(coldRow('cold start: bare `node agent` spawn + /ping (baseline, no runtime)', cold.bare));
 rows.push(coldRow('cold start: runtime, process-group isolation', cold.plain));
 rows.push(coldRow(`cold start: runtime, ${isolationMode} isolation`, cold.sandboxed));
+rows.push([
+  `isolation cost per session (${isolationMode} sandbox vs process-group)`,
+  `+${(pct(cold.sandboxed, 50) - pct(cold.plain, 50)).toFixed(0)} ms start`,
+  '',
+  `${(perSession.sandboxed.rssBytes / perSession.plain.rssBytes).toFixed(2)}× RSS, ${(perSession.sandboxed.cpuMs / Math.max(1, perSession.plain.cpuMs)).toFixed(2)}× CPU`,
+  `RSS ${(perSession.plain.rssBytes / 2 ** 20).toFixed(1)} → ${(perSession.sandboxed.rssBytes / 2 ** 20).toFixed(1)} MiB, CPU to start ${perSession.plain.cpuMs.toFixed(0)} → ${perSession.sandboxed.cpuMs.toFixed(0)} ms (bwrap, setpriv, socat bridges, slirp4netns)`,
+]);
 rows.push(
   coldRow(
     `cold start: runtime, ${isolationMode} + warm pool (2)`,
@@ -217,11 +261,17 @@ rows.push(
 const warm = await withRuntime({ isolation: 'auto' }, async ({ server, invoke }) => {
   const sessionId = newSession();
   await invoke(sessionId);
-  const port = server.sessions()[0].worker.port;
+  const { worker } = server.sessions()[0];
   const direct = () =>
-    httpCall(port, 'POST', '/invocations', '{}', {
-      'x-amzn-bedrock-agentcore-runtime-session-id': sessionId,
-    });
+    httpCall(
+      worker.socketPath ? { socketPath: worker.socketPath } : worker.port,
+      'POST',
+      '/invocations',
+      '{}',
+      {
+        'x-amzn-bedrock-agentcore-runtime-session-id': sessionId,
+      },
+    );
   for (let i = 0; i < 100; i++) await Promise.all([invoke(sessionId), direct()]); // warm-up
   const via = [];
   const straight = [];
@@ -249,7 +299,7 @@ const warm = await withRuntime({ isolation: 'auto' }, async ({ server, invoke })
 });
 const overhead = pct(warm.via, 50) - pct(warm.straight, 50);
 rows.push([
-  'warm invoke: worker directly (baseline)',
+  'warm invoke: worker directly (baseline; sandboxed: through its session socket)',
   ms(pct(warm.straight, 50)),
   ms(pct(warm.straight, 95)),
   '1.00×',
