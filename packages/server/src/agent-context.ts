@@ -14,6 +14,7 @@ import {
   propagation,
   trace,
 } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { RPCType, getRPCMetadata } from '@opentelemetry/core';
 import {
   BAGGAGE_HEADER,
@@ -45,6 +46,15 @@ export interface AgentContextOptions {
   traceRequest?: (ctx: KoaContext) => boolean;
   /** Where malformed-header notes go (at debug level). Default: OpenTelemetry `diag`. */
   logger?: Logger;
+  /**
+   * When no OpenTelemetry SDK is registered at the first request, register what the middleware needs
+   * to work on its own: an AsyncLocalStorage context manager and, unless one is set, the agentrt
+   * propagator (W3C trace context and baggage, X-Ray, the session header), and say so once on
+   * stderr. Then `getActiveSessionId()` and outgoing instrumented calls see the request's context
+   * without the `@agentrt/instrument` preload. Default true; `createApp()` passes false (its
+   * entrypoint gets the session in its context argument).
+   */
+  setUpContext?: boolean;
 }
 
 /** What {@link agentContext} found, kept on `ctx.state.agentrt` for later middleware. */
@@ -91,9 +101,14 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
   const traceRequest = options.traceRequest ?? ((ctx: KoaContext) => !isPing(ctx));
   const logger = options.logger ?? diagLogger;
   const tracer = (options.tracerProvider ?? trace).getTracer(TRACER_NAME);
+  let checkedSetUp = options.setUpContext === false;
 
   return async function agentContextMiddleware(ctx, next) {
     if (!traceRequest(ctx)) return next();
+    if (!checkedSetUp) {
+      checkedSetUp = true;
+      setUpContextWithoutSdk(propagator);
+    }
     const headers = ctx.req.headers;
     const sdk = options.tracerProvider !== undefined || telemetryActive();
     if (!sdk && !hasContextHeaders(headers)) {
@@ -211,6 +226,28 @@ function telemetryActive(): boolean {
   const provider = trace.getTracerProvider();
   const delegate = provider instanceof ProxyTracerProvider ? provider.getDelegate() : provider;
   return delegate !== NOOP_TRACER_PROVIDER;
+}
+
+let standaloneNoticeShown = false;
+
+/**
+ * With no context manager registered (no SDK), registers an AsyncLocalStorage one, and the agentrt
+ * propagator when the global one is the no-op; says so once per process. Does nothing when an SDK
+ * (or anyone) already registered a context manager.
+ */
+function setUpContextWithoutSdk(propagator: TextMapPropagator): void {
+  if (context.with(PROBE, () => context.active()) === PROBE) return;
+  const registered = context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const withPropagator = propagation.fields().length === 0 && propagation.setGlobalPropagator(propagator);
+  if (registered && !standaloneNoticeShown) {
+    standaloneNoticeShown = true;
+    process.stderr.write(
+      '@agentrt/server: no OpenTelemetry SDK is registered, so agentContext() registered an ' +
+        `AsyncLocalStorage context manager${withPropagator ? ' and the agentrt propagator (W3C trace context, baggage, X-Ray, session header)' : ''}; ` +
+        'getActiveSessionId() and outgoing calls now see each request. For spans and export, start the ' +
+        'app with --require @agentrt/instrument.\n',
+    );
+  }
 }
 
 function hasContextHeaders(headers: Readonly<Record<string, unknown>>): boolean {

@@ -307,6 +307,7 @@ export function createApp(entrypoint: Entrypoint, options: AgentAppOptions = {})
   koa.use(
     agentContext({
       logger,
+      setUpContext: false,
       ...(options.propagator ? { propagator: options.propagator } : {}),
       ...(options.tracerProvider ? { tracerProvider: options.tracerProvider } : {}),
     }),
