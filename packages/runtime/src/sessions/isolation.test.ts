@@ -29,6 +29,33 @@ describe('sandbox view helpers', () => {
   });
 });
 
+describe('planSandbox', () => {
+  it('refuses a session dir too long for its Unix sockets, naming the setting to change', () => {
+    expect(() =>
+      planSandbox({
+        isolation: {
+          mode: 'bwrap',
+          network: 'allowlist-only',
+          reason: '',
+          off: [],
+          pdeathsig: false,
+          hostIds: undefined,
+          cgroups: undefined,
+        },
+        argv: ['node'],
+        cwd: '/',
+        sessionDir: `/tmp/${'d'.repeat(100)}`,
+        readablePaths: [],
+        hostPorts: [],
+        otlpPort: 4318,
+        hiddenDirs: [],
+        workerId: 'long',
+        limits: { memoryBytes: 1, vcpus: 1, pids: 1 },
+      }),
+    ).toThrow(/too long for its Unix sockets .*AGENTRT_DATA_DIR/);
+  });
+});
+
 describe('stampOtlp (the per-session telemetry relay)', () => {
   const stamp = { sessionId: 'session-a', runtimeArn: 'arn:rt', serviceName: 'svc' };
   const attrs = (entry: unknown) =>

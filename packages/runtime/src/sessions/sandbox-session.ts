@@ -7,6 +7,8 @@ import { type SessionCgroup, type SessionLimits, createSessionCgroup } from './c
 import { type Isolation, dropPrivileges, isolate } from './isolation.js';
 import { SANDBOX_ID, SANDBOX_WORKER_PORT, sandboxViewArgs } from './sandbox-view.js';
 
+/** sun_path holds 108 bytes including the terminating NUL. */
+const MAX_SOCKET_PATH_BYTES = 107;
 /** slirp4netns's built-in DNS forwarder inside the namespace. */
 const SLIRP_DNS = '10.0.2.3';
 
@@ -63,6 +65,14 @@ export function storageDirOf(dataDir: string, runtimeId: string, sessionId: stri
  */
 export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
   const { isolation, sessionDir } = options;
+  // Linux caps a Unix socket path at 107 bytes: check the longest one this session will get.
+  const names = ['worker.sock', ...options.hostPorts.map((p) => `port-${p}.sock`)];
+  if (options.otlpRelay) names.push(`port-${options.otlpPort}.sock`);
+  const longest = Math.max(...names.map((n) => Buffer.byteLength(join(sessionDir, 'run', n))));
+  if (longest > MAX_SOCKET_PATH_BYTES)
+    throw new Error(
+      `the session dir ${sessionDir} is too long for its Unix sockets (${longest} > ${MAX_SOCKET_PATH_BYTES} bytes): use a shorter AGENTRT_DATA_DIR`,
+    );
   for (const dir of ['home', 'tmp', 'run']) ownDir(join(sessionDir, dir), isolation);
   mkdirSync(join(sessionDir, 'etc'), { recursive: true });
   const etcFiles = ['passwd', 'group'];
