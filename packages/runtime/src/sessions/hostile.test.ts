@@ -9,6 +9,7 @@ import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
 import { createReady, invokeJson, sdkClients, sessionId, waitFor } from '../test-support.js';
 
 const main = resolve(fileURLToPath(import.meta.url), '..', '..', '..', 'dist', 'main.js');
@@ -223,6 +224,31 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
     expect(attrs['session.id']).toBe(sessionId('telemetry'));
     expect(attrs['cloud.resource_id']).toBe(arn);
     expect(attrs['service.name']).toBe('hostile');
+  });
+
+  it('keeps sessionStorage across StopRuntimeSession, removes the rest, and shows it to no other session', async () => {
+    const stored = (
+      await createReady(clients.control, 'hostile_storage', 'hostile', {
+        filesystemConfigurations: [{ sessionStorage: { mountPath: '/mnt/workspace' } }],
+      })
+    ).agentRuntimeArn!;
+    const run = async (session: string, command: string): Promise<Shell> =>
+      (await invokeJson(clients.data, stored, sessionId(session), { sh: command })) as Shell;
+    const wrote = await run(
+      'storage-a',
+      'echo kept > /mnt/workspace/notes.txt && echo scratch > "$HOME/scratch.txt" && echo ok',
+    );
+    expect(wrote.stdout.trim()).toBe('ok');
+    await clients.data.send(
+      new StopRuntimeSessionCommand({ agentRuntimeArn: stored, runtimeSessionId: sessionId('storage-a') }),
+    );
+    const after = await run(
+      'storage-a',
+      'cat /mnt/workspace/notes.txt; cat "$HOME/scratch.txt" 2>/dev/null || echo scratch-gone',
+    );
+    expect(after.stdout.split('\n').filter(Boolean)).toEqual(['kept', 'scratch-gone']);
+    const other = await run('storage-b', 'ls -A /mnt/workspace; echo listed');
+    expect(other.stdout.trim()).toBe('listed');
   });
 
   // cgroups need a root runtime here; as an ordinary user the runtime says the limits are off.
