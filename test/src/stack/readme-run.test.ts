@@ -35,7 +35,7 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { allReadmeBlocks, type ShellBlock } from './readme-commands.js';
@@ -133,11 +133,13 @@ async function runSession(name: string, steps: SandboxStep[]): Promise<SandboxRe
       '--proc',
       '/proc',
       '--bind',
-      data,
-      join(repoRoot, '.data'),
-      '--bind',
       join(scratch, 'tmp'),
       '/tmp',
+      // A checkout under /tmp (a `mktemp -d` clone) would vanish behind the sandbox's own /tmp.
+      ...(isInside(repoRoot, '/tmp') ? ['--bind', repoRoot, repoRoot] : []),
+      '--bind',
+      data,
+      join(repoRoot, '.data'),
       '--unshare-net',
       '--unshare-pid',
       '--die-with-parent',
@@ -166,6 +168,11 @@ async function runSession(name: string, steps: SandboxStep[]): Promise<SandboxRe
   tally.run += new Set(results.map((r) => `${r.file}:${r.line}`)).size;
   tally.files += steps.filter((s) => s.kind === 'file').length;
   return results;
+}
+
+function isInside(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
 }
 
 function failures(results: SandboxResult[]): string[] {
