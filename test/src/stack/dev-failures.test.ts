@@ -29,6 +29,8 @@ describe('agentrt dev when a service fails', () => {
       'examples/models',
       'examples/sdk-agent',
       'examples/custom-agent',
+      'examples/mcp-server',
+      'examples/a2a-agent',
     ]) {
       await mkdir(join(root, path, '..'), { recursive: true });
       await symlink(join(repoRoot, path), join(root, path));
