@@ -195,11 +195,13 @@ export function detectIsolation({
  * The shell that runs as the sandbox's first process: it bridges the worker's port to a Unix socket
  * in the session's run dir (the only way in), and each allowlisted host port from loopback inside
  * the namespace to a Unix socket the runtime serves, then becomes the worker. `$1` is the
- * space-separated port list; the rest is the worker's argv.
+ * space-separated port list; the rest is the worker's argv. The worker bridge logs nowhere: until the
+ * worker listens, every readiness probe is a refused connect, and its log lines would push the
+ * worker's own start-up output out of the tail a failed start reports.
  */
 const BRIDGE_SCRIPT = [
   'ports=$1; shift',
-  `socat UNIX-LISTEN:${SANDBOX_RUN_DIR}/worker.sock,fork,mode=600,unlink-early TCP:127.0.0.1:${SANDBOX_WORKER_PORT} &`,
+  `socat -lf /dev/null UNIX-LISTEN:${SANDBOX_RUN_DIR}/worker.sock,fork,mode=600,unlink-early TCP:127.0.0.1:${SANDBOX_WORKER_PORT} &`,
   'for p in $ports; do',
   `  socat TCP-LISTEN:$p,bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${SANDBOX_RUN_DIR}/port-$p.sock &`,
   'done',
