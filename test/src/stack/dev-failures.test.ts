@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -21,17 +21,12 @@ describe('agentrt dev when a service fails', () => {
     root = await mkdtemp(join(tmpdir(), 'agentrt-dev-fail-'));
     dataDir = join(root, '.data');
     marker = root;
-    for (const path of [
-      'package.json',
-      'node_modules',
-      'collector',
-      'packages',
-      'examples/models',
-      'examples/sdk-agent',
-      'examples/custom-agent',
-      'examples/mcp-server',
-      'examples/a2a-agent',
-    ]) {
+    // Every example but the weather service is the real one: `agentrt dev` hosts several of them,
+    // and a new example it registers must not need this list edited.
+    const examples = (await readdir(join(repoRoot, 'examples'), { withFileTypes: true }))
+      .filter((e) => e.isDirectory() && e.name !== 'weather')
+      .map((e) => `examples/${e.name}`);
+    for (const path of ['package.json', 'node_modules', 'collector', 'packages', ...examples]) {
       await mkdir(join(root, path, '..'), { recursive: true });
       await symlink(join(repoRoot, path), join(root, path));
     }

@@ -1,11 +1,9 @@
-import { createSign, generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type RuntimeServer, createRuntimeServer } from '@agentrt/runtime';
+import { startIdp } from '@agentrt/runtime/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../main.js';
 
@@ -23,31 +21,6 @@ createServer((req, res) => {
   });
 }).listen(Number(process.env.PORT), '0.0.0.0');
 `;
-
-const b64url = (value: unknown) =>
-  Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
-
-/** A local OpenID provider (discovery + JWKS) and an RS256 signer for its tokens. */
-async function startIdp() {
-  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' };
-  let base = '';
-  const server: Server = createServer((req, res) => {
-    res.setHeader('content-type', 'application/json');
-    if (req.url === '/.well-known/openid-configuration')
-      return res.end(JSON.stringify({ issuer: base, jwks_uri: `${base}/jwks.json` }));
-    if (req.url === '/jwks.json') return res.end(JSON.stringify({ keys: [jwk] }));
-    res.writeHead(404).end('{}');
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const sign = (claims: Record<string, unknown>) => {
-    const now = Math.floor(Date.now() / 1000);
-    const head = `${b64url({ alg: 'RS256', kid: 'k1', typ: 'JWT' })}.${b64url({ iss: base, iat: now, exp: now + 300, ...claims })}`;
-    return `${head}.${createSign('RSA-SHA256').update(head).sign(privateKey).toString('base64url')}`;
-  };
-  return { base, sign, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 async function run(args: string[], env: Record<string, string>) {
   let stdout = '';
@@ -166,7 +139,7 @@ describe('agentrt runtime / invoke / sessions: what the API can do', () => {
     const without = await run(['invoke', 'jwt_agent', '{}', '--session', session], env);
     expect(without.code).toBe(1);
     expect(without.stderr).toMatch(/UnauthorizedException \(401\)/);
-    const token = idp.sign({ aud: 'agents', client_id: 'web-app', sub: 'user-1' });
+    const token = await idp.sign({ aud: 'agents', client_id: 'web-app', sub: 'user-1' });
     const withToken = await run(['invoke', 'jwt_agent', '{}', '--session', session, '--bearer', token], env);
     expect(withToken.stderr).toBe(`session ${session}\n`);
     expect(JSON.parse(withToken.stdout)).toEqual({ count: 1, release: 'one' });
@@ -263,7 +236,7 @@ describe('agentrt runtime / invoke / sessions: what the API can do', () => {
     });
     expect(json.sessions[0].rssBytes).toBeGreaterThan(1_000_000);
     expect(json.sessions[0].cpuSeconds).toBeGreaterThanOrEqual(0);
-    const token = idp.sign({ aud: 'agents', client_id: 'web-app', sub: 'user-1' });
+    const token = await idp.sign({ aud: 'agents', client_id: 'web-app', sub: 'user-1' });
     const unauthorized = await run(['sessions', 'stop', session], env);
     expect(unauthorized.code).toBe(1);
     expect(unauthorized.stderr).toMatch(/UnauthorizedException \(401\)/);
