@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { detectIsolation } from './isolation.js';
 import { stampOtlp } from './otlp-relay.js';
-import { planSandbox } from './sandbox-session.js';
+import { planSandbox, sandboxUserCannotRead } from './sandbox-session.js';
 import { dependencyPaths, outermost } from './sandbox-view.js';
 
 describe('sandbox view helpers', () => {
@@ -53,6 +53,59 @@ describe('planSandbox', () => {
         limits: { memoryBytes: 1, vcpus: 1, pids: 1 },
       }),
     ).toThrow(/too long for its Unix sockets .*AGENTRT_DATA_DIR/);
+  });
+});
+
+describe('the sandbox user reading the artifact (root runtime)', () => {
+  const ids = { uid: 65534, gid: 65534 };
+  const isolation = {
+    mode: 'bwrap' as const,
+    network: 'allowlist-only' as const,
+    reason: '',
+    off: [],
+    pdeathsig: false,
+    hostIds: ids,
+    cgroups: undefined,
+  };
+
+  it('names the file, its mode and the settings when the artifact is not readable by that user', () => {
+    const root = mkdtempSync(join(os.tmpdir(), 'agentrt-unreadable-'));
+    try {
+      const app = join(root, 'app');
+      mkdirSync(join(app, 'dist'), { recursive: true });
+      const main = join(app, 'dist', 'main.js');
+      writeFileSync(main, 'console.log(1)');
+      chmodSync(app, 0o755);
+      chmodSync(main, 0o600);
+      const plan = () =>
+        planSandbox({
+          isolation,
+          argv: [process.execPath, main],
+          cwd: app,
+          sessionDir: join(root, 's'),
+          readablePaths: [],
+          hostPorts: [],
+          otlpPort: 4318,
+          hiddenDirs: [],
+          workerId: 'unreadable',
+          limits: { memoryBytes: 1, vcpus: 1, pids: 1 },
+        });
+      expect(plan).toThrow(
+        /host uid 65534\) cannot read the artifact: .*main\.js \(mode 0600, .*AGENTRT_SANDBOX_UID/,
+      );
+      chmodSync(main, 0o644);
+      chmodSync(join(app, 'dist'), 0o700);
+      expect(sandboxUserCannotRead(app, [process.execPath, main], ids)).toMatch(/dist \(mode 0700/);
+      chmodSync(join(app, 'dist'), 0o711);
+      expect(sandboxUserCannotRead(app, [process.execPath, main], ids)).toBeUndefined();
+      chmodSync(app, 0o700);
+      expect(sandboxUserCannotRead(app, [process.execPath, main], ids)).toMatch(/app \(mode 0700/);
+      // The owner's own bits apply to the owner, whatever the others may do.
+      const owner = { uid: process.getuid!(), gid: 65534 };
+      expect(sandboxUserCannotRead(app, [process.execPath, main], owner)).toBeUndefined();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { type Server, connect, createServer } from 'node:net';
-import { join } from 'node:path';
+import { dirname, isAbsolute, join, relative } from 'node:path';
 import { type SessionCgroup, type SessionLimits, createSessionCgroup } from './cgroups.js';
 import { type Isolation, dropPrivileges, isolate } from './isolation.js';
 import { SANDBOX_ID, SANDBOX_WORKER_PORT, sandboxViewArgs } from './sandbox-view.js';
@@ -52,6 +52,43 @@ function ownDir(path: string, isolation: Isolation, mode = 0o700): void {
   if (isolation.hostIds) chownSync(path, isolation.hostIds.uid, isolation.hostIds.gid);
 }
 
+/** Whether the mode bits let `ids` (no supplementary groups, no capabilities) do `want` (4 r, 1 x). */
+function permits(path: string, ids: { uid: number; gid: number }, want: number): string | undefined {
+  const info = statSync(path, { throwIfNoEntry: false });
+  if (!info) return undefined; // absent: the worker's own error says so
+  const bits = info.uid === ids.uid ? info.mode >> 6 : info.gid === ids.gid ? info.mode >> 3 : info.mode;
+  if ((bits & want) === want) return undefined;
+  const mode = (info.mode & 0o777).toString(8).padStart(4, '0');
+  return `${path} (mode ${mode}, owner ${info.uid}:${info.gid})`;
+}
+
+/**
+ * When the runtime is root its sandboxes run as another host user, who may not be able to read an
+ * artifact a root shell created (umask 077, a checkout under /root): say so before the worker fails
+ * with a bare EACCES. Only the artifact dir and the files of the command inside it are checked; the
+ * folders above it are bwrap's own inside the sandbox.
+ */
+export function sandboxUserCannotRead(
+  cwd: string,
+  argv: readonly string[],
+  ids: { uid: number; gid: number },
+): string | undefined {
+  const blocked = permits(cwd, ids, 5);
+  if (blocked) return blocked;
+  for (const arg of argv) {
+    if (!isAbsolute(arg)) continue;
+    const inside = relative(cwd, arg);
+    if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) continue;
+    for (let dir = dirname(arg); dir !== cwd && dir.length > cwd.length; dir = dirname(dir)) {
+      const deny = permits(dir, ids, 1);
+      if (deny) return deny;
+    }
+    const deny = permits(arg, ids, 4);
+    if (deny) return deny;
+  }
+  return undefined;
+}
+
 /** A folder for one session's sessionStorage: stable per runtime + session id, outside the session dir. */
 export function storageDirOf(dataDir: string, runtimeId: string, sessionId: string): string {
   const hash = createHash('sha256').update(sessionId).digest('hex').slice(0, 32);
@@ -72,6 +109,12 @@ export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
   if (longest > MAX_SOCKET_PATH_BYTES)
     throw new Error(
       `the session dir ${sessionDir} is too long for its Unix sockets (${longest} > ${MAX_SOCKET_PATH_BYTES} bytes): use a shorter AGENTRT_DATA_DIR`,
+    );
+  const ids = isolation.hostIds;
+  const unreadable = ids && sandboxUserCannotRead(options.cwd, options.argv, ids);
+  if (unreadable)
+    throw new Error(
+      `the sandbox user (host uid ${ids.uid}) cannot read the artifact: ${unreadable}. Make it readable (chmod -R o+rX <dir>), or set AGENTRT_SANDBOX_UID/AGENTRT_SANDBOX_GID to a user that can read it`,
     );
   for (const dir of ['home', 'tmp', 'run']) ownDir(join(sessionDir, dir), isolation);
   mkdirSync(join(sessionDir, 'etc'), { recursive: true });
