@@ -6,6 +6,7 @@ import { resolveField } from './fields.js';
 import { parseQuery } from './parser.js';
 import { DEFAULT_COLUMNS, DEFAULT_LIMIT, type QueryPlan, type StatsPlan, planQuery } from './plan.js';
 import { QueryError } from './query-error.js';
+import { deadlineError, isDeadlineStop, withDeadline } from './sqlite-deadline.js';
 import { type Fragment, scanSql, statsDiscSql, statsKthSql, statsSql, statsWindowSql } from './sqlite-sql.js';
 
 export interface QueryOptions {
@@ -179,9 +180,29 @@ export const recordGetter: Getter = (row, path) => resolveField(row as SpanRecor
 export const objectGetter: Getter = (row, path) =>
   Object.hasOwn(row as object, path) ? (row as Record<string, unknown>)[path] : undefined;
 
-/** Parses and runs a query over the span table. Throws QueryError for bad queries. */
+/**
+ * Parses and runs a query over the span table. Throws QueryError for bad queries and for one that
+ * runs past `maxQueryMs`: between rows the engine checks its budget, and inside one statement
+ * SQLite stops at the deadline itself (sqlite-deadline.ts).
+ */
 export function runQuery(db: DatabaseSync, query: string, options: QueryOptions = {}): QueryResponse {
   const started = performance.now();
+  const deadline = started + (options.maxQueryMs ?? 30_000);
+  try {
+    return withDeadline(db, deadline, () => runPlanned(db, query, options, started, deadline));
+  } catch (error) {
+    if (isDeadlineStop(error)) throw deadlineError(started);
+    throw error;
+  }
+}
+
+function runPlanned(
+  db: DatabaseSync,
+  query: string,
+  options: QueryOptions,
+  started: number,
+  deadline: number,
+): QueryResponse {
   const plan = planQuery(parseQuery(query), { ...options, hotColumns: hotColumnsUsable(db) });
   const { rest, paths, stopAfter } = plan;
   const index = new Map(paths.map((p, i) => [p, i]));
@@ -191,14 +212,7 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
   const rows: unknown[] = [];
   let scanned = 0;
   const filter = plan.residual;
-  const deadline = started + (options.maxQueryMs ?? 30_000);
-  const overBudget = (): QueryError =>
-    new QueryError(
-      `query stopped after ${Math.round(performance.now() - started)} ms and ${scanned} records; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
-      0,
-      [],
-      'QueryError',
-    );
+  const overBudget = (): QueryError => deadlineError(started, scanned);
   const checkBudget = (): void => {
     if (scanned % BUDGET_CHECK_ROWS === 0 && performance.now() > deadline) throw overBudget();
   };
@@ -218,7 +232,7 @@ export function runQuery(db: DatabaseSync, query: string, options: QueryOptions 
   const sqlStats = first?.type === 'stats' && plan.stats ? statsInSql(db, first, plan.stats) : undefined;
   if (sqlStats) {
     scanned = sqlStats.scanned;
-    // One SQL statement cannot be interrupted half-way; a query over its budget still fails.
+    // SQLite stops the scan at the deadline; a sort or grouping after it that ran past still fails.
     if (performance.now() > deadline) throw overBudget();
   } else if (useRecord) {
     const { stmt, params } = prepare(db, scanSql(plan.scan));

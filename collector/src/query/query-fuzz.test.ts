@@ -12,7 +12,8 @@ import { QueryError } from './query-error.js';
 const WORDS = new Set(
   (
     'SELECT FROM WHERE AND IN IS NOT NULL AS ORDER BY ASC DESC LIMIT OFFSET GROUP DISTINCT OVER PARTITION ' +
-    'EXPLAIN QUERY PLAN count total avg min max coalesce percentile_disc row_number ceil'
+    'EXPLAIN QUERY PLAN count total avg min max coalesce percentile_disc row_number ceil OR ' +
+    'agentrt_deadline_check'
   ).split(' '),
 );
 const IDENTS = new Set<string>([...SPAN_COLUMNS, 'spans', 'n', 'v', 'rn', 'c']);
@@ -20,7 +21,7 @@ const ALIAS = /^[kac]\d+$/;
 const NUMBERS = new Set(['1', '100.0']);
 /** Constant statements (no plan involved). */
 const CONSTANT = new Set(['SELECT 1 FROM spans WHERE hot_odd = 1 LIMIT 1', 'SELECT percentile_disc(1, 0.5)']);
-const TOKEN = /\s+|"((?:[^"]|"")*)"|[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|->|!=|<=|>=|[?(),*/=<>]|./gy;
+const TOKEN = /\s+|"((?:[^"]|"")*)"|[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|->|!=|<=|>=|[?(),*/=<>&]|./gy;
 
 /** Throws unless `text` is made only of the planned shape's tokens. */
 function assertPlannedShape(text: string): void {
@@ -37,7 +38,7 @@ function assertPlannedShape(text: string): void {
       if (!WORDS.has(t)) throw new Error(`word ${t} outside the plan in: ${text}`);
     } else if (/^\d/.test(t)) {
       if (!NUMBERS.has(t)) throw new Error(`number ${t} spliced into: ${text}`);
-    } else if (!['?', '(', ')', ',', '*', '/', '=', '!=', '<', '<=', '>', '>=', '->'].includes(t)) {
+    } else if (!['?', '(', ')', ',', '*', '/', '=', '!=', '<', '<=', '>', '>=', '->', '&'].includes(t)) {
       throw new Error(`character ${JSON.stringify(t)} outside the plan in: ${text}`);
     }
   }

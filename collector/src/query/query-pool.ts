@@ -1,7 +1,8 @@
 // Queries run on worker threads, each with its own read-only SQLite connection, so a heavy query
 // never holds up ingest, the UI or health checks on the main thread. Every query has a deadline
-// that really stops it: the engine's own budget stops a scan between rows, and past a grace period
-// the thread is terminated (a statement SQLite cannot interrupt) and a fresh one takes its place.
+// that really stops it: the engine's own budget stops a scan between rows, SQLite stops a single
+// long statement itself (sqlite-deadline.ts), and past a grace period the thread is terminated (the
+// sort after a scan, which no check reaches) and a fresh one takes its place.
 import { Worker } from 'node:worker_threads';
 import { HttpError } from '../http/http-error.js';
 import type { Logger } from '../logger.js';
@@ -213,8 +214,8 @@ export async function createQueryPool(options: QueryPoolOptions) {
           ? { type: 'check', id: job.id }
           : { type: 'query', id: job.id, query: job.query, options: job.options }) satisfies QueryRequest,
       );
-      // The engine stops its own scan at the deadline; a statement it cannot interrupt (one big
-      // GROUP BY) ends with the thread.
+      // The engine and SQLite stop the scan at the deadline; what neither reaches (SQLite's sort of
+      // what was scanned) ends with the thread.
       slot.timer = setTimeout(() => {
         if (slot.job !== job) return;
         stats.stoppedAtDeadline++;

@@ -75,8 +75,11 @@ describe('SQL fragments', () => {
       select: { type: 'values', values: [{ type: 'json', path: ['attributes', "it's.a key"] }] },
       order: [],
     });
-    expect(f.text).toBe('SELECT "doc" -> ? AS "c0" FROM "spans"');
-    expect(f.params).toEqual(['$.attributes."it\'s.a key"']);
+    // Every WHERE starts with the deadline guard (sqlite-deadline.ts): its constants are parameters too.
+    expect(f.text).toBe(
+      'SELECT "doc" -> ? AS "c0" FROM "spans" WHERE (("id" & ?) != ? OR agentrt_deadline_check())',
+    );
+    expect(f.params).toEqual(['$.attributes."it\'s.a key"', 255, 0]);
     expect(() => jsonPath(['attributes', 'a"b'])).toThrow(TypeError);
     expect(() => jsonPath(['attributes', 'a\\b'])).toThrow(TypeError);
   });

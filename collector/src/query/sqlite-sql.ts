@@ -1,6 +1,7 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { PlanAgg, PlanValue, Predicate, ScanPlan, StatsPlan, ValueExpr } from './plan.js';
 import { isSpanColumn } from './plan.js';
+import { DEADLINE_CHECK_ROWS, DEADLINE_FUNCTION } from './sqlite-deadline.js';
 
 /**
  * Renders query plans (plan.ts) as SQLite SQL. SQL text is only ever built from constant
@@ -116,9 +117,18 @@ export function predicateSql(p: Predicate): Fragment {
   }
 }
 
+/**
+ * The first term of every planned WHERE: every DEADLINE_CHECK_ROWS-th row (by id) calls the
+ * deadline check (sqlite-deadline.ts), which aborts the statement once its deadline passed. The
+ * bit test runs in SQLite; only one row in DEADLINE_CHECK_ROWS pays for a call into JavaScript.
+ */
+const DEADLINE_GUARD: Fragment = {
+  text: `((${quoteIdent('id')} & ?) != ? OR ${DEADLINE_FUNCTION}())`,
+  params: [DEADLINE_CHECK_ROWS - 1, 0],
+};
+
 export function whereSql(where: readonly Predicate[], extra: readonly Fragment[] = []): Fragment {
-  const all = [...where.map(predicateSql), ...extra];
-  return all.length ? sql` WHERE ${join(all, ' AND ')}` : sql``;
+  return sql` WHERE ${join([DEADLINE_GUARD, ...where.map(predicateSql), ...extra], ' AND ')}`;
 }
 
 /** `SELECT … FROM spans WHERE … ORDER BY … LIMIT ?`; selected values are named c0, c1, …. */
