@@ -21,17 +21,16 @@ import { type MetricLimits, type MetricStore, createMetricStore } from '../metri
 import { RECOVERY_HINT, isCorruption } from '../store/integrity.js';
 import { QueryFailure } from '../query/query-pool.js';
 import { createClickHouseStore } from '../store/clickhouse/clickhouse-store.js';
+import { traceResponse } from '../store/read-ops.js';
 import { type SqliteStore, createSqliteStore } from '../store/sqlite-store.js';
 import { type CollectorStore, StoreUnavailableError, parseStoreSetting } from '../store/store.js';
 import type { WriterThread } from '../store/writer-thread.js';
-import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
 import type {
   KeyListResponse,
   LogRecord,
   QueryRequest,
   ServiceListResponse,
   SessionListResponse,
-  SpanNode,
   SpanRecord,
   TraceListResponse,
   TraceResponse,
@@ -262,25 +261,6 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     return n;
   }
 
-  function traceTree(spans: SpanRecord[], logs: LogRecord[]): { roots: SpanNode[]; unattached: LogRecord[] } {
-    const bySpan = new Map<string, LogRecord[]>();
-    const unattached: LogRecord[] = [];
-    const ids = new Set(spans.map((s) => s.spanId));
-    for (const l of logs) {
-      if (l.spanId && ids.has(l.spanId)) {
-        const list = bySpan.get(l.spanId);
-        if (list) list.push(l);
-        else bySpan.set(l.spanId, [l]);
-      } else unattached.push(l);
-    }
-    const convert = (n: SpanTreeNode<SpanRecord>): SpanNode => ({
-      span: n.span,
-      logs: bySpan.get(n.span.spanId) ?? [],
-      children: n.children.map(convert),
-    });
-    return { roots: buildSpanTree(spans).map(convert), unattached };
-  }
-
   async function api(
     path: string,
     params: URLSearchParams,
@@ -301,13 +281,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       if (startMs !== undefined) request.startMs = startMs;
       if (endMs !== undefined) request.endMs = endMs;
       try {
-        const json = await store.queryJson(request.query, request);
-        return send(
-          res,
-          200,
-          'application/json; charset=utf-8',
-          Buffer.from(json.buffer, json.byteOffset, json.length),
-        );
+        return sendBytes(res, await store.queryJson(request.query, request));
       } catch (error) {
         if (error instanceof QueryFailure) return sendJson(res, 400, error.body);
         throw error;
@@ -349,11 +323,17 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       const traceId = decodePathSegment(trace[1]!, 'traceId').toLowerCase();
       if (!TRACE_ID_RE.test(traceId))
         throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
+      const notFound = (): HttpError => new HttpError(404, 'not_found', `trace ${traceId} not found`);
+      if (sqlite) {
+        // Built on a query thread; the bytes go out as they are.
+        const json = await sqlite.traceJson(traceId);
+        if (!json) throw notFound();
+        return sendBytes(res, json);
+      }
       const spans = await store.spansOfTrace(traceId);
-      if (!spans.length) throw new HttpError(404, 'not_found', `trace ${traceId} not found`);
+      if (!spans.length) throw notFound();
       const summary = (await store.traceSummary(traceId))!;
-      const { roots, unattached } = traceTree(spans, await store.logsOfTrace(traceId));
-      const out: TraceResponse = { summary, roots, logs: unattached };
+      const out: TraceResponse = traceResponse(summary, spans, await store.logsOfTrace(traceId));
       return sendJson(res, 200, out);
     }
     if (path === '/api/sessions') {
@@ -363,8 +343,15 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
     if (session) {
       const id = decodePathSegment(session[1]!, 'sessionId');
+      const notFound = (): HttpError =>
+        new HttpError(404, 'not_found', `session ${JSON.stringify(id)} not found`);
+      if (sqlite) {
+        const json = await sqlite.sessionJson(id);
+        if (!json) throw notFound();
+        return sendBytes(res, json);
+      }
       const found = await store.getSession(id);
-      if (!found) throw new HttpError(404, 'not_found', `session ${JSON.stringify(id)} not found`);
+      if (!found) throw notFound();
       return sendJson(res, 200, found);
     }
     if (path === '/api/services') {
@@ -484,6 +471,9 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       });
     else if (error instanceof OtlpDecodeError)
       err = new HttpError(400, 'bad_data', error.message, { cause: error });
+    // A read stopped at its deadline or over the result cap (the query threads): the client narrows it.
+    else if (error instanceof QueryFailure)
+      err = new HttpError(400, 'query_stopped', error.message, { cause: error, expose: true });
     else err = new HttpError(500, 'internal', 'internal error', { cause: error });
     if (err.status >= 500) logger.error('request failed', { status: err.status, error: err.cause ?? err });
     if (err.status === 429) counters.rejected++;
@@ -624,6 +614,11 @@ function decodePathSegment(segment: string, name: string): string {
 function send(res: ServerResponse, status: number, type: string, body: string | Buffer): void {
   res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
   res.end(body);
+}
+
+/** A 200 JSON body produced elsewhere (a query thread) as bytes. */
+function sendBytes(res: ServerResponse, json: Uint8Array): void {
+  send(res, 200, 'application/json; charset=utf-8', Buffer.from(json.buffer, json.byteOffset, json.length));
 }
 
 function sendJson(res: ServerResponse, status: number, value: unknown): void {

@@ -6,6 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { HttpError } from '../http/http-error.js';
 import type { Logger } from '../logger.js';
+import type { ReadOp, ReadOps } from '../store/read-ops.js';
 import { WORKER_BOOTSTRAP } from '../store/writer-thread.js';
 import type { QueryErrorBody } from '../wire-types.js';
 import type { QueryOptions } from './engine.js';
@@ -27,6 +28,8 @@ export type QueryRequest =
       query: string;
       options: Pick<QueryOptions, 'startMs' | 'endMs' | 'maxQueryMs'>;
     }
+  /** One of the store's reads (read-ops.ts); `deadlineMs` from now. The result is its JSON. */
+  | { type: 'read'; id: number; op: ReadOp; args: unknown[]; deadlineMs: number }
   | { type: 'close' };
 export type QueryReply =
   | { type: 'ready' }
@@ -63,8 +66,10 @@ export class QueryFailure extends Error {
 
 interface Job {
   id: number;
-  /** A query, or an integrity check (`query` unused). */
-  kind: 'query' | 'check';
+  /** A query, a store read (`op`, `args`), or an integrity check (`query` unused). */
+  kind: 'query' | 'check' | 'read';
+  op?: ReadOp;
+  args?: unknown[];
   timeoutMs: number;
   /** performance.now() by which it must be answered (queue wait included). */
   deadline: number;
@@ -212,7 +217,9 @@ export async function createQueryPool(options: QueryPoolOptions) {
       slot.worker.postMessage(
         (job.kind === 'check'
           ? { type: 'check', id: job.id }
-          : { type: 'query', id: job.id, query: job.query, options: job.options }) satisfies QueryRequest,
+          : job.kind === 'read'
+            ? { type: 'read', id: job.id, op: job.op!, args: job.args!, deadlineMs: left }
+            : { type: 'query', id: job.id, query: job.query, options: job.options }) satisfies QueryRequest,
       );
       // The engine and SQLite stop the scan at the deadline; what neither reaches (SQLite's sort of
       // what was scanned) ends with the thread.
@@ -223,7 +230,7 @@ export async function createQueryPool(options: QueryPoolOptions) {
         job.reject(
           new QueryFailure(
             stopped(
-              `${job.kind === 'check' ? 'integrity check' : 'query'} stopped at its ${job.timeoutMs} ms deadline; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
+              `${job.kind === 'check' ? 'integrity check' : job.kind === 'read' ? `${job.op} read` : 'query'} stopped at its ${job.timeoutMs} ms deadline; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
             ),
           ),
         );
@@ -250,6 +257,33 @@ export async function createQueryPool(options: QueryPoolOptions) {
   const expiry = setInterval(expireQueued, 100);
   expiry.unref();
 
+  /** Queues a query or read (429 when too many wait already). */
+  function enqueue(
+    job: Pick<Job, 'kind' | 'query' | 'options'> & Partial<Pick<Job, 'op' | 'args'>>,
+  ): Promise<Uint8Array> {
+    if (closed) return Promise.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
+    const busy = slots.every((s) => s.job);
+    if (busy && queue.length >= maxQueued) {
+      stats.refused++;
+      return Promise.reject(
+        new HttpError(429, 'too_many_queries', `${queue.length} queries are waiting already; retry shortly`, {
+          headers: { 'retry-after': '1' },
+        }),
+      );
+    }
+    return new Promise<Uint8Array>((resolve, reject) => {
+      queue.push({
+        ...job,
+        id: nextId++,
+        timeoutMs,
+        deadline: performance.now() + timeoutMs,
+        resolve,
+        reject,
+      });
+      dispatch();
+    });
+  }
+
   for (let i = 0; i < size; i++) slots.push(spawn());
   try {
     await Promise.all(slots.map((s) => s.ready));
@@ -270,35 +304,14 @@ export async function createQueryPool(options: QueryPoolOptions) {
      * QueryFailure (a 400 body), or HttpError 429 when too many queries wait, 503 when closing.
      */
     run(query: string, range: Pick<QueryOptions, 'startMs' | 'endMs'> = {}): Promise<Uint8Array> {
-      if (closed)
-        return Promise.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
-      const busy = slots.every((s) => s.job);
-      if (busy && queue.length >= maxQueued) {
-        stats.refused++;
-        return Promise.reject(
-          new HttpError(
-            429,
-            'too_many_queries',
-            `${queue.length} queries are waiting already; retry shortly`,
-            {
-              headers: { 'retry-after': '1' },
-            },
-          ),
-        );
-      }
-      return new Promise<Uint8Array>((resolve, reject) => {
-        queue.push({
-          id: nextId++,
-          kind: 'query',
-          timeoutMs,
-          deadline: performance.now() + timeoutMs,
-          query,
-          options: { ...range, maxQueryMs: timeoutMs },
-          resolve,
-          reject,
-        });
-        dispatch();
-      });
+      return enqueue({ kind: 'query', query, options: { ...range, maxQueryMs: timeoutMs } });
+    },
+    /**
+     * Runs one of the store's reads (read-ops.ts) on a thread, with the same deadline, result cap
+     * and 429 as a query; resolves with its result as JSON bytes (`null` for undefined).
+     */
+    read<K extends ReadOp>(op: K, args: Parameters<ReadOps[K]>): Promise<Uint8Array> {
+      return enqueue({ kind: 'read', op, args, query: '', options: {} });
     },
     /**
      * Runs SQLite's `PRAGMA quick_check` on a query thread (ahead of waiting queries); resolves with

@@ -2,9 +2,11 @@
 // runs one query at a time and answers with the response's JSON bytes (moved, not copied).
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
+import { createReadOps } from '../store/read-ops.js';
 import { runQuery } from './engine.js';
 import type { QueryPoolData, QueryReply, QueryRequest } from './query-pool.js';
 import { QueryError } from './query-error.js';
+import { deadlineError, isDeadlineStop, withDeadline } from './sqlite-deadline.js';
 
 const port = parentPort!;
 const { path, maxResultBytes, maxRows } = workerData as QueryPoolData;
@@ -13,6 +15,7 @@ const db = new DatabaseSync(path, { readOnly: true });
 db.exec(`PRAGMA busy_timeout = 5000; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;
   PRAGMA mmap_size = 268435456;`);
 const encoder = new TextEncoder();
+const reads = createReadOps(db);
 const reply = (message: QueryReply, transfer: ArrayBuffer[] = []): void =>
   port.postMessage(message, transfer);
 
@@ -34,9 +37,15 @@ port.on('message', (m: QueryRequest) => {
     }
     return;
   }
+  const started = performance.now();
   try {
-    const response = runQuery(db, m.query, { ...m.options, maxRows });
-    const json = encoder.encode(JSON.stringify(response));
+    const response =
+      m.type === 'read'
+        ? withDeadline(db, started + m.deadlineMs, () =>
+            (reads[m.op] as (...args: unknown[]) => unknown)(...m.args),
+          )
+        : runQuery(db, m.query, { ...m.options, maxRows });
+    const json = encoder.encode(JSON.stringify(response ?? null));
     if (json.length > maxResultBytes) {
       throw new QueryError(
         `the result is ${json.length} bytes, more than ${maxResultBytes}; select fewer fields (not @message) or a smaller limit`,
@@ -48,7 +57,10 @@ port.on('message', (m: QueryRequest) => {
     // The bytes move to the main thread (no copy).
     reply({ type: 'result', id: m.id, json }, [json.buffer]);
   } catch (error) {
-    if (error instanceof QueryError) reply({ type: 'error', id: m.id, body: error.toBody(m.query) });
+    const query = m.type === 'read' ? '' : m.query;
+    if (m.type === 'read' && isDeadlineStop(error))
+      reply({ type: 'error', id: m.id, body: deadlineError(started).toBody(query) });
+    else if (error instanceof QueryError) reply({ type: 'error', id: m.id, body: error.toBody(query) });
     else reply({ type: 'error', id: m.id, message: error instanceof Error ? error.message : String(error) });
   }
 });

@@ -31,6 +31,23 @@ export class DeadlinePassed extends Error {
   override name = 'DeadlinePassed';
 }
 
+/**
+ * The guard as plain SQL, for statements written by hand (span-store.ts): the same test as the
+ * planner's parameterised one (sqlite-sql.ts), on the `spans` table's `id`.
+ */
+export const DEADLINE_GUARD_SQL = `((id & ${DEADLINE_CHECK_ROWS - 1}) != 0 OR ${DEADLINE_FUNCTION}())`;
+
+/** Makes `db` able to run statements with the guard (outside withDeadline it never fires). */
+export function registerDeadlineCheck(db: DatabaseSync): void {
+  stateOf(db);
+}
+
+/** Throws DeadlinePassed when `db`'s current deadline has passed (work between statements). */
+export function checkDeadline(db: DatabaseSync): void {
+  const state = states.get(db);
+  if (state && performance.now() > state.at) throw new DeadlinePassed('query deadline passed');
+}
+
 /** Registers the check on `db` (once) and returns its state. */
 function stateOf(db: DatabaseSync): DeadlineState {
   let state = states.get(db);

@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
+import { DEADLINE_GUARD_SQL, checkDeadline, registerDeadlineCheck } from '../query/sqlite-deadline.js';
+import type { LogRecord, SessionResponse, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
 import { DROPPED_INDEXES, GENAI_INDEX, HOT_ATTRIBUTES, SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { type EncodedBatch, type HotValue, createRowEncoder, hotValues, nsToUs } from './span-rows.js';
 import {
@@ -112,68 +113,12 @@ function migrate(db: DatabaseSync): void {
 }
 
 /**
- * The durable span/log store (node:sqlite, WAL). Synchronous: callers batch into insertBatch, or
- * encode batches here and write them on another connection (the collector's writer thread).
+ * Rebuilds stale trace and session summaries (marked dirty at ingest) on a writable connection:
+ * the collector's writer thread, between its ingest transactions.
  */
-export function createSpanStore(options: SpanStoreOptions) {
-  mkdirSync(options.dataDir, { recursive: true });
-  const path = join(options.dataDir, 'collector.sqlite');
-  const db = openDatabase(path, options.backgroundCheckpoints ? WAL_CAP_BYTES : CHECKPOINT_BYTES);
-  db.exec(SCHEMA);
-  const version = db.prepare("SELECT value FROM meta WHERE key = 'schema'").get() as
-    { value: string } | undefined;
-  if (version?.value !== String(SCHEMA_VERSION)) migrate(db);
-  const indexPercent = options.traceIndexPercent ?? 100;
-  const encoder = createRowEncoder(
-    (db.prepare('SELECT key FROM attribute_keys').all() as { key: string }[]).map((r) => r.key),
-    options.maxAttributeKeys ?? 10_000,
-  );
-  const writeBatch = createBatchWriter(db, indexPercent);
-
-  const spansOfTraceStmt = db.prepare('SELECT doc FROM spans WHERE trace_id = ? ORDER BY start_us, id');
-  const logsOfTraceStmt = db.prepare('SELECT doc FROM logs WHERE trace_id = ? ORDER BY time_us, id');
-  const traceIdsOfSession = db.prepare(
-    'SELECT trace_id, min(start_us) AS s FROM spans WHERE session_id = ? GROUP BY trace_id ORDER BY s',
-  );
-  const traceSummaryStmt = db.prepare(
-    'SELECT summary, (SELECT 1 FROM dirty_traces d WHERE d.trace_id = t.trace_id) AS dirty FROM traces t WHERE trace_id = ?',
-  );
-
+export function createSummaryRefresher(db: DatabaseSync, reader: SpanReader) {
+  const { spansOfTrace, sessionTraces } = reader;
   const transaction = <T>(fn: () => T): T => inTransaction(db, fn);
-
-  /** Stores spans and logs in one transaction (all or nothing). */
-  function insertBatch(spans: readonly SpanRecord[], logs: readonly LogRecord[] = []): void {
-    if (!spans.length && !logs.length) return;
-    const batch = encoder.encode(spans, logs);
-    try {
-      writeBatch([batch]);
-    } catch (error) {
-      encoder.forget(batch);
-      throw error;
-    }
-  }
-
-  function spansOfTrace(traceId: string): SpanRecord[] {
-    return (spansOfTraceStmt.all(traceId) as { doc: string }[]).map((r) => JSON.parse(r.doc) as SpanRecord);
-  }
-
-  function logsOfTrace(traceId: string): LogRecord[] {
-    return (logsOfTraceStmt.all(traceId) as { doc: string }[]).map((r) => JSON.parse(r.doc) as LogRecord);
-  }
-
-  /** A trace's summary: the stored one when fresh, else computed from its spans. */
-  function traceSummary(traceId: string): TraceSummary | undefined {
-    const row = traceSummaryStmt.get(traceId) as { summary: string | null; dirty: number } | undefined;
-    if (row?.summary && !row.dirty) return JSON.parse(row.summary) as TraceSummary;
-    const spans = spansOfTrace(traceId);
-    return spans.length ? summarizeTrace(traceId, spans) : undefined;
-  }
-
-  function sessionTraces(sessionId: string): TraceSummary[] {
-    const ids = traceIdsOfSession.all(sessionId) as { trace_id: string }[];
-    return ids.map((r) => traceSummary(r.trace_id)).filter((t) => t !== undefined);
-  }
-
   const dirtyTraces = db.prepare('SELECT trace_id FROM dirty_traces LIMIT ?');
   const cleanTrace = db.prepare('DELETE FROM dirty_traces WHERE trace_id = ?');
   const upsertTrace = db.prepare(`INSERT OR REPLACE INTO traces
@@ -226,8 +171,55 @@ export function createSpanStore(options: SpanStoreOptions) {
     });
   }
 
+  return { refreshSummaries };
+}
+
+/**
+ * The read side of the store over any connection to it: the collector runs it on its query
+ * threads' read-only connections (query-worker.ts), createSpanStore on its own. Summaries are read
+ * as stored (a stale one is computed from its trace's spans); refreshing them is a write
+ * (createSummaryRefresher). Statements that can scan without bound carry the deadline guard.
+ */
+export function createSpanReader(db: DatabaseSync) {
+  registerDeadlineCheck(db);
+  const spansOfTraceStmt = db.prepare('SELECT doc FROM spans WHERE trace_id = ? ORDER BY start_us, id');
+  const logsOfTraceStmt = db.prepare('SELECT doc FROM logs WHERE trace_id = ? ORDER BY time_us, id');
+  const traceIdsOfSession = db.prepare(
+    `SELECT trace_id, min(start_us) AS s FROM spans WHERE ${DEADLINE_GUARD_SQL} AND session_id = ? GROUP BY trace_id ORDER BY s`,
+  );
+  const traceSummaryStmt = db.prepare(
+    'SELECT summary, (SELECT 1 FROM dirty_traces d WHERE d.trace_id = t.trace_id) AS dirty FROM traces t WHERE trace_id = ?',
+  );
+  const servicesStmt = db.prepare('SELECT name, span_count, last_us FROM services ORDER BY last_us DESC');
+
+  function spansOfTrace(traceId: string): SpanRecord[] {
+    return (spansOfTraceStmt.all(traceId) as { doc: string }[]).map((r) => JSON.parse(r.doc) as SpanRecord);
+  }
+
+  function logsOfTrace(traceId: string): LogRecord[] {
+    return (logsOfTraceStmt.all(traceId) as { doc: string }[]).map((r) => JSON.parse(r.doc) as LogRecord);
+  }
+
+  /** A trace's summary: the stored one when fresh, else computed from its spans. */
+  function traceSummary(traceId: string): TraceSummary | undefined {
+    const row = traceSummaryStmt.get(traceId) as { summary: string | null; dirty: number } | undefined;
+    if (row?.summary && !row.dirty) return JSON.parse(row.summary) as TraceSummary;
+    const spans = spansOfTrace(traceId);
+    return spans.length ? summarizeTrace(traceId, spans) : undefined;
+  }
+
+  function sessionTraces(sessionId: string): TraceSummary[] {
+    const ids = traceIdsOfSession.all(sessionId) as { trace_id: string }[];
+    return ids
+      .map((r) => {
+        // Stale summaries are computed here from the spans: a session of many traces is long work.
+        checkDeadline(db);
+        return traceSummary(r.trace_id);
+      })
+      .filter((t) => t !== undefined);
+  }
+
   function listTraces(filter: TraceListFilter = {}): TraceSummary[] {
-    refreshSummaries();
     const where = ['1'];
     const params: (string | number)[] = [];
     if (filter.service) {
@@ -250,7 +242,10 @@ export function createSpanStore(options: SpanStoreOptions) {
         where.push('trace_id = ?');
         params.push(q.toLowerCase());
       } else {
-        where.push("trace_id IN (SELECT trace_id FROM spans WHERE doc LIKE ? ESCAPE '\\')");
+        // A full scan of every record: the deadline guard stops it (sqlite-deadline.ts).
+        where.push(
+          `trace_id IN (SELECT trace_id FROM spans WHERE ${DEADLINE_GUARD_SQL} AND doc LIKE ? ESCAPE '\\')`,
+        );
         params.push(`%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
       }
     }
@@ -264,20 +259,18 @@ export function createSpanStore(options: SpanStoreOptions) {
   const listSessionsStmt = db.prepare('SELECT summary FROM sessions ORDER BY last_us DESC LIMIT ?');
 
   function listSessions(limit = 100): SessionSummary[] {
-    refreshSummaries();
     const rows = listSessionsStmt.all(Math.max(1, Math.min(limit, 1000))) as { summary: string }[];
     return rows.map((r) => JSON.parse(r.summary) as SessionSummary);
   }
 
-  function getSession(sessionId: string): { session: SessionSummary; traces: TraceSummary[] } | undefined {
-    refreshSummaries();
+  function getSession(sessionId: string): SessionResponse | undefined {
     const traces = sessionTraces(sessionId);
     if (!traces.length) return undefined;
     return { session: summarizeSession(sessionId, traces), traces };
   }
 
   function services(): { name: string; spanCount: number; lastSeenUnixNano: number }[] {
-    const rows = db.prepare('SELECT name, span_count, last_us FROM services ORDER BY last_us DESC').all() as {
+    const rows = servicesStmt.all() as {
       name: string;
       span_count: number;
       last_us: number;
@@ -285,10 +278,74 @@ export function createSpanStore(options: SpanStoreOptions) {
     return rows.map((r) => ({ name: r.name, spanCount: r.span_count, lastSeenUnixNano: r.last_us * 1000 }));
   }
 
+  return {
+    spansOfTrace,
+    logsOfTrace,
+    traceSummary,
+    sessionTraces,
+    listTraces,
+    listSessions,
+    getSession,
+    services,
+  };
+}
+
+export type SpanReader = ReturnType<typeof createSpanReader>;
+
+/**
+ * The durable span/log store (node:sqlite, WAL). Synchronous: callers batch into insertBatch, or
+ * encode batches here and write them on another connection (the collector's writer thread).
+ */
+export function createSpanStore(options: SpanStoreOptions) {
+  mkdirSync(options.dataDir, { recursive: true });
+  const path = join(options.dataDir, 'collector.sqlite');
+  const db = openDatabase(path, options.backgroundCheckpoints ? WAL_CAP_BYTES : CHECKPOINT_BYTES);
+  db.exec(SCHEMA);
+  const version = db.prepare("SELECT value FROM meta WHERE key = 'schema'").get() as
+    { value: string } | undefined;
+  if (version?.value !== String(SCHEMA_VERSION)) migrate(db);
+  const indexPercent = options.traceIndexPercent ?? 100;
+  const encoder = createRowEncoder(
+    (db.prepare('SELECT key FROM attribute_keys').all() as { key: string }[]).map((r) => r.key),
+    options.maxAttributeKeys ?? 10_000,
+  );
+  const writeBatch = createBatchWriter(db, indexPercent);
+  const reader = createSpanReader(db);
+  const { spansOfTrace, logsOfTrace, traceSummary, services } = reader;
+  const { refreshSummaries } = createSummaryRefresher(db, reader);
+
+  const transaction = <T>(fn: () => T): T => inTransaction(db, fn);
+
+  /** Stores spans and logs in one transaction (all or nothing). */
+  function insertBatch(spans: readonly SpanRecord[], logs: readonly LogRecord[] = []): void {
+    if (!spans.length && !logs.length) return;
+    const batch = encoder.encode(spans, logs);
+    try {
+      writeBatch([batch]);
+    } catch (error) {
+      encoder.forget(batch);
+      throw error;
+    }
+  }
+
+  function listTraces(filter: TraceListFilter = {}): TraceSummary[] {
+    refreshSummaries();
+    return reader.listTraces(filter);
+  }
+
+  function listSessions(limit = 100): SessionSummary[] {
+    refreshSummaries();
+    return reader.listSessions(limit);
+  }
+
+  function getSession(sessionId: string): SessionResponse | undefined {
+    refreshSummaries();
+    return reader.getSession(sessionId);
+  }
+
   function attributeKeys(): string[] {
-    return [...FIXED_KEYS, 'resource.attributes.service.name', ...[...encoder.keys()].sort()].filter(
-      (k, i, all) => all.indexOf(k) === i,
-    );
+    // In memory, at most maxAttributeKeys of them: cheap enough for the main thread.
+    return [...new Set([...FIXED_KEYS, 'resource.attributes.service.name', ...[...encoder.keys()].sort()])];
   }
 
   const liveBytes = (): number => {

@@ -1,11 +1,14 @@
-// The embedded store behind the storage boundary: the SQLite span store (span-store.ts) read on the
-// main thread, written by its writer thread (writer-thread.ts).
+// The embedded store behind the storage boundary: the SQLite span store (span-store.ts), read on
+// the query threads (query-pool.ts, read-ops.ts) and written by its writer thread (writer-thread.ts),
+// which also rebuilds the summaries. The main thread's own connection migrates the schema at start
+// and streams exports in short index-bounded chunks (http/export.ts).
 import type { Logger } from '../logger.js';
 import { join } from 'node:path';
 import { type QueryPool, createQueryPool } from '../query/query-pool.js';
 import { RECOVERY_HINT, createIntegrityMonitor, isCorruption } from './integrity.js';
 import type { LogRecord, SpanRecord } from '../wire-types.js';
 import { type SpanStore, createSpanStore } from './span-store.js';
+import type { ReadOp, ReadOps } from './read-ops.js';
 import type { CollectorStore } from './store.js';
 import { type WriterThread, startWriterThread } from './writer-thread.js';
 
@@ -31,7 +34,17 @@ export type SqliteStore = CollectorStore & {
   readonly integrity: ReturnType<typeof createIntegrityMonitor>;
   /** The query threads' counters, for /healthz. */
   queryStats(): Record<string, number>;
+  /** GET /api/traces/:traceId's body, built on a query thread; undefined: no such trace. */
+  traceJson(traceId: string): Promise<Uint8Array | undefined>;
+  /** GET /api/sessions/:sessionId's body, built on a query thread; undefined: no such session. */
+  sessionJson(sessionId: string): Promise<Uint8Array | undefined>;
 };
+
+/** Stale summaries a read of summaries waits for (rebuilt on the writer thread first). */
+const READ_REFRESH_ITEMS = 2000;
+/** Summaries per writer-thread transaction: writes queued meanwhile commit between slices. */
+const REFRESH_SLICE_ITEMS = 64;
+const NULL_JSON = 'null';
 
 /** Opens (creates, migrates) the SQLite store and starts its writer thread. */
 export async function createSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
@@ -84,6 +97,41 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
   });
   // Before the first acknowledgement: a damaged file found later may lose what was acknowledged.
   await integrity.start();
+
+  const decoder = new TextDecoder();
+  /** A read's result as bytes; `null` (an undefined result) as undefined. */
+  const readBytes = async <K extends ReadOp>(
+    op: K,
+    args: Parameters<ReadOps[K]>,
+  ): Promise<Uint8Array | undefined> => {
+    const json = await queries.read(op, args);
+    return json.length === NULL_JSON.length && decoder.decode(json) === NULL_JSON ? undefined : json;
+  };
+  /** A read's result, parsed (bounded results: lists of at most 1000, one summary). */
+  const read = async <K extends ReadOp>(
+    op: K,
+    args: Parameters<ReadOps[K]>,
+  ): Promise<ReturnType<ReadOps[K]>> => {
+    const json = await readBytes(op, args);
+    return (json === undefined ? undefined : JSON.parse(decoder.decode(json))) as ReturnType<ReadOps[K]>;
+  };
+  let refreshing: Promise<void> | undefined;
+  /**
+   * Brings stale summaries up to date before a read of them, as the in-process store does: on the
+   * writer thread, in slices that let ingest commit in between. Reads arriving meanwhile share it.
+   */
+  const refreshForRead = (): Promise<void> =>
+    (refreshing ??= (async () => {
+      try {
+        for (let done = 0; done < READ_REFRESH_ITEMS;) {
+          const n = await writer.refreshSummaries(REFRESH_SLICE_ITEMS);
+          done += n;
+          if (n < REFRESH_SLICE_ITEMS) break;
+        }
+      } finally {
+        refreshing = undefined;
+      }
+    })());
   return {
     kind: 'sqlite',
     integrity,
@@ -103,29 +151,31 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
     },
     unavailable: () => writer.failure,
     queryJson: (query, range) => queries.run(query, range),
-    spansOfTrace: async (traceId) => store.spansOfTrace(traceId),
-    logsOfTrace: async (traceId) => store.logsOfTrace(traceId),
-    traceSummary: async (traceId) => store.traceSummary(traceId),
-    listTraces: async (filter) => store.listTraces(filter),
-    listSessions: async (limit) => store.listSessions(limit),
-    getSession: async (sessionId) => store.getSession(sessionId),
-    services: async () => store.services(),
-    attributeKeys: async () => store.attributeKeys(),
-    async exportRange(startMs, endMs, limit) {
-      const range = [Math.floor(startMs * 1000), Math.floor(endMs * 1000)] as const;
-      const spans = (
-        store
-          .prepare('SELECT doc FROM spans WHERE start_us >= ? AND start_us < ? ORDER BY start_us LIMIT ?')
-          .all(range[0], range[1], limit) as { doc: string }[]
-      ).map((r) => JSON.parse(r.doc) as SpanRecord);
-      const logs = (
-        store
-          .prepare('SELECT doc FROM logs WHERE time_us >= ? AND time_us < ? ORDER BY time_us LIMIT ?')
-          .all(range[0], range[1], limit) as { doc: string }[]
-      ).map((r) => JSON.parse(r.doc) as LogRecord);
-      return { spans, logs };
+    spansOfTrace: (traceId) => read('spansOfTrace', [traceId]),
+    logsOfTrace: (traceId) => read('logsOfTrace', [traceId]),
+    traceSummary: (traceId) => read('traceSummary', [traceId]),
+    async listTraces(filter) {
+      await refreshForRead();
+      return read('listTraces', [filter]);
     },
-    refreshSummaries: async (limit) => store.refreshSummaries(limit),
+    async listSessions(limit) {
+      await refreshForRead();
+      return read('listSessions', [limit]);
+    },
+    async getSession(sessionId) {
+      await refreshForRead();
+      return read('getSession', [sessionId]);
+    },
+    services: () => read('services', []),
+    // The encoder's key set, in memory (at most maxAttributeKeys): no SQL.
+    attributeKeys: async () => store.attributeKeys(),
+    exportRange: (startMs, endMs, limit) => read('exportRange', [startMs, endMs, limit]),
+    traceJson: (traceId) => readBytes('trace', [traceId]),
+    async sessionJson(sessionId) {
+      await refreshForRead();
+      return readBytes('getSession', [sessionId]);
+    },
+    refreshSummaries: (limit) => writer.refreshSummaries(limit),
     applyRetention: async (retention) => store.applyRetention(retention),
     async close(): Promise<void> {
       integrity.close();

@@ -76,6 +76,45 @@ describe('store writer thread', () => {
     expect(existsSync(`${store.path}-wal`)).toBe(false);
   });
 
+  it('rebuilds stale summaries on its own connection, in slices queued between writes', async () => {
+    const store = open();
+    const writer = await startWriterThread({
+      path: store.path,
+      traceIndexPercent: 100,
+      logger: recordingLogger(),
+    });
+    cleanups.push(() => writer.close());
+    const dirty = (): number =>
+      (store.db.prepare('SELECT count(*) AS n FROM dirty_traces').get() as { n: number }).n;
+    const listed = (): number =>
+      (store.db.prepare('SELECT count(*) AS n FROM traces').get() as { n: number }).n;
+    // 200 traces of 10 spans: all stale, none listed yet.
+    await writer.write(store.encodeBatch(spans(2000, 0, { 'session.id': 'refresh' })));
+    expect(dirty()).toBe(200);
+    expect(listed()).toBe(0);
+    // A slice at a time, with writes sent between the slices committing in order.
+    const slices: Promise<number>[] = [];
+    const writes: Promise<void>[] = [];
+    for (let i = 0; i < 5; i++) {
+      slices.push(writer.refreshSummaries(32));
+      writes.push(writer.write(store.encodeBatch(spans(10, 10_000 + i * 10))));
+    }
+    // The first slice also rebuilds the one session (32 traces + 1).
+    expect(await Promise.all(slices)).toEqual([33, 32, 32, 32, 32]);
+    await Promise.all(writes);
+    for (let n = 1; n > 0;) n = await writer.refreshSummaries(64);
+    expect(dirty()).toBe(0);
+    expect(listed()).toBe(205);
+    // What the main connection reads is what summarizing the trace's spans gives.
+    const traceId = hex(0x7000, 16);
+    expect(store.listTraces({ q: traceId })[0]).toMatchObject({
+      traceId,
+      spanCount: 10,
+      sessionId: 'refresh',
+    });
+    expect(store.listSessions()[0]).toMatchObject({ sessionId: 'refresh', traceCount: 200, spanCount: 2000 });
+  });
+
   it('answers a batch that fails with its error (rolled back), and keeps writing the others', async () => {
     const store = open();
     store.db.exec(`CREATE TRIGGER poison BEFORE INSERT ON spans WHEN NEW.name = 'poison'

@@ -14,9 +14,16 @@ export interface WriterData {
   traceIndexPercent: number;
 }
 
-export type WriterRequest = { type: 'write'; id: number; batch: EncodedBatch } | { type: 'close' };
+export type WriterRequest =
+  | { type: 'write'; id: number; batch: EncodedBatch }
+  /** Rebuild up to `limit` stale summaries in one transaction (between ingest transactions). */
+  | { type: 'refresh'; id: number; limit: number }
+  | { type: 'close' };
 export type WriterReply =
-  { type: 'ready' } | { type: 'done'; id: number; error?: string } | { type: 'warn'; message: string };
+  | { type: 'ready' }
+  /** A write committed (or, with `error`, rolled back); a refresh done (`refreshed` summaries). */
+  | { type: 'done'; id: number; error?: string; refreshed?: number }
+  | { type: 'warn'; message: string };
 
 export interface WriterThreadOptions {
   /** The database file (created and migrated already, by createSpanStore). */
@@ -69,7 +76,7 @@ export async function startWriterThread(options: WriterThreadOptions) {
     path: options.path,
     traceIndexPercent: options.traceIndexPercent,
   };
-  const pending = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
+  const pending = new Map<number, { resolve: (refreshed: number) => void; reject: (error: Error) => void }>();
   let nextId = 1;
   let worker: Worker;
   /** Set while the thread is down (between a crash and its restart). */
@@ -96,8 +103,13 @@ export async function startWriterThread(options: WriterThreadOptions) {
           const p = pending.get(m.id);
           pending.delete(m.id);
           if (!p) return;
-          if (m.error === undefined) p.resolve();
-          else p.reject(new WriterError(`the batch was not stored: ${m.error}`));
+          if (m.error === undefined) p.resolve(m.refreshed ?? 0);
+          else
+            p.reject(
+              new WriterError(
+                `${m.refreshed === undefined ? 'the batch was not stored' : 'summary refresh failed'}: ${m.error}`,
+              ),
+            );
         } else if (m.type === 'warn') options.logger.warn(m.message);
       });
       w.on('error', (error) => (lastError = error));
@@ -143,12 +155,27 @@ export async function startWriterThread(options: WriterThreadOptions) {
       if (closing) return Promise.reject(new WriterError('the store is closing'));
       if (failure) return Promise.reject(failure);
       const id = nextId++;
-      const done = new Promise<void>((resolve, reject) => pending.set(id, { resolve, reject }));
+      const done = new Promise<void>((resolve, reject) =>
+        pending.set(id, { resolve: () => resolve(), reject }),
+      );
       // The documents' buffer moves to the thread (no copy); this side is done with it.
       worker.postMessage({ type: 'write', id, batch } satisfies WriterRequest, [
         batch.docs.buffer,
         batch.docEnds.buffer,
       ]);
+      return done;
+    },
+    /**
+     * Rebuilds up to `limit` stale trace and session summaries in one transaction on this thread's
+     * connection, queued with the writes; resolves with how many were rebuilt (0: none stale). Keep
+     * `limit` small and call again: writes sent meanwhile commit between the calls.
+     */
+    refreshSummaries(limit: number): Promise<number> {
+      if (closing) return Promise.reject(new WriterError('the store is closing'));
+      if (failure) return Promise.reject(failure);
+      const id = nextId++;
+      const done = new Promise<number>((resolve, reject) => pending.set(id, { resolve, reject }));
+      worker.postMessage({ type: 'refresh', id, limit } satisfies WriterRequest);
       return done;
     },
     /**

@@ -13,6 +13,7 @@ import {
   createBatchWriter,
   openDatabase,
 } from './span-writer.js';
+import { createSpanReader, createSummaryRefresher } from './span-store.js';
 import type { WriterData, WriterReply, WriterRequest } from './writer-thread.js';
 
 /** Spans per transaction at most, so one commit (and its answers) never waits on a huge backlog. */
@@ -30,6 +31,8 @@ const db = openDatabase(path, WAL_CAP_BYTES);
 // and the requests behind it wait instead of failing.
 db.exec('PRAGMA busy_timeout = 60000');
 const write = createBatchWriter(db, traceIndexPercent);
+// Summaries are rebuilt here, off the main thread, in small transactions queued with the writes.
+const summaries = createSummaryRefresher(db, createSpanReader(db));
 const reply = (message: WriterReply): void => port.postMessage(message);
 
 let sinceCheckpoint = 0;
@@ -66,17 +69,27 @@ async function close(): Promise<void> {
   port.close();
 }
 
+function refresh(m: Extract<WriterRequest, { type: 'refresh' }>): void {
+  try {
+    reply({ type: 'done', id: m.id, refreshed: summaries.refreshSummaries(m.limit) });
+  } catch (e) {
+    reply({ type: 'done', id: m.id, refreshed: 0, error: e instanceof Error ? e.message : String(e) });
+  }
+}
+
 port.on('message', (first: WriterRequest) => {
   if (first.type === 'close') return void close();
+  if (first.type === 'refresh') return refresh(first);
   const ids = [first.id];
   const batches: EncodedBatch[] = [first.batch];
   let spans = first.batch.docEnds.length;
-  let closeAfter = false;
+  /** A message that is not a write, taken while gathering writes: handled after their commit. */
+  let after: Exclude<WriterRequest, { type: 'write' }> | undefined;
   while (spans < MAX_TRANSACTION_SPANS) {
     const next = receiveMessageOnPort(port)?.message as WriterRequest | undefined;
     if (!next) break;
-    if (next.type === 'close') {
-      closeAfter = true;
+    if (next.type !== 'write') {
+      after = next;
       break;
     }
     ids.push(next.id);
@@ -97,6 +110,7 @@ port.on('message', (first: WriterRequest) => {
       checkpointer.run();
     }
   }
-  if (closeAfter) void close();
+  if (after?.type === 'close') void close();
+  else if (after?.type === 'refresh') refresh(after);
 });
 reply({ type: 'ready' });
