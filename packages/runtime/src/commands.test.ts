@@ -86,6 +86,26 @@ describe('InvokeAgentRuntimeCommand through the AWS SDK', () => {
     expect((await invokeJson(rt.data, arn, sid, {})).count).toBe(2);
   });
 
+  it('keeps no listener per command: 50 commands on one session leave the worker as they found it', async () => {
+    const sid = sessionId('cmd-many');
+    await invokeJson(rt.data, arn, sid, {});
+    const worker = rt.server.sessions().find((s) => s.sessionId === sid)!.worker!;
+    const before = worker.exitListenerCount;
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    try {
+      for (let i = 0; i < 50; i++) expect((await run(sid, `echo ${i}`)).stdout).toBe(`${i}\n`);
+      // Ten at once: each holds one listener while it runs, none is left after.
+      const parallel = await Promise.all(Array.from({ length: 10 }, (_, i) => run(sid, `echo p${i}`)));
+      expect(parallel.map((r) => r.stop?.status)).toEqual(Array(10).fill('COMPLETED'));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(worker.exitListenerCount).toBe(before);
+    expect(warnings.filter((w) => /MaxListeners/.test(w))).toEqual([]);
+  }, 120_000);
+
   it('refuses an unknown session and bad input with clear errors', async () => {
     await expect(run(sessionId('cmd-never-started'), 'true')).rejects.toThrow(ResourceNotFoundException);
     await expect(run(sessionId('cmd-never-started'), 'true')).rejects.toThrow(

@@ -103,8 +103,8 @@ export function runCommand(
       timedOut = true;
       killGroup();
     }, request.timeoutS * 1000);
-    const onWorkerExit = () => killGroup();
-    session.worker?.onExit(onWorkerExit);
+    // The worker outlives many commands: each one's exit listener goes when the command ends.
+    const stopWatchingWorker = session.worker?.onExit(() => killGroup());
     res.on('close', () => {
       if (!res.writableFinished) killGroup();
     });
@@ -113,6 +113,7 @@ export function runCommand(
       if (finished) return;
       finished = true;
       clearTimeout(timer);
+      stopWatchingWorker?.();
       killGroup(); // anything the command left running in its group
       write(chunkEvent({ contentStop: { exitCode, status: timedOut ? 'TIMED_OUT' : 'COMPLETED' } }));
       res.end();
@@ -122,6 +123,7 @@ export function runCommand(
       write(exceptionEvent('runtimeClientError', `The command could not start: ${error.message}`));
       finished = true;
       clearTimeout(timer);
+      stopWatchingWorker?.();
       res.end();
       resolve();
     });

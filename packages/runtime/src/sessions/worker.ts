@@ -30,7 +30,10 @@ export interface Worker {
   lastOutput(): string;
   /** SIGTERM to the process group, SIGKILL after `graceMs`. Resolves once it has exited. */
   stop(graceMs: number): Promise<WorkerExit>;
-  onExit(listener: (exit: WorkerExit) => void): void;
+  /** Calls `listener` once the worker exits (at once if it has); returns the call that unsubscribes it. */
+  onExit(listener: (exit: WorkerExit) => void): () => void;
+  /** How many `onExit` listeners are waiting (each running command holds one until it ends). */
+  readonly exitListenerCount: number;
   /** Adds fields to its output's log lines from now on (a warm worker learns its session id). */
   tagLogs(fields: Record<string, unknown>): void;
 }
@@ -130,7 +133,7 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
   let cleanup: (() => void) | undefined;
   let sandboxPid: number | undefined;
   let exited: WorkerExit | undefined;
-  const exitListeners: ((exit: WorkerExit) => void)[] = [];
+  const exitListeners = new Set<(exit: WorkerExit) => void>();
   const exitPromise = new Promise<WorkerExit>((resolve) => {
     const done = (exit: WorkerExit) => {
       if (exited) return;
@@ -314,7 +317,11 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
     },
     onExit: (listener) => {
       if (exited) listener(exited);
-      else exitListeners.push(listener);
+      else exitListeners.add(listener);
+      return () => exitListeners.delete(listener);
+    },
+    get exitListenerCount() {
+      return exitListeners.size;
     },
   };
 }
