@@ -128,6 +128,11 @@ export interface TraceSummary {
   tokens: TokenTotals;
   /** True while the root span has not arrived yet (spans of the trace are still coming in). */
   inProgress: boolean;
+  /**
+   * Set on traces the default trace list hides: a health probe, a synthetic check (`agentrt
+   * doctor`, attribute `agentrt.synthetic`) or the observability stack's own traffic.
+   */
+  noise?: 'probe' | 'synthetic' | 'internal';
 }
 
 /** GET /api/traces/:traceId */
@@ -138,7 +143,7 @@ export interface TraceResponse {
   logs?: LogRecord[];
 }
 
-/** GET /api/traces?service=&status=error|ok&minDurationMs=&q=&limit= */
+/** GET /api/traces?service=&status=error|ok&minDurationMs=&q=&sessionId=&noise=include&limit= */
 export interface TraceListResponse {
   traces: TraceSummary[];
 }

@@ -23,7 +23,12 @@ import { QueryFailure } from '../query/query-pool.js';
 import { createClickHouseStore } from '../store/clickhouse/clickhouse-store.js';
 import { traceResponse } from '../store/read-ops.js';
 import { type SqliteStore, createSqliteStore } from '../store/sqlite-store.js';
-import { type CollectorStore, StoreUnavailableError, parseStoreSetting } from '../store/store.js';
+import {
+  type CollectorStore,
+  StoreUnavailableError,
+  type TraceListFilter,
+  parseStoreSetting,
+} from '../store/store.js';
 import type { WriterThread } from '../store/writer-thread.js';
 import type {
   KeyListResponse,
@@ -306,6 +311,10 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
         throw new HttpError(400, 'bad_request', "status must be 'error' or 'ok'");
       }
       const minDurationMs = optionalNumber(params.get('minDurationMs'), 'minDurationMs', 'query');
+      const noise = params.get('noise') || undefined;
+      if (noise && noise !== 'include' && noise !== 'exclude' && noise !== 'only') {
+        throw new HttpError(400, 'bad_request', "noise must be 'exclude' (default), 'include' or 'only'");
+      }
       const out: TraceListResponse = {
         traces: await store.listTraces({
           service: params.get('service') || undefined,
@@ -313,6 +322,9 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           minDurationMs,
           q: params.get('q') || undefined,
           sessionId: params.get('sessionId') || undefined,
+          noise: noise as TraceListFilter['noise'],
+          startMs: optionalNumber(params.get('startMs'), 'startMs', 'query'),
+          endMs: optionalNumber(params.get('endMs'), 'endMs', 'query'),
           limit: limitParam(params, 100, 1000),
         }),
       };

@@ -41,7 +41,22 @@ export interface TraceListFilter {
   /** Free text: a trace id, or a substring of any span's record (case-insensitive). */
   q?: string;
   sessionId?: string;
+  /**
+   * Probes, synthetic checks and the stack's own traffic (TraceSummary.noise): hidden unless
+   * 'include'; 'only' lists just them.
+   */
+  noise?: 'exclude' | 'include' | 'only';
+  /** Traces that started at or after this time (epoch ms). */
+  startMs?: number;
+  /** Traces that started before this time (epoch ms). */
+  endMs?: number;
   limit?: number;
+}
+
+/** The noise setting a listing applies: a trace looked up by its id is shown whatever it is. */
+export function noiseFilter(filter: TraceListFilter): 'exclude' | 'include' | 'only' {
+  if (/^[0-9a-fA-F]{32}$/.test(filter.q?.trim() ?? '')) return 'include';
+  return filter.noise ?? 'exclude';
 }
 
 export interface RetentionOptions {
@@ -232,11 +247,22 @@ export function createSpanReader(db: DatabaseSync) {
       where.push('duration_ns >= ?');
       params.push(Math.round(filter.minDurationMs * 1e6));
     }
+    if (filter.startMs !== undefined) {
+      where.push('start_us >= ?');
+      params.push(Math.round(filter.startMs * 1000));
+    }
+    if (filter.endMs !== undefined) {
+      where.push('start_us < ?');
+      params.push(Math.round(filter.endMs * 1000));
+    }
     if (filter.sessionId) {
       where.push('trace_id IN (SELECT trace_id FROM spans WHERE session_id = ?)');
       params.push(filter.sessionId);
     }
     const q = filter.q?.trim();
+    const noise = noiseFilter(filter);
+    if (noise !== 'include')
+      where.push(`json_extract(summary, '$.noise') IS ${noise === 'only' ? 'NOT ' : ''}NULL`);
     if (q) {
       if (/^[0-9a-fA-F]{32}$/.test(q)) {
         where.push('trace_id = ?');

@@ -1,4 +1,5 @@
 import { sessionIdOf } from '../trace-model/genai.js';
+import { traceNoise } from '../trace-model/noise.js';
 import { sumTokens, traceTokenTotals } from '../trace-model/tokens.js';
 import type { SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
 
@@ -46,6 +47,8 @@ export function summarizeTrace(traceId: string, spans: readonly SpanRecord[]): T
     inProgress: !root && !(fallback && continuesRemoteTrace(fallback)),
   };
   if (sessionId) summary.sessionId = sessionId;
+  const noise = traceNoise(main, spans);
+  if (noise) summary.noise = noise;
   return summary;
 }
 

@@ -68,6 +68,9 @@ export async function listTraces(filters: TraceFilters, limit = 200): Promise<Tr
   if (filters.status) p.set('status', filters.status);
   if (filters.minDurationMs) p.set('minDurationMs', String(filters.minDurationMs));
   if (filters.q) p.set('q', filters.q);
+  if (filters.startMs) p.set('startMs', String(filters.startMs));
+  if (filters.endMs) p.set('endMs', String(filters.endMs));
+  if (filters.noise) p.set('noise', filters.noise);
   p.set('limit', String(limit));
   const r = await request<TraceListResponse>(`/api/traces?${p.toString()}`);
   return r.traces.map(toTraceSummaryView);

@@ -13,8 +13,16 @@ export interface Series {
 }
 
 export type ChartModel =
-  | { type: 'line'; series: Series[]; xMin: number; xMax: number; yMax: number }
-  | { type: 'bar'; metric: string; bars: { label: string; value: number }[]; yMax: number }
+  | {
+      type: 'line';
+      metric: string;
+      xTitle: string;
+      series: Series[];
+      xMin: number;
+      xMax: number;
+      yMax: number;
+    }
+  | { type: 'bar'; metric: string; xTitle: string; bars: { label: string; value: number }[]; yMax: number }
   | { type: 'none'; reason: string };
 
 function num(v: AttributeValue | undefined): number | undefined {
@@ -47,10 +55,23 @@ export function metricColumns(result: StatsResult): string[] {
   );
 }
 
-export function buildChart(result: StatsResult): ChartModel {
+/**
+ * One chart per aggregate column: every aggregate of a stats query is plotted, each on its own y
+ * axis (a count and a duration in nanoseconds on one axis would flatten the count to nothing).
+ */
+export function buildCharts(result: StatsResult): ChartModel[] {
+  if (result.rows.length === 0) return [{ type: 'none', reason: 'No rows to chart.' }];
+  const metrics = metricColumns(result);
+  if (metrics.length === 0) return [{ type: 'none', reason: 'No numeric column to chart.' }];
+  return metrics.map((metric) => buildChart(result, metric));
+}
+
+/** The chart of one aggregate column (default: the first numeric one). */
+export function buildChart(result: StatsResult, metric = metricColumns(result)[0]): ChartModel {
   if (result.rows.length === 0) return { type: 'none', reason: 'No rows to chart.' };
   const metrics = metricColumns(result);
-  if (metrics.length === 0) return { type: 'none', reason: 'No numeric column to chart.' };
+  if (metric === undefined || !metrics.includes(metric))
+    return { type: 'none', reason: 'No numeric column to chart.' };
   const groups = result.columns.filter((c) => c !== result.timeColumn && !metrics.includes(c));
   const groupLabel = (r: Record<string, AttributeValue>): string =>
     groups.map((g) => String(r[g] ?? '∅')).join(' · ');
@@ -62,30 +83,32 @@ export function buildChart(result: StatsResult): ChartModel {
     for (const row of result.rows) {
       const x = binTimeMs(row[result.timeColumn]);
       if (x === undefined) continue;
-      for (const metric of metrics) {
-        const y = num(row[metric]);
-        if (y === undefined) continue;
-        const label = groups.length > 0 ? groupLabel(row) : '';
-        const name = [metrics.length > 1 || !label ? metric : '', label].filter(Boolean).join(' · ');
-        const series = byName.get(name) ?? { name, points: [] };
-        byName.set(name, series);
-        series.points.push({ x, y });
-        xMin = Math.min(xMin, x);
-        xMax = Math.max(xMax, x);
-        yMax = Math.max(yMax, y);
-      }
+      const y = num(row[metric]);
+      if (y === undefined) continue;
+      const name = groups.length > 0 ? groupLabel(row) : metric;
+      const series = byName.get(name) ?? { name, points: [] };
+      byName.set(name, series);
+      series.points.push({ x, y });
+      xMin = Math.min(xMin, x);
+      xMax = Math.max(xMax, x);
+      yMax = Math.max(yMax, y);
     }
     if (byName.size === 0) return { type: 'none', reason: 'The time column has no usable timestamps.' };
     for (const s of byName.values()) s.points.sort((p, q) => p.x - q.x);
     const series = [...byName.values()].sort((p, q) => (p.name < q.name ? -1 : p.name > q.name ? 1 : 0));
-    return { type: 'line', series, xMin, xMax, yMax };
+    return { type: 'line', metric, xTitle: `time (${result.timeColumn})`, series, xMin, xMax, yMax };
   }
-  const metric = metrics[0]!;
   const bars = result.rows.map((r, i) => ({
     label: groups.length > 0 ? groupLabel(r) : `row ${i + 1}`,
     value: num(r[metric]) ?? 0,
   }));
-  return { type: 'bar', metric, bars, yMax: Math.max(0, ...bars.map((b) => b.value)) };
+  return {
+    type: 'bar',
+    metric,
+    xTitle: groups.length > 0 ? groups.join(' · ') : 'row',
+    bars,
+    yMax: Math.max(0, ...bars.map((b) => b.value)),
+  };
 }
 
 /** About `count` round tick values from 0 to at least `max` (1, 2, 5 × 10^n steps). */

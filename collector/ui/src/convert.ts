@@ -89,6 +89,7 @@ export function toTraceSummaryView(t: TraceSummary): TraceSummaryView {
     inProgress: t.inProgress,
   };
   if (t.sessionId) view.sessionId = t.sessionId;
+  if (t.noise) view.noise = t.noise;
   return view;
 }
 

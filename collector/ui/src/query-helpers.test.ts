@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { applyCompletion, completionContext, insideString, suggest } from './autocomplete.js';
-import { buildChart, niceTicks } from './chart-model.js';
+import { buildChart, buildCharts, niceTicks } from './chart-model.js';
 
 describe('autocomplete', () => {
   const keys = [
@@ -76,6 +76,7 @@ describe('buildChart', () => {
     expect(bars).toEqual({
       type: 'bar',
       metric: 'avg',
+      xTitle: 'model',
       bars: [
         { label: 'a', value: 2.5 },
         { label: 'b', value: 4 },
@@ -83,6 +84,32 @@ describe('buildChart', () => {
       yMax: 4,
     });
     expect(buildChart({ columns: ['x'], rows: [{ x: 'text' }] }).type).toBe('none');
+  });
+  it('plots every aggregate of a stats query, each on its own axis', () => {
+    const result = {
+      columns: ['bin(1m)', 'count(*)', 'sum(tokens)'],
+      timeColumn: 'bin(1m)',
+      rows: [
+        { 'bin(1m)': 60_000, 'count(*)': 2, 'sum(tokens)': 900 },
+        { 'bin(1m)': 120_000, 'count(*)': 3, 'sum(tokens)': 1500 },
+      ],
+    };
+    const charts = buildCharts(result);
+    expect(charts.map((c) => c.type === 'line' && [c.metric, c.yMax, c.series.map((s) => s.name)])).toEqual([
+      ['count(*)', 3, ['count(*)']],
+      ['sum(tokens)', 1500, ['sum(tokens)']],
+    ]);
+    const bars = buildCharts({
+      columns: ['name', 'spans', 'avg'],
+      rows: [
+        { name: 'a', spans: 1, avg: 10 },
+        { name: 'b', spans: 2, avg: 20 },
+      ],
+    });
+    expect(bars.map((c) => c.type === 'bar' && [c.metric, c.bars.map((b) => b.value)])).toEqual([
+      ['spans', [1, 2]],
+      ['avg', [10, 20]],
+    ]);
   });
   it('picks round ticks', () => {
     expect(niceTicks(9)).toEqual([0, 5, 10]);

@@ -8,6 +8,16 @@ describe('hash routes', () => {
       { view: 'session', sessionId: 'sess 1/ä' },
       { view: 'traces', filters: { service: 'weather', status: 'error', minDurationMs: 250, q: 'paris' } },
       { view: 'traces', filters: {} },
+      {
+        view: 'traces',
+        filters: {
+          service: 'agentrt-runtime',
+          status: 'error',
+          startMs: 1_700_000_000_000,
+          endMs: 1_700_000_060_000,
+        },
+      },
+      { view: 'traces', filters: { noise: 'include' } },
       { view: 'trace', traceId: 'abc', spanId: 'def' },
       { view: 'trace', traceId: 'abc' },
       { view: 'search', query: 'filter durationNano > 1e9 | limit 5' },

@@ -16,6 +16,11 @@ export interface TraceFilters {
   status?: 'error' | 'ok';
   minDurationMs?: number;
   q?: string;
+  /** Traces started in [startMs, endMs): the time bucket of a chart point. */
+  startMs?: number;
+  endMs?: number;
+  /** Also list health probes, synthetic checks and the stack's own traffic (hidden by default). */
+  noise?: 'include';
 }
 
 function query(params: Record<string, string | number | undefined>): string {
@@ -82,10 +87,15 @@ export function parseRoute(hash: string): Route {
       const status = get('status');
       const min = Number(get('minDurationMs'));
       const q = get('q');
+      const startMs = Number(get('startMs'));
+      const endMs = Number(get('endMs'));
       if (service) filters.service = service;
       if (status === 'error' || status === 'ok') filters.status = status;
       if (Number.isFinite(min) && min > 0) filters.minDurationMs = min;
       if (q) filters.q = q;
+      if (Number.isFinite(startMs) && startMs > 0) filters.startMs = startMs;
+      if (Number.isFinite(endMs) && endMs > 0) filters.endMs = endMs;
+      if (get('noise') === 'include') filters.noise = 'include';
       return { view: 'traces', filters };
     }
     case 'search': {

@@ -65,6 +65,8 @@ export interface TraceSummaryView {
   errorCount: number;
   tokens: TokenTotals;
   inProgress: boolean;
+  /** A probe, synthetic check or internal traffic (listed only with "show probes & internal"). */
+  noise?: 'probe' | 'synthetic' | 'internal';
 }
 
 export interface TraceView {

@@ -1,91 +1,24 @@
 // End to end: the official AWS SDK invokes an instrumented reference agent through the runtime; the
 // collector then holds one trace caller → runtime → agent, the runtime's AgentCore metrics, the
 // session's usage and the runtime's logs with trace ids.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { BedrockAgentCoreClient, InvokeAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore';
-import {
-  BedrockAgentCoreControlClient,
-  CreateAgentRuntimeCommand,
-  GetAgentRuntimeCommand,
-} from '@aws-sdk/client-bedrock-agentcore-control';
-import {
-  type Collector,
-  type MetricQueryResult,
-  type TraceResponse,
-  createCollector,
-} from '@agentrt/collector';
-import { type RuntimeServer, createRuntimeServer } from '@agentrt/runtime';
+import type { MetricQueryResult, TraceResponse } from '@agentrt/collector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RuntimeStack, startRuntimeStack, until } from './runtime-stack.js';
 
-const repoRoot = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..');
 const SESSION = `must-show-session-${'0'.repeat(24)}`;
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 describe('must show: the runtime observes itself end to end (AWS SDK → runtime → agent → collector)', () => {
-  let dir: string;
-  let collector: Collector;
-  let runtime: RuntimeServer;
-  let control: BedrockAgentCoreControlClient;
-  let data: BedrockAgentCoreClient;
-  let arn: string;
+  let stack: RuntimeStack;
+  let collector: RuntimeStack['collector'];
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(os.tmpdir(), 'agentrt-must-show-'));
-    collector = await createCollector({ dataDir: join(dir, 'collector'), host: '127.0.0.1', port: 0 });
-    runtime = await createRuntimeServer({
-      host: '127.0.0.1',
-      port: 0,
-      dataDir: join(dir, 'runtime'),
-      otlpEndpoint: collector.url,
-      instrumentWorkers: true,
-      metricExportIntervalMs: 500,
-      pingIntervalMs: 500,
-      logSink: () => undefined,
-    });
-    const common = {
-      endpoint: runtime.url,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'local-secret' },
-    };
-    control = new BedrockAgentCoreControlClient(common);
-    data = new BedrockAgentCoreClient({ ...common, maxAttempts: 1 });
-    const created = await control.send(
-      new CreateAgentRuntimeCommand({
-        agentRuntimeName: 'must_show',
-        agentRuntimeArtifact: {
-          containerConfiguration: { containerUri: pathToFileURL(join(repoRoot, 'examples/sdk-agent')).href },
-        },
-        roleArn: 'arn:aws:iam::123456789012:role/AgentRuntimeRole',
-        networkConfiguration: { networkMode: 'PUBLIC' },
-        environmentVariables: { AGENTRT_MODEL_PROVIDER: 'offline', OTEL_SERVICE_NAME: 'sdk-agent' },
-      }),
-    );
-    arn = created.agentRuntimeArn!;
-    await until('runtime READY', async () => {
-      const got = await control.send(new GetAgentRuntimeCommand({ agentRuntimeId: created.agentRuntimeId! }));
-      return got.status === 'READY' ? true : undefined;
-    });
+    stack = await startRuntimeStack({ name: 'must_show', runtime: { pingIntervalMs: 500 } });
+    ({ collector } = stack);
   }, 60_000);
   afterAll(async () => {
-    control?.destroy();
-    data?.destroy();
-    await runtime?.close();
-    await collector?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await stack?.close();
   }, 30_000);
 
   const metric = async (params: Record<string, string | string[]>) => {
@@ -100,29 +33,13 @@ describe('must show: the runtime observes itself end to end (AWS SDK → runtime
   it('one trace from the caller through the runtime span to the agent, metrics, usage and logs', async () => {
     const calls = 3;
     for (let i = 0; i < calls; i++) {
-      const out = await data.send(
-        new InvokeAgentRuntimeCommand({
-          agentRuntimeArn: arn,
-          runtimeSessionId: SESSION,
-          contentType: 'application/json',
-          traceParent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
-          payload: new TextEncoder().encode(JSON.stringify({ prompt: `hello ${i}` })),
-        }),
-      );
+      const out = await stack.invoke(JSON.stringify({ prompt: `hello ${i}` }), SESSION, {
+        traceParent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
+      });
       expect(out.statusCode).toBe(200);
-      await out.response!.transformToString();
     }
     // A payload the agent refuses (400) reaches the caller as the runtime's 424: a user error.
-    await expect(
-      data.send(
-        new InvokeAgentRuntimeCommand({
-          agentRuntimeArn: arn,
-          runtimeSessionId: SESSION,
-          contentType: 'application/json',
-          payload: new TextEncoder().encode('{not json'),
-        }),
-      ),
-    ).rejects.toMatchObject({ name: 'RuntimeClientError' });
+    await expect(stack.invoke('{not json', SESSION)).rejects.toMatchObject({ name: 'RuntimeClientError' });
 
     // The trace: the caller's trace continued by the runtime's SERVER span, the agent's spans below it.
     const trace = await until('the trace with runtime and agent spans', async () => {

@@ -56,10 +56,28 @@ describe('agentrt doctor', () => {
     expect(report.ok).toBe(true);
     expect(check(report, 'collector')).toMatchObject({ status: 'ok' });
     expect(check(report, 'collector')?.detail).toMatch(/test span stored and queried back in \d+ ms/);
-    const traces = (await (await fetch(`${collector.url}/api/traces?service=agentrt-doctor`)).json()) as {
-      traces: unknown[];
+    // The round trip is marked synthetic: kept out of the user's trace list, listed on request.
+    const list = async (query: string) =>
+      (
+        (await (await fetch(`${collector.url}/api/traces?service=agentrt-doctor${query}`)).json()) as {
+          traces: { rootName: string; noise?: string }[];
+        }
+      ).traces;
+    expect(await list('')).toEqual([]);
+    const all = await list('&noise=include');
+    expect(all.length).toBeGreaterThan(0);
+    expect(all[0]).toMatchObject({ rootName: 'agentrt doctor round trip', noise: 'synthetic' });
+    let out = '';
+    const io = {
+      stdout: (t: string) => (out += t),
+      stderr: (t: string) => (out += t),
+      env: {},
+      cwd: process.cwd(),
     };
-    expect(traces.traces.length).toBeGreaterThan(0);
+    await main(['traces', 'list', '--service', 'agentrt-doctor', '--url', collector.url], io);
+    expect(out).not.toContain('agentrt doctor round trip');
+    await main(['traces', 'list', '--all', '--service', 'agentrt-doctor', '--url', collector.url], io);
+    expect(out).toContain('agentrt doctor round trip');
     expect(check(report, 'node')).toMatchObject({ status: 'ok' });
     expect(check(report, 'model')).toMatchObject({ status: 'ok' });
     expect(report.checks.map((c) => c.name)).toEqual(

@@ -1,42 +1,22 @@
 // The Agents, Logs and cost views in Chromium, with data from a running collector + runtime + the
 // instrumented sdk-agent invoked through the official AWS SDK.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { BedrockAgentCoreClient, InvokeAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore';
-import {
-  BedrockAgentCoreControlClient,
-  CreateAgentRuntimeCommand,
-  GetAgentRuntimeCommand,
-} from '@aws-sdk/client-bedrock-agentcore-control';
-import { type Collector, createCollector } from '@agentrt/collector';
-import { type RuntimeServer, createRuntimeServer } from '@agentrt/runtime';
+import type { Collector } from '@agentrt/collector';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '@agentrt/cli';
+import { type RuntimeStack, startRuntimeStack } from '../observability/runtime-stack.js';
 import { REPO_ROOT, hasChromium, launchBrowser, screenshot } from './browser.js';
 
-let dir: string;
+let stack: RuntimeStack;
 let collector: Collector;
-let runtime: RuntimeServer;
-let control: BedrockAgentCoreControlClient;
-let data: BedrockAgentCoreClient;
 let browser: Browser;
 let page: Page;
-let arn: string;
 const SESSION = `ui-agents-session-${'0'.repeat(24)}`;
 
 const invoke = async (payload: string, session = SESSION) => {
-  const out = await data.send(
-    new InvokeAgentRuntimeCommand({
-      agentRuntimeArn: arn,
-      runtimeSessionId: session,
-      contentType: 'application/json',
-      payload: new TextEncoder().encode(payload),
-    }),
-  );
-  await out.response!.transformToString();
+  await stack.invoke(payload, session);
 };
 
 function poll<T>(read: () => Promise<T>) {
@@ -48,41 +28,8 @@ beforeAll(async () => {
   execFileSync(process.execPath, [join(REPO_ROOT, 'collector', 'ui', 'build.mjs'), '--if-stale'], {
     timeout: 60_000,
   });
-  dir = mkdtempSync(join(tmpdir(), 'agentrt-ui-agents-'));
-  collector = await createCollector({ dataDir: join(dir, 'collector'), port: 0, host: '127.0.0.1' });
-  runtime = await createRuntimeServer({
-    host: '127.0.0.1',
-    port: 0,
-    dataDir: join(dir, 'runtime'),
-    otlpEndpoint: collector.url,
-    instrumentWorkers: true,
-    metricExportIntervalMs: 500,
-    logSink: () => undefined,
-  });
-  const common = {
-    endpoint: runtime.url,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'local-secret' },
-  };
-  control = new BedrockAgentCoreControlClient(common);
-  data = new BedrockAgentCoreClient({ ...common, maxAttempts: 1 });
-  const created = await control.send(
-    new CreateAgentRuntimeCommand({
-      agentRuntimeName: 'ui_agent',
-      agentRuntimeArtifact: {
-        containerConfiguration: { containerUri: pathToFileURL(join(REPO_ROOT, 'examples/sdk-agent')).href },
-      },
-      roleArn: 'arn:aws:iam::123456789012:role/AgentRuntimeRole',
-      networkConfiguration: { networkMode: 'PUBLIC' },
-      environmentVariables: { AGENTRT_MODEL_PROVIDER: 'offline', OTEL_SERVICE_NAME: 'sdk-agent' },
-    }),
-  );
-  arn = created.agentRuntimeArn!;
-  for (let i = 0; i < 200; i++) {
-    const got = await control.send(new GetAgentRuntimeCommand({ agentRuntimeId: created.agentRuntimeId! }));
-    if (got.status === 'READY') break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  stack = await startRuntimeStack({ name: 'ui_agent' });
+  collector = stack.collector;
   await invoke(JSON.stringify({ prompt: 'What is the weather like?' }));
   await invoke(JSON.stringify({ prompt: 'hello again' }));
   await invoke('{not json').catch(() => undefined); // one user error (the agent answers 400 → 424)
@@ -93,11 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  control?.destroy();
-  data?.destroy();
-  await runtime?.close();
-  await collector?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await stack?.close();
 }, 60_000);
 
 describe.skipIf(!hasChromium)(
@@ -124,10 +67,14 @@ describe.skipIf(!hasChromium)(
       expect(cells[5]).toBe('33.3%'); // 1 user error in 3 calls
       expect(cells[7]).toBe('1'); // sessions started
       // Two charts with axes (tick labels) and a legend naming the runtime.
+      // Invocations, latency and errors over time (+ tokens by model): titled axes, legends.
       const charts = page.locator('[data-testid=stats-chart]');
-      await poll(() => charts.count()).toBe(2);
+      await poll(() => charts.count()).toBeGreaterThanOrEqual(3);
       expect(await charts.first().locator('text.axis').count()).toBeGreaterThan(3);
       expect(await charts.first().locator('figcaption').textContent()).toContain('ui_agent::DEFAULT');
+      expect(await page.locator('[data-testid=y-title]').allTextContents()).toEqual(
+        expect.arrayContaining(['invocations (calls)', 'latency p95 (ms)', 'errors (calls)']),
+      );
       expect(await page.locator('h2').allTextContents()).toEqual(
         expect.arrayContaining([expect.stringMatching(/^Invocations per .*\(y: calls, x: time\)$/)]),
       );
@@ -144,6 +91,112 @@ describe.skipIf(!hasChromium)(
       await page.locator('[data-testid=range-15m]').click();
       await row.waitFor();
       await screenshot(page, 'agents');
+    });
+
+    it('every chart point links to the traces behind it: that runtime, that time bucket, errors only on the error chart', async () => {
+      await page.goto(`${collector.url}/#/agents`);
+      const errorChart = page.locator('[data-testid=stats-chart]', {
+        has: page.locator('[data-testid=y-title]', { hasText: 'errors (calls)' }),
+      });
+      await errorChart.waitFor();
+      // The bucket holding the refused call.
+      const failing = errorChart.locator('[data-testid=chart-point]').filter({
+        has: page.locator('title', { hasText: /: [1-9]\d*$/ }),
+      });
+      await poll(() => failing.count()).toBeGreaterThan(0);
+      await failing.first().click();
+      await page.waitForURL(/#\/traces\?/);
+      const url = new URL(page.url().replace('#/traces', 'traces'));
+      expect(url.searchParams.get('status')).toBe('error');
+      expect(url.searchParams.get('service')).toBe('agentrt-runtime');
+      expect(Number(url.searchParams.get('endMs')) - Number(url.searchParams.get('startMs'))).toBeGreaterThan(
+        0,
+      );
+      await page.locator('[data-testid=time-window]').waitFor();
+      const listed = page.locator('[data-testid=traces-table] tbody tr');
+      await poll(() => listed.count()).toBe(1);
+      expect(await listed.first().locator('.pill-error').count()).toBe(1);
+      expect(await listed.first().locator('td').nth(2).textContent()).toBe('agentrt-runtime');
+      // An invocations point lists the bucket's calls, ok and failed alike.
+      await page.goto(`${collector.url}/#/agents`);
+      const invocationsChart = page.locator('[data-testid=stats-chart]', {
+        has: page.locator('[data-testid=y-title]', { hasText: 'invocations (calls)' }),
+      });
+      const points = invocationsChart.locator('[data-testid=chart-point]').filter({
+        has: page.locator('title', { hasText: /: [1-9]\d*$/ }),
+      });
+      await poll(() => points.count()).toBeGreaterThan(0);
+      const hrefs = await points.evaluateAll((els) => els.map((e) => e.getAttribute('href')!));
+      for (const href of hrefs) {
+        await page.goto(`${collector.url}/${href}`);
+        await page.locator('[data-testid=time-window]').waitFor();
+        // Each point with calls lists the runtime's traces of its bucket.
+        await poll(() => listed.count()).toBeGreaterThan(0);
+        for (const service of await listed.locator('td:nth-child(3)').allTextContents())
+          expect(service).toBe('agentrt-runtime');
+      }
+    });
+
+    it('the trace list hides probes and agentrt doctor round trips until "show probes & internal" is on', async () => {
+      // A health probe as any instrumented service would report it, and a real `agentrt doctor` run.
+      const probe = {
+        resourceSpans: [
+          {
+            resource: { attributes: [{ key: 'service.name', value: { stringValue: 'sdk-agent' } }] },
+            scopeSpans: [
+              {
+                scope: { name: 'probe-test' },
+                spans: [
+                  {
+                    traceId: 'ab'.repeat(16),
+                    spanId: 'cd'.repeat(8),
+                    name: 'GET /healthz',
+                    kind: 2,
+                    startTimeUnixNano: String(BigInt(Date.now()) * 1_000_000n),
+                    endTimeUnixNano: String(BigInt(Date.now() + 1) * 1_000_000n),
+                    attributes: [
+                      { key: 'http.request.method', value: { stringValue: 'GET' } },
+                      { key: 'url.path', value: { stringValue: '/healthz' } },
+                    ],
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      };
+      const sent = await fetch(`${collector.url}/v1/traces`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(probe),
+      });
+      expect(sent.status).toBe(200);
+      let doctorOut = '';
+      await main(['doctor', '--json', '--collector-url', collector.url], {
+        stdout: (t) => (doctorOut += t),
+        stderr: (t) => (doctorOut += t),
+        env: {},
+        cwd: REPO_ROOT,
+      });
+      expect(doctorOut).toMatch(/test span stored and queried back/);
+
+      await page.goto(`${collector.url}/#/traces`);
+      const names = page.locator('[data-testid=traces-table] tbody tr td:nth-child(2) a');
+      await poll(() => names.count()).toBeGreaterThan(0);
+      const defaults = await names.allTextContents();
+      expect(defaults).not.toContain('GET /healthz');
+      expect(defaults).not.toContain('agentrt doctor round trip');
+      await page.locator('[data-testid=show-noise]').check();
+      await page.waitForURL(/noise=include/);
+      await poll(async () => (await names.allTextContents()).sort()).toEqual(
+        expect.arrayContaining(['GET /healthz', 'agentrt doctor round trip']),
+      );
+      expect(await page.locator('[data-testid=noise-pill]').allTextContents()).toEqual(
+        expect.arrayContaining(['probe', 'synthetic']),
+      );
+      await screenshot(page, 'traces-with-noise');
+      await page.locator('[data-testid=show-noise]').uncheck();
+      await poll(async () => (await names.allTextContents()).includes('GET /healthz')).toBe(false);
     });
 
     it('Logs: filters, severity colours, live tail, links to the trace; a span panel shows its logs', async () => {

@@ -261,10 +261,16 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
     const box = page.locator('textarea.query-input');
     await box.fill('stats count(*), sum(attributes.gen_ai.usage.output_tokens) by bin(1m)');
     await page.locator('[data-testid=run-query]').click();
-    const chart = page.locator('[data-testid=stats-chart]');
-    await chart.waitFor();
-    expect(await chart.getAttribute('data-chart')).toBe('line');
-    expect(await chart.locator('polyline').count()).toBeGreaterThanOrEqual(1);
+    // Every aggregate is plotted, each on its own axis with titles and a legend.
+    const charts = page.locator('[data-testid=stats-chart]');
+    await charts.first().waitFor();
+    expect(await charts.evaluateAll((els) => els.map((e) => [e.dataset.chart, e.dataset.metric]))).toEqual([
+      ['line', 'count(*)'],
+      ['line', 'sum(attributes.gen_ai.usage.output_tokens)'],
+    ]);
+    expect(await charts.first().locator('polyline').count()).toBeGreaterThanOrEqual(1);
+    expect(await charts.first().locator('[data-testid=y-title]').textContent()).toBe('count(*)');
+    expect(await charts.first().locator('[data-testid=x-title]').textContent()).toBe('time (bin(1m))');
     expect(await page.locator('[data-testid=results-table] tbody tr').count()).toBeGreaterThanOrEqual(1);
     await screenshot(page, '08-stats-time-series');
 
@@ -272,8 +278,12 @@ describe.skipIf(!hasChromium)('trace explorer (needs /usr/bin/chromium)', { time
       'filter attributes.session.id = "sess-weather-ui-1" | stats count(*) as spans, avg(durationNano) by name',
     );
     await page.locator('[data-testid=run-query]').click();
-    await page.locator('[data-testid=stats-chart][data-chart=bar]').waitFor();
-    expect(await page.locator('[data-testid=stats-chart] rect.bar').count()).toBe(3);
+    await page.locator('[data-testid=stats-chart][data-chart=bar]').first().waitFor();
+    expect(await page.locator('[data-testid=stats-chart][data-chart=bar]').count()).toBe(2);
+    expect(await page.locator('[data-testid=stats-chart][data-metric=spans] rect.bar').count()).toBe(3);
+    expect(
+      await page.locator('[data-testid=stats-chart][data-metric="avg(durationNano)"] rect.bar').count(),
+    ).toBe(3);
     const table = await page.locator('[data-testid=results-table]').innerText();
     expect(table).toContain('execute_tool get_weather');
     expect(page.url()).toContain('#/search?q=');

@@ -8,7 +8,7 @@ import type { QueryOptions } from '../../query/engine.js';
 import { QueryError } from '../../query/query-error.js';
 import { QueryFailure } from '../../query/query-pool.js';
 import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../../wire-types.js';
-import { FIXED_KEYS } from '../span-store.js';
+import { FIXED_KEYS, noiseFilter } from '../span-store.js';
 import {
   type ClickHouseLocation,
   type CollectorStore,
@@ -329,14 +329,32 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     if (filter.service) having.push(`svc = ${literal(filter.service)}`);
     if (filter.status === 'error') having.push('err > 0');
     if (filter.status === 'ok') having.push('err = 0');
+    if (filter.startMs !== undefined)
+      having.push(`s >= ${literal(BigInt(Math.max(0, Math.round(filter.startMs * 1000))) * 1000n)}`);
+    if (filter.endMs !== undefined)
+      having.push(`s < ${literal(BigInt(Math.max(0, Math.round(filter.endMs * 1000))) * 1000n)}`);
     if (filter.minDurationMs !== undefined)
       having.push(`e - s >= ${literal(Math.round(filter.minDurationMs * 1e6))}`);
     const limit = Math.max(1, Math.min(filter.limit ?? 100, 1000));
-    const rows = await select<{ trace_id: string }>(
-      `SELECT trace_id, minMerge(start_ns) AS s, maxMerge(end_ns) AS e, anyIfMerge(root_service) AS svc, sumMerge(errors) AS err FROM ${T('traces')}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} GROUP BY trace_id${having.length ? ` HAVING ${having.join(' AND ')}` : ''} ORDER BY s DESC, trace_id LIMIT ${limit}`,
-    );
-    const sums = await summaries(rows.map((r) => r.trace_id));
-    return rows.map((r) => sums.get(r.trace_id)).filter((s) => s !== undefined);
+    // Whether a trace is noise is known from its summary (summarizeTrace owns the rule), so the
+    // listing pages through candidates until `limit` pass the noise setting.
+    const noise = noiseFilter(filter);
+    const keep = (s: TraceSummary): boolean =>
+      noise === 'include' || (noise === 'only') === (s.noise !== undefined);
+    const out: TraceSummary[] = [];
+    const page = noise === 'include' ? limit : Math.min(1000, limit * 4);
+    for (let offset = 0; out.length < limit && offset < 20 * page; offset += page) {
+      const rows = await select<{ trace_id: string }>(
+        `SELECT trace_id, minMerge(start_ns) AS s, maxMerge(end_ns) AS e, anyIfMerge(root_service) AS svc, sumMerge(errors) AS err FROM ${T('traces')}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} GROUP BY trace_id${having.length ? ` HAVING ${having.join(' AND ')}` : ''} ORDER BY s DESC, trace_id LIMIT ${offset}, ${page}`,
+      );
+      const sums = await summaries(rows.map((r) => r.trace_id));
+      for (const r of rows) {
+        const s = sums.get(r.trace_id);
+        if (s && keep(s) && out.length < limit) out.push(s);
+      }
+      if (rows.length < page) break;
+    }
+    return out;
   }
 
   async function listSessions(limit = 100): Promise<SessionSummary[]> {

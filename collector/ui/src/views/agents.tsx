@@ -4,12 +4,12 @@
  */
 import { useState } from 'preact/hooks';
 import { type MetricSeriesAnswer, getPrices, queryMetric, runQuery } from '../api.js';
-import { StatsChart } from '../components/chart.js';
+import { type ChartPoint, StatsChart } from '../components/chart.js';
 import { EmptyState, ErrorBox, Loading } from '../components/common.js';
 import { formatCount, formatDuration } from '../format.js';
 import { useAsync } from '../hooks.js';
 import { costOf, formatUsd } from '../../../src/cost/prices.js';
-import { routeHref } from '../router.js';
+import { routeHref, type TraceFilters } from '../router.js';
 
 const RANGES: { label: string; ms: number }[] = [
   { label: '15m', ms: 15 * 60_000 },
@@ -19,6 +19,29 @@ const RANGES: { label: string; ms: number }[] = [
   { label: '7d', ms: 7 * 86_400_000 },
 ];
 const INVOKE = ['Operation=InvokeAgentRuntime'];
+/**
+ * A metric point is stamped when the runtime exports it (every OTEL_METRIC_EXPORT_INTERVAL, 60 s by
+ * default), after the calls it counts: the traces behind a point started up to this long before its
+ * bucket.
+ */
+const METRIC_EXPORT_LAG_MS = 60_000;
+
+/** The traces behind one point of a runtime chart: that runtime, that bucket (errors only for error charts). */
+export function runtimeTracesHref(
+  runtime: string,
+  bucketStartMs: number,
+  stepMs: number,
+  errorsOnly: boolean,
+) {
+  const filters: TraceFilters = {
+    service: 'agentrt-runtime',
+    q: runtime.split('::')[0],
+    startMs: bucketStartMs - METRIC_EXPORT_LAG_MS,
+    endMs: bucketStartMs + stepMs,
+  };
+  if (errorsOnly) filters.status = 'error';
+  return routeHref({ view: 'traces', filters });
+}
 
 /** Sum of a series' points (null = no data). */
 const sumOf = (points: [number, number | null][]): number => points.reduce((n, [, v]) => n + (v ?? 0), 0);
@@ -30,6 +53,27 @@ function byName(answer: MetricSeriesAnswer | undefined, pick = sumOf): Map<strin
   const out = new Map<string, number>();
   for (const s of answer?.series ?? []) out.set(s.group.Name ?? '', pick(s.points));
   return out;
+}
+
+/** The point-wise sum of same-shaped answers (user + system errors + throttles). */
+function sumSeries(answers: (MetricSeriesAnswer | undefined)[]): MetricSeriesAnswer | undefined {
+  const present = answers.filter((a) => a !== undefined);
+  if (present.length === 0) return undefined;
+  const byName = new Map<string, Map<number, number>>();
+  for (const a of present)
+    for (const s of a.series) {
+      const name = s.group.Name ?? '';
+      const points = byName.get(name) ?? new Map<number, number>();
+      byName.set(name, points);
+      for (const [t, v] of s.points) if (v !== null) points.set(t, (points.get(t) ?? 0) + v);
+    }
+  return {
+    ...present[0]!,
+    series: [...byName].map(([Name, points]) => ({
+      group: { Name },
+      points: [...points].sort((a, b) => a[0] - b[0]),
+    })),
+  };
 }
 
 /** A metric time series as the rows the stats chart draws (one line per runtime). */
@@ -68,7 +112,11 @@ async function loadAgents(rangeMs: number) {
     active,
     invocationsOver,
     p95Over,
+    userErrorsOver,
+    systemErrorsOver,
+    throttlesOver,
     tokens,
+    tokensOver,
     prices,
   ] = await Promise.all([
     queryMetric({ name: 'Invocations', fn: 'sum', ...whole }),
@@ -82,9 +130,17 @@ async function loadAgents(rangeMs: number) {
     queryMetric({ name: 'ActiveSessionCount', fn: 'avg', ...over }),
     queryMetric({ name: 'Invocations', fn: 'sum', ...over }),
     queryMetric({ name: 'Latency', fn: 'p95', ...over }),
+    queryMetric({ name: 'UserErrors', fn: 'sum', ...over }),
+    queryMetric({ name: 'SystemErrors', fn: 'sum', ...over }),
+    queryMetric({ name: 'Throttles', fn: 'sum', ...over }),
     // Model calls carry their own usage (agent spans carry the sum): count the calls only.
     runQuery(
       'filter attributes.gen_ai.operation.name = "chat" | stats sum(attributes.gen_ai.usage.input_tokens) as input, sum(attributes.gen_ai.usage.output_tokens) as output, count(*) as calls by resource.attributes.service.name as service, attributes.gen_ai.request.model as model',
+      startMs,
+      endMs,
+    ),
+    runQuery(
+      `filter attributes.gen_ai.operation.name = "chat" | stats sum(attributes.gen_ai.usage.input_tokens) as tokens_in, sum(attributes.gen_ai.usage.output_tokens) as tokens_out by bin(${over.stepMs / 1000}s), attributes.gen_ai.request.model as model`,
       startMs,
       endMs,
     ),
@@ -112,6 +168,8 @@ async function loadAgents(rangeMs: number) {
     }),
     invocationsChart: asChartRows(invocationsOver, 'invocations'),
     latencyChart: asChartRows(p95Over, 'p95 ms'),
+    errorsChart: asChartRows(sumSeries([userErrorsOver, systemErrorsOver, throttlesOver]), 'errors'),
+    tokensChart: tokensOver,
     tokens: tokens.rows.map((r) => {
       const input = Number(r.input ?? 0);
       const output = Number(r.output ?? 0);
@@ -203,13 +261,41 @@ export function AgentsView() {
             </tbody>
           </table>
           <h2>Invocations per {formatDuration(data.stepMs)} (y: calls, x: time)</h2>
-          <StatsChart result={data.invocationsChart} />
+          <StatsChart
+            result={data.invocationsChart}
+            yTitle="invocations (calls)"
+            xTitle="time"
+            pointHref={(p: ChartPoint) => runtimeTracesHref(p.series, p.x!, data.stepMs, false)}
+          />
           <h2>Latency p95 per {formatDuration(data.stepMs)} (y: ms, x: time)</h2>
-          <StatsChart result={data.latencyChart} />
+          <StatsChart
+            result={data.latencyChart}
+            yTitle="latency p95 (ms)"
+            xTitle="time"
+            pointHref={(p: ChartPoint) => runtimeTracesHref(p.series, p.x!, data.stepMs, false)}
+          />
+          <h2>Errors and throttles per {formatDuration(data.stepMs)} (y: calls, x: time)</h2>
+          <StatsChart
+            result={data.errorsChart}
+            yTitle="errors (calls)"
+            xTitle="time"
+            pointHref={(p: ChartPoint) => runtimeTracesHref(p.series, p.x!, data.stepMs, true)}
+          />
         </>
       )}
       {data && data.tokens.length > 0 && (
         <>
+          <h2>Tokens by model per {formatDuration(data.stepMs)} (y: tokens, x: time)</h2>
+          <StatsChart
+            result={data.tokensChart}
+            xTitle="time"
+            pointHref={(p: ChartPoint) =>
+              routeHref({
+                view: 'traces',
+                filters: { q: p.series, startMs: p.x!, endMs: p.x! + data.stepMs },
+              })
+            }
+          />
           <h2>Tokens and cost by model</h2>
           <table class="list" data-testid="tokens-table">
             <thead>

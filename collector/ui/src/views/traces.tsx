@@ -100,6 +100,32 @@ export function TracesView({ filters }: { filters: TraceFilters }) {
         <button class="btn" type="submit">
           Filter
         </button>
+        <label
+          class="check"
+          title="health probes (GET /ping, /healthz …), agentrt doctor checks and the stack's own traffic"
+        >
+          <input
+            type="checkbox"
+            data-testid="show-noise"
+            checked={filters.noise === 'include'}
+            onChange={() => setFilter({ noise: filters.noise === 'include' ? undefined : 'include' })}
+          />{' '}
+          show probes &amp; internal
+        </label>
+        {filters.startMs !== undefined && (
+          <span class="chip" data-testid="time-window">
+            started {formatDateTime(filters.startMs)}
+            {filters.endMs !== undefined && <> – {formatDateTime(filters.endMs)}</>}{' '}
+            <button
+              type="button"
+              class="btn ghost"
+              aria-label="clear the time window"
+              onClick={() => setFilter({ startMs: undefined, endMs: undefined })}
+            >
+              ×
+            </button>
+          </span>
+        )}
         {filtered && (
           <a class="btn ghost" href={routeHref({ view: 'traces', filters: {} })}>
             Clear
@@ -158,6 +184,11 @@ export function TracesView({ filters }: { filters: TraceFilters }) {
                     <a href={routeHref({ view: 'trace', traceId: t.traceId })}>
                       {t.rootName || '(root not arrived)'}
                     </a>
+                    {t.noise && (
+                      <span class="pill pill-noise" data-testid="noise-pill">
+                        {t.noise}
+                      </span>
+                    )}
                   </td>
                   <td>{t.service}</td>
                   <td title={formatDateTime(t.startMs)}>{formatAgo(t.startMs)}</td>

@@ -94,7 +94,13 @@ async function spanRoundTrip(endpoint: string, timeoutMs: number): Promise<{ ok:
   const body = {
     resourceSpans: [
       {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agentrt-doctor' } }] },
+        // Marked synthetic: the collector's default trace list hides it (the user's data stays theirs).
+        resource: {
+          attributes: [
+            { key: 'service.name', value: { stringValue: 'agentrt-doctor' } },
+            { key: 'agentrt.synthetic', value: { stringValue: 'doctor' } },
+          ],
+        },
         scopeSpans: [
           {
             scope: { name: 'agentrt-doctor' },
@@ -106,7 +112,7 @@ async function spanRoundTrip(endpoint: string, timeoutMs: number): Promise<{ ok:
                 kind: 1,
                 startTimeUnixNano: String(nowNs),
                 endTimeUnixNano: String(nowNs + 1_000_000n),
-                attributes: [{ key: 'agentrt.doctor', value: { boolValue: true } }],
+                attributes: [{ key: 'agentrt.synthetic', value: { stringValue: 'doctor' } }],
               },
             ],
           },

@@ -29,7 +29,8 @@ const usage = `Usage: agentrt traces <query|show|list|export|import> …
         stats count(*), pct(durationNano, 95) by attributes.gen_ai.request.model, bin(5m)
   agentrt traces show <traceId> [--wait <s>] [--json]   the trace as a waterfall in the terminal; an id
       the collector does not know yet is waited for (default ${DEFAULT_WAIT_SECONDS} s, 0 = no wait)
-  agentrt traces list [--service s] [--status error|ok] [--min-duration-ms n] [--q text] [--limit n] [--json]
+  agentrt traces list [--service s] [--status error|ok] [--min-duration-ms n] [--q text] [--all] [--limit n] [--json]
+      --all also lists health probes, agentrt doctor checks and the stack's own traffic (hidden by default)
   agentrt traces export <file> [--trace <id>] [--since 1h]   OTLP/JSON lines (traces, then logs)
   agentrt traces import <file>                  send an OTLP/JSON file (one request, or JSON lines)
 
@@ -49,6 +50,7 @@ const options = {
   q: { type: 'string' },
   limit: { type: 'string' },
   wait: { type: 'string' },
+  all: { type: 'boolean', default: false },
 } as const;
 
 type Values = ReturnType<
@@ -243,6 +245,7 @@ export const tracesCommand: Command = {
         if (values.status) params.set('status', values.status);
         if (values['min-duration-ms']) params.set('minDurationMs', values['min-duration-ms']);
         if (values.q) params.set('q', values.q);
+        if (values.all) params.set('noise', 'include');
         params.set('limit', values.limit ?? '50');
         const list = await collectorJson<TraceListResponse>(base, `/api/traces?${params}`);
         if (values.json) {

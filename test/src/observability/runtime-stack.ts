@@ -1,0 +1,144 @@
+/**
+ * The observed runtime stack of the end-to-end and browser tests: a collector and a hosting runtime
+ * on 127.0.0.1 port 0 (the runtime exporting its telemetry to the collector, workers instrumented),
+ * one agent runtime of a reference example created and invoked through the official AWS SDK clients.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import {
+  BedrockAgentCoreClient,
+  InvokeAgentRuntimeCommand,
+  type InvokeAgentRuntimeCommandInput,
+} from '@aws-sdk/client-bedrock-agentcore';
+import {
+  BedrockAgentCoreControlClient,
+  CreateAgentRuntimeCommand,
+  GetAgentRuntimeCommand,
+} from '@aws-sdk/client-bedrock-agentcore-control';
+import { type Collector, createCollector } from '@agentrt/collector';
+import { type RuntimeServer, type RuntimeServerOptions, createRuntimeServer } from '@agentrt/runtime';
+
+export const REPO_ROOT = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..');
+
+export interface RuntimeStackOptions {
+  /** The agent runtime's name (letters, digits, `_`). */
+  name: string;
+  /** Example directory under examples/ (default sdk-agent, with the offline model). */
+  example?: string;
+  /** The agent's environment (default: the offline model, service name sdk-agent). */
+  environment?: Record<string, string>;
+  /** Runtime options over the defaults (metrics exported every 500 ms, logs not printed). */
+  runtime?: Partial<RuntimeServerOptions>;
+}
+
+export interface RuntimeStack {
+  dir: string;
+  collector: Collector;
+  runtime: RuntimeServer;
+  control: BedrockAgentCoreControlClient;
+  data: BedrockAgentCoreClient;
+  arn: string;
+  /** One InvokeAgentRuntime with a JSON (or raw) payload; resolves with the response body text. */
+  invoke(
+    payload: string,
+    sessionId: string,
+    extra?: Partial<InvokeAgentRuntimeCommandInput>,
+  ): Promise<{ statusCode: number | undefined; body: string }>;
+  close(): Promise<void>;
+}
+
+/** Polls `fn` until it returns something other than undefined (errors count as not yet). */
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export async function startRuntimeStack(options: RuntimeStackOptions): Promise<RuntimeStack> {
+  const dir = mkdtempSync(join(tmpdir(), `agentrt-${options.name.replace(/_/g, '-')}-`));
+  const cleanups: (() => Promise<void> | void)[] = [() => rmSync(dir, { recursive: true, force: true })];
+  const close = async (): Promise<void> => {
+    for (const f of cleanups.splice(0).reverse()) await f();
+  };
+  try {
+    const collector = await createCollector({ dataDir: join(dir, 'collector'), host: '127.0.0.1', port: 0 });
+    cleanups.push(() => collector.close());
+    const runtime = await createRuntimeServer({
+      host: '127.0.0.1',
+      port: 0,
+      dataDir: join(dir, 'runtime'),
+      otlpEndpoint: collector.url,
+      instrumentWorkers: true,
+      metricExportIntervalMs: 500,
+      logSink: () => undefined,
+      ...options.runtime,
+    });
+    cleanups.push(() => runtime.close());
+    const common = {
+      endpoint: runtime.url,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'local-secret' },
+    };
+    const control = new BedrockAgentCoreControlClient(common);
+    const data = new BedrockAgentCoreClient({ ...common, maxAttempts: 1 });
+    cleanups.push(() => {
+      control.destroy();
+      data.destroy();
+    });
+    const created = await control.send(
+      new CreateAgentRuntimeCommand({
+        agentRuntimeName: options.name,
+        agentRuntimeArtifact: {
+          containerConfiguration: {
+            containerUri: pathToFileURL(join(REPO_ROOT, 'examples', options.example ?? 'sdk-agent')).href,
+          },
+        },
+        roleArn: 'arn:aws:iam::123456789012:role/AgentRuntimeRole',
+        networkConfiguration: { networkMode: 'PUBLIC' },
+        environmentVariables: options.environment ?? {
+          AGENTRT_MODEL_PROVIDER: 'offline',
+          OTEL_SERVICE_NAME: 'sdk-agent',
+        },
+      }),
+    );
+    await until('the agent runtime READY', async () => {
+      const got = await control.send(new GetAgentRuntimeCommand({ agentRuntimeId: created.agentRuntimeId! }));
+      return got.status === 'READY' ? true : undefined;
+    });
+    const arn = created.agentRuntimeArn!;
+    return {
+      dir,
+      collector,
+      runtime,
+      control,
+      data,
+      arn,
+      async invoke(payload, sessionId, extra = {}) {
+        const out = await data.send(
+          new InvokeAgentRuntimeCommand({
+            agentRuntimeArn: arn,
+            runtimeSessionId: sessionId,
+            contentType: 'application/json',
+            payload: new TextEncoder().encode(payload),
+            ...extra,
+          }),
+        );
+        return { statusCode: out.statusCode, body: await out.response!.transformToString() };
+      },
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
