@@ -1,6 +1,7 @@
 import type { AttributeValue } from '../wire-types.js';
 import { type MetricKind } from './metric-point.js';
 import { type MetricSeries, type MetricStore, type StoredBuckets } from './metric-store.js';
+import { ROLLUP_WIDTHS_US, bucketsOf, decodeTriples, mergeBuckets, planSegments } from './rollups.js';
 
 /** A time-series question: one metric, filtered and grouped by attributes, in time buckets. */
 export interface MetricQuery {
@@ -13,8 +14,14 @@ export interface MetricQuery {
   where?: string[];
   startMs: number;
   endMs: number;
-  /** Bucket width; default: the range in at most 300 buckets, at least 1 s. */
+  /**
+   * Bucket width; default: the range in at most 300 buckets, at least 1 s. Bucket edges fall on
+   * whole multiples of it since the epoch (the first and last bucket clipped to the range); a step
+   * of the whole range or more gives one bucket.
+   */
   stepMs?: number;
+  /** false: read every raw point, never the roll-ups (what tests compare roll-up answers with). */
+  rollups?: boolean;
 }
 
 export interface MetricSeriesResult {
@@ -82,27 +89,6 @@ function parseWhere(where: string[]): ((s: MetricSeries) => boolean)[] {
   });
 }
 
-/** [lower, upper, count] buckets of one stored histogram point. */
-function bucketsOf(b: StoredBuckets): [number, number, number][] {
-  const out: [number, number, number][] = [];
-  if ('b' in b) {
-    for (let i = 0; i < b.c.length; i++) {
-      const c = b.c[i]!;
-      if (c > 0) out.push([i === 0 ? -Infinity : b.b[i - 1]!, i < b.b.length ? b.b[i]! : Infinity, c]);
-    }
-    return out;
-  }
-  const base = 2 ** (2 ** -b.s);
-  if (b.z > 0) out.push([0, 0, b.z]);
-  b.p?.counts.forEach((c, i) => {
-    if (c > 0) out.push([base ** (b.p!.offset + i), base ** (b.p!.offset + i + 1), c]);
-  });
-  b.n?.counts.forEach((c, i) => {
-    if (c > 0) out.push([-(base ** (b.n!.offset + i + 1)), -(base ** (b.n!.offset + i)), c]);
-  });
-  return out;
-}
-
 /** The q-quantile of merged buckets, linear within a bucket; infinite edges clamp to min/max. */
 export function percentileOf(
   merged: Map<string, [number, number, number]>,
@@ -125,6 +111,18 @@ export function percentileOf(
     seen += count;
   }
   return Number.isFinite(max) ? max : buckets.at(-1)![1];
+}
+
+/** One series' points in one time bucket, as the SQL aggregates return them. */
+interface Row {
+  s: number;
+  b: number;
+  d: number | null;
+  v: number;
+  c: number | null;
+  n: number;
+  mn: number | null;
+  mx: number | null;
 }
 
 interface Cell {
@@ -167,8 +165,17 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
     );
   const rangeMs = q.endMs - q.startMs;
   const stepMs = q.stepMs ?? Math.max(1000, Math.ceil(rangeMs / DEFAULT_BUCKETS / 1000) * 1000);
-  if (!Number.isFinite(stepMs) || stepMs < 1) throw new MetricQueryError('stepMs must be a positive number');
-  const buckets = Math.ceil(rangeMs / stepMs);
+  if (!Number.isFinite(stepMs) || stepMs < 0.001)
+    throw new MetricQueryError('stepMs must be a positive number');
+  const startUs = Math.round(q.startMs * 1000);
+  const endUs = Math.round(q.endMs * 1000);
+  // Bucket edges fall on whole multiples of the step since the epoch (as CloudWatch rounds its
+  // periods), the first and last bucket clipped to the range; a step of the whole range or more is
+  // one bucket. Aligned edges are what lets whole roll-up windows answer for the points.
+  const oneBucket = stepMs >= rangeMs;
+  const stepUs = oneBucket ? 2 ** 53 : Math.round(stepMs * 1000);
+  const firstIndex = Math.floor(startUs / stepUs);
+  const buckets = oneBucket ? 1 : Math.floor((endUs - 1) / stepUs) - firstIndex + 1;
   if (buckets > MAX_BUCKETS)
     throw new MetricQueryError(`${buckets} time buckets asked for; at most ${MAX_BUCKETS} (raise stepMs)`);
   const filters = parseWhere(q.where ?? []);
@@ -184,33 +191,61 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
     if (!groups.has(key)) groups.set(key, group);
   }
 
+  // Roll-ups start at the oldest point kept: a window retention cut through holds points that are
+  // gone, so the raw points answer for it.
+  const { t: oldestUs } = store.db.prepare('SELECT min(time_us) AS t FROM metric_points').get() as {
+    t: number | null;
+  };
+  const usable = q.rollups === false ? [] : ROLLUP_WIDTHS_US.filter((w) => oneBucket || stepUs % w === 0);
+  const segments = planSegments(Math.max(startUs, oldestUs ?? endUs), endUs, usable);
+  const ids = JSON.stringify(chosen.map((s) => s.id));
+  const bucketIndex = (column: string) => `CAST(${column} / ? AS INTEGER) - ?`;
+  const statement = (widthUs: number, columns: string, grouped: boolean) =>
+    store.db.prepare(
+      widthUs === 0
+        ? `SELECT series_id AS s, ${bucketIndex('time_us')} AS b, ${columns} FROM metric_points
+           WHERE series_id IN (SELECT value FROM json_each(?)) AND time_us >= ? AND time_us < ?${grouped ? ' GROUP BY s, b' : ' AND buckets IS NOT NULL'}`
+        : `SELECT series_id AS s, ${bucketIndex('bucket_us')} AS b, ${columns} FROM metric_rollups
+           WHERE series_id IN (SELECT value FROM json_each(?)) AND width_us = ${widthUs} AND bucket_us >= ? AND bucket_us < ?${grouped ? ' GROUP BY s, b' : ' AND buckets IS NOT NULL'}`,
+    );
+
+  // Per series and bucket first (a gauge's bucket value is each series' own average), then groups.
+  const perSeries = new Map<number, Row>();
+  for (const seg of segments) {
+    const columns =
+      seg.widthUs === 0
+        ? 'sum(delta) AS d, sum(value) AS v, sum(count) AS c, count(*) AS n, min(coalesce(min, value)) AS mn, max(coalesce(max, value)) AS mx'
+        : 'sum(delta) AS d, sum(value) AS v, sum(count) AS c, sum(points) AS n, min(min) AS mn, max(max) AS mx';
+    const rows = statement(seg.widthUs, columns, true).all(
+      stepUs,
+      firstIndex,
+      ids,
+      seg.fromUs,
+      seg.toUs,
+    ) as unknown as Row[];
+    for (const r of rows) {
+      const key = r.s * buckets + r.b;
+      const had = perSeries.get(key);
+      if (!had) perSeries.set(key, r);
+      else {
+        had.d = (had.d ?? 0) + (r.d ?? 0);
+        had.v += r.v;
+        had.c = (had.c ?? 0) + (r.c ?? 0);
+        had.n += r.n;
+        had.mn = had.mn === null ? r.mn : r.mn === null ? had.mn : Math.min(had.mn, r.mn);
+        had.mx = had.mx === null ? r.mx : r.mx === null ? had.mx : Math.max(had.mx, r.mx);
+      }
+    }
+  }
+
   const cells = new Map<string, Cell[]>(); // group → one cell per time bucket
-  const startUs = q.startMs * 1000;
-  const stepUs = stepMs * 1000;
   const wantBuckets = histogram && percentile !== null;
-  const rows = store.db
-    .prepare(
-      `SELECT series_id AS s, CAST((time_us - ?) / ? AS INTEGER) AS b, sum(delta) AS d, sum(value) AS v, sum(count) AS c,
-         count(*) AS n, min(coalesce(min, value)) AS mn, max(coalesce(max, value)) AS mx
-       FROM metric_points WHERE series_id IN (SELECT value FROM json_each(?)) AND time_us >= ? AND time_us < ?
-       GROUP BY s, b`,
-    )
-    .all(startUs, stepUs, JSON.stringify(chosen.map((s) => s.id)), startUs, q.endMs * 1000) as {
-    s: number;
-    b: number;
-    d: number | null;
-    v: number;
-    c: number | null;
-    n: number;
-    mn: number | null;
-    mx: number | null;
-  }[];
   const cellOf = (group: string, b: number): Cell => {
     let list = cells.get(group);
     if (!list) cells.set(group, (list = Array.from({ length: buckets }, newCell)));
     return list[b]!;
   };
-  for (const r of rows) {
+  for (const r of perSeries.values()) {
     const group = groupOf.get(r.s)!;
     const cell = cellOf(group, r.b);
     cell.delta += r.d ?? 0;
@@ -223,34 +258,23 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
     if (r.mx !== null) cell.max = Math.max(cell.max, r.mx);
   }
   if (wantBuckets) {
-    const bucketRows = store.db
-      .prepare(
-        `SELECT series_id AS s, CAST((time_us - ?) / ? AS INTEGER) AS b, buckets FROM metric_points
-         WHERE series_id IN (SELECT value FROM json_each(?)) AND time_us >= ? AND time_us < ? AND buckets IS NOT NULL`,
-      )
-      .iterate(
-        startUs,
+    for (const seg of segments) {
+      const rows = statement(seg.widthUs, 'buckets', false).iterate(
         stepUs,
-        JSON.stringify(chosen.map((s) => s.id)),
-        startUs,
-        q.endMs * 1000,
-      ) as Iterable<{
-      s: number;
-      b: number;
-      buckets: string;
-    }>;
-    for (const r of bucketRows) {
-      const cell = cellOf(groupOf.get(r.s)!, r.b);
-      const merged = (cell.buckets ??= new Map());
-      for (const [lo, hi, c] of bucketsOf(JSON.parse(r.buckets) as StoredBuckets)) {
-        const key = `${lo}|${hi}`;
-        const had = merged.get(key);
-        if (had) had[2] += c;
-        else merged.set(key, [lo, hi, c]);
+        firstIndex,
+        ids,
+        seg.fromUs,
+        seg.toUs,
+      ) as Iterable<{ s: number; b: number; buckets: string }>;
+      for (const r of rows) {
+        const merged = (cellOf(groupOf.get(r.s)!, r.b).buckets ??= new Map());
+        mergeBuckets(
+          merged,
+          seg.widthUs === 0 ? bucketsOf(JSON.parse(r.buckets) as StoredBuckets) : decodeTriples(r.buckets),
+        );
       }
     }
   }
-
   const valueOf = (cell: Cell): number | null => {
     if (cell.points === 0) return null;
     if (percentile)
@@ -275,7 +299,10 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
   };
   let series: MetricSeriesResult[] = [...cells.entries()].map(([key, list]) => ({
     group: groups.get(key)!,
-    points: list.map((cell, i) => [q.startMs + i * stepMs, valueOf(cell)] as [number, number | null]),
+    points: list.map(
+      (cell, i) =>
+        [i === 0 ? q.startMs : (firstIndex + i) * stepMs, valueOf(cell)] as [number, number | null],
+    ),
   }));
   let truncated = false;
   if (series.length > MAX_GROUPS) {

@@ -3,9 +3,17 @@ import { join } from 'node:path';
 import { inTransaction, openDatabase } from '../store/span-writer.js';
 import type { Attributes } from '../wire-types.js';
 import { type ExpBuckets, type MetricKind, type MetricPoint, type Temporality } from './metric-point.js';
+import {
+  type BucketTriple,
+  ROLLUP_WIDTHS_US,
+  bucketsOf,
+  decodeTriples,
+  encodeTriples,
+  mergeBuckets,
+} from './rollups.js';
 
 /** Schema of `metrics.sqlite` (its own file: metric writes never wait on the span writer's lock). */
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS metric_series (
   id INTEGER PRIMARY KEY,
@@ -36,6 +44,21 @@ CREATE TABLE IF NOT EXISTS metric_points (
   PRIMARY KEY (series_id, time_us)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS metric_points_time ON metric_points(time_us);
+-- Per series and window (width_us: one hour, five minutes), the points of [bucket_us, +width_us)
+-- added up: what a query over whole windows reads instead of the points (see rollups.ts).
+CREATE TABLE IF NOT EXISTS metric_rollups (
+  series_id INTEGER NOT NULL,
+  width_us INTEGER NOT NULL,
+  bucket_us INTEGER NOT NULL,
+  delta REAL NOT NULL,
+  value REAL NOT NULL,
+  count REAL NOT NULL,
+  points INTEGER NOT NULL,
+  min REAL,
+  max REAL,
+  buckets TEXT,
+  PRIMARY KEY (series_id, width_us, bucket_us)
+) WITHOUT ROWID;
 `;
 
 /** One series: a metric name, kind and temporality with one set of attributes from one resource. */
@@ -92,6 +115,21 @@ export interface MetricStore {
   /** Deletes points older than maxAgeMs and series left without points; returns points deleted. */
   applyRetention(opts: { maxAgeMs: number; maxBytes: number }): number;
   close(): void;
+}
+
+/** A roll-up row's numbers (the columns of metric_rollups). */
+interface RollupTotals {
+  delta: number;
+  value: number;
+  count: number;
+  points: number;
+  min: number | null;
+  max: number | null;
+}
+
+/** A roll-up window's running totals while an ingest call adds to it. */
+interface Rollup extends RollupTotals {
+  buckets: Map<string, BucketTriple> | undefined;
 }
 
 /** The last cumulative point of a series: what the next one's increase is computed from. */
@@ -246,6 +284,117 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
   /** Series written in the current ingest call → their newest point (one UPDATE each at the end). */
   const touched = new Map<number, number>();
 
+  const selectRollup = db.prepare(
+    'SELECT delta, value, count, points, min, max, buckets FROM metric_rollups WHERE series_id = ? AND width_us = ? AND bucket_us = ?',
+  );
+  const writeRollup = db.prepare(
+    `INSERT OR REPLACE INTO metric_rollups (series_id, width_us, bucket_us, delta, value, count, points, min, max, buckets)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  /** Roll-up windows the current ingest call added to, keyed series|width|window start. */
+  const pending = new Map<string, { seriesId: number; widthUs: number; bucketUs: number; r: Rollup }>();
+  const lower = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.min(a, b));
+  const upper = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.max(a, b));
+
+  /** Adds one stored point to its windows (the query reads min/max as min ?? value, so do they). */
+  const addToRollups = (
+    seriesId: number,
+    timeUs: number,
+    row: {
+      value: number;
+      delta: number | null;
+      count: number | null;
+      min: number | null;
+      max: number | null;
+      buckets: StoredBuckets | undefined;
+    },
+  ) => {
+    const triples = row.buckets ? bucketsOf(row.buckets) : undefined;
+    for (const widthUs of ROLLUP_WIDTHS_US) {
+      const bucketUs = Math.floor(timeUs / widthUs) * widthUs;
+      const key = `${seriesId}|${widthUs}|${bucketUs}`;
+      let entry = pending.get(key);
+      if (!entry) {
+        entry = {
+          seriesId,
+          widthUs,
+          bucketUs,
+          r: { delta: 0, value: 0, count: 0, points: 0, min: null, max: null, buckets: undefined },
+        };
+        pending.set(key, entry);
+      }
+      const r = entry.r;
+      r.delta += row.delta ?? 0;
+      r.value += row.value;
+      r.count += row.count ?? 0;
+      r.points += 1;
+      r.min = lower(r.min, row.min ?? row.value);
+      r.max = upper(r.max, row.max ?? row.value);
+      if (triples) mergeBuckets((r.buckets ??= new Map()), triples);
+    }
+  };
+
+  /** Writes the pending windows, each added to what its row already holds. */
+  const flushRollups = () => {
+    for (const { seriesId, widthUs, bucketUs, r } of pending.values()) {
+      const had = selectRollup.get(seriesId, widthUs, bucketUs) as
+        (RollupTotals & { buckets: string | null }) | undefined;
+      if (had) {
+        r.delta += had.delta;
+        r.value += had.value;
+        r.count += had.count;
+        r.points += had.points;
+        r.min = lower(r.min, had.min);
+        r.max = upper(r.max, had.max);
+        if (had.buckets) {
+          const merged = new Map<string, BucketTriple>();
+          mergeBuckets(merged, decodeTriples(had.buckets));
+          if (r.buckets) mergeBuckets(merged, r.buckets.values());
+          r.buckets = merged;
+        }
+      }
+      writeRollup.run(
+        seriesId,
+        widthUs,
+        bucketUs,
+        r.delta,
+        r.value,
+        r.count,
+        r.points,
+        r.min,
+        r.max,
+        r.buckets ? encodeTriples(r.buckets) : null,
+      );
+    }
+    pending.clear();
+  };
+
+  // A store written by a collector before roll-ups (schema 1): build them from its points once.
+  if (version === 1) {
+    inTransaction(db, () => {
+      const rows = db
+        .prepare('SELECT series_id, time_us, value, delta, count, min, max, buckets FROM metric_points')
+        .iterate() as Iterable<{
+        series_id: number;
+        time_us: number;
+        value: number;
+        delta: number | null;
+        count: number | null;
+        min: number | null;
+        max: number | null;
+        buckets: string | null;
+      }>;
+      for (const r of rows) {
+        addToRollups(r.series_id, r.time_us, {
+          ...r,
+          buckets: r.buckets ? (JSON.parse(r.buckets) as StoredBuckets) : undefined,
+        });
+        if (pending.size >= 10_000) flushRollups();
+      }
+      flushRollups();
+    });
+  }
+
   const ingestOne = (p: MetricPoint, seriesId: number): string | undefined => {
     const timeUs = us(p.timeUnixNano);
     const startUs = us(p.startTimeUnixNano);
@@ -286,16 +435,21 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
         previous.set(seriesId, { startUs, timeUs, value: raw, count, sum: raw, buckets: storedBuckets(p) });
       }
     }
-    insertPoint.run(
+    const min = p.min ?? null;
+    const max = p.max ?? null;
+    const inserted = insertPoint.run(
       seriesId,
       timeUs,
       raw,
       delta,
       deltaCount,
-      p.min ?? null,
-      p.max ?? null,
+      min,
+      max,
       buckets ? JSON.stringify(buckets) : null,
     );
+    // An exporter's retry of a stored point is kept once, so it is rolled up once.
+    if (inserted.changes)
+      addToRollups(seriesId, timeUs, { value: raw, delta, count: deltaCount, min, max, buckets });
     touched.set(seriesId, Math.max(touched.get(seriesId) ?? 0, timeUs));
     return undefined;
   };
@@ -323,6 +477,7 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
       let rejectReason: string | undefined;
       inTransaction(db, () => {
         touched.clear();
+        pending.clear();
         for (const p of points) {
           const series = seriesFor(p);
           const problem = typeof series === 'string' ? series : ingestOne(p, series);
@@ -333,6 +488,7 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
           }
         }
         for (const [id, lastUs] of touched) touchSeries.run(lastUs, id);
+        flushRollups();
       });
       return rejectReason === undefined ? { stored, rejected } : { stored, rejected, rejectReason };
     },
@@ -386,11 +542,20 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
         );
       }
       if (deleted) {
+        // Windows wholly before the oldest point left; a window the cut goes through stays, and the
+        // query reads raw points up to its end (it starts roll-ups after the oldest point).
+        const oldest = db.prepare('SELECT min(time_us) AS t FROM metric_points').get() as {
+          t: number | null;
+        };
+        if (oldest.t === null) db.exec('DELETE FROM metric_rollups');
+        else db.prepare('DELETE FROM metric_rollups WHERE bucket_us + width_us <= ?').run(oldest.t);
         const gone = db
           .prepare(
             'DELETE FROM metric_series WHERE id NOT IN (SELECT DISTINCT series_id FROM metric_points) RETURNING id, key, name',
           )
           .all() as { id: number; key: string; name: string }[];
+        if (gone.length)
+          db.exec('DELETE FROM metric_rollups WHERE series_id NOT IN (SELECT id FROM metric_series)');
         for (const s of gone) {
           seriesIds.delete(s.key);
           previous.delete(s.id);
