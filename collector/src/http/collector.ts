@@ -19,6 +19,8 @@ import { decodeMetricPoints, decodeMetricPointsJson } from '../metrics/decode-me
 import { metricsAndLogsApi } from '../metrics/metric-routes.js';
 import { type MetricLimits, type MetricStore, createMetricStore } from '../metrics/metric-store.js';
 import { RECOVERY_HINT, isCorruption } from '../store/integrity.js';
+import { isMetricForm, runMetricForm } from '../query/metric-form.js';
+import { QueryError } from '../query/query-error.js';
 import { QueryFailure } from '../query/query-pool.js';
 import { createClickHouseStore } from '../store/clickhouse/clickhouse-store.js';
 import { traceResponse } from '../store/read-ops.js';
@@ -285,6 +287,15 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       const endMs = optionalNumber(body.endMs, 'endMs', 'body');
       if (startMs !== undefined) request.startMs = startMs;
       if (endMs !== undefined) request.endMs = endMs;
+      // `metric <name> …` reads the metric store (in this thread), not the span store.
+      if (isMetricForm(request.query)) {
+        try {
+          return sendJson(res, 200, runMetricForm(request.query, metrics, request));
+        } catch (error) {
+          if (error instanceof QueryError) return sendJson(res, 400, error.toBody(request.query));
+          throw error;
+        }
+      }
       try {
         return sendBytes(res, await store.queryJson(request.query, request));
       } catch (error) {

@@ -70,7 +70,7 @@ async function checkAgentrt(args: string[]): Promise<string[]> {
   return problems;
 }
 
-const CURL_VALUE_OPTIONS = new Set(['-X', '-H', '-d', '--data', '--data-binary']);
+const CURL_VALUE_OPTIONS = new Set(['-X', '-H', '-d', '--data', '--data-binary', '--retry', '--retry-delay']);
 const CURL_FLAGS = new Set([
   '-s',
   '-S',
@@ -80,6 +80,8 @@ const CURL_FLAGS = new Set([
   '-f',
   '-i',
   '--fail',
+  '--retry-all-errors',
+  '--fail-with-body',
   '--silent',
   '--show-error',
 ]);
@@ -100,7 +102,7 @@ function checkCurl(args: string[]): string[] {
         // `name: value`, or `name;` (curl's way to send the header empty)
         if (!/^[A-Za-z0-9-]+(:\s?.+|;)$/.test(value)) problems.push(`curl: bad header ${value}`);
         if (/^content-type:\s*application\/json$/i.test(value)) json = true;
-      } else if (arg !== '-X') data.push(value);
+      } else if (arg !== '-X' && !arg.startsWith('--retry')) data.push(value);
     } else if (CURL_FLAGS.has(arg)) {
       continue;
     } else if (arg.startsWith('-')) {

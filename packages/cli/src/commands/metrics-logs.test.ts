@@ -143,6 +143,24 @@ describe('agentrt metrics / logs against a running collector', () => {
     expect((await run(['metrics', 'Invocations', '--since', 'yesterday', '--url', c.url])).code).toBe(2);
   });
 
+  it('agentrt traces query takes the metrics form of the query language', async () => {
+    const table = await run([
+      'traces',
+      'query',
+      'metric Invocations sum by Name every 1h since 2h',
+      '--url',
+      c.url,
+    ]);
+    expect(table.code).toBe(0);
+    expect(table.out).toMatch(/^time\s+Name\s+sum/);
+    expect(table.out).toMatch(/a::DEFAULT\s+3\n/);
+    expect(table.out).toMatch(/b::DEFAULT\s+2\n/);
+    const typo = await run(['traces', 'query', 'metric Invocatons sum', '--url', c.url]);
+    expect(typo.code).toBe(1);
+    expect(typo.err).toContain('no metric named "Invocatons"');
+    expect(typo.err).toMatch(/\n {9}\^/); // the caret under the name
+  });
+
   it('shows logs by session, trace, service and severity', async () => {
     const bySession = await run(['logs', '--session', SESSION, '--url', c.url]);
     expect(bySession.out.trim().split('\n')).toHaveLength(1);

@@ -27,6 +27,7 @@ const usage = `Usage: agentrt traces <query|show|list|export|import> …
         filter attributes.session.id = "abc" | sort @timestamp asc
         filter durationNano > 1e9 and name like /chat/ | fields name, durationNano
         stats count(*), pct(durationNano, 95) by attributes.gen_ai.request.model, bin(5m)
+        metric Latency p95 by Name every 1h since 1d      (a metric time series)
   agentrt traces show <traceId> [--wait <s>] [--json]   the trace as a waterfall in the terminal; an id
       the collector does not know yet is waited for (default ${DEFAULT_WAIT_SECONDS} s, 0 = no wait)
   agentrt traces list [--service s] [--status error|ok] [--min-duration-ms n] [--q text] [--all] [--limit n] [--json]
