@@ -307,7 +307,7 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
       arn: string,
       sessionId: string,
       command: string,
-      options: { timeoutS?: number; qualifier?: string } = {},
+      options: { timeoutS?: number; qualifier?: string; bearerToken?: string } = {},
     ): Promise<AsyncGenerator<CommandChunk>> {
       const query = options.qualifier ? `?qualifier=${encodeURIComponent(options.qualifier)}` : '';
       const res = await fetch(`${base}/runtimes/${encodeURIComponent(arn)}/commands${query}`, {
@@ -316,6 +316,7 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
           'content-type': 'application/json',
           accept: 'application/vnd.amazon.eventstream',
           [SESSION_HEADER]: sessionId,
+          ...(options.bearerToken ? { authorization: `Bearer ${options.bearerToken}` } : {}),
         }),
         body: JSON.stringify({ command, ...(options.timeoutS ? { timeout: options.timeoutS } : {}) }),
       });

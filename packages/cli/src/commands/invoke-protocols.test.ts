@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { type RuntimeServer, createRuntimeServer } from '@agentrt/runtime';
+import { startIdp } from '@agentrt/runtime/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../main.js';
 
@@ -29,31 +30,44 @@ describe('agentrt invoke --mcp / --exec / --ws', () => {
   let server: RuntimeServer;
   let dir: string;
   let env: Record<string, string>;
+  let idp: Awaited<ReturnType<typeof startIdp>>;
   const session = 'cli-protocols-session-000000000000000000001';
   beforeAll(async () => {
     dir = mkdtempSync(join(os.tmpdir(), 'agentrt-cli-protocols-'));
-    server = await createRuntimeServer({
-      port: 0,
-      dataDir: join(dir, 'data'),
-      logSink: () => undefined,
-      stopGraceMs: 500,
-    });
+    [server, idp] = await Promise.all([
+      createRuntimeServer({
+        port: 0,
+        dataDir: join(dir, 'data'),
+        logSink: () => undefined,
+        stopGraceMs: 500,
+      }),
+      startIdp(),
+    ]);
     env = { AGENTRT_RUNTIME_URL: server.url };
-    for (const [name, fixture, protocol] of [
-      ['cli_mcp', 'mcp', 'MCP'],
-      ['cli_ws', 'ws-echo', 'HTTP'],
+    const jwt = [
+      '--jwt-discovery-url',
+      `${idp.base}/.well-known/openid-configuration`,
+      '--jwt-client',
+      'cli',
+    ];
+    for (const [name, fixture, protocol, auth] of [
+      ['cli_mcp', 'mcp', 'MCP', []],
+      ['cli_ws', 'ws-echo', 'HTTP', []],
+      ['cli_jwt_mcp', 'mcp', 'MCP', jwt],
+      ['cli_jwt_ws', 'ws-echo', 'HTTP', jwt],
     ] as const) {
       const c = capture(env);
       const code = await main(
-        ['runtime', 'create', name, '--dir', join(fixtures, fixture), '--protocol', protocol],
+        ['runtime', 'create', name, '--dir', join(fixtures, fixture), '--protocol', protocol, ...auth],
         c.io,
       );
-      expect(c.out() + c.err()).toContain('READY');
+      expect(c.out() + c.err(), c.err()).toContain('READY');
+      expect(c.err()).toBe('');
       expect(code).toBe(0);
     }
   }, 60_000);
   afterAll(async () => {
-    await server?.close();
+    await Promise.all([server?.close(), idp?.close()]);
     rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
@@ -99,5 +113,58 @@ describe('agentrt invoke --mcp / --exec / --ws', () => {
     expect(JSON.parse(lines[0]!)).toMatchObject({ hello: true });
     expect(lines.slice(1)).toEqual(['hello', 'world']);
     expect(c.err()).toContain('closed 1000');
+  });
+
+  it('sends --bearer / --bearer-env with --mcp, --exec and --ws to a JWT runtime', async () => {
+    const token = await idp.sign({ sub: 'cli-user', client_id: 'cli' });
+    const jwtSession = 'cli-protocols-jwt-session-000000000000000001';
+    // Without the token every mode is refused with the runtime's 401.
+    for (const args of [
+      ['cli_jwt_mcp', '--mcp', 'list-tools'],
+      ['cli_jwt_ws', '--exec', 'true', '--session', jwtSession],
+      ['cli_jwt_ws', '--ws', '--session', jwtSession],
+    ]) {
+      const c = capture(env, []);
+      expect(await main(['invoke', ...args], c.io)).toBe(1);
+      expect(c.err()).toMatch(/401|Unauthorized|Missing bearer token/);
+    }
+    let c = capture(env);
+    expect(
+      await main(
+        ['invoke', 'cli_jwt_mcp', '--mcp', 'call-tool', 'add', '{"a":1,"b":2}', '--bearer', token],
+        c.io,
+      ),
+    ).toBe(0);
+    expect(c.out()).toBe('3\n');
+    const withEnv = { ...env, CLI_TOKEN: token };
+    c = capture(withEnv);
+    expect(
+      await main(['invoke', 'cli_jwt_mcp', '--mcp', 'list-tools', '--bearer-env', 'CLI_TOKEN'], c.io),
+    ).toBe(0);
+    expect(c.out()).toMatch(/^add\t/m);
+    c = capture(withEnv);
+    expect(
+      await main(['invoke', 'cli_jwt_ws', '{}', '--session', jwtSession, '--bearer-env', 'CLI_TOKEN'], c.io),
+    ).toBe(0);
+    c = capture(withEnv);
+    expect(
+      await main(
+        ['invoke', 'cli_jwt_ws', '--exec', 'echo in-jwt; exit 5', '--session', jwtSession, '--bearer', token],
+        c.io,
+      ),
+    ).toBe(5);
+    expect(c.out()).toBe('in-jwt\n');
+    c = capture(withEnv, ['over jwt\n']);
+    expect(
+      await main(
+        ['invoke', 'cli_jwt_ws', '--ws', '--session', jwtSession, '--bearer-env', 'CLI_TOKEN'],
+        c.io,
+      ),
+    ).toBe(0);
+    expect(c.out().trim().split('\n').slice(1)).toEqual(['over jwt']);
+    c = capture(env);
+    expect(
+      await main(['invoke', 'cli_jwt_mcp', '--mcp', 'list-tools', '--bearer-env', 'UNSET_TOKEN'], c.io),
+    ).toBe(2);
   });
 });

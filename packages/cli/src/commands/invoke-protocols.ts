@@ -9,6 +9,17 @@ interface Target {
   arn: string;
   qualifier?: string;
   sessionId?: string;
+  /** `--bearer` / `--bearer-env`: sent as `Authorization: Bearer` (JWT runtimes). */
+  bearerToken?: string;
+}
+
+/** The headers of every protocol request: the client's, the session id and the bearer token. */
+function targetHeaders(target: Target): Record<string, string> {
+  return {
+    ...target.client.headers(),
+    ...(target.sessionId ? { [SESSION_HEADER]: target.sessionId } : {}),
+    ...(target.bearerToken ? { authorization: `Bearer ${target.bearerToken}` } : {}),
+  };
 }
 
 const QUIET_MS = 500;
@@ -38,10 +49,7 @@ export async function invokeMcp(target: Target, args: string[], io: CliIO): Prom
       throw new UsageError('the tool arguments must be a JSON object');
   }
   const url = new URL(target.client.invocationUrl(target.arn, target.qualifier));
-  const headers = {
-    ...target.client.headers(),
-    ...(target.sessionId ? { [SESSION_HEADER]: target.sessionId } : {}),
-  };
+  const headers = targetHeaders(target);
   const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers } });
   const mcp = new Client({ name: 'agentrt-cli', version: '0.1.0' });
   await mcp.connect(transport);
@@ -81,6 +89,7 @@ export async function invokeExec(
   const events = await target.client.runCommand(target.arn, target.sessionId, command, {
     ...(timeoutS ? { timeoutS } : {}),
     ...(target.qualifier ? { qualifier: target.qualifier } : {}),
+    ...(target.bearerToken ? { bearerToken: target.bearerToken } : {}),
   });
   for await (const event of events) {
     if (event.contentDelta?.stdout) io.stdout(event.contentDelta.stdout);
@@ -102,10 +111,7 @@ export async function invokeExec(
  */
 export async function invokeWebSocket(target: Target, io: CliIO): Promise<number> {
   const url = target.client.webSocketUrl(target.arn, target.qualifier);
-  const headers = {
-    ...target.client.headers(),
-    ...(target.sessionId ? { [SESSION_HEADER]: target.sessionId } : {}),
-  };
+  const headers = targetHeaders(target);
   const socket = new WebSocket(url, { headers });
   const closed = new Promise<number>((resolve, reject) => {
     socket.on('unexpected-response', (_req, res) => {

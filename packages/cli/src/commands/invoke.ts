@@ -8,6 +8,7 @@ const usage = `Usage: agentrt invoke <runtime> '<json>' [--session <id>] [--stre
        agentrt invoke <runtime> --mcp list-tools | --mcp call-tool <name> '<json>' [--session <id>]
        agentrt invoke <runtime> --exec '<command>' --session <id> [--timeout <s>]
        agentrt invoke <runtime> --ws [--session <id>]
+       (--bearer <token> | --bearer-env <var> work with each of them)
 
 Invokes an agent runtime (name, id or ARN) with a JSON payload and prints the answer as it arrives.
   --session <id>     reuse a session (33–256 chars); without it a new session id is made and printed
@@ -62,6 +63,7 @@ export const invokeCommand: Command = {
         arn: (await client.resolve(ref)).agentRuntimeArn,
         ...(values.qualifier ? { qualifier: values.qualifier } : {}),
         ...(values.session ? { sessionId: values.session } : {}),
+        ...(bearerToken ? { bearerToken } : {}),
       };
       if (values.mcp) return invokeMcp(target, positionals.slice(1), io);
       if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
