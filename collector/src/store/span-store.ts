@@ -147,13 +147,16 @@ export function createSummaryRefresher(db: DatabaseSync, reader: SpanReader) {
   const deleteSession = db.prepare('DELETE FROM sessions WHERE session_id = ?');
 
   /**
-   * Recomputes up to `limit` stale trace and session summaries (marked dirty at ingest). Returns
-   * how many were refreshed, so a background loop knows whether there is more to do.
+   * Recomputes up to `limit` stale trace and session summaries (marked dirty at ingest), in one
+   * transaction that stops after `maxMs` of work (at least one summary). Returns how many were
+   * refreshed (0: nothing stale), so a background loop knows whether there is more to do.
    */
-  function refreshSummaries(limit = SUMMARY_REFRESH_LIMIT): number {
+  function refreshSummaries(limit = SUMMARY_REFRESH_LIMIT, maxMs = Infinity): number {
+    const until = performance.now() + maxMs;
     return transaction(() => {
       let n = 0;
       for (const { trace_id: id } of dirtyTraces.all(limit) as { trace_id: string }[]) {
+        if (n && performance.now() > until) return n;
         n++;
         cleanTrace.run(id);
         const spans = spansOfTrace(id);
@@ -171,7 +174,11 @@ export function createSummaryRefresher(db: DatabaseSync, reader: SpanReader) {
           JSON.stringify(s),
         );
       }
+      // Sessions once the traces are caught up: a session's summary is made of its traces', and
+      // each stale one would be rebuilt from its spans again for every session it belongs to.
+      if (n >= limit) return n;
       for (const { session_id: id } of dirtySessions.all(limit) as { session_id: string }[]) {
+        if (n && performance.now() > until) return n;
         n++;
         cleanSession.run(id);
         const traces = sessionTraces(id);

@@ -42,8 +42,12 @@ export type SqliteStore = CollectorStore & {
 
 /** Stale summaries a read of summaries waits for (rebuilt on the writer thread first). */
 const READ_REFRESH_ITEMS = 2000;
-/** Summaries per writer-thread transaction: writes queued meanwhile commit between slices. */
+/**
+ * A writer-thread summary transaction: at most this many summaries or this much time (a session of
+ * many traces is slow to rebuild); writes queued meanwhile commit between slices.
+ */
 const REFRESH_SLICE_ITEMS = 64;
+const REFRESH_SLICE_MS = 10;
 const NULL_JSON = 'null';
 
 /** Opens (creates, migrates) the SQLite store and starts its writer thread. */
@@ -123,11 +127,8 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
   const refreshForRead = (): Promise<void> =>
     (refreshing ??= (async () => {
       try {
-        for (let done = 0; done < READ_REFRESH_ITEMS;) {
-          const n = await writer.refreshSummaries(REFRESH_SLICE_ITEMS);
-          done += n;
-          if (n < REFRESH_SLICE_ITEMS) break;
-        }
+        for (let done = 0, n = 1; n > 0 && done < READ_REFRESH_ITEMS; done += n)
+          n = await writer.refreshSummaries(REFRESH_SLICE_ITEMS, REFRESH_SLICE_MS);
       } finally {
         refreshing = undefined;
       }
@@ -175,7 +176,7 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       await refreshForRead();
       return readBytes('getSession', [sessionId]);
     },
-    refreshSummaries: (limit) => writer.refreshSummaries(limit),
+    refreshSummaries: (limit) => writer.refreshSummaries(limit, REFRESH_SLICE_MS),
     applyRetention: async (retention) => store.applyRetention(retention),
     async close(): Promise<void> {
       integrity.close();

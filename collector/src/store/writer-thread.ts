@@ -16,8 +16,11 @@ export interface WriterData {
 
 export type WriterRequest =
   | { type: 'write'; id: number; batch: EncodedBatch }
-  /** Rebuild up to `limit` stale summaries in one transaction (between ingest transactions). */
-  | { type: 'refresh'; id: number; limit: number }
+  /**
+   * Rebuild up to `limit` stale summaries in one transaction of at most about `maxMs` (between
+   * ingest transactions).
+   */
+  | { type: 'refresh'; id: number; limit: number; maxMs?: number }
   | { type: 'close' };
 export type WriterReply =
   | { type: 'ready' }
@@ -167,15 +170,21 @@ export async function startWriterThread(options: WriterThreadOptions) {
     },
     /**
      * Rebuilds up to `limit` stale trace and session summaries in one transaction on this thread's
-     * connection, queued with the writes; resolves with how many were rebuilt (0: none stale). Keep
-     * `limit` small and call again: writes sent meanwhile commit between the calls.
+     * connection (stopping after about `maxMs` of work), queued with the writes; resolves with how
+     * many were rebuilt (0: none stale). Keep slices short and call again: writes sent meanwhile
+     * commit between the calls.
      */
-    refreshSummaries(limit: number): Promise<number> {
+    refreshSummaries(limit: number, maxMs?: number): Promise<number> {
       if (closing) return Promise.reject(new WriterError('the store is closing'));
       if (failure) return Promise.reject(failure);
       const id = nextId++;
       const done = new Promise<number>((resolve, reject) => pending.set(id, { resolve, reject }));
-      worker.postMessage({ type: 'refresh', id, limit } satisfies WriterRequest);
+      worker.postMessage({
+        type: 'refresh',
+        id,
+        limit,
+        ...(maxMs === undefined ? {} : { maxMs }),
+      } satisfies WriterRequest);
       return done;
     },
     /**

@@ -71,7 +71,7 @@ async function close(): Promise<void> {
 
 function refresh(m: Extract<WriterRequest, { type: 'refresh' }>): void {
   try {
-    reply({ type: 'done', id: m.id, refreshed: summaries.refreshSummaries(m.limit) });
+    reply({ type: 'done', id: m.id, refreshed: summaries.refreshSummaries(m.limit, m.maxMs) });
   } catch (e) {
     reply({ type: 'done', id: m.id, refreshed: 0, error: e instanceof Error ? e.message : String(e) });
   }
