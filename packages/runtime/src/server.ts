@@ -97,7 +97,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
       return runtime && { runtimeArn: runtime.arn, runtimeId: runtime.id, runtimeName: runtime.name };
     },
   );
-  const deps = { config, store, sessions, auth, logger };
+  const deps = { config, store, sessions, auth, logger, startWebSocket: telemetry.startWebSocket };
   registerControlPlane(router, deps);
   const webSockets = registerDataPlane(router, deps);
   registerActiveSessions(router, deps); // GET /local/sessions: local only, not an AWS API

@@ -102,7 +102,9 @@ describe('WebSocket through /runtimes/{arn}/ws (ws client)', () => {
     await c.opened;
     const hello = JSON.parse((await c.next()).data.toString()) as { headers: Record<string, string> };
     expect(hello.headers['x-amzn-bedrock-agentcore-runtime-session-id']).toBe(sid);
-    expect(hello.headers.traceparent).toBe('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
+    // Same trace; the parent is now the runtime's own span of this connection.
+    expect(hello.headers.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/);
+    expect(hello.headers.traceparent).not.toContain('b7ad6b7169203331');
     expect(hello.headers.baggage).toContain(`session.id=${sid}`);
     c.socket.send('hello');
     expect(await c.next()).toEqual({ data: Buffer.from('hello'), isBinary: false });

@@ -10,6 +10,7 @@ import { header, readBody, readJsonObject, sendJson } from '../http/http-util.js
 import { type RouteContext, type Router } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { type Session, type SessionManager } from '../sessions/session-manager.js';
+import { type RuntimeTelemetry } from '../telemetry/runtime-telemetry.js';
 import { type Authenticator } from './auth.js';
 import { parseCommandRequest, runCommand } from './commands.js';
 import { relayBody } from './relay-body.js';
@@ -77,6 +78,8 @@ export interface DataPlaneDeps {
   sessions: SessionManager;
   auth: Authenticator;
   logger: Logger;
+  /** Starts the span of a WebSocket connection (the runtime's telemetry); untraced without it. */
+  startWebSocket?: RuntimeTelemetry['startWebSocket'];
 }
 
 /** Adds `session.id=<id>` to a W3C baggage header unless it already names one. */
@@ -145,7 +148,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
     return validateSessionId(id, config.laxSessionIds);
   };
 
-  const setOperationTarget = (ctx: RouteContext, runtime: RuntimeRecord, version: VersionRecord) =>
+  const setOperationTarget = (ctx: RequestParts, runtime: RuntimeRecord, version: VersionRecord) =>
     ctx.operation.setTarget({
       runtimeArn: runtime.arn,
       runtimeId: runtime.id,
@@ -524,18 +527,26 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
     config,
     sessions,
     logger,
+    ...(deps.startWebSocket ? { startWebSocket: deps.startWebSocket } : {}),
     async admit(parts) {
       const runtime = resolveRuntime(parts);
       const version = resolveVersion(parts, runtime);
+      setOperationTarget(parts, runtime, version);
       await authenticate(parts, runtime, version);
       const sessionId = sessionIdOf(parts.req, false);
+      parts.operation.setSession(sessionId);
       if (!sessions.get(runtime.id, sessionId)) assertRunnable(runtime, version);
       return { runtimeId: runtime.id, version, sessionId };
     },
     async acquire(parts, sessionId) {
       const runtime = resolveRuntime(parts);
       const version = resolveVersion(parts, runtime);
-      const session = await sessions.acquire({ runtime, version }, sessionId);
+      const session =
+        sessions.get(runtime.id, sessionId) !== undefined
+          ? await sessions.acquire({ runtime, version }, sessionId)
+          : await parts.operation.coldStart((phase) =>
+              sessions.acquire({ runtime, version }, sessionId, phase),
+            );
       const pinned =
         session.version === version.version ? version : getVersionOr404(store, runtime.id, session.version);
       return { session, version: pinned };

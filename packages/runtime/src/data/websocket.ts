@@ -8,7 +8,11 @@ import { RuntimeApiError, notFound, validationError } from '../errors.js';
 import { type RouteContext } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { type Session, type SessionManager } from '../sessions/session-manager.js';
-import { UNTRACED_OPERATION } from '../telemetry/runtime-telemetry.js';
+import {
+  type RuntimeTelemetry,
+  UNTRACED_OPERATION,
+  type WebSocketOperation,
+} from '../telemetry/runtime-telemetry.js';
 import { serverProtocolOf } from './protocols.js';
 
 /** The parts of a request the data plane's helpers read (no response: an upgrade has none yet). */
@@ -19,6 +23,8 @@ export interface WebSocketGatewayDeps {
   config: Readonly<RuntimeConfig>;
   sessions: SessionManager;
   logger: Logger;
+  /** Starts the connection's SERVER span; without it connections are not traced. */
+  startWebSocket?: RuntimeTelemetry['startWebSocket'];
   /** Resolves runtime + version, authenticates and checks the version can run. */
   admit(parts: RequestParts): Promise<{ runtimeId: string; version: VersionRecord; sessionId: string }>;
   acquire(parts: RequestParts, sessionId: string): Promise<{ session: Session; version: VersionRecord }>;
@@ -61,8 +67,18 @@ export function normalizeWebSocketAuth(req: IncomingMessage, query: URLSearchPar
     req.headers.authorization = `Bearer ${Buffer.from(token.slice(BEARER_PROTOCOL.length + 1), 'base64url').toString('utf8')}`;
 }
 
-/** Writes an AWS error as the HTTP answer to an upgrade request and closes the socket. */
-function rejectUpgrade(socket: Duplex, error: unknown, requestId: string, logger: Logger): void {
+/** A connection nobody traces: counts nothing, ends nothing. */
+const UNTRACED_WEBSOCKET: WebSocketOperation = {
+  ...UNTRACED_OPERATION,
+  frame: () => undefined,
+  end: () => undefined,
+};
+
+/**
+ * Writes an AWS error as the HTTP answer to an upgrade request and closes the socket; returns the
+ * HTTP status it answered with.
+ */
+function rejectUpgrade(socket: Duplex, error: unknown, requestId: string, logger: Logger): number {
   let err: RuntimeApiError;
   if (error instanceof RuntimeApiError) err = error;
   else {
@@ -87,6 +103,7 @@ function rejectUpgrade(socket: Duplex, error: unknown, requestId: string, logger
   if (socket.writable)
     socket.end(`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\n${head}\r\n\r\n${body}`);
   else socket.destroy();
+  return err.status;
 }
 
 /**
@@ -159,6 +176,7 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
     upstream: WebSocket,
     early: [Buffer, boolean][],
     session: Session,
+    operation: WebSocketOperation,
     done: () => void,
   ) => {
     let frames = 0;
@@ -177,12 +195,17 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
     };
     client.on('message', (data, isBinary) => {
       if (!admit()) return client.close(1008, `more than ${config.wsMaxFramesPerSecond} frames per second`);
+      operation.frame('in');
       if (upstream.readyState === WebSocket.OPEN) upstream.send(data as Buffer, { binary: isBinary });
     });
     upstream.removeAllListeners('message');
-    for (const [data, isBinary] of early.splice(0)) client.send(data, { binary: isBinary });
+    for (const [data, isBinary] of early.splice(0)) {
+      operation.frame('out');
+      client.send(data, { binary: isBinary });
+    }
     upstream.on('message', (data, isBinary) => {
       touch();
+      operation.frame('out');
       if (client.readyState === WebSocket.OPEN) client.send(data as Buffer, { binary: isBinary });
     });
     client.on('ping', (data) => upstream.readyState === WebSocket.OPEN && upstream.ping(data));
@@ -198,6 +221,13 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
     };
     client.on('close', closeOther(client, upstream));
     upstream.on('close', closeOther(upstream, client));
+    // The span ends with the code the caller's connection closed with and the side that closed first.
+    let closedBy: 'client' | 'container' | undefined;
+    upstream.once('close', () => (closedBy ??= 'container'));
+    client.once('close', (code) => {
+      closedBy ??= 'client';
+      operation.end({ closeCode: failure.get(client) ?? code, closedBy });
+    });
     for (const [side, name] of [
       [client, 'client'],
       [upstream, 'upstream'],
@@ -219,6 +249,7 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
     async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
       const requestId = randomUUID();
       socket.on('error', () => socket.destroy());
+      let operation = UNTRACED_WEBSOCKET;
       try {
         const url = new URL(req.url ?? '/', 'http://localhost');
         const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
@@ -230,13 +261,18 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
         const fromQuery = query.get(SESSION_QUERY);
         if (fromQuery && !req.headers['x-amzn-bedrock-agentcore-runtime-session-id'])
           req.headers['x-amzn-bedrock-agentcore-runtime-session-id'] = fromQuery;
+        // So may the caller's trace (a browser cannot set headers on a WebSocket).
+        for (const name of ['traceparent', 'tracestate', 'baggage']) {
+          const value = query.get(name);
+          if (value && !req.headers[name]) req.headers[name] = value;
+        }
+        operation = deps.startWebSocket?.(req, requestId) ?? UNTRACED_WEBSOCKET;
         const parts: RequestParts = {
           req,
           params: { runtime: decodeURIComponent(match[1] ?? '') },
           query,
           requestId,
-          // Not traced by the runtime yet: the caller's trace headers still reach the container.
-          operation: UNTRACED_OPERATION,
+          operation,
         };
         const { version, sessionId } = await deps.admit(parts);
         const protocol = serverProtocolOf(version);
@@ -260,7 +296,7 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
           const { upstream, early } = await openUpstream(session.worker!, headers);
           wss.handleUpgrade(req, socket, head, (client) => {
             logger.info('websocket open', { runtimeId: session.runtimeId, sessionId, requestId });
-            bridge(client, upstream, early, session, () => {
+            bridge(client, upstream, early, session, operation, () => {
               release();
               logger.info('websocket closed', { runtimeId: session.runtimeId, sessionId, requestId });
             });
@@ -270,7 +306,8 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
           throw error;
         }
       } catch (error) {
-        rejectUpgrade(socket, error, requestId, logger);
+        operation.fail(error);
+        operation.end({ status: rejectUpgrade(socket, error, requestId, logger) });
       }
     },
     close() {

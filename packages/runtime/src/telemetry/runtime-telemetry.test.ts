@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { InvokeAgentRuntimeCommand, StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { type TestRuntime, createReady, sessionId, startRuntime, waitFor } from '../test-support.js';
 
 // OTLP/JSON as the SDK's http exporters send it (the fields these tests read).
@@ -222,5 +223,91 @@ describe('the runtime observes itself (spans, AgentCore metrics, logs as OTLP)',
     await waitFor(() => (usage('agent.runtime.memory.used') ?? 0) > 1_000_000, 10_000, 'session memory');
     await waitFor(() => (usage('agent.runtime.vcpu.seconds.used') ?? 0) > 0, 10_000, 'session CPU time');
     await waitFor(() => (usage('agent.runtime.memory.gb_hours.used') ?? 0) > 0, 10_000, 'session GB-hours');
+  });
+
+  it('gives each WebSocket connection a SERVER span: caller trace (header or query), session, close code, frames', async () => {
+    const runtime = await createReady(rt.control, 'observed_ws', 'ws-echo');
+    const arn = runtime.agentRuntimeArn!;
+    const base = `${rt.server.url.replace('http', 'ws')}/runtimes/${encodeURIComponent(arn)}/ws`;
+    const sid = sessionId('observed-ws');
+    const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const callerSpan = '00f067aa0ba902b7';
+    /** Connects, sends `frames`, reads the hello and the echoes, then `close:<code>` or closes itself. */
+    const converse = async (
+      url: string,
+      headers: Record<string, string>,
+      frames: string[],
+      finish: () => void,
+    ) => {
+      const socket = new WebSocket(url, { headers });
+      const received: string[] = [];
+      const closed = new Promise<number>((resolve) => socket.on('close', (code) => resolve(code)));
+      socket.on('message', (data: Buffer) => {
+        received.push(data.toString('utf8'));
+        if (received.length === frames.length + 1) finish.call(socket);
+      });
+      await new Promise((resolve, reject) => {
+        socket.once('open', resolve);
+        socket.once('error', reject);
+      });
+      for (const frame of frames) socket.send(frame);
+      return { code: await closed, hello: JSON.parse(received[0]!) as { headers: Record<string, string> } };
+    };
+    const byClient = await converse(
+      base,
+      {
+        'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id': sid,
+        traceparent: `00-${callerTrace}-${callerSpan}-01`,
+      },
+      ['one', 'two'],
+      function (this: WebSocket) {
+        this.close(4001, 'done');
+      },
+    );
+    expect(byClient.code).toBe(4001);
+    const queryTrace = '5bf92f3577b34da6a3ce929d0e0e4736';
+    const byContainer = await converse(
+      `${base}?X-Amzn-Bedrock-AgentCore-Runtime-Session-Id=${sid}&traceparent=00-${queryTrace}-${callerSpan}-01`,
+      {},
+      ['close:4002'],
+      () => undefined,
+    );
+    expect(byContainer.code).toBe(4002);
+    const refused = new WebSocket(`${base}?qualifier=nope`, {
+      headers: { 'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id': sid },
+    });
+    await new Promise((resolve) => {
+      refused.on('unexpected-response', resolve);
+      refused.on('error', () => undefined);
+    });
+
+    const isWs = (s: JsonSpan) => s.name === 'InvokeAgentRuntimeWithWebSocketStream';
+    await waitFor(() => spans.filter(isWs).length >= 3, 10_000, 'three WebSocket spans');
+    const first = spans.find((s) => isWs(s) && s.traceId === callerTrace)!;
+    expect(first.kind).toBe(2); // SERVER
+    expect(first.parentSpanId).toBe(callerSpan);
+    expect(attr(first.attributes, 'session.id')).toBe(sid);
+    expect(attr(first.attributes, 'aws.bedrock.agentcore.runtime.arn')).toBe(arn);
+    expect(attr(first.attributes, 'http.response.status_code')).toBe(101);
+    expect(attr(first.attributes, 'agentrt.websocket.close_code')).toBe(4001);
+    expect(attr(first.attributes, 'agentrt.websocket.closed_by')).toBe('client');
+    expect(attr(first.attributes, 'agentrt.websocket.frames_in')).toBe(2);
+    expect(attr(first.attributes, 'agentrt.websocket.frames_out')).toBe(3); // hello + two echoes
+    expect(attr(first.attributes, 'agentrt.cold_start')).toBe(true);
+    expect(first.status?.code ?? 0).toBe(0);
+    // The container's side of the connection is a child of the runtime's span.
+    expect(byClient.hello.headers.traceparent).toBe(`00-${callerTrace}-${first.spanId}-01`);
+
+    const second = spans.find((s) => isWs(s) && s.traceId === queryTrace)!;
+    expect(second.parentSpanId).toBe(callerSpan);
+    expect(attr(second.attributes, 'agentrt.websocket.close_code')).toBe(4002);
+    expect(attr(second.attributes, 'agentrt.websocket.closed_by')).toBe('container');
+    expect(attr(second.attributes, 'agentrt.websocket.frames_in')).toBe(1);
+    expect(attr(second.attributes, 'agentrt.cold_start')).toBe(false);
+    expect(byContainer.hello.headers.traceparent).toBe(`00-${queryTrace}-${second.spanId}-01`);
+
+    const failed = spans.find((s) => isWs(s) && attr(s.attributes, 'http.response.status_code') === 404)!;
+    expect(failed.status?.code).toBe(2);
+    expect(attr(failed.attributes, 'error.type')).toBe('ResourceNotFoundException');
   });
 });

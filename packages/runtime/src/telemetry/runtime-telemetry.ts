@@ -98,6 +98,12 @@ export interface RuntimeTelemetry {
    * data-plane operations, the AgentCore runtime metrics.
    */
   startOperation(name: string, req: IncomingMessage, res: ServerResponse, requestId: string): Operation;
+  /**
+   * Starts the SERVER span of one WebSocket connection (`InvokeAgentRuntimeWithWebSocketStream`),
+   * continuing the caller's trace from the upgrade request's headers. It ends with `end`: the close
+   * code and the frames each way, or the status the upgrade was refused with.
+   */
+  startWebSocket(req: IncomingMessage, requestId: string): WebSocketOperation;
   /** Live sessions, read at each metric collection (ActiveSessionCount, CPU and memory usage). */
   observeSessions(
     list: () => readonly ObservedSession[],
@@ -108,6 +114,27 @@ export interface RuntimeTelemetry {
   /** Exports what is buffered (tests, shutdown). */
   flush(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The AWS API name of a WebSocket connection to a runtime (its SERVER span's name). */
+export const WEBSOCKET_OPERATION = 'InvokeAgentRuntimeWithWebSocketStream';
+
+/** The attributes a WebSocket connection's span ends with. */
+export const WS_ATTRIBUTES = {
+  closeCode: 'agentrt.websocket.close_code',
+  /** `client` or `container`: the side whose close ended the connection. */
+  closedBy: 'agentrt.websocket.closed_by',
+  /** Data frames from the caller to the container. */
+  framesIn: 'agentrt.websocket.frames_in',
+  /** Data frames from the container to the caller. */
+  framesOut: 'agentrt.websocket.frames_out',
+} as const;
+
+/** One WebSocket connection: an Operation that counts frames and ends at the close. */
+export interface WebSocketOperation extends Operation {
+  frame(direction: 'in' | 'out'): void;
+  /** Ends the span once: a bridged connection by its close, a refused upgrade by its HTTP status. */
+  end(outcome: { closeCode: number; closedBy: 'client' | 'container' } | { status: number }): void;
 }
 
 /** The operation of an untraced route (the runtime's health probe): carries nothing on. */
@@ -237,12 +264,11 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
     return attrs;
   };
 
-  const startOperation = (
-    name: string,
-    req: IncomingMessage,
-    res: ServerResponse,
-    requestId: string,
-  ): Operation => {
+  /**
+   * The SERVER span of one call, continuing the caller's trace, and the Operation its handler sees;
+   * `finish` records how the call ended and ends the span.
+   */
+  const begin = (name: string, req: IncomingMessage, requestId: string, extra: Attributes = {}) => {
     const receivedMs = performance.now();
     const parent = propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
     const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
@@ -252,11 +278,15 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
         kind: SpanKind.SERVER,
         attributes: {
           'rpc.system': 'aws-api',
-          'rpc.service': DATA_PLANE_OPERATIONS.has(name) ? 'BedrockAgentCore' : 'BedrockAgentCoreControl',
+          'rpc.service':
+            DATA_PLANE_OPERATIONS.has(name) || name === WEBSOCKET_OPERATION
+              ? 'BedrockAgentCore'
+              : 'BedrockAgentCoreControl',
           'rpc.method': name,
           'aws.request_id': requestId,
           'http.request.method': req.method ?? 'GET',
           'url.path': rawPath,
+          ...extra,
         },
       },
       parent,
@@ -264,37 +294,28 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
     const context = trace.setSpan(parent, span);
     const spanContext = span.spanContext();
     byRequest.set(requestId, spanContext);
-    let target: OperationTarget | undefined;
-    let sessionId: string | undefined;
-    let failure: ErrorLike | undefined;
-    let coldStart = false;
-    res.once('close', () => {
+    const state: {
+      target?: OperationTarget;
+      sessionId?: string;
+      failure?: ErrorLike;
+      coldStart: boolean;
+    } = { coldStart: false };
+    const finish = (response: { statusCode: number; writableFinished: boolean }) => {
       byRequest.delete(requestId);
-      if (sessionId !== undefined && bySession.get(sessionId) === spanContext) bySession.delete(sessionId);
-      span.setAttribute('agentrt.cold_start', coldStart);
-      const status = res.headersSent ? res.statusCode : (failure?.status ?? res.statusCode);
+      if (state.sessionId !== undefined && bySession.get(state.sessionId) === spanContext)
+        bySession.delete(state.sessionId);
+      span.setAttribute('agentrt.cold_start', state.coldStart);
+      const { failure } = state;
       if (failure?.type) span.setAttribute('error.type', failure.type);
       if (failure && (failure.status ?? 500) >= 400)
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure.type ?? 'error' });
-      endServerSpan(span, res, failure !== undefined && (failure.status ?? 500) >= 400);
-      if (!DATA_PLANE_OPERATIONS.has(name)) return;
-      const attrs = dimensions(target, name);
-      // A stream the runtime had to cut off (the worker died after the headers) is a system error.
-      // A call answered in a protocol's own error shape (JSON-RPC) counts by its AWS error's status.
-      const answered = failure?.status ?? (res.writableFinished ? status : 500);
-      const kind = errorKind(answered);
-      counters.Invocations.add(1, attrs);
-      counters.Throttles.add(kind === 'Throttles' ? 1 : 0, attrs);
-      counters.SystemErrors.add(kind === 'SystemErrors' ? 1 : 0, attrs);
-      counters.UserErrors.add(kind === 'UserErrors' ? 1 : 0, attrs);
-      counters.TotalErrors.add(kind === 'SystemErrors' || kind === 'UserErrors' ? 1 : 0, attrs);
-      latency.record(performance.now() - receivedMs, attrs);
-    });
-    return {
+      endServerSpan(span, response, failure !== undefined && (failure.status ?? 500) >= 400);
+    };
+    const operation: Operation = {
       name,
       context,
       setTarget(t) {
-        target = t;
+        state.target = t;
         span.setAttributes({
           'aws.bedrock.agentcore.runtime.arn': t.runtimeArn,
           'aws.bedrock.agentcore.runtime.id': t.runtimeId,
@@ -307,12 +328,12 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
         span.updateName(name);
       },
       setSession(id) {
-        sessionId = id;
+        state.sessionId = id;
         span.setAttribute('session.id', id);
         bySession.set(id, spanContext);
       },
       async coldStart(start) {
-        coldStart = true;
+        state.coldStart = true;
         const child = tracer.startSpan('StartSession', { kind: SpanKind.INTERNAL }, context);
         const childContext = trace.setSpan(context, child);
         const phase: StartPhaseRecorder = (phaseName, startMs, endMs, attributes) => {
@@ -322,7 +343,7 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
         };
         try {
           const result = await start(phase);
-          if (target) sessionCount.add(1, dimensions(target, 'InvokeAgentRuntime'));
+          if (state.target) sessionCount.add(1, dimensions(state.target, 'InvokeAgentRuntime'));
           return result;
         } catch (error) {
           child.recordException(error instanceof Error ? error : String(error));
@@ -344,11 +365,69 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
       },
       fail(error) {
         const e = (error ?? {}) as ErrorLike;
-        failure = {
+        state.failure = {
           status: typeof e.status === 'number' ? e.status : 500,
           type: e.type ?? 'InternalServerException',
         };
         if (error instanceof Error) span.recordException(error);
+      },
+    };
+    return { span, operation, state, finish, receivedMs };
+  };
+
+  const startOperation = (
+    name: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+  ): Operation => {
+    const { operation, state, finish, receivedMs } = begin(name, req, requestId);
+    res.once('close', () => {
+      const { failure, target } = state;
+      const status = res.headersSent ? res.statusCode : (failure?.status ?? res.statusCode);
+      finish(res);
+      if (!DATA_PLANE_OPERATIONS.has(name)) return;
+      const attrs = dimensions(target, name);
+      // A stream the runtime had to cut off (the worker died after the headers) is a system error.
+      // A call answered in a protocol's own error shape (JSON-RPC) counts by its AWS error's status.
+      const answered = failure?.status ?? (res.writableFinished ? status : 500);
+      const kind = errorKind(answered);
+      counters.Invocations.add(1, attrs);
+      counters.Throttles.add(kind === 'Throttles' ? 1 : 0, attrs);
+      counters.SystemErrors.add(kind === 'SystemErrors' ? 1 : 0, attrs);
+      counters.UserErrors.add(kind === 'UserErrors' ? 1 : 0, attrs);
+      counters.TotalErrors.add(kind === 'SystemErrors' || kind === 'UserErrors' ? 1 : 0, attrs);
+      latency.record(performance.now() - receivedMs, attrs);
+    });
+    return operation;
+  };
+
+  const startWebSocket = (req: IncomingMessage, requestId: string): WebSocketOperation => {
+    const { span, operation, state, finish } = begin(WEBSOCKET_OPERATION, req, requestId, {
+      'network.protocol.name': 'websocket',
+    });
+    const frames = { in: 0, out: 0 };
+    let ended = false;
+    return {
+      ...operation,
+      frame(direction) {
+        frames[direction]++;
+      },
+      end(outcome) {
+        if (ended) return;
+        ended = true;
+        if ('closeCode' in outcome) {
+          span.setAttributes({
+            [WS_ATTRIBUTES.closeCode]: outcome.closeCode,
+            [WS_ATTRIBUTES.closedBy]: outcome.closedBy,
+            [WS_ATTRIBUTES.framesIn]: frames.in,
+            [WS_ATTRIBUTES.framesOut]: frames.out,
+          });
+          // A connection the bridge had to cut (1011: abnormal end, 1009: oversized frame) failed.
+          if (outcome.closeCode === 1011 || outcome.closeCode === 1009)
+            span.setStatus({ code: SpanStatusCode.ERROR, message: `closed with ${outcome.closeCode}` });
+          finish({ statusCode: 101, writableFinished: true });
+        } else finish({ statusCode: state.failure?.status ?? outcome.status, writableFinished: true });
       },
     };
   };
@@ -440,6 +519,7 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
   let closed: Promise<void> | undefined;
   return {
     startOperation,
+    startWebSocket,
     observeSessions,
     emitLog,
     flush,
