@@ -126,6 +126,8 @@ export interface TraceSummary {
   spanCount: number;
   errorCount: number;
   tokens: TokenTotals;
+  /** The same usage per model (`gen_ai.response.model`, else the request's; '' unnamed): cost = tokens × price. */
+  tokensByModel?: Record<string, TokenTotals>;
   /** True while the root span has not arrived yet (spans of the trace are still coming in). */
   inProgress: boolean;
   /**
@@ -155,6 +157,8 @@ export interface SessionSummary {
   spanCount: number;
   errorCount: number;
   tokens: TokenTotals;
+  /** Usage per model over the session's traces (see TraceSummary.tokensByModel). */
+  tokensByModel?: Record<string, TokenTotals>;
   firstSeenUnixNano: number;
   lastSeenUnixNano: number;
 }

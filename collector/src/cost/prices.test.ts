@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { costOf, formatUsd, priceOf } from './prices.js';
+import { costOf, costOfUsage, formatUsd, priceOf } from './prices.js';
 
 describe('model prices', () => {
   it('matches Bedrock and OpenAI ids by their longest known key', () => {
@@ -17,6 +17,18 @@ describe('model prices', () => {
     expect(formatUsd(3.5)).toBe('$3.50');
     expect(formatUsd(0.000123)).toBe('$0.00012');
     expect(formatUsd(undefined)).toBe('—');
+  });
+  it('costs usage per model, naming the models without a price', () => {
+    const cost = costOfUsage({
+      'gpt-4o': { input: 1_000_000, output: 100_000 },
+      'claude-3-5-sonnet': { input: 1000, output: 1000 },
+      'offline-model': { input: 5, output: 5 },
+      '': { input: 1, output: 0 },
+    });
+    expect(cost?.usd).toBeCloseTo(3.5 + 0.003 + 0.015, 9);
+    expect(cost?.unpriced).toEqual(['offline-model', '']);
+    expect(costOfUsage({})).toBeUndefined();
+    expect(costOfUsage(undefined)).toBeUndefined();
   });
 });
 

@@ -53,6 +53,32 @@ export function costOf(
   return p && (input * p.inputPerMTok + output * p.outputPerMTok) / 1e6;
 }
 
+/** The cost of usage per model: USD of the priced models, and the models without a price. */
+export interface UsageCost {
+  usd: number;
+  /** Models with tokens and no price ('' = usage without a model name); their tokens cost nothing here. */
+  unpriced: string[];
+}
+
+/**
+ * Tokens × the price table, summed over models: the one cost function of spans, traces, sessions
+ * and agents. Undefined when there is no usage at all.
+ */
+export function costOfUsage(
+  byModel: Readonly<Record<string, { input: number; output: number }>> | undefined,
+  prices: Readonly<Record<string, Price>> = DEFAULT_PRICES,
+): UsageCost | undefined {
+  const entries = Object.entries(byModel ?? {}).filter(([, t]) => t.input > 0 || t.output > 0);
+  if (entries.length === 0) return undefined;
+  const out: UsageCost = { usd: 0, unpriced: [] };
+  for (const [model, t] of entries) {
+    const usd = costOf(model, t.input, t.output, prices);
+    if (usd === undefined) out.unpriced.push(model);
+    else out.usd += usd;
+  }
+  return out;
+}
+
 export function formatUsd(usd: number | undefined): string {
   if (usd === undefined) return '—';
   if (usd === 0) return '$0';

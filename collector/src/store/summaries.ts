@@ -1,6 +1,6 @@
 import { sessionIdOf } from '../trace-model/genai.js';
 import { traceNoise } from '../trace-model/noise.js';
-import { sumTokens, traceTokenTotals } from '../trace-model/tokens.js';
+import { sumTokens, sumTokensByModel, traceTokenUsage } from '../trace-model/tokens.js';
 import type { SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
 
 /** A span that entered this system from a caller elsewhere (a SERVER or CONSUMER span with a parent). */
@@ -30,6 +30,7 @@ export function summarizeTrace(traceId: string, spans: readonly SpanRecord[]): T
     }
   }
   const main = root ?? fallback ?? spans[0];
+  const usage = traceTokenUsage(spans);
   if (!spans.length) start = end = 0;
   const summary: TraceSummary = {
     traceId,
@@ -40,13 +41,14 @@ export function summarizeTrace(traceId: string, spans: readonly SpanRecord[]): T
     durationNano: Math.max(0, end - start),
     spanCount: spans.length,
     errorCount,
-    tokens: traceTokenTotals(spans),
+    tokens: usage.total,
     // No root yet means the trace is still arriving, unless its first span is a server (or consumer)
     // span continuing an upstream caller's trace: every hosted invocation starts that way, and its
     // parent lives in the caller's process, never here.
     inProgress: !root && !(fallback && continuesRemoteTrace(fallback)),
   };
   if (sessionId) summary.sessionId = sessionId;
+  if (Object.keys(usage.byModel).length > 0) summary.tokensByModel = usage.byModel;
   const noise = traceNoise(main, spans);
   if (noise) summary.noise = noise;
   return summary;
@@ -62,7 +64,7 @@ export function summarizeSession(sessionId: string, traces: readonly TraceSummar
     if (t.startTimeUnixNano < first) first = t.startTimeUnixNano;
     if (t.endTimeUnixNano > last) last = t.endTimeUnixNano;
   }
-  return {
+  const out: SessionSummary = {
     sessionId,
     serviceNames: [...services].sort(),
     traceCount: traces.length,
@@ -72,4 +74,7 @@ export function summarizeSession(sessionId: string, traces: readonly TraceSummar
     firstSeenUnixNano: traces.length ? first : 0,
     lastSeenUnixNano: traces.length ? last : 0,
   };
+  const byModel = sumTokensByModel(traces.map((t) => t.tokensByModel));
+  if (Object.keys(byModel).length > 0) out.tokensByModel = byModel;
+  return out;
 }

@@ -12,7 +12,11 @@ export {
   rollUpTokens,
   spanTokenUsage,
   sumTokens,
+  sumTokensByModel,
+  tokensByModel,
   traceTokenTotals,
+  traceTokenUsage,
+  usageModel,
 } from './tokens.js';
 export type { TokenRollup } from './tokens.js';
 export {

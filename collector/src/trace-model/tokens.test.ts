@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { buildSpanTree } from './span-tree.js';
-import { rollUpTokens, spanTokenUsage, sumTokens, traceTokenTotals } from './tokens.js';
+import {
+  rollUpTokens,
+  spanTokenUsage,
+  sumTokens,
+  sumTokensByModel,
+  traceTokenTotals,
+  traceTokenUsage,
+} from './tokens.js';
 import { testSpan } from './test-spans.js';
 
 describe('spanTokenUsage', () => {
@@ -55,6 +62,48 @@ describe('rollUpTokens', () => {
     expect(rollup.own.get('agent')).toEqual({ input: 300, output: 30, total: 330 });
     expect(rollup.rolledUp.get('agent')).toEqual({ input: 300, output: 30, total: 330 });
     expect(rollup.rolledUp.has('tool')).toBe(false);
+  });
+
+  it('splits the counted usage by model, so per-model sums equal the total (cost without double counting)', () => {
+    const spans = [
+      testSpan({
+        id: 'agent',
+        startMs: 0,
+        endMs: 100,
+        attributes: { ...usage(300, 30), 'gen_ai.request.model': 'agent-x' },
+      }),
+      testSpan({
+        id: 'chat1',
+        parent: 'agent',
+        startMs: 1,
+        endMs: 40,
+        attributes: { ...usage(100, 10), 'gen_ai.request.model': 'gpt-4o' },
+      }),
+      testSpan({
+        id: 'chat2',
+        parent: 'agent',
+        startMs: 51,
+        endMs: 99,
+        attributes: {
+          ...usage(200, 20),
+          'gen_ai.request.model': 'claude',
+          'gen_ai.response.model': 'claude-3-5-sonnet',
+        },
+      }),
+    ];
+    const { total, byModel } = traceTokenUsage(spans);
+    expect(total).toEqual({ input: 300, output: 30, total: 330 });
+    expect(byModel).toEqual({
+      'gpt-4o': { input: 100, output: 10, total: 110 },
+      'claude-3-5-sonnet': { input: 200, output: 20, total: 220 },
+    });
+    expect(
+      sumTokensByModel([byModel, undefined, { 'gpt-4o': { input: 1, output: 1, total: 2 } }])['gpt-4o'],
+    ).toEqual({
+      input: 101,
+      output: 11,
+      total: 112,
+    });
   });
 
   it('counts a span whose descendants carry no usage, at any depth', () => {

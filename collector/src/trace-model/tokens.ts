@@ -109,3 +109,55 @@ export function rollUpTokens<S extends SpanTiming & { attributes: Attributes }>(
 export function traceTokenTotals(spans: readonly SpanRecord[]): TokenTotals {
   return rollUpTokens(buildSpanTree(spans)).total;
 }
+
+/** The model a span's usage was billed for: the response's model, else the requested one ('' if unsaid). */
+export function usageModel(attributes: Attributes): string {
+  for (const key of ['gen_ai.response.model', 'gen_ai.request.model', 'llm.model_name']) {
+    const v = attributes[key];
+    if (typeof v === 'string' && v !== '') return v;
+  }
+  return '';
+}
+
+/**
+ * Usage per model below `nodes` (their whole subtrees), counting only the spans whose usage the
+ * roll-up counts, so per-model sums add up to the roll-up's totals (no double counting).
+ */
+export function tokensByModel<S extends SpanTiming & { attributes: Attributes }>(
+  nodes: readonly SpanTreeNode<S>[],
+  rollup: Pick<TokenRollup, 'own' | 'counted'>,
+): Record<string, TokenTotals> {
+  const out: Record<string, TokenTotals> = {};
+  const stack = [...nodes];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    stack.push(...node.children);
+    const id = node.span.spanId;
+    const own = rollup.own.get(id);
+    if (!own || !rollup.counted.has(id)) continue;
+    const model = usageModel(node.span.attributes);
+    out[model] = addTokens(out[model] ?? ZERO_TOKENS, own);
+  }
+  return out;
+}
+
+/** Per-model usage maps added together (a session's traces). */
+export function sumTokensByModel(
+  list: Iterable<Record<string, TokenTotals> | undefined>,
+): Record<string, TokenTotals> {
+  const out: Record<string, TokenTotals> = {};
+  for (const byModel of list)
+    for (const [model, t] of Object.entries(byModel ?? {}))
+      out[model] = addTokens(out[model] ?? ZERO_TOKENS, t);
+  return out;
+}
+
+/** A trace's usage: totals, and per model (for cost). */
+export function traceTokenUsage(spans: readonly SpanRecord[]): {
+  total: TokenTotals;
+  byModel: Record<string, TokenTotals>;
+} {
+  const roots = buildSpanTree(spans);
+  const rollup = rollUpTokens(roots);
+  return { total: rollup.total, byModel: tokensByModel(roots, rollup) };
+}

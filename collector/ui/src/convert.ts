@@ -90,11 +90,12 @@ export function toTraceSummaryView(t: TraceSummary): TraceSummaryView {
   };
   if (t.sessionId) view.sessionId = t.sessionId;
   if (t.noise) view.noise = t.noise;
+  if (t.tokensByModel) view.tokensByModel = t.tokensByModel;
   return view;
 }
 
 export function toSessionView(s: SessionSummary): SessionView {
-  return {
+  const view: SessionView = {
     sessionId: s.sessionId,
     services: s.serviceNames,
     traceCount: s.traceCount,
@@ -105,6 +106,8 @@ export function toSessionView(s: SessionSummary): SessionView {
     lastSeenMs: nsToMs(s.lastSeenUnixNano),
     durationMs: nsToMs(s.lastSeenUnixNano - s.firstSeenUnixNano),
   };
+  if (s.tokensByModel) view.tokensByModel = s.tokensByModel;
+  return view;
 }
 
 /** Spans of a trace, from the API's nested nodes (the UI rebuilds its own ordered tree). */

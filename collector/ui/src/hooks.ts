@@ -1,6 +1,8 @@
 /** Small Preact hooks shared by the views. */
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { getPrices } from './api.js';
+import type { Price } from '../../src/cost/prices.js';
 import type { LiveFeed } from './live.js';
 import { parseRoute, type Route } from './router.js';
 import type { SpanView } from './view-types.js';
@@ -131,4 +133,28 @@ export function useListNav(
     return () => removeEventListener('keydown', onKey);
   }, [count, index]);
   return [index, setIndex] as const;
+}
+
+let pricesOnce: Promise<Record<string, Price>> | undefined;
+
+/**
+ * The collector's model price table (GET /api/prices, fetched once per page load); undefined until
+ * it arrived. A failed fetch is retried on the next mount.
+ */
+export function usePrices(): Record<string, Price> | undefined {
+  const [prices, setPrices] = useState<Record<string, Price> | undefined>();
+  useEffect(() => {
+    let live = true;
+    pricesOnce ??= getPrices();
+    pricesOnce.then(
+      (p) => live && setPrices(p),
+      () => {
+        pricesOnce = undefined; // Shown as "—" (no price); the next view asks again.
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
+  return prices;
 }

@@ -65,6 +65,8 @@ export interface TraceSummaryView {
   errorCount: number;
   tokens: TokenTotals;
   inProgress: boolean;
+  /** Usage per model (for cost). */
+  tokensByModel?: Record<string, TokenTotals>;
   /** A probe, synthetic check or internal traffic (listed only with "show probes & internal"). */
   noise?: 'probe' | 'synthetic' | 'internal';
 }
@@ -88,6 +90,8 @@ export interface SessionView {
   spanCount: number;
   errorCount: number;
   tokens: TokenTotals;
+  /** Usage per model (for cost). */
+  tokensByModel?: Record<string, TokenTotals>;
   firstSeenMs: number;
   lastSeenMs: number;
   durationMs: number;

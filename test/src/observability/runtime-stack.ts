@@ -17,7 +17,7 @@ import {
   CreateAgentRuntimeCommand,
   GetAgentRuntimeCommand,
 } from '@aws-sdk/client-bedrock-agentcore-control';
-import { type Collector, createCollector } from '@agentrt/collector';
+import { type Collector, type CollectorOptions, createCollector } from '@agentrt/collector';
 import { type RuntimeServer, type RuntimeServerOptions, createRuntimeServer } from '@agentrt/runtime';
 
 export const REPO_ROOT = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..');
@@ -29,6 +29,8 @@ export interface RuntimeStackOptions {
   example?: string;
   /** The agent's environment (default: the offline model, service name sdk-agent). */
   environment?: Record<string, string>;
+  /** Collector options over the defaults (data dir in the stack's temp dir, 127.0.0.1 port 0). */
+  collector?: Partial<CollectorOptions>;
   /** Runtime options over the defaults (metrics exported every 500 ms, logs not printed). */
   runtime?: Partial<RuntimeServerOptions>;
 }
@@ -71,7 +73,12 @@ export async function startRuntimeStack(options: RuntimeStackOptions): Promise<R
     for (const f of cleanups.splice(0).reverse()) await f();
   };
   try {
-    const collector = await createCollector({ dataDir: join(dir, 'collector'), host: '127.0.0.1', port: 0 });
+    const collector = await createCollector({
+      dataDir: join(dir, 'collector'),
+      host: '127.0.0.1',
+      port: 0,
+      ...options.collector,
+    });
     cleanups.push(() => collector.close());
     const runtime = await createRuntimeServer({
       host: '127.0.0.1',

@@ -1,8 +1,10 @@
 // The Agents, Logs and cost views in Chromium, with data from a running collector + runtime + the
 // instrumented sdk-agent invoked through the official AWS SDK.
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Collector } from '@agentrt/collector';
+import type { Collector, TraceResponse } from '@agentrt/collector';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '@agentrt/cli';
@@ -14,6 +16,11 @@ let collector: Collector;
 let browser: Browser;
 let page: Page;
 const SESSION = `ui-agents-session-${'0'.repeat(24)}`;
+// The offline model gets a price (AGENTRT_PRICES_FILE), so every cost column shows dollars.
+const PRICE = { inputPerMTok: 1000, outputPerMTok: 2000 };
+const priceDir = mkdtempSync(join(tmpdir(), 'agentrt-ui-prices-'));
+const usd = (t: { input: number; output: number }) =>
+  `$${((t.input * PRICE.inputPerMTok + t.output * PRICE.outputPerMTok) / 1e6).toFixed(2)}`;
 
 const invoke = async (payload: string, session = SESSION) => {
   await stack.invoke(payload, session);
@@ -28,7 +35,9 @@ beforeAll(async () => {
   execFileSync(process.execPath, [join(REPO_ROOT, 'collector', 'ui', 'build.mjs'), '--if-stale'], {
     timeout: 60_000,
   });
-  stack = await startRuntimeStack({ name: 'ui_agent' });
+  const pricesFile = join(priceDir, 'prices.json');
+  writeFileSync(pricesFile, JSON.stringify({ 'agentrt-offline-weather': PRICE }));
+  stack = await startRuntimeStack({ name: 'ui_agent', collector: { pricesFile } });
   collector = stack.collector;
   await invoke(JSON.stringify({ prompt: 'What is the weather like?' }));
   await invoke(JSON.stringify({ prompt: 'hello again' }));
@@ -41,6 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await stack?.close();
+  rmSync(priceDir, { recursive: true, force: true });
 }, 60_000);
 
 describe.skipIf(!hasChromium)(
@@ -78,7 +88,7 @@ describe.skipIf(!hasChromium)(
       expect(await page.locator('h2').allTextContents()).toEqual(
         expect.arrayContaining([expect.stringMatching(/^Invocations per .*\(y: calls, x: time\)$/)]),
       );
-      // Tokens of the model calls with their cost column (the offline model has no price: "—").
+      // Tokens of the model calls with their cost column (tokens × the price file's price).
       const tokenRow = page.locator('[data-testid=token-row]').first();
       await poll(async () => {
         await page.locator('button', { hasText: 'Refresh' }).click();
@@ -87,7 +97,12 @@ describe.skipIf(!hasChromium)(
       const tokenCells = await tokenRow.locator('td').allTextContents();
       expect(tokenCells[0]).toBe('sdk-agent');
       expect(Number(tokenCells[3]!.replace(/\D/g, ''))).toBeGreaterThan(0);
-      expect(tokenCells[5]).toMatch(/^(—|\$[\d.]+)$/);
+      expect(tokenCells[5]).toBe(
+        usd({
+          input: Number(tokenCells[3]!.replace(/\D/g, '')),
+          output: Number(tokenCells[4]!.replace(/\D/g, '')),
+        }),
+      );
       await page.locator('[data-testid=range-15m]').click();
       await row.waitFor();
       await screenshot(page, 'agents');
@@ -197,6 +212,62 @@ describe.skipIf(!hasChromium)(
       await screenshot(page, 'traces-with-noise');
       await page.locator('[data-testid=show-noise]').uncheck();
       await poll(async () => (await names.allTextContents()).includes('GET /healthz')).toBe(false);
+    });
+
+    it('cost per span, trace and session: tokens × the price table, where tokens are shown', async () => {
+      const session = (await (await fetch(`${collector.url}/api/sessions/${SESSION}`)).json()) as {
+        session: {
+          tokens: { input: number; output: number };
+          tokensByModel: Record<string, { input: number; output: number }>;
+        };
+        traces: { traceId: string; tokens: { input: number; output: number } }[];
+      };
+      expect(Object.keys(session.session.tokensByModel)).toEqual(['agentrt-offline-weather-1']);
+      expect(session.session.tokensByModel['agentrt-offline-weather-1']).toMatchObject(
+        session.session.tokens,
+      );
+      // Session list and session view.
+      await page.goto(`${collector.url}/#/sessions`);
+      const sessionRow = page.locator('[data-testid=sessions-table] tbody tr', { hasText: SESSION });
+      await poll(() => sessionRow.locator('[data-testid=cost]').textContent()).toBe(
+        usd(session.session.tokens),
+      );
+      await page.goto(`${collector.url}/#/sessions/${SESSION}`);
+      await poll(() => page.locator('.summary-cards [data-testid=cost]').textContent()).toBe(
+        usd(session.session.tokens),
+      );
+      // The trace list, the trace header and a model call's span panel.
+      const priced = session.traces.find((t) => t.tokens.input > 0)!;
+      await page.goto(`${collector.url}/#/traces?service=agentrt-runtime`);
+      const traceRow = page.locator(`[data-testid=traces-table] tr[data-trace-id="${priced.traceId}"]`);
+      await poll(() => traceRow.locator('[data-testid=cost]').textContent()).toBe(usd(priced.tokens));
+      await traceRow.locator('td:nth-child(2) a').click();
+      await poll(() => page.locator('.summary-cards [data-testid=cost]').textContent()).toBe(
+        usd(priced.tokens),
+      );
+      const trace = (await (
+        await fetch(`${collector.url}/api/traces/${priced.traceId}`)
+      ).json()) as TraceResponse;
+      const chats: { spanId: string; tokens: { input: number; output: number } }[] = [];
+      const walk = (nodes: TraceResponse['roots']): void => {
+        for (const n of nodes) {
+          const a = n.span.attributes;
+          if (a['gen_ai.operation.name'] === 'chat')
+            chats.push({
+              spanId: n.span.spanId,
+              tokens: {
+                input: Number(a['gen_ai.usage.input_tokens']),
+                output: Number(a['gen_ai.usage.output_tokens']),
+              },
+            });
+          walk(n.children);
+        }
+      };
+      walk(trace.roots);
+      expect(chats.length).toBeGreaterThan(0);
+      await page.goto(`${collector.url}/#/traces/${priced.traceId}?span=${chats[0]!.spanId}`);
+      await poll(() => page.locator('[data-testid=span-cost]').textContent()).toBe(usd(chats[0]!.tokens));
+      await screenshot(page, 'span-cost');
     });
 
     it('Logs: filters, severity colours, live tail, links to the trace; a span panel shows its logs', async () => {

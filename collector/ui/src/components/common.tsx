@@ -1,6 +1,7 @@
 /** Small shared pieces: badges, token pills, empty / error / loading states, JSON. */
 import type { ComponentChildren, JSX } from 'preact';
 import type { GenAiKind } from '../../../src/trace-model/index.js';
+import { type Price, costOfUsage, formatUsd } from '../../../src/cost/prices.js';
 import { formatCount } from '../format.js';
 import type { TokenTotals } from '../view-types.js';
 
@@ -33,6 +34,32 @@ export function Tokens({ tokens, compact }: { tokens: TokenTotals | undefined; c
           <span class="tok-out">↓{formatCount(tokens.output)}</span>
         </>
       )}
+    </span>
+  );
+}
+
+/**
+ * The cost of usage per model (tokens × the collector's price table). "—" without usage or prices;
+ * models without a price are named in the tooltip and marked with "+".
+ */
+export function Cost({
+  byModel,
+  prices,
+}: {
+  byModel: Record<string, TokenTotals> | undefined;
+  prices: Record<string, Price> | undefined;
+}) {
+  const cost = prices && costOfUsage(byModel, prices);
+  if (!cost) return <span class="muted">–</span>;
+  const priced = cost.unpriced.length < Object.keys(byModel ?? {}).length;
+  const unpriced = cost.unpriced.map((m) => m || '(model not named)').join(', ');
+  const title = cost.unpriced.length
+    ? `list price of the priced models; no price for ${unpriced}`
+    : 'tokens × list price per model';
+  return (
+    <span class="cost" data-testid="cost" title={title}>
+      {priced ? formatUsd(cost.usd) : '—'}
+      {priced && cost.unpriced.length > 0 && <span class="muted">+</span>}
     </span>
   );
 }

@@ -1,10 +1,11 @@
 /** Everything about one span: GenAI view, timing, attributes, events, links, resource, logs. */
-import { extractChatMessages, toolCallOf } from '../../../src/trace-model/index.js';
+import { extractChatMessages, tokensByModel, toolCallOf } from '../../../src/trace-model/index.js';
+import { usePrices } from '../hooks.js';
 import { formatClock, formatDuration } from '../format.js';
 import { routeHref } from '../router.js';
 import type { LogView, SpanView, TokenTotals, TraceView } from '../view-types.js';
 import { ChatMessages, ToolCallView } from './chat.js';
-import { AttributeTable, AttributeValueView, KindBadge, Section, Tokens } from './common.js';
+import { AttributeTable, AttributeValueView, Cost, KindBadge, Section, Tokens } from './common.js';
 
 export function SpanPanel({
   span,
@@ -25,6 +26,8 @@ export function SpanPanel({
   const own = trace.tokens.own.get(span.spanId);
   const rolled = trace.tokens.rolledUp.get(span.spanId);
   const critical = trace.criticalPath.durationBySpanNano.get(span.spanId);
+  const prices = usePrices();
+  const node = findNode(trace.roots, span.spanId);
   const g = span.genai;
   return (
     <aside class="span-panel" aria-label="span details">
@@ -78,6 +81,10 @@ export function SpanPanel({
             <dt>tokens</dt>
             <dd>
               <TokenLine own={own} rolled={rolled} counted={trace.tokens.counted.has(span.spanId)} />
+            </dd>
+            <dt>cost</dt>
+            <dd data-testid="span-cost">
+              <Cost byModel={node && tokensByModel([node], trace.tokens)} prices={prices} />
             </dd>
           </>
         )}
@@ -156,6 +163,17 @@ export function LogList({ logs }: { logs: LogView[] }) {
       ))}
     </>
   );
+}
+
+/** The tree node of a span (the panel's cost covers the span's subtree, as its tokens do). */
+function findNode(roots: TraceView['roots'], spanId: string): TraceView['roots'][number] | undefined {
+  const stack = [...roots];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (node.span.spanId === spanId) return node;
+    stack.push(...node.children);
+  }
+  return undefined;
 }
 
 function TokenLine({ own, rolled, counted }: { own?: TokenTotals; rolled?: TokenTotals; counted: boolean }) {

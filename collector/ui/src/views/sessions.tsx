@@ -1,15 +1,17 @@
 /** Sessions: every session.id, and one session read as a conversation. */
 import type { ComponentChildren } from 'preact';
 import { getSession, getTrace, listSessions } from '../api.js';
-import { ErrorBox, EmptyState, Loading, StatusPill, Tokens } from '../components/common.js';
+import { Cost, ErrorBox, EmptyState, Loading, StatusPill, Tokens } from '../components/common.js';
 import { conversationTurn, type ConversationTurn } from '../conversation.js';
 import { formatAgo, formatDateTime, formatDuration, shortId } from '../format.js';
-import { navigate, useAsync, useListNav, useLiveSpans } from '../hooks.js';
+import { navigate, useAsync, useListNav, useLiveSpans, usePrices } from '../hooks.js';
 import { routeHref } from '../router.js';
+import type { Price } from '../../../src/cost/prices.js';
 import type { TraceSummaryView } from '../view-types.js';
 
 export function SessionsView() {
   const state = useAsync(listSessions, []);
+  const prices = usePrices();
   useLiveSpans(() => state.reload(), 1000);
   const sessions = state.data ?? [];
   const open = (i: number): void => {
@@ -43,6 +45,7 @@ export function SessionsView() {
             <th class="num">duration</th>
             <th>status</th>
             <th class="num">tokens</th>
+            <th class="num">cost</th>
             <th>last activity</th>
           </tr>
         </thead>
@@ -68,6 +71,9 @@ export function SessionsView() {
               </td>
               <td class="num">
                 <Tokens tokens={s.tokens} />
+              </td>
+              <td class="num">
+                <Cost byModel={s.tokensByModel} prices={prices} />
               </td>
               <td title={formatDateTime(s.lastSeenMs)}>{formatAgo(s.lastSeenMs)}</td>
             </tr>
@@ -108,6 +114,7 @@ async function loadSession(id: string) {
 
 export function SessionView({ sessionId }: { sessionId: string }) {
   const state = useAsync(() => loadSession(sessionId), [sessionId]);
+  const prices = usePrices();
   useLiveSpans((spans) => {
     if (
       spans.some(
@@ -131,11 +138,12 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         <Card label="duration" value={formatDuration(session.durationMs)} />
         <Card label="errors" value={session.errorCount} tone={session.errorCount > 0 ? 'bad' : undefined} />
         <Card label="tokens in / out" value={<Tokens tokens={session.tokens} />} />
+        <Card label="cost" value={<Cost byModel={session.tokensByModel} prices={prices} />} />
         <Card label="services" value={session.services.join(', ')} />
       </div>
       <ol class="conversation" data-testid="conversation">
         {turns.map(({ summary, turn }, i) => (
-          <Turn key={summary.traceId} index={i + 1} summary={summary} turn={turn} />
+          <Turn key={summary.traceId} index={i + 1} summary={summary} turn={turn} prices={prices} />
         ))}
       </ol>
     </section>
@@ -146,10 +154,12 @@ function Turn({
   index,
   summary,
   turn,
+  prices,
 }: {
   index: number;
   summary: TraceSummaryView;
   turn?: ConversationTurn;
+  prices: Record<string, Price> | undefined;
 }) {
   return (
     <li class="turn">
@@ -160,6 +170,7 @@ function Turn({
         <span class="muted">{formatDateTime(summary.startMs)}</span>
         <span>{formatDuration(summary.durationMs)}</span>
         <Tokens tokens={summary.tokens} />
+        <Cost byModel={summary.tokensByModel} prices={prices} />
         <StatusPill errors={summary.errorCount} inProgress={summary.inProgress} />
       </div>
       {turn?.prompt && (

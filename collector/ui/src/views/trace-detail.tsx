@@ -1,10 +1,11 @@
 /** One trace: summary, waterfall with critical path, span panel. */
 import { getTrace } from '../api.js';
-import { ErrorBox, Loading, Section, StatusPill, Tokens } from '../components/common.js';
+import { Cost, ErrorBox, Loading, Section, StatusPill, Tokens } from '../components/common.js';
 import { LogList, SpanPanel } from '../components/span-panel.js';
 import { Waterfall } from '../components/waterfall.js';
 import { formatClock, formatDateTime, formatDuration } from '../format.js';
-import { navigate, useAsync, useLiveSpans } from '../hooks.js';
+import { tokensByModel } from '../../../src/trace-model/index.js';
+import { navigate, useAsync, useLiveSpans, usePrices } from '../hooks.js';
 import { routeHref } from '../router.js';
 import { Card } from './sessions.js';
 
@@ -13,6 +14,7 @@ export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?:
   useLiveSpans((spans) => {
     if (spans.some((s) => s.traceId === traceId)) state.reload();
   }, 500);
+  const prices = usePrices();
   if (state.error) return <ErrorBox error={state.error} retry={state.reload} />;
   if (!state.data) return <Loading what="trace" />;
   const trace = state.data;
@@ -47,6 +49,10 @@ export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?:
         <Card label="spans" value={trace.spans.length} />
         <Card label="critical path" value={formatDuration(criticalMs)} />
         <Card label="tokens in / out" value={<Tokens tokens={trace.tokens.total} />} />
+        <Card
+          label="cost"
+          value={<Cost byModel={tokensByModel(trace.roots, trace.tokens)} prices={prices} />}
+        />
         <Card label="errors" value={errors} tone={errors > 0 ? 'bad' : undefined} />
         <Card
           label="started"

@@ -1,9 +1,9 @@
 /** Traces: list with filters (service, status, duration, free text); links to the waterfall. */
 import { useState } from 'preact/hooks';
 import { listServices, listTraces } from '../api.js';
-import { EmptyState, ErrorBox, Loading, StatusPill, Tokens } from '../components/common.js';
+import { Cost, EmptyState, ErrorBox, Loading, StatusPill, Tokens } from '../components/common.js';
 import { formatAgo, formatDateTime, formatDuration, shortId } from '../format.js';
-import { navigate, useAsync, useListNav, useLiveSpans } from '../hooks.js';
+import { navigate, useAsync, useListNav, useLiveSpans, usePrices } from '../hooks.js';
 import { routeHref, type TraceFilters } from '../router.js';
 import { KeyHint } from './sessions.js';
 
@@ -11,6 +11,7 @@ export function TracesView({ filters }: { filters: TraceFilters }) {
   const key = JSON.stringify(filters);
   const state = useAsync(() => listTraces(filters), [key]);
   const services = useAsync(listServices, []);
+  const prices = usePrices();
   useLiveSpans(() => {
     state.reload();
     services.reload();
@@ -160,6 +161,7 @@ export function TracesView({ filters }: { filters: TraceFilters }) {
                 <th class="num">spans</th>
                 <th>status</th>
                 <th class="num">tokens</th>
+                <th class="num">cost</th>
                 <th>trace</th>
               </tr>
             </thead>
@@ -199,6 +201,9 @@ export function TracesView({ filters }: { filters: TraceFilters }) {
                   </td>
                   <td class="num">
                     <Tokens tokens={t.tokens} />
+                  </td>
+                  <td class="num">
+                    <Cost byModel={t.tokensByModel} prices={prices} />
                   </td>
                   <td class="mono muted">{shortId(t.traceId)}</td>
                 </tr>
