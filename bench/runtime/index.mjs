@@ -12,6 +12,7 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRuntimeServer } from '@agentrt/runtime';
+import { measure, ms, overheadRows, pct } from '../lib/measure.mjs';
 import { table, writeSection } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -50,12 +51,6 @@ function httpCall(to, method, path, body, headers = {}) {
     req.end(body);
   });
 }
-
-const pct = (values, p) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-};
-const ms = (v) => `${v.toFixed(v < 10 ? 2 : 0)} ms`;
 
 function freePort() {
   return new Promise((resolve) => {
@@ -272,49 +267,19 @@ const warm = await withRuntime({ isolation: 'auto' }, async ({ server, invoke })
         'x-amzn-bedrock-agentcore-runtime-session-id': sessionId,
       },
     );
-  for (let i = 0; i < 100; i++) await Promise.all([invoke(sessionId), direct()]); // warm-up
-  const via = [];
-  const straight = [];
-  for (let batch = 0; batch < 10; batch++) {
-    for (let i = 0; i < WARM / 10; i++) {
-      let t0 = performance.now();
-      await invoke(sessionId);
-      via.push(performance.now() - t0);
-      t0 = performance.now();
-      await direct();
-      straight.push(performance.now() - t0);
-    }
-  }
-  // CPU the runtime spends per proxied invoke: the same sequential batch through it and direct, in
-  // this process (client + in-process runtime), so the difference is the runtime's own work.
-  const cpuOf = async (fn, n) => {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < n; i++) await fn();
-    const c = process.cpuUsage(c0);
-    return (c.user + c.system) / n;
-  };
-  const cpuVia = await cpuOf(() => invoke(sessionId), WARM);
-  const cpuDirect = await cpuOf(direct, WARM);
-  return { via, straight, runtimeCpuUs: cpuVia - cpuDirect };
+  // measure() also reports the runtime's CPU per proxied invoke: it runs in this process.
+  return measure({ via: () => invoke(sessionId), direct, n: WARM, warmup: 100 });
 });
-const overhead = pct(warm.via, 50) - pct(warm.straight, 50);
-rows.push([
-  'warm invoke: worker directly (baseline; sandboxed: through its session socket)',
-  ms(pct(warm.straight, 50)),
-  ms(pct(warm.straight, 95)),
-  '1.00×',
-  '',
-]);
-rows.push([
-  'warm invoke: through the runtime',
-  ms(pct(warm.via, 50)),
-  ms(pct(warm.via, 95)),
-  `${(pct(warm.via, 50) / pct(warm.straight, 50)).toFixed(2)}×`,
-  `overhead p50 ${ms(overhead)} (goal < 1 ms: ${overhead < 1 ? 'met' : 'missed'})`,
-]);
+rows.push(
+  ...overheadRows(warm, {
+    direct: 'warm invoke: worker directly (baseline; sandboxed: through its session socket)',
+    via: 'warm invoke: through the runtime',
+    goalMs: 1,
+  }),
+);
 rows.push([
   'runtime CPU per proxied invoke (user + system, incl. loopback syscalls)',
-  `${warm.runtimeCpuUs.toFixed(0)} µs`,
+  `${warm.extraCpuUs.toFixed(0)} µs`,
   '',
   '',
   'through − direct, same client',
