@@ -141,7 +141,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const live = createLiveHub();
   const exporter =
     store.kind === 'sqlite'
-      ? createExportStreamer((store as SqliteStore).spans, {
+      ? createExportStreamer((store as SqliteStore).exportPage, {
           maxConcurrent: options.maxConcurrentExports ?? 2,
         })
       : undefined;

@@ -257,13 +257,17 @@ export async function createQueryPool(options: QueryPoolOptions) {
   const expiry = setInterval(expireQueued, 100);
   expiry.unref();
 
-  /** Queues a query or read (429 when too many wait already). */
+  /**
+   * Queues a query or read (429 when too many wait already). `ahead`: the next step of work already
+   * admitted (an export's next page) goes before waiting queries and is never refused.
+   */
   function enqueue(
     job: Pick<Job, 'kind' | 'query' | 'options'> & Partial<Pick<Job, 'op' | 'args'>>,
+    ahead = false,
   ): Promise<Uint8Array> {
     if (closed) return Promise.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
     const busy = slots.every((s) => s.job);
-    if (busy && queue.length >= maxQueued) {
+    if (!ahead && busy && queue.length >= maxQueued) {
       stats.refused++;
       return Promise.reject(
         new HttpError(429, 'too_many_queries', `${queue.length} queries are waiting already; retry shortly`, {
@@ -272,7 +276,7 @@ export async function createQueryPool(options: QueryPoolOptions) {
       );
     }
     return new Promise<Uint8Array>((resolve, reject) => {
-      queue.push({
+      queue[ahead ? 'unshift' : 'push']({
         ...job,
         id: nextId++,
         timeoutMs,
@@ -310,8 +314,12 @@ export async function createQueryPool(options: QueryPoolOptions) {
      * Runs one of the store's reads (read-ops.ts) on a thread, with the same deadline, result cap
      * and 429 as a query; resolves with its result as JSON bytes (`null` for undefined).
      */
-    read<K extends ReadOp>(op: K, args: Parameters<ReadOps[K]>): Promise<Uint8Array> {
-      return enqueue({ kind: 'read', op, args, query: '', options: {} });
+    read<K extends ReadOp>(
+      op: K,
+      args: Parameters<ReadOps[K]>,
+      { ahead = false }: { ahead?: boolean } = {},
+    ): Promise<Uint8Array> {
+      return enqueue({ kind: 'read', op, args, query: '', options: {} }, ahead);
     },
     /**
      * Runs SQLite's `PRAGMA quick_check` on a query thread (ahead of waiting queries); resolves with

@@ -45,7 +45,8 @@ port.on('message', (m: QueryRequest) => {
             (reads[m.op] as (...args: unknown[]) => unknown)(...m.args),
           )
         : runQuery(db, m.query, { ...m.options, maxRows });
-    const json = encoder.encode(JSON.stringify(response ?? null));
+    // A read that built its own bytes (an export page) sends them as they are.
+    const json = response instanceof Uint8Array ? response : encoder.encode(JSON.stringify(response ?? null));
     if (json.length > maxResultBytes) {
       throw new QueryError(
         `the result is ${json.length} bytes, more than ${maxResultBytes}; select fewer fields (not @message) or a smaller limit`,
@@ -55,7 +56,7 @@ port.on('message', (m: QueryRequest) => {
       );
     }
     // The bytes move to the main thread (no copy).
-    reply({ type: 'result', id: m.id, json }, [json.buffer]);
+    reply({ type: 'result', id: m.id, json }, [json.buffer as ArrayBuffer]);
   } catch (error) {
     const query = m.type === 'read' ? '' : m.query;
     if (m.type === 'read' && isDeadlineStop(error))

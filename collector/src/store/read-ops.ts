@@ -2,7 +2,9 @@
 // read-only connection and under the query deadline: the trace list (with its free-text search, a
 // full scan), trace lookups, sessions, services and export ranges. Each answers with what the API
 // sends, so the main thread passes the bytes on without parsing them.
-import type { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { ExportKey, ExportSelection } from '../http/export.js';
+import { logsToOtlpJson, spansToOtlpJson } from '../otlp/encode-json.js';
 import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
 import type { LogRecord, SpanNode, SpanRecord, TraceResponse, TraceSummary } from '../wire-types.js';
 import { type TraceListFilter, createSpanReader } from './span-store.js';
@@ -36,9 +38,51 @@ export function traceResponse(summary: TraceSummary, spans: SpanRecord[], logs: 
   return { summary, roots, logs: unattached };
 }
 
+/** Records per export line at most. */
+const EXPORT_CHUNK_RECORDS = 1000;
+/** An export line ends once its records' JSON passes this many characters (1 MiB). */
+const EXPORT_CHUNK_CHARS = 1 << 20;
+
+/**
+ * Export pages (http/export.ts): the records of a table after a (time, id) key, one short keyset
+ * statement each — an index range walked in order up to a chunk, so a page costs the same however
+ * much is stored — encoded as one OTLP/JSON line. Answers `{"last":[t,id]}\n` and the line as
+ * bytes, or undefined when nothing is left.
+ */
+function createExportPager(db: DatabaseSync) {
+  const statements = new Map<string, StatementSync>();
+  const encoder = new TextEncoder();
+  return (table: 'spans' | 'logs', sel: ExportSelection, after: ExportKey): Uint8Array | undefined => {
+    const time = table === 'spans' ? 'start_us' : 'time_us';
+    const where = 'traceId' in sel ? 'trace_id = ?' : `${time} >= ? AND ${time} < ?`;
+    const sql = `SELECT id, ${time} AS t, doc FROM ${table} WHERE ${where} AND (${time}, id) > (?, ?) ORDER BY ${time}, id LIMIT ?`;
+    let stmt = statements.get(sql);
+    if (!stmt) statements.set(sql, (stmt = db.prepare(sql)));
+    const args = 'traceId' in sel ? [sel.traceId] : [sel.startUs, sel.endUs];
+    const docs: (SpanRecord & LogRecord)[] = [];
+    let last: ExportKey | undefined;
+    let chars = 0;
+    for (const r of stmt.iterate(...args, after[0], after[1], EXPORT_CHUNK_RECORDS) as Iterable<{
+      id: number;
+      t: number;
+      doc: string;
+    }>) {
+      docs.push(JSON.parse(r.doc) as SpanRecord & LogRecord);
+      last = [r.t, r.id];
+      chars += r.doc.length;
+      // Big records (prompts, tool output) make shorter lines: a line stays about a megabyte.
+      if (chars >= EXPORT_CHUNK_CHARS) break;
+    }
+    if (!last) return undefined;
+    const body = table === 'spans' ? spansToOtlpJson(docs) : logsToOtlpJson(docs);
+    return encoder.encode(`${JSON.stringify({ last })}\n${JSON.stringify(body)}\n`);
+  };
+}
+
 /** The reads a query thread runs, by name (the pool's `read` requests). */
 export function createReadOps(db: DatabaseSync) {
   const reader = createSpanReader(db);
+  const exportPage = createExportPager(db);
   const docs = <T>(sql: string) => {
     const stmt = db.prepare(sql);
     return (from: number, to: number, limit: number): T[] =>
@@ -65,6 +109,7 @@ export function createReadOps(db: DatabaseSync) {
       const summary = reader.traceSummary(traceId)!;
       return traceResponse(summary, spans, reader.logsOfTrace(traceId));
     },
+    exportPage,
     exportRange(startMs: number, endMs: number, limit: number) {
       const from = Math.floor(startMs * 1000);
       const to = Math.floor(endMs * 1000);

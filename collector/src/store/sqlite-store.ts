@@ -8,6 +8,7 @@ import { type QueryPool, createQueryPool } from '../query/query-pool.js';
 import { RECOVERY_HINT, createIntegrityMonitor, isCorruption } from './integrity.js';
 import type { LogRecord, SpanRecord } from '../wire-types.js';
 import { type SpanStore, createSpanStore } from './span-store.js';
+import type { ExportPageReader } from '../http/export.js';
 import type { ReadOp, ReadOps } from './read-ops.js';
 import type { CollectorStore } from './store.js';
 import { type WriterThread, startWriterThread } from './writer-thread.js';
@@ -38,6 +39,8 @@ export type SqliteStore = CollectorStore & {
   traceJson(traceId: string): Promise<Uint8Array | undefined>;
   /** GET /api/sessions/:sessionId's body, built on a query thread; undefined: no such session. */
   sessionJson(sessionId: string): Promise<Uint8Array | undefined>;
+  /** One page of an export (http/export.ts), read and encoded on a query thread. */
+  exportPage: ExportPageReader;
 };
 
 /** Stale summaries a read of summaries waits for (rebuilt on the writer thread first). */
@@ -107,8 +110,9 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
   const readBytes = async <K extends ReadOp>(
     op: K,
     args: Parameters<ReadOps[K]>,
+    ahead = false,
   ): Promise<Uint8Array | undefined> => {
-    const json = await queries.read(op, args);
+    const json = await queries.read(op, args, { ahead });
     return json.length === NULL_JSON.length && decoder.decode(json) === NULL_JSON ? undefined : json;
   };
   /** A read's result, parsed (bounded results: lists of at most 1000, one summary). */
@@ -175,6 +179,14 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
     async sessionJson(sessionId) {
       await refreshForRead();
       return readBytes('getSession', [sessionId]);
+    },
+    async exportPage(table, sel, after) {
+      // An export admitted (http/export.ts) is not refused half-way: its pages go ahead of queries.
+      const bytes = await readBytes('exportPage', [table, sel, after], after[0] !== -Infinity);
+      if (!bytes) return undefined;
+      const cut = bytes.indexOf(10);
+      const { last } = JSON.parse(decoder.decode(bytes.subarray(0, cut))) as { last: [number, number] };
+      return { last, line: bytes.subarray(cut + 1) };
     },
     refreshSummaries: (limit) => writer.refreshSummaries(limit, REFRESH_SLICE_MS),
     applyRetention: async (retention) => store.applyRetention(retention),
