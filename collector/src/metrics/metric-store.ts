@@ -245,8 +245,11 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
     `INSERT INTO metric_series (key, name, kind, unit, description, temporality, monotonic, service, attributes, resource, last_us)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
   );
-  const touchSeries = db.prepare('UPDATE metric_series SET last_us = max(last_us, ?) WHERE id = ?');
-  const lastUsOf = db.prepare('SELECT last_us FROM metric_series WHERE id = ?');
+  // A series' newest point comes from its points (one index seek), read once per series and run:
+  // keeping metric_series.last_us current cost one UPDATE per series per export.
+  const lastUsOf = db.prepare('SELECT max(time_us) AS last_us FROM metric_points WHERE series_id = ?');
+  /** A resource's canonical JSON, once per decoded resource (every point of it shares the object). */
+  const resourceKeys = new WeakMap<Attributes, string>();
   const insertPoint = db.prepare(
     'INSERT OR IGNORE INTO metric_points (series_id, time_us, value, delta, count, min, max, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   );
@@ -254,7 +257,8 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
   const seriesFor = (p: MetricPoint): number | string => {
     const service = typeof p.resource['service.name'] === 'string' ? p.resource['service.name'] : '';
     const attributes = canonical(p.attributes);
-    const resource = canonical(p.resource);
+    let resource = resourceKeys.get(p.resource);
+    if (resource === undefined) resourceKeys.set(p.resource, (resource = canonical(p.resource)));
     const key = `${p.name}\u0000${p.kind}\u0000${p.temporality}\u0000${p.unit}\u0000${attributes}\u0000${resource}`;
     const known = seriesIds.get(key);
     if (known !== undefined) return known;
@@ -280,9 +284,6 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
     seriesPerName.set(p.name, perName + 1);
     return row.id;
   };
-
-  /** Series written in the current ingest call → their newest point (one UPDATE each at the end). */
-  const touched = new Map<number, number>();
 
   const selectRollup = db.prepare(
     'SELECT delta, value, count, points, min, max, buckets FROM metric_rollups WHERE series_id = ? AND width_us = ? AND bucket_us = ?',
@@ -334,11 +335,25 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
     }
   };
 
+  /**
+   * The newest window of each series and width as its row holds it: points arrive in time order, so
+   * the next export adds to the same window without reading the row back. Cleared when an ingest
+   * fails or retention runs, and whole when it grows past its bound.
+   */
+  const openWindows = new Map<string, { bucketUs: number; r: Rollup }>();
+  const MAX_OPEN_WINDOWS = 100_000;
+
   /** Writes the pending windows, each added to what its row already holds. */
   const flushRollups = () => {
+    if (openWindows.size > MAX_OPEN_WINDOWS) openWindows.clear();
     for (const { seriesId, widthUs, bucketUs, r } of pending.values()) {
-      const had = selectRollup.get(seriesId, widthUs, bucketUs) as
-        (RollupTotals & { buckets: string | null }) | undefined;
+      const key = `${seriesId}|${widthUs}`;
+      const open = openWindows.get(key);
+      const had =
+        open?.bucketUs === bucketUs
+          ? open.r
+          : (selectRollup.get(seriesId, widthUs, bucketUs) as
+              (RollupTotals & { buckets: string | null }) | undefined);
       if (had) {
         r.delta += had.delta;
         r.value += had.value;
@@ -346,13 +361,13 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
         r.points += had.points;
         r.min = lower(r.min, had.min);
         r.max = upper(r.max, had.max);
-        if (had.buckets) {
-          const merged = new Map<string, BucketTriple>();
-          mergeBuckets(merged, decodeTriples(had.buckets));
-          if (r.buckets) mergeBuckets(merged, r.buckets.values());
-          r.buckets = merged;
-        }
+        if (had.buckets)
+          mergeBuckets(
+            (r.buckets ??= new Map()),
+            typeof had.buckets === 'string' ? decodeTriples(had.buckets) : had.buckets.values(),
+          );
       }
+      if (!open || bucketUs >= open.bucketUs) openWindows.set(key, { bucketUs, r });
       writeRollup.run(
         seriesId,
         widthUs,
@@ -410,7 +425,9 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
         let prev = previous.get(seriesId);
         if (prev && timeUs < prev.timeUs)
           return `metric ${JSON.stringify(p.name)}: a cumulative point older than the last one`;
-        const lastUs = prev ? prev.timeUs : (lastUsOf.get(seriesId) as { last_us: number }).last_us;
+        const lastUs = prev
+          ? prev.timeUs
+          : ((lastUsOf.get(seriesId) as { last_us: number | null }).last_us ?? 0);
         // First point since this collector started: a counter that started after the last stored
         // point counts from zero; otherwise it is only a baseline (its increase was counted before).
         if (!prev && lastUs > 0 && startUs < lastUs)
@@ -450,7 +467,6 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
     // An exporter's retry of a stored point is kept once, so it is rolled up once.
     if (inserted.changes)
       addToRollups(seriesId, timeUs, { value: raw, delta, count: deltaCount, min, max, buckets });
-    touched.set(seriesId, Math.max(touched.get(seriesId) ?? 0, timeUs));
     return undefined;
   };
 
@@ -475,21 +491,25 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
       let stored = 0;
       let rejected = 0;
       let rejectReason: string | undefined;
-      inTransaction(db, () => {
-        touched.clear();
-        pending.clear();
-        for (const p of points) {
-          const series = seriesFor(p);
-          const problem = typeof series === 'string' ? series : ingestOne(p, series);
-          if (problem === undefined) stored++;
-          else {
-            rejected++;
-            rejectReason ??= problem;
+      try {
+        inTransaction(db, () => {
+          pending.clear();
+          for (const p of points) {
+            const series = seriesFor(p);
+            const problem = typeof series === 'string' ? series : ingestOne(p, series);
+            if (problem === undefined) stored++;
+            else {
+              rejected++;
+              rejectReason ??= problem;
+            }
           }
-        }
-        for (const [id, lastUs] of touched) touchSeries.run(lastUs, id);
-        flushRollups();
-      });
+          flushRollups();
+        });
+      } catch (error) {
+        // Rolled back: the windows held here may hold what was not written.
+        openWindows.clear();
+        throw error;
+      }
       return rejectReason === undefined ? { stored, rejected } : { stored, rejected, rejectReason };
     },
     seriesOf: (name) => (seriesByName.all(name) as Record<string, unknown>[]).map(parseSeries),
@@ -497,7 +517,8 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
       (
         db
           .prepare(
-            `SELECT name, kind, unit, max(description) AS description, count(*) AS series, max(last_us) AS last_us
+            `SELECT name, kind, unit, max(description) AS description, count(*) AS series,
+               max((SELECT max(time_us) FROM metric_points WHERE series_id = metric_series.id)) AS last_us
              FROM metric_series GROUP BY name, kind, unit ORDER BY name`,
           )
           .all() as {
@@ -517,6 +538,7 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
         lastMs: Math.floor(r.last_us / 1000),
       })),
     applyRetention({ maxAgeMs, maxBytes }) {
+      openWindows.clear();
       const cutoffUs = (Date.now() - maxAgeMs) * 1000;
       let deleted = Number(db.prepare('DELETE FROM metric_points WHERE time_us < ?').run(cutoffUs).changes);
       // Over the size budget: drop the oldest tenth of what is left until under it.
