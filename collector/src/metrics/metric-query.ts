@@ -1,7 +1,14 @@
 import type { AttributeValue } from '../wire-types.js';
 import { type MetricKind } from './metric-point.js';
 import { type MetricSeries, type MetricStore, type StoredBuckets } from './metric-store.js';
-import { ROLLUP_WIDTHS_US, bucketsOf, decodeTriples, mergeBuckets, planSegments } from './rollups.js';
+import {
+  type BucketTriple,
+  ROLLUP_WIDTHS_US,
+  bucketsOf,
+  decodeTriples,
+  mergeBuckets,
+  planSegments,
+} from './rollups.js';
 
 /** A time-series question: one metric, filtered and grouped by attributes, in time buckets. */
 export interface MetricQuery {
@@ -91,12 +98,12 @@ function parseWhere(where: string[]): ((s: MetricSeries) => boolean)[] {
 
 /** The q-quantile of merged buckets, linear within a bucket; infinite edges clamp to min/max. */
 export function percentileOf(
-  merged: Map<string, [number, number, number]>,
+  merged: Iterable<BucketTriple>,
   q: number,
   min: number,
   max: number,
 ): number | null {
-  const buckets = [...merged.values()].sort((a, b) => a[1] - b[1] || a[0] - b[0]);
+  const buckets = [...merged].sort((a, b) => a[1] - b[1] || a[0] - b[0]);
   const total = buckets.reduce((n, b) => n + b[2], 0);
   if (total <= 0) return null;
   const rank = q * total;
@@ -134,7 +141,17 @@ interface Cell {
   max: number;
   /** Σ of the raw values (gauge values; histogram sums) */
   raw: number;
-  buckets?: Map<string, [number, number, number]>;
+  /** Each point's or roll-up row's buckets (each list has distinct edges), merged when read. */
+  buckets?: BucketTriple[][];
+}
+
+/** One list of buckets with distinct edges: a single list as it is, several merged by edges. */
+function mergedOf(lists: BucketTriple[][] | undefined): Iterable<BucketTriple> {
+  if (!lists?.length) return [];
+  if (lists.length === 1) return lists[0]!;
+  const merged = new Map<string, BucketTriple>();
+  for (const list of lists) mergeBuckets(merged, list);
+  return merged.values();
 }
 
 const newCell = (): Cell => ({
@@ -200,30 +217,40 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
   const segments = planSegments(Math.max(startUs, oldestUs ?? endUs), endUs, usable);
   const ids = JSON.stringify(chosen.map((s) => s.id));
   const bucketIndex = (column: string) => `CAST(${column} / ? AS INTEGER) - ?`;
+  const wantBuckets = histogram && percentile !== null;
+  const cells = new Map<string, Cell[]>(); // group → one cell per time bucket
+  const cellOf = (group: string, b: number): Cell => {
+    let list = cells.get(group);
+    if (!list) cells.set(group, (list = Array.from({ length: buckets }, newCell)));
+    return list[b]!;
+  };
   const statement = (widthUs: number, columns: string, grouped: boolean) =>
     store.db.prepare(
       widthUs === 0
         ? `SELECT series_id AS s, ${bucketIndex('time_us')} AS b, ${columns} FROM metric_points
            WHERE series_id IN (SELECT value FROM json_each(?)) AND time_us >= ? AND time_us < ?${grouped ? ' GROUP BY s, b' : ' AND buckets IS NOT NULL'}`
         : `SELECT series_id AS s, ${bucketIndex('bucket_us')} AS b, ${columns} FROM metric_rollups
-           WHERE series_id IN (SELECT value FROM json_each(?)) AND width_us = ${widthUs} AND bucket_us >= ? AND bucket_us < ?${grouped ? ' GROUP BY s, b' : ' AND buckets IS NOT NULL'}`,
+           WHERE series_id IN (SELECT value FROM json_each(?)) AND width_us = ${widthUs} AND bucket_us >= ? AND bucket_us < ?`,
     );
 
   // Per series and bucket first (a gauge's bucket value is each series' own average), then groups.
   const perSeries = new Map<number, Row>();
   for (const seg of segments) {
+    // Roll-up rows come one by one (a few per series and bucket; grouping them in SQL took a temporary
+    // B-tree), with their merged buckets when a percentile needs them.
     const columns =
       seg.widthUs === 0
         ? 'sum(delta) AS d, sum(value) AS v, sum(count) AS c, count(*) AS n, min(coalesce(min, value)) AS mn, max(coalesce(max, value)) AS mx'
-        : 'sum(delta) AS d, sum(value) AS v, sum(count) AS c, sum(points) AS n, min(min) AS mn, max(max) AS mx';
-    const rows = statement(seg.widthUs, columns, true).all(
+        : `delta AS d, value AS v, count AS c, points AS n, min AS mn, max AS mx${wantBuckets ? ', buckets' : ''}`;
+    const rows = statement(seg.widthUs, columns, seg.widthUs === 0).all(
       stepUs,
       firstIndex,
       ids,
       seg.fromUs,
       seg.toUs,
-    ) as unknown as Row[];
+    ) as unknown as (Row & { buckets?: string | null })[];
     for (const r of rows) {
+      if (r.buckets) (cellOf(groupOf.get(r.s)!, r.b).buckets ??= []).push(decodeTriples(r.buckets));
       const key = r.s * buckets + r.b;
       const had = perSeries.get(key);
       if (!had) perSeries.set(key, r);
@@ -238,13 +265,6 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
     }
   }
 
-  const cells = new Map<string, Cell[]>(); // group → one cell per time bucket
-  const wantBuckets = histogram && percentile !== null;
-  const cellOf = (group: string, b: number): Cell => {
-    let list = cells.get(group);
-    if (!list) cells.set(group, (list = Array.from({ length: buckets }, newCell)));
-    return list[b]!;
-  };
   for (const r of perSeries.values()) {
     const group = groupOf.get(r.s)!;
     const cell = cellOf(group, r.b);
@@ -258,8 +278,8 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
     if (r.mx !== null) cell.max = Math.max(cell.max, r.mx);
   }
   if (wantBuckets) {
-    for (const seg of segments) {
-      const rows = statement(seg.widthUs, 'buckets', false).iterate(
+    for (const seg of segments.filter((x) => x.widthUs === 0)) {
+      const rows = statement(0, 'buckets', false).iterate(
         stepUs,
         firstIndex,
         ids,
@@ -267,10 +287,8 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
         seg.toUs,
       ) as Iterable<{ s: number; b: number; buckets: string }>;
       for (const r of rows) {
-        const merged = (cellOf(groupOf.get(r.s)!, r.b).buckets ??= new Map());
-        mergeBuckets(
-          merged,
-          seg.widthUs === 0 ? bucketsOf(JSON.parse(r.buckets) as StoredBuckets) : decodeTriples(r.buckets),
+        (cellOf(groupOf.get(r.s)!, r.b).buckets ??= []).push(
+          bucketsOf(JSON.parse(r.buckets) as StoredBuckets),
         );
       }
     }
@@ -278,7 +296,7 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
   const valueOf = (cell: Cell): number | null => {
     if (cell.points === 0) return null;
     if (percentile)
-      return percentileOf(cell.buckets ?? new Map(), Number(percentile[1]) / 100, cell.min, cell.max);
+      return percentileOf(mergedOf(cell.buckets), Number(percentile[1]) / 100, cell.min, cell.max);
     switch (fn) {
       case 'sum':
         return kind === 'gauge' ? cell.value : cell.delta;
