@@ -34,7 +34,9 @@ export function registerActiveSessions(
     const live = deps.sessions.list();
     const usage = sampler.sample(
       live.flatMap((s) =>
-        s.worker?.pid ? [{ key: `${s.runtimeId}#${s.sessionId}`, pid: s.worker.pid }] : [],
+        s.worker?.pid
+          ? [{ key: `${s.runtimeId}#${s.sessionId}`, pid: s.worker.pid, cgroup: () => s.worker?.usage() }]
+          : [],
       ),
     );
     sendJson(res, 200, {
@@ -55,6 +57,7 @@ export function registerActiveSessions(
           warm: s.warm,
           cpuSeconds: used ? Math.round(used.cpuSeconds * 100) / 100 : null,
           rssBytes: used?.rssBytes ?? null,
+          usageSource: used?.source ?? null,
         };
       }),
     });

@@ -23,14 +23,24 @@ export type CgroupLayout =
   | { version: 2; root: string }
   | { version: 1; memory: string; cpu: string; pids: string; cpuacct: string | undefined };
 
+/** What a session's cgroup has counted: the kernel's figures for every process ever in it. */
+export interface CgroupUsage {
+  /** CPU time of all its processes, exited ones included (cumulative). */
+  cpuSeconds: number;
+  /** Memory charged to it now (memory.current; v1 memory.usage_in_bytes). */
+  memoryBytes: number;
+  /** The most memory it was charged at once. */
+  memoryPeakBytes: number;
+}
+
 /** One session's cgroup(s). */
 export interface SessionCgroup {
   /** Moves a process (and the children it forks later) into the cgroup. */
   add(pid: number): void;
   /** Why the session's processes died, when a limit was the cause. */
   limitHit(): string | undefined;
-  /** CPU seconds used and peak memory bytes, for usage figures. */
-  usage(): { cpuSeconds: number; memoryPeakBytes: number };
+  /** CPU and memory as the kernel counts them for the session (its usage figures). */
+  usage(): CgroupUsage;
   /** Removes the cgroup(s) once every process in them has exited. */
   remove(): void;
 }
@@ -125,6 +135,7 @@ export function createSessionCgroup(layout: CgroupLayout, id: string, limits: Se
       },
       usage: () => ({
         cpuSeconds: field(read(join(dir, 'cpu.stat')), 'usage_usec') / 1e6,
+        memoryBytes: Number(read(join(dir, 'memory.current')).trim()) || 0,
         memoryPeakBytes: Number(read(join(dir, 'memory.peak')).trim()) || 0,
       }),
       remove: () => rmdirSync(dir),
@@ -154,6 +165,7 @@ export function createSessionCgroup(layout: CgroupLayout, id: string, limits: Se
     },
     usage: () => ({
       cpuSeconds: Number(read(join(acct, 'cpuacct.usage')).trim()) / 1e9 || 0,
+      memoryBytes: Number(read(join(dirs.memory!, 'memory.usage_in_bytes')).trim()) || 0,
       memoryPeakBytes: Number(read(join(dirs.memory!, 'memory.max_usage_in_bytes')).trim()) || 0,
     }),
     remove: () => {

@@ -285,6 +285,32 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
     expect((error as Error).message).toContain('memory limit of 128 MiB reached');
   });
 
+  it.runIf(uid === undefined)(
+    'bills usage from the session cgroup: CPU of a process that left the worker tree',
+    async () => {
+      // A burner started with setsid by a shell that exits at once: no longer below the worker in
+      // /proc, still in the session's cgroup.
+      await sh('usage', 'setsid node -e "while (process.cpuUsage().user < 2e6);" >/dev/null 2>&1 &');
+      let session:
+        | {
+            sessionId: string;
+            cpuSeconds: number | null;
+            rssBytes: number | null;
+            usageSource: string | null;
+          }
+        | undefined;
+      for (let i = 0; i < 300 && !(session && (session.cpuSeconds ?? 0) >= 2); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const res = await fetch(`${url}/local/sessions`);
+        const body = (await res.json()) as { sessions: NonNullable<typeof session>[] };
+        session = body.sessions.find((s) => s.sessionId === sessionId('usage'));
+      }
+      expect(session?.usageSource).toBe('cgroup');
+      expect(session?.cpuSeconds).toBeGreaterThanOrEqual(2); // the burner's 2 s of CPU time
+      expect(session?.rssBytes).toBeGreaterThan(0);
+    },
+  );
+
   it.runIf(uid !== undefined)('says at start which protections are off and why', () => {
     expect(output).toMatch(/isolation: per-session memory, CPU and process limits: cannot create cgroups/);
     expect(output).toMatch(/isolation: outbound network: slirp4netns needs a root runtime/);

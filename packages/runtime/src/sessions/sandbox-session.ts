@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { type Server, connect, createServer } from 'node:net';
 import { dirname, isAbsolute, join, relative } from 'node:path';
-import { type SessionCgroup, type SessionLimits, createSessionCgroup } from './cgroups.js';
+import { type CgroupUsage, type SessionCgroup, type SessionLimits, createSessionCgroup } from './cgroups.js';
 import { type Isolation, dropPrivileges, isolate } from './isolation.js';
 import { SANDBOX_ID, SANDBOX_WORKER_PORT, sandboxViewArgs } from './sandbox-view.js';
 
@@ -22,6 +22,8 @@ export interface SandboxPlan {
   prepare: (sandboxPid: number) => Promise<() => void>;
   /** The resource limit the session hit, if any (for the 424 message). */
   limitHit: () => string | undefined;
+  /** The session cgroup's CPU and memory figures while it has one (no cgroups: undefined). */
+  usage: () => CgroupUsage | undefined;
 }
 
 export interface SandboxSessionOptions {
@@ -185,6 +187,7 @@ export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
     port: SANDBOX_WORKER_PORT,
     prepare,
     limitHit: () => cgroup?.limitHit() ?? lastLimitHit,
+    usage: () => cgroup?.usage(),
   };
 }
 

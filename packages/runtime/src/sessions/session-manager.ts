@@ -362,6 +362,7 @@ export function createSessionManager({
       logger: workerLogger,
       prepare: plan.prepare,
       limitHit: plan.limitHit,
+      usage: plan.usage,
     });
     sandboxes.set(worker, { kind: launch.kind, cwd: launch.cwd, sessionDir, env });
     worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));

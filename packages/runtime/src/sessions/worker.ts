@@ -3,6 +3,7 @@ import { lstatSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { type Logger } from '../logger.js';
+import { type CgroupUsage } from './cgroups.js';
 
 /** What the last `/ping` said. `timeOfLastUpdateMs` is absent when the worker does not send it. */
 export interface PingState {
@@ -36,6 +37,8 @@ export interface Worker {
   readonly exitListenerCount: number;
   /** Adds fields to its output's log lines from now on (a warm worker learns its session id). */
   tagLogs(fields: Record<string, unknown>): void;
+  /** CPU and memory as its cgroup counts them; undefined when it runs in none (then read /proc). */
+  usage(): CgroupUsage | undefined;
 }
 
 export class WorkerStartError extends Error {
@@ -89,6 +92,8 @@ export interface SpawnWorkerOptions {
   prepare?: ((sandboxPid: number) => Promise<() => void>) | undefined;
   /** Names a resource limit the worker hit (memory, processes), added to its last output. */
   limitHit?: (() => string | undefined) | undefined;
+  /** Reads the worker's cgroup figures (a sandboxed worker with cgroups). */
+  usage?: (() => CgroupUsage | undefined) | undefined;
 }
 
 /** Resolves once something accepts a TCP connection on the loopback port. */
@@ -293,6 +298,7 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
     get sandboxPid() {
       return sandboxPid;
     },
+    usage: () => options.usage?.(),
     agent,
     get exited() {
       return exited;

@@ -1,6 +1,11 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { detectCgroups, createSessionCgroup } from '../sessions/cgroups.js';
 import { createUsageSampler, parseProcStat } from './process-usage.js';
+
+const cgroups = process.getuid?.() === 0 ? detectCgroups().layout : undefined;
 
 describe('per-session usage from /proc', () => {
   it('reads the fields after a command name that holds spaces and parentheses', () => {
@@ -33,6 +38,57 @@ describe('per-session usage from /proc', () => {
       expect(sampler.sample([{ key: 'gone', pid: 2 ** 22 + 1 }]).size).toBe(0);
     } finally {
       child.kill('SIGKILL');
+    }
+  });
+});
+
+describe.skipIf(!cgroups)('per-session usage from the session cgroup (root runtime)', () => {
+  it('counts a process that left the tree, which /proc cannot see as the session’s', async () => {
+    const id = `usage-test-${process.pid}`;
+    const procs = join(cgroups!.version === 2 ? cgroups!.root : cgroups!.memory, id, 'cgroup.procs');
+    const group = createSessionCgroup(cgroups!, id, {
+      memoryBytes: 256 * 1024 * 1024,
+      vcpus: 1,
+      pids: 32,
+    });
+    // A shell in the cgroup starts a CPU burner in a new session and exits at once: the burner is
+    // reparented away from the tree the runtime would walk in /proc, but stays in the cgroup.
+    const shell = spawn(
+      'sh',
+      ['-c', 'read go; setsid node -e "while (process.cpuUsage().user < 1e6);" >/dev/null 2>&1 &'],
+      { stdio: ['pipe', 'ignore', 'ignore'] },
+    );
+    try {
+      group.add(shell.pid!);
+      shell.stdin!.end('go\n');
+      await new Promise((r) => shell.once('exit', r));
+      const sampler = createUsageSampler();
+      const root = { key: 's', pid: shell.pid!, cgroup: () => group.usage() };
+      let usage = sampler.sample([root]).get('s')!;
+      for (let i = 0; i < 300 && usage.cpuSeconds < 1; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        usage = sampler.sample([root]).get('s')!;
+      }
+      expect(usage.source).toBe('cgroup');
+      expect(usage.cpuSeconds).toBeGreaterThanOrEqual(1); // the burner's 1 s of CPU time
+      expect(usage.rssBytes).toBeGreaterThan(0);
+      // The same session read from /proc: its root is gone, so nothing is counted.
+      expect(createUsageSampler().sample([{ key: 's', pid: shell.pid! }]).size).toBe(0);
+    } finally {
+      for (const pid of readFileSync(procs, 'utf8').split('\n').filter(Boolean))
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      for (let i = 0; i < 40; i++) {
+        try {
+          group.remove();
+          break;
+        } catch {
+          await new Promise((r) => setTimeout(r, 100)); // its processes are still exiting
+        }
+      }
     }
   });
 });

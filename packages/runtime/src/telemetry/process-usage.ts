@@ -11,11 +11,30 @@ export interface ProcessUsage {
   rssBytes: number;
   /** Resident memory integrated over the time between samples (cumulative). */
   memoryGbHours: number;
+  /** Where the figures come from: the session's cgroup, or its process tree in /proc. */
+  source: 'cgroup' | 'proc';
+}
+
+/** A session's cgroup figures (CPU of every process ever in it, memory charged to it now). */
+export interface CgroupFigures {
+  cpuSeconds: number;
+  memoryBytes: number;
+}
+
+/** One session to sample: its worker's pid, and its cgroup's figures when it has one. */
+export interface UsageRoot {
+  key: string;
+  pid: number;
+  cgroup?: () => CgroupFigures | undefined;
 }
 
 export interface UsageSampler {
-  /** Samples each tree (a root pid and all its descendants); trees that are gone are left out. */
-  sample(roots: readonly { key: string; pid: number }[]): Map<string, ProcessUsage>;
+  /**
+   * Samples each session: from its cgroup when it has one (every process it ever ran, however it
+   * left the tree), else its process tree (the root pid and all its descendants). Sessions that are
+   * gone are left out.
+   */
+  sample(roots: readonly UsageRoot[]): Map<string, ProcessUsage>;
 }
 
 interface ProcStat {
@@ -54,9 +73,10 @@ function readAllStats(): Map<number, ProcStat> {
 }
 
 /**
- * Per-session CPU and memory from `/proc` (what AgentCore's usage logs bill: vCPU-seconds and
- * memory GB-hours per session). A worker is a process tree (bubblewrap, a shell, node and what it
- * spawns), so each figure is the sum over the tree.
+ * Per-session CPU and memory (what AgentCore's usage logs bill: vCPU-seconds and memory GB-hours per
+ * session): the kernel's figures of the session's cgroup when it runs in one, else `/proc`, where a
+ * worker is a process tree (bubblewrap, a shell, node and what it spawns) and each figure the sum
+ * over the tree.
  */
 export function createUsageSampler(now: () => number = Date.now): UsageSampler {
   const previous = new Map<
@@ -70,7 +90,13 @@ export function createUsageSampler(now: () => number = Date.now): UsageSampler {
         previous.clear();
         return out;
       }
-      const stats = readAllStats();
+      const fromCgroup = new Map<string, CgroupFigures>();
+      for (const root of roots) {
+        const figures = root.cgroup?.();
+        if (figures) fromCgroup.set(root.key, figures);
+      }
+      // /proc is read only for the sessions without a cgroup.
+      const stats = fromCgroup.size < roots.length ? readAllStats() : new Map<number, ProcStat>();
       const children = new Map<number, number[]>();
       for (const [pid, stat] of stats) {
         const list = children.get(stat.ppid);
@@ -80,29 +106,38 @@ export function createUsageSampler(now: () => number = Date.now): UsageSampler {
       const atMs = now();
       const seen = new Set<string>();
       for (const { key, pid } of roots) {
-        const root = stats.get(pid);
-        if (!root) continue;
-        let ticks = root.reapedTicks;
-        let pages = 0;
-        const stack = [pid];
-        while (stack.length) {
-          const p = stack.pop()!;
-          const s = stats.get(p);
-          if (!s) continue;
-          ticks += s.cpuTicks;
-          pages += s.rssPages;
-          stack.push(...(children.get(p) ?? []));
+        const group = fromCgroup.get(key);
+        let cpuNow: number;
+        let rssBytes: number;
+        if (group) {
+          cpuNow = group.cpuSeconds;
+          rssBytes = group.memoryBytes;
+        } else {
+          const root = stats.get(pid);
+          if (!root) continue;
+          let ticks = root.reapedTicks;
+          let pages = 0;
+          const stack = [pid];
+          while (stack.length) {
+            const p = stack.pop()!;
+            const s = stats.get(p);
+            if (!s) continue;
+            ticks += s.cpuTicks;
+            pages += s.rssPages;
+            stack.push(...(children.get(p) ?? []));
+          }
+          cpuNow = ticks / CLOCK_TICKS_PER_SECOND;
+          rssBytes = pages * PAGE_BYTES;
         }
-        const rssBytes = pages * PAGE_BYTES;
         const before = previous.get(key);
         // Trapezoid between the two samples; the first sample starts the integral.
         const hours = before ? (atMs - before.atMs) / 3_600_000 : 0;
         const memoryGbHours =
           (before?.memoryGbHours ?? 0) + (((before?.rssBytes ?? rssBytes) + rssBytes) / 2 / 1e9) * hours;
         // A child that exited before its parent reaped it drops out of the sum for a moment.
-        const cpuSeconds = Math.max(before?.cpuSeconds ?? 0, ticks / CLOCK_TICKS_PER_SECOND);
+        const cpuSeconds = Math.max(before?.cpuSeconds ?? 0, cpuNow);
         previous.set(key, { atMs, cpuSeconds, memoryGbHours, rssBytes });
-        out.set(key, { cpuSeconds, rssBytes, memoryGbHours });
+        out.set(key, { cpuSeconds, rssBytes, memoryGbHours, source: group ? 'cgroup' : 'proc' });
         seen.add(key);
       }
       for (const key of previous.keys()) if (!seen.has(key)) previous.delete(key);

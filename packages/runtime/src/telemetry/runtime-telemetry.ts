@@ -31,7 +31,7 @@ import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trac
 import { type LogRecord } from '../logger.js';
 import { type StartPhaseRecorder } from '../sessions/session-manager.js';
 import { DATA_PLANE_OPERATIONS } from './operations.js';
-import { type UsageSampler, createUsageSampler } from './process-usage.js';
+import { type CgroupFigures, type UsageSampler, createUsageSampler } from './process-usage.js';
 
 export const RUNTIME_SERVICE_NAME = 'agentrt-runtime';
 const SCOPE = '@agentrt/runtime';
@@ -63,7 +63,7 @@ export interface RuntimeTelemetryOptions {
 export interface ObservedSession {
   readonly runtimeId: string;
   readonly sessionId: string;
-  readonly worker: { readonly pid: number } | undefined;
+  readonly worker: { readonly pid: number; usage?(): CgroupFigures | undefined } | undefined;
 }
 
 /** The runtime, version and endpoint an operation acts on, once the handler has resolved them. */
@@ -463,7 +463,11 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
         const samples = usage!.sample(
           sessions
             .filter((s) => s.worker && s.worker.pid > 0)
-            .map((s) => ({ key: `${s.runtimeId}\u0000${s.sessionId}`, pid: s.worker!.pid })),
+            .map((s) => ({
+              key: `${s.runtimeId}\u0000${s.sessionId}`,
+              pid: s.worker!.pid,
+              cgroup: () => s.worker!.usage?.(),
+            })),
         );
         for (const s of sessions) {
           const sample = samples.get(`${s.runtimeId}\u0000${s.sessionId}`);
