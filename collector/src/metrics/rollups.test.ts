@@ -33,12 +33,12 @@ describe('planSegments', () => {
 });
 
 /**
- * Two days of one-minute exports of every kind the store rolls up, with what makes roll-ups hard:
+ * 26 hours of one-minute exports of every kind the store rolls up, with what makes roll-ups hard:
  * cumulative counters that restart (new start time) or drop (a reset without one), a histogram whose
  * bucket layout changes, exponential histograms at two scales, gauges over several series, exports
  * retried, and ingest calls that end mid-window so windows are added to across calls.
  */
-function fill(store: MetricStore, endMs: number, minutes = 2 * 24 * 60) {
+function fill(store: MetricStore, endMs: number, minutes = 26 * 60) {
   const startMs = endMs - minutes * MINUTE_MS;
   const ns = (ms: number) => ms * 1e6;
   const cum = new Map<string, { start: number; value: number }>();
@@ -58,9 +58,9 @@ function fill(store: MetricStore, endMs: number, minutes = 2 * 24 * 60) {
     const t = startMs + i * MINUTE_MS + 13_000 + (i % 7) * 1000; // off the minute, irregular
     for (const name of ['a', 'b', 'c']) {
       let c = cum.get(name) ?? { start: startMs, value: 0 };
-      if (name === 'b' && i === 1000) c = { start: t - 1000, value: 0 }; // restarted process
+      if (name === 'b' && i === Math.floor(minutes * 0.4)) c = { start: t - 1000, value: 0 }; // restarted process
       c.value += (i % 5) + 1;
-      if (name === 'c' && i === 1500) c.value = 2; // dropped without a new start time: a reset
+      if (name === 'c' && i === Math.floor(minutes * 0.6)) c.value = 2; // dropped without a new start time: a reset
       cum.set(name, c);
       batch.push({
         ...base('c.sum', t, c.start, { Name: name }),
@@ -85,10 +85,11 @@ function fill(store: MetricStore, endMs: number, minutes = 2 * 24 * 60) {
         monotonic: false,
         value: ((i * 7) % 11) - 3,
       });
-      const layoutB = name === 'b' && i >= 1200;
+      const layoutB = name === 'b' && i >= Math.floor(minutes * 0.5);
       const bounds = layoutB ? [10, 100, 1000] : [10, 50, 100, 500];
       let h = hist.get(name) ?? { start: startMs, counts: [], count: 0, sum: 0 };
-      if (name === 'b' && i === 1200) h = { start: h.start, counts: [], count: 0, sum: 0 };
+      if (name === 'b' && i === Math.floor(minutes * 0.5))
+        h = { start: h.start, counts: [], count: 0, sum: 0 };
       if (!h.counts.length) h.counts = new Array<number>(bounds.length + 1).fill(0);
       const v = 5 + ((i * 37 + name.length) % 900);
       const idx = bounds.findIndex((b) => v <= b);
@@ -186,33 +187,39 @@ describe('metric roll-ups answer as the raw points do', () => {
     return compared;
   };
 
-  it('for every kind and function, aligned and unaligned ranges, coarse, fine and single buckets', () => {
-    const endMs = Date.now();
-    const startMs = fill(store, endMs);
-    const hourAligned = Math.ceil(startMs / HOUR_MS) * HOUR_MS;
-    const ranges = [
-      { startMs, endMs, stepMs: HOUR_MS },
-      { startMs, endMs, stepMs: 24 * HOUR_MS },
-      { startMs: startMs + 7 * MINUTE_MS + 123, endMs, stepMs: 2 * HOUR_MS },
-      { startMs: hourAligned, endMs: hourAligned + 10 * HOUR_MS, stepMs: HOUR_MS },
-      { startMs: endMs - 5 * HOUR_MS - 17_321, endMs: endMs - 999, stepMs: 5 * MINUTE_MS },
-      { startMs: endMs - 3 * HOUR_MS, endMs, stepMs: 7 * MINUTE_MS }, // raw only
-      { startMs: startMs - HOUR_MS, endMs: endMs + 1, stepMs: 3 * 24 * HOUR_MS }, // one bucket
-      { startMs: startMs + 1234, endMs: endMs - 4321, stepMs: 15 * MINUTE_MS },
-    ];
-    expect(compareAll(ranges)).toBe(29 * 2 * 8); // functions × groupings × ranges
+  // Under a loaded CI machine this takes several times its ~5 s here.
+  it(
+    'for every kind and function, aligned and unaligned ranges, coarse, fine and single buckets',
+    { timeout: 180_000 },
+    () => {
+      const endMs = Date.now();
+      const startMs = fill(store, endMs);
+      const hourAligned = Math.ceil(startMs / HOUR_MS) * HOUR_MS;
+      const ranges = [
+        { startMs, endMs, stepMs: HOUR_MS },
+        { startMs, endMs, stepMs: 24 * HOUR_MS },
+        { startMs: startMs + 7 * MINUTE_MS + 123, endMs, stepMs: 2 * HOUR_MS },
+        { startMs: hourAligned, endMs: hourAligned + 10 * HOUR_MS, stepMs: HOUR_MS },
+        { startMs: endMs - 5 * HOUR_MS - 17_321, endMs: endMs - 999, stepMs: 5 * MINUTE_MS },
+        { startMs: endMs - 3 * HOUR_MS, endMs, stepMs: 7 * MINUTE_MS }, // raw only
+        { startMs: startMs - HOUR_MS, endMs: endMs + 1, stepMs: 3 * 24 * HOUR_MS }, // one bucket
+        { startMs: startMs + 1234, endMs: endMs - 4321, stepMs: 15 * MINUTE_MS },
+      ];
+      expect(compareAll(ranges)).toBe(29 * 2 * 8); // functions × groupings × ranges
 
-    // The answers come from the roll-ups (not only raw points that agree): change the hour rows
-    // and the one-hour query changes, the raw one does not.
-    const q: MetricQuery = { name: 'd.sum', fn: 'sum', startMs, endMs, stepMs: HOUR_MS };
-    const before = queryMetric(store, q);
-    store.db.exec(`UPDATE metric_rollups SET delta = delta + 1000 WHERE width_us = ${HOUR_US}`);
-    const after = queryMetric(store, q);
-    const total = (r: MetricQueryResult) =>
-      r.series.flatMap((s) => s.points).reduce((n, [, v]) => n + (v ?? 0), 0);
-    expect(total(after) - total(before)).toBe(1000 * 2 * 47); // 2 series × 47 whole hours at least
-    expect(total(queryMetric(store, { ...q, rollups: false }))).toBeCloseTo(total(before), 6);
-  });
+      // The answers come from the roll-ups (not only raw points that agree): change the hour rows
+      // and the one-hour query changes, the raw one does not.
+      const q: MetricQuery = { name: 'd.sum', fn: 'sum', startMs, endMs, stepMs: HOUR_MS };
+      const before = queryMetric(store, q);
+      store.db.exec(`UPDATE metric_rollups SET delta = delta + 1000 WHERE width_us = ${HOUR_US}`);
+      const after = queryMetric(store, q);
+      const total = (r: MetricQueryResult) =>
+        r.series.flatMap((s) => s.points).reduce((n, [, v]) => n + (v ?? 0), 0);
+      const wholeHours = Math.floor(endMs / HOUR_MS) - Math.ceil(startMs / HOUR_MS);
+      expect(total(after) - total(before)).toBe(1000 * 2 * wholeHours); // 2 series × each whole hour
+      expect(total(queryMetric(store, { ...q, rollups: false }))).toBeCloseTo(total(before), 6);
+    },
+  );
 
   it('bucket edges fall on multiples of the step, the first clipped to the start', () => {
     const endMs = Date.now();
@@ -226,34 +233,46 @@ describe('metric roll-ups answer as the raw points do', () => {
     expect(one.series[0]!.points).toHaveLength(1);
   });
 
-  it('after retention cuts through a window, and after a reopen that builds roll-ups for an old store', () => {
-    const endMs = Date.now();
-    const startMs = fill(store, endMs, 24 * 60);
-    // Cut at 10 h 17 min ago: through an hour window and a five-minute one.
-    const cutMs = endMs - 10 * HOUR_MS - 17 * MINUTE_MS;
-    expect(store.applyRetention({ maxAgeMs: endMs - cutMs, maxBytes: 1e12 })).toBeGreaterThan(0);
-    const oldest = store.db.prepare('SELECT min(bucket_us) AS t FROM metric_rollups').get() as { t: number };
-    expect(oldest.t).toBeGreaterThan((cutMs - 2 * HOUR_MS) * 1000);
-    const ranges = [
-      { startMs, endMs, stepMs: HOUR_MS },
-      { startMs, endMs, stepMs: 5 * MINUTE_MS },
-      { startMs, endMs, stepMs: endMs - startMs },
-    ];
-    compareAll(ranges);
+  it(
+    'after retention cuts through a window, and after a reopen that builds roll-ups for an old store',
+    { timeout: 180_000 },
+    () => {
+      const endMs = Date.now();
+      const startMs = fill(store, endMs, 16 * 60);
+      // Cut at 10 h 17 min ago: through an hour window and a five-minute one.
+      const cutMs = endMs - 6 * HOUR_MS - 17 * MINUTE_MS;
+      expect(store.applyRetention({ maxAgeMs: endMs - cutMs, maxBytes: 1e12 })).toBeGreaterThan(0);
+      const oldest = store.db.prepare('SELECT min(bucket_us) AS t FROM metric_rollups').get() as {
+        t: number;
+      };
+      expect(oldest.t).toBeGreaterThan((cutMs - 2 * HOUR_MS) * 1000);
+      const ranges = [
+        { startMs, endMs, stepMs: HOUR_MS },
+        { startMs, endMs, stepMs: 5 * MINUTE_MS },
+        { startMs, endMs, stepMs: endMs - startMs },
+      ];
+      compareAll(ranges);
 
-    // A store from before roll-ups (schema 1): opening it builds them from the points.
-    const wantSum = queryMetric(store, { name: 'h', fn: 'p95', by: ['Name'], ...ranges[0]!, rollups: false });
-    store.db.exec('DELETE FROM metric_rollups; PRAGMA user_version = 1');
-    store.close();
-    store = createMetricStore({ dataDir: dir });
-    expect(
-      (store.db.prepare('SELECT count(*) AS n FROM metric_rollups').get() as { n: number }).n,
-    ).toBeGreaterThan(0);
-    expectSame(
-      queryMetric(store, { name: 'h', fn: 'p95', by: ['Name'], ...ranges[0]! }),
-      wantSum,
-      'reopened',
-    );
-    compareAll(ranges);
-  });
+      // A store from before roll-ups (schema 1): opening it builds them from the points.
+      const wantSum = queryMetric(store, {
+        name: 'h',
+        fn: 'p95',
+        by: ['Name'],
+        ...ranges[0]!,
+        rollups: false,
+      });
+      store.db.exec('DELETE FROM metric_rollups; PRAGMA user_version = 1');
+      store.close();
+      store = createMetricStore({ dataDir: dir });
+      expect(
+        (store.db.prepare('SELECT count(*) AS n FROM metric_rollups').get() as { n: number }).n,
+      ).toBeGreaterThan(0);
+      expectSame(
+        queryMetric(store, { name: 'h', fn: 'p95', by: ['Name'], ...ranges[0]! }),
+        wantSum,
+        'reopened',
+      );
+      compareAll(ranges);
+    },
+  );
 });
