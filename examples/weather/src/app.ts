@@ -13,7 +13,7 @@ import {
   routeNotFound,
   streamWeatherSummary,
 } from '@agentrt/example-models';
-import { agentContext, getAgentContextState } from '@agentrt/server';
+import { agentContext, getAgentContextState, setRoute } from '@agentrt/server';
 import Koa, { type Context } from 'koa';
 import { apiKeyAuth } from './auth.js';
 
@@ -178,9 +178,17 @@ export function createWeatherApp(options: WeatherAppOptions): WeatherApp {
   });
   koa.use(apiKeyAuth(options.apiKeys ?? [], ['/weather', '/weather-streaming']));
   koa.use(async (ctx) => {
-    if (ctx.method === 'POST' && ctx.path === '/weather') return weather(ctx);
-    if (ctx.method === 'POST' && ctx.path === '/weather-streaming') return weatherStreaming(ctx);
+    // Named routes: the server span reads `POST /weather`, not `POST`.
+    if (ctx.method === 'POST' && ctx.path === '/weather') {
+      setRoute(ctx, '/weather');
+      return weather(ctx);
+    }
+    if (ctx.method === 'POST' && ctx.path === '/weather-streaming') {
+      setRoute(ctx, '/weather-streaming');
+      return weatherStreaming(ctx);
+    }
     if ((ctx.method === 'GET' || ctx.method === 'HEAD') && ctx.path === '/health') {
+      setRoute(ctx, '/health');
       ctx.body = { status: 'healthy', pid: process.pid, inFlight: controllers.size };
       return;
     }

@@ -176,11 +176,27 @@ describe('the container command', { timeout: 180_000 }, () => {
     const parent = nodes.find((n) => n.children.includes(agent))!;
     expect(parent.span.kind).toBe('SERVER');
     expect(parent.span.attributes['session.id']).toBe(session);
+    // Named with its route, as the HTTP conventions say: `POST /weather`, not `POST`.
+    expect(parent.span.name).toBe('POST /weather');
+    expect(parent.span.attributes['http.route']).toBe('/weather');
     expect(agent.children[1]!.children.some((c) => c.span.kind === 'CLIENT')).toBe(true);
     // Content capture is off by default.
     expect(nodes.every((n) => !Object.keys(n.span.attributes).some((k) => k.endsWith('.messages')))).toBe(
       true,
     );
+  });
+
+  it('health probes are traced as such and kept out of the default trace list', async () => {
+    expect((await fetch(`${url}/health`)).status).toBe(200);
+    const probes = async (query: string) =>
+      (
+        (await (await fetch(`${collector.url}/api/traces?service=weather${query}`)).json()) as {
+          traces: { rootName: string; noise?: string }[];
+        }
+      ).traces.filter((t) => t.rootName === 'GET /health');
+    await expect.poll(() => probes('&noise=only'), { timeout: 30_000 }).not.toEqual([]);
+    expect((await probes('&noise=only'))[0]!.noise).toBe('probe');
+    expect(await probes('')).toEqual([]);
   });
 
   it('SIGTERM drains: an in-flight stream finishes, then the service exits 0', async () => {

@@ -125,9 +125,10 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
     } catch (error) {
       matchError = error; // a malformed path: answered below, inside the operation's span
     }
-    const name = operationName(method, found && 'pattern' in found ? found.pattern : undefined);
+    const pattern = found && 'pattern' in found ? found.pattern : undefined;
+    const name = operationName(method, pattern);
     const operation =
-      name === null ? UNTRACED_OPERATION : telemetry.startOperation(name, req, res, requestId);
+      name === null ? UNTRACED_OPERATION : telemetry.startOperation(name, req, res, requestId, pattern);
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       guardRuntimeRequest(req, config);

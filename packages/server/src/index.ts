@@ -5,6 +5,7 @@ export {
   agentContext,
   getActiveSessionId,
   getAgentContextState,
+  setRoute,
 } from './agent-context.js';
 export { type AgentApp, type AgentAppOptions, type Entrypoint, createApp } from './app.js';
 export { DEFAULT_CONFIG, type ServerConfig, readConfig } from './config.js';

@@ -68,6 +68,12 @@ describe('must show: the runtime observes itself end to end (AWS SDK → runtime
         (c) => c.span.resource.attributes['service.name'] === 'sdk-agent',
       );
       expect(agentChildren.length).toBeGreaterThan(0);
+      // Server spans carry their route: the runtime's (named by its AWS operation) and the agent's
+      // contract route, named `METHOD route` as the HTTP conventions say.
+      expect(root.span.attributes['http.route']).toBe('/runtimes/:runtime/invocations');
+      expect(
+        agentChildren.map((c) => [c.span.kind, c.span.name, c.span.attributes['http.route']]),
+      ).toContainEqual(['SERVER', 'POST /invocations', '/invocations']);
     }
 
     // AgentCore metrics: Invocations equals the calls made, Latency percentiles, errors by kind.

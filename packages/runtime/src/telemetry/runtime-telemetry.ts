@@ -97,7 +97,14 @@ export interface RuntimeTelemetry {
    * or X-Cloud-Trace-Id, baggage). It ends when the response closes, recording the status and, for
    * data-plane operations, the AgentCore runtime metrics.
    */
-  startOperation(name: string, req: IncomingMessage, res: ServerResponse, requestId: string): Operation;
+  /** `route` is the matched route pattern (`/runtimes/:runtime/invocations`): the span's `http.route`. */
+  startOperation(
+    name: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+    route?: string,
+  ): Operation;
   /**
    * Starts the SERVER span of one WebSocket connection (`InvokeAgentRuntimeWithWebSocketStream`),
    * continuing the caller's trace from the upgrade request's headers. It ends with `end`: the close
@@ -380,8 +387,14 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
     req: IncomingMessage,
     res: ServerResponse,
     requestId: string,
+    route?: string,
   ): Operation => {
-    const { operation, state, finish, receivedMs } = begin(name, req, requestId);
+    const { operation, state, finish, receivedMs } = begin(
+      name,
+      req,
+      requestId,
+      route === undefined ? {} : { 'http.route': route },
+    );
     res.once('close', () => {
       const { failure, target } = state;
       const status = res.headersSent ? res.statusCode : (failure?.status ?? res.statusCode);
