@@ -33,6 +33,8 @@ export interface RuntimeStackOptions {
   collector?: Partial<CollectorOptions>;
   /** Runtime options over the defaults (metrics exported every 500 ms, logs not printed). */
   runtime?: Partial<RuntimeServerOptions>;
+  /** What the example's container serves (default HTTP). */
+  serverProtocol?: 'HTTP' | 'MCP' | 'A2A' | 'AGUI';
 }
 
 export interface RuntimeStack {
@@ -112,6 +114,9 @@ export async function startRuntimeStack(options: RuntimeStackOptions): Promise<R
         },
         roleArn: 'arn:aws:iam::123456789012:role/AgentRuntimeRole',
         networkConfiguration: { networkMode: 'PUBLIC' },
+        ...(options.serverProtocol
+          ? { protocolConfiguration: { serverProtocol: options.serverProtocol } }
+          : {}),
         environmentVariables: options.environment ?? {
           AGENTRT_MODEL_PROVIDER: 'offline',
           OTEL_SERVICE_NAME: 'sdk-agent',
