@@ -3,9 +3,11 @@
 // spans/s with one collector process and with two on one ClickHouse, then p50/p95 of the UI's
 // lookups (session, trace by id, stats by model, stats by bin(1h)) over what was stored.
 // Run after building: `npx tsc -b collector && node bench/collector/clickhouse.mjs`
-// (BENCH_SPANS, default 200000).
+// (BENCH_SPANS, default 200000; BENCH_CONCURRENCY requests in flight per collector, default 4;
+// BENCH_CH_LINGER_MS for the ClickHouse collectors' AGENTRT_INGEST_LINGER_MS; BENCH_PROFILE=<dir> for a
+// CPU profile of the ClickHouse-backed collector). Prints CPU ms per 1000 spans of each process.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +16,9 @@ import { table, writeSection } from '../lib/report.mjs';
 
 const SPANS = Number(process.env.BENCH_SPANS ?? 200_000);
 const BATCH = 500;
-const CONCURRENCY = 4;
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
+// How long a ClickHouse-backed collector holds a request for others to join its INSERT.
+const CH_LINGER_MS = process.env.BENCH_CH_LINGER_MS ?? '0';
 const QUERY_RUNS = 20;
 const MODELS = ['claude-sonnet', 'nova-pro', 'llama-70b'];
 const MAIN = fileURLToPath(new URL('../../collector/dist/main.js', import.meta.url));
@@ -66,8 +70,19 @@ function bodies(count, offset) {
   return out;
 }
 
-function startCollector(env) {
-  const child = spawn(process.execPath, [MAIN], {
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+function startCollector(env, nodeArgs = []) {
+  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
     env: { ...process.env, AGENTRT_COLLECTOR_PORT: '0', AGENTRT_RETENTION_HOURS: '0', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -159,6 +174,12 @@ const ch = await startClickHouse();
 const list = bodies(SPANS, 0);
 const rows = [];
 const results = {};
+/** CPU ms per 1000 spans during ingest: [collector, clickhouse-server]. */
+const cpuPerKSpans = {};
+// BENCH_PROFILE=<dir>: the ClickHouse-backed collector writes a V8 CPU profile there (--cpu-prof).
+const PROFILE_ARGS = process.env.BENCH_PROFILE
+  ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
+  : [];
 try {
   log(`${SPANS} spans in requests of ${BATCH}; ClickHouse ${ch.url}`);
   for (const kind of ['sqlite', 'clickhouse']) {
@@ -168,10 +189,17 @@ try {
         : {
             AGENTRT_DATA_DIR: join(dir, 'ch-1'),
             AGENTRT_STORE: `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_one`,
+            AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS,
           };
-    const c = await startCollector(env);
+    const c = await startCollector(env, kind === 'clickhouse' ? PROFILE_ARGS : []);
+    const chPid = ch.nodes[0].pid();
+    const before = [cpuSeconds(c.child.pid), cpuSeconds(chPid)];
     const rate = await ingest([c.url], list);
-    log(`${kind}: ingest ${Math.round(rate)} spans/s`);
+    const cpu = [cpuSeconds(c.child.pid) - before[0], cpuSeconds(chPid) - before[1]];
+    log(
+      `${kind}: ingest ${Math.round(rate)} spans/s; CPU per 1000 spans: collector ${((cpu[0] * 1e6) / SPANS).toFixed(1)} ms, clickhouse-server ${((cpu[1] * 1e6) / SPANS).toFixed(1)} ms`,
+    );
+    cpuPerKSpans[kind] = cpu.map((s) => (s * 1e6) / SPANS);
     const q = await lookups(c.url);
     log(kind, JSON.stringify(q));
     results[kind] = { rate, q };
@@ -179,10 +207,17 @@ try {
   }
   // Two collector processes on one ClickHouse, each taking half of the requests.
   const store = `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_two`;
-  const a = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-a'), AGENTRT_STORE: store });
-  const b = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-b'), AGENTRT_STORE: store });
-  const two = await ingest([a.url, b.url], list);
-  log(`clickhouse, two collectors: ingest ${Math.round(two)} spans/s`);
+  const two = { AGENTRT_STORE: store, AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS };
+  const a = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-a'), ...two });
+  const b = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-b'), ...two });
+  const chPid = ch.nodes[0].pid();
+  const before = [cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid), cpuSeconds(chPid)];
+  const twoRate = await ingest([a.url, b.url], list);
+  const cpu = [cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid) - before[0], cpuSeconds(chPid) - before[1]];
+  cpuPerKSpans.two = cpu.map((s) => (s * 1e6) / SPANS);
+  log(
+    `clickhouse, two collectors: ingest ${Math.round(twoRate)} spans/s; CPU per 1000 spans: collectors ${cpuPerKSpans.two[0].toFixed(1)} ms, clickhouse-server ${cpuPerKSpans.two[1].toFixed(1)} ms`,
+  );
   await Promise.all([stop(a), stop(b)]);
   const f = (x) => x.toFixed(1);
   const s = results.sqlite;
@@ -196,8 +231,8 @@ try {
   rows.push([
     'ingest, two collectors on one ClickHouse (spans/s)',
     '—',
-    Math.round(two),
-    (two / s.rate).toFixed(2),
+    Math.round(twoRate),
+    (twoRate / s.rate).toFixed(2),
   ]);
   for (const [key, label] of [
     ['session', 'GET /api/sessions/:id'],

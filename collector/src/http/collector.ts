@@ -114,6 +114,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           ...setting,
           logger,
           queryTimeoutMs: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
+          lingerMs: options.ingestLingerMs ?? DEFAULTS.ingestLingerMs,
         })
       : await createSqliteStore({
           dataDir: options.dataDir,

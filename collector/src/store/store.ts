@@ -70,6 +70,11 @@ export interface ClickHouseLocation {
   cluster?: string;
   /** With a cluster: ReplicatedMergeTree (needs ZooKeeper and `shard`/`replica` macros). */
   replicated: boolean;
+  /**
+   * An INSERT or read not answered within this is a failure: ingest answers 503 + Retry-After and
+   * the store is marked down until a probe answers (`?timeout_ms=`, default 10 000).
+   */
+  requestTimeoutMs?: number;
 }
 
 export type StoreSetting = { kind: 'sqlite' } | ({ kind: 'clickhouse' } & ClickHouseLocation);
@@ -78,8 +83,8 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
  * Parses AGENTRT_STORE / --store: `sqlite` (default) or
- * `clickhouse://user:pass@host:8123/db` (`clickhouses://` for HTTPS), with `?cluster=name` and
- * `&replicated=1`. Throws StoreConfigError naming what is wrong.
+ * `clickhouse://user:pass@host:8123/db` (`clickhouses://` for HTTPS), with `?cluster=name`,
+ * `&replicated=1` and `&timeout_ms=`. Throws StoreConfigError naming what is wrong.
  */
 export function parseStoreSetting(value: string | undefined): StoreSetting {
   const v = value?.trim();
@@ -116,5 +121,14 @@ export function parseStoreSetting(value: string | undefined): StoreSetting {
     replicated,
   };
   if (cluster) location.cluster = cluster;
+  const timeout = u.searchParams.get('timeout_ms');
+  if (timeout !== null) {
+    const ms = Number(timeout);
+    if (!Number.isInteger(ms) || ms < 100 || ms > 600_000)
+      throw new StoreConfigError(
+        `store timeout_ms ${JSON.stringify(timeout)} must be a whole number from 100 to 600000`,
+      );
+    location.requestTimeoutMs = ms;
+  }
   return location;
 }

@@ -71,6 +71,8 @@ function spawnChild(command: string, args: string[], logFile: string): Child {
 async function stopChild(c: Child, graceMs = 5000): Promise<void> {
   if (c.child.exitCode !== null || c.child.signalCode !== null) return;
   c.child.kill('SIGTERM');
+  // A frozen (SIGSTOP) process takes the SIGTERM only once it runs again.
+  c.child.kill('SIGCONT');
   const timer = setTimeout(() => c.child.kill('SIGKILL'), graceMs);
   await c.exited;
   clearTimeout(timer);
@@ -161,6 +163,12 @@ export interface ClickHouseNode {
   start(): Promise<void>;
   /** Whether its process is running. */
   running(): boolean;
+  /** The server's process id while it runs (CPU accounting in benchmarks). */
+  pid(): number | undefined;
+  /** Freezes the process (SIGSTOP): it keeps its sockets but answers nothing, as a hung server. */
+  freeze(): void;
+  /** Lets a frozen process run again (SIGCONT). */
+  thaw(): void;
   /** Stops it for good and removes nothing (the owning harness removes its temp dir). */
 }
 
@@ -257,6 +265,9 @@ export async function startClickHouseNode(o: ClickHouseNodeOptions): Promise<Cli
     },
     start,
     running: () => c !== undefined && c.child.exitCode === null && c.child.signalCode === null,
+    pid: () => c?.child.pid,
+    freeze: () => c?.child.kill('SIGSTOP'),
+    thaw: () => c?.child.kill('SIGCONT'),
   };
 }
 

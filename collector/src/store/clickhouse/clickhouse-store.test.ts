@@ -120,6 +120,29 @@ async function send(c: Collector, requests: Record<string, unknown>[]): Promise<
   }
 }
 
+/** A request of one span named `<prefix>-<i>` in trace `base + i`. */
+function numbered(service: string, base: number, prefix: string, i: number): Record<string, unknown> {
+  return jsonRequest(service, [
+    jsonSpan({
+      traceId: hex(base + i, 16),
+      spanId: hex(i + 1, 8),
+      name: `${prefix}-${i}`,
+      startMs: NOW,
+      durationMs: 1,
+    }),
+  ]);
+}
+
+/** Sends a request every 100 ms until one is taken (the store came back) or 10 s passed; its status. */
+async function sendUntilTaken(c: Collector, request: Record<string, unknown>): Promise<number> {
+  let status = 0;
+  for (let i = 0; i < 100 && status !== 200; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    status = (await postJson(`${c.url}/v1/traces`, request)).status;
+  }
+  return status;
+}
+
 let ch: ClickHouseHarness;
 const collectors: Collector[] = [];
 const cleanups: (() => Promise<void>)[] = [];
@@ -170,6 +193,10 @@ describe.skipIf(clickHouseSkipReason)(
         cluster: 'c1',
         replicated: true,
       });
+      expect(parseStoreSetting('clickhouse://h/db?timeout_ms=2500')).toMatchObject({
+        requestTimeoutMs: 2500,
+      });
+      expect(() => parseStoreSetting('clickhouse://h/db?timeout_ms=5')).toThrow(/timeout_ms "5" must be/);
       expect(() => parseStoreSetting('postgres://x')).toThrow(/scheme "postgres:"/);
       expect(() => parseStoreSetting('clickhouse://h/bad-name')).toThrow(/database "bad-name"/);
       expect(versionAtLeast('18.16.1', [18, 16])).toBe(true);
@@ -289,16 +316,7 @@ describe.skipIf(clickHouseSkipReason)(
 
     it('answers 503 with Retry-After while ClickHouse is down, loses nothing acknowledged, and recovers by itself', async () => {
       const c = await clickHouseCollector('agentrt_faults');
-      const span = (i: number) =>
-        jsonRequest('faults', [
-          jsonSpan({
-            traceId: hex(0xfa000 + i, 16),
-            spanId: hex(i + 1, 8),
-            name: `f-${i}`,
-            startMs: NOW,
-            durationMs: 1,
-          }),
-        ]);
+      const span = (i: number) => numbered('faults', 0xfa000, 'f', i);
       expect((await postJson(`${c.url}/v1/traces`, span(0))).status).toBe(200);
       await ch.nodes[0]!.kill();
       const failed = await postJson(`${c.url}/v1/traces`, span(1));
@@ -313,18 +331,79 @@ describe.skipIf(clickHouseSkipReason)(
       const read = await fetch(`${c.url}/api/traces/${hex(0xfa000, 16)}`);
       expect(read.status).toBe(503);
       await ch.nodes[0]!.start();
-      let status = 0;
-      for (let i = 0; i < 100 && status !== 200; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        status = (await postJson(`${c.url}/v1/traces`, span(3))).status;
-      }
-      expect(status).toBe(200);
+      expect(await sendUntilTaken(c, span(3))).toBe(200);
       const r = await query(c, 'stats count(*) as n by name | sort name asc');
       // f-0 (acknowledged before the crash) and f-3 (after); f-1 and f-2 were refused, not lost.
       expect(r.rows).toEqual([
         { name: 'f-0', n: 1 },
         { name: 'f-3', n: 1 },
       ]);
+    });
+
+    it('answers 503 with Retry-After within its timeout while ClickHouse is frozen, and recovers after it runs again', async () => {
+      const c = await clickHouseCollector('agentrt_frozen', '?timeout_ms=1500');
+      const span = (i: number) => numbered('frozen', 0xf0000, 'z', i);
+      expect((await postJson(`${c.url}/v1/traces`, span(0))).status).toBe(200);
+      const node = ch.nodes[0]!;
+      node.freeze();
+      try {
+        const started = performance.now();
+        const failed = await postJson(`${c.url}/v1/traces`, span(1));
+        const waitedMs = performance.now() - started;
+        expect(failed.status).toBe(503);
+        expect(failed.headers.get('retry-after')).toBe('5');
+        // Bounded by the store's timeout (1.5 s here), not by the exporter's own.
+        expect(waitedMs).toBeGreaterThanOrEqual(1400);
+        expect(waitedMs).toBeLessThan(5000);
+        // Marked down: refused at once while frozen.
+        const again = performance.now();
+        expect((await postJson(`${c.url}/v1/traces`, span(2))).status).toBe(503);
+        expect(performance.now() - again).toBeLessThan(1000);
+      } finally {
+        node.thaw();
+      }
+      expect(await sendUntilTaken(c, span(3))).toBe(200);
+      const r = await query(c, 'stats count(*) as n by name | sort name asc');
+      const names = r.rows.map((row) => row['name']);
+      // z-0 (acknowledged before the freeze) and z-3 (after) are stored. z-1's INSERT may have
+      // reached the frozen server's socket and be written once it runs: refused, so the exporter
+      // sends it again (at least once). z-2 was refused before anything was sent.
+      expect(names).toContain('z-0');
+      expect(names).toContain('z-3');
+      expect(names).not.toContain('z-2');
+    });
+
+    it('stores tabs, newlines, backslashes, quotes and NULs in names and attributes as sent', async () => {
+      const traceId = hex(0x5a000, 16);
+      const odd = 'tab\there\nnew line\\ back\'slash "quote" nul\u0000 é 🚀';
+      const data = [
+        jsonRequest(`svc ${odd}`, [
+          jsonSpan({
+            traceId,
+            spanId: hex(1, 8),
+            name: `name ${odd}`,
+            startMs: NOW,
+            durationMs: 5,
+            attributes: { [`key ${odd}`]: `value ${odd}`, 'session.id': `session ${odd}` },
+          }),
+        ]),
+      ];
+      const c = await clickHouseCollector('agentrt_odd');
+      const sq = await startCollector({ summaryRefreshIntervalMs: 0 });
+      cleanups.push(sq.cleanup);
+      await send(c, data);
+      await send(sq, data);
+      const path = `/api/traces/${traceId}`;
+      const [a, b] = await Promise.all([fetch(`${sq.url}${path}`), fetch(`${c.url}${path}`)]);
+      const trace = (await b.json()) as TraceResponse;
+      expect(trace).toEqual(await a.json());
+      expect(trace.roots[0]!.span.name).toBe(`name ${odd}`);
+      expect(trace.roots[0]!.span.attributes[`key ${odd}`]).toBe(`value ${odd}`);
+      const q = `filter traceId = "${traceId}" | fields name, resource.attributes.service.name as svc, attributes.session.id as s`;
+      const expected = [{ name: `name ${odd}`, svc: `svc ${odd}`, s: `session ${odd}` }];
+      expect((await query(sq, q)).rows).toEqual(expected);
+      expect((await query(c, q)).rows).toEqual(expected);
+      expect((await fetch(`${c.url}/api/sessions/${encodeURIComponent(`session ${odd}`)}`)).status).toBe(200);
     });
 
     it('retention drops whole daily partitions older than the cutoff', async () => {

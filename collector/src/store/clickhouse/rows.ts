@@ -1,4 +1,4 @@
-// Span and log records → ClickHouse rows (JSONEachRow objects), and the one quoting of values
+// Span and log records → ClickHouse rows (TabSeparated lines), and the one quoting of values
 // spliced into ClickHouse SQL (18.16 has no server-side query parameters: `{name:Type}` arrived in
 // 19.x, so values are rendered as literals, here and nowhere else).
 import { sessionIdOf } from '../../trace-model/genai.js';
@@ -24,14 +24,37 @@ export function literal(v: string | number | bigint | boolean | null | undefined
   return Number.isFinite(v) ? String(v) : 'NULL';
 }
 
-function keyValues(attrs: Attributes): { keys: string[]; values: string[] } {
-  const keys: string[] = [];
-  const values: string[] = [];
+/** A string as a TabSeparated field: backslash escapes for `\`, tab, newline, CR and NUL. */
+export function tsvString(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  return /[\\\t\n\r\u0000]/.test(s)
+    ? // eslint-disable-next-line no-control-regex
+      s.replace(/[\\\t\n\r\u0000]/g, (c) =>
+        c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\0',
+      )
+    : s;
+}
+
+/** A number or string as a Nullable TabSeparated field (`\N` for null; strings escaped). */
+function tsvNullable(v: string | number | null | undefined): string {
+  if (v === null || v === undefined) return '\\N';
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '\\N';
+  return tsvString(v);
+}
+
+/**
+ * Attribute keys and values (values as JSON text) as two TabSeparated array fields. An array field
+ * is read as a literal (`['a','b']`), whose quoted strings escape control characters, so the
+ * field holds no raw tab or newline.
+ */
+function keyValues(attrs: Attributes): [string, string] {
+  let keys = '';
+  let values = '';
   for (const k in attrs) {
-    keys.push(k);
-    values.push(JSON.stringify(attrs[k]));
+    keys += `${keys ? ',' : ''}${quoteString(k)}`;
+    values += `${values ? ',' : ''}${quoteString(JSON.stringify(attrs[k]) ?? 'null')}`;
   }
-  return { keys, values };
+  return [`[${keys}]`, `[${values}]`];
 }
 
 /**
@@ -40,51 +63,72 @@ function keyValues(attrs: Attributes): { keys: string[]; values: string[] } {
  */
 const int = (n: number): string => (Number.isFinite(n) ? BigInt(Math.trunc(n)).toString() : '0');
 
-const hot: HotValue[] = [];
-
-/** One `spans` row. Ids and names as stored in SQLite; absent strings are ''. */
-export function spanRow(s: SpanRecord): Record<string, unknown> {
-  const svc = s.resource.attributes['service.name'];
-  const odd = hotValues(s.attributes, hot);
-  const attrs = keyValues(s.attributes);
-  const res = keyValues(s.resource.attributes);
-  const row: Record<string, unknown> = {
-    date: dayOf(s.startTimeUnixNano),
-    start_ns: int(s.startTimeUnixNano),
-    end_ns: int(s.startTimeUnixNano + s.durationNano),
-    // µs exactly as the SQLite store computes them, so time filters, bins and @timestamp agree.
-    start_us: nsToUs(s.startTimeUnixNano),
-    end_us: nsToUs(s.startTimeUnixNano + s.durationNano),
-    duration_ns: int(s.durationNano),
-    trace_id: s.traceId,
-    span_id: s.spanId,
-    parent_span_id: s.parentSpanId ?? '',
-    service: typeof svc === 'string' ? svc : '',
-    session_id: sessionIdOf(s.attributes, s.resource.attributes) ?? '',
-    name: s.name,
-    kind: s.kind,
-    status: s.status.code,
-    hot_odd: odd ?? 0,
-    attr_keys: attrs.keys,
-    attr_values: attrs.values,
-    res_keys: res.keys,
-    res_values: res.values,
-    doc: JSON.stringify(s),
-  };
-  HOT_ATTRIBUTES.forEach((h, i) => (row[h.column] = hot[i] ?? null));
-  return row;
+/** The last day computed: most records of a batch fall on the same UTC day. */
+let lastDay = { n: NaN, text: '' };
+/** Epoch ns → the partition's Date as text, cached per day. */
+function dateOf(ns: number): string {
+  const n = Math.floor(ns / 86_400_000_000_000);
+  if (n !== lastDay.n) lastDay = { n, text: dayOf(ns) };
+  return lastDay.text;
 }
 
-/** One `logs` row. */
-export function logRow(l: LogRecord): Record<string, unknown> {
+const hot: HotValue[] = [];
+
+/** The `spans` columns spanLine writes, in its order. */
+export const SPAN_COLUMNS = [
+  'date',
+  'start_ns',
+  'end_ns',
+  'start_us',
+  'end_us',
+  'duration_ns',
+  'trace_id',
+  'span_id',
+  'parent_span_id',
+  'service',
+  'session_id',
+  'name',
+  'kind',
+  'status',
+  ...HOT_ATTRIBUTES.map((h) => h.column),
+  'hot_odd',
+  'attr_keys',
+  'attr_values',
+  'res_keys',
+  'res_values',
+  'doc',
+] as const;
+
+/**
+ * One `spans` row as a TabSeparated line (SPAN_COLUMNS): built as one string, which costs the
+ * collector about half of building an object per row for JSONEachRow, and ClickHouse less to
+ * parse. Ids and names as stored in SQLite; absent strings are ''.
+ */
+export function spanLine(s: SpanRecord): string {
+  const svc = s.resource.attributes['service.name'];
+  const odd = hotValues(s.attributes, hot);
+  const [attrKeys, attrValues] = keyValues(s.attributes);
+  const [resKeys, resValues] = keyValues(s.resource.attributes);
+  const end = s.startTimeUnixNano + s.durationNano;
+  let line = `${dateOf(s.startTimeUnixNano)}\t${int(s.startTimeUnixNano)}\t${int(end)}\t${
+    // µs exactly as the SQLite store computes them, so time filters, bins and @timestamp agree.
+    nsToUs(s.startTimeUnixNano)
+  }\t${nsToUs(end)}\t${int(s.durationNano)}\t${tsvString(s.traceId)}\t${tsvString(s.spanId)}\t${tsvString(
+    s.parentSpanId ?? '',
+  )}\t${tsvString(typeof svc === 'string' ? svc : '')}\t${tsvString(
+    sessionIdOf(s.attributes, s.resource.attributes) ?? '',
+  )}\t${tsvString(s.name)}\t${tsvString(s.kind)}\t${tsvString(s.status.code)}`;
+  for (let i = 0; i < HOT_ATTRIBUTES.length; i++) line += `\t${tsvNullable(hot[i])}`;
+  return `${line}\t${odd ?? 0}\t${attrKeys}\t${attrValues}\t${resKeys}\t${resValues}\t${tsvString(JSON.stringify(s))}\n`;
+}
+
+/** The `logs` columns logLine writes, in its order. */
+export const LOG_COLUMNS = ['date', 'time_ns', 'time_us', 'trace_id', 'span_id', 'severity', 'doc'] as const;
+
+/** One `logs` row as a TabSeparated line (LOG_COLUMNS). */
+export function logLine(l: LogRecord): string {
   const ns = l.timeUnixNano || l.observedTimeUnixNano;
-  return {
-    date: dayOf(ns),
-    time_ns: int(ns),
-    time_us: nsToUs(ns),
-    trace_id: l.traceId ?? '',
-    span_id: l.spanId ?? '',
-    severity: l.severityNumber,
-    doc: JSON.stringify(l),
-  };
+  return `${dateOf(ns)}\t${int(ns)}\t${nsToUs(ns)}\t${tsvString(l.traceId ?? '')}\t${tsvString(
+    l.spanId ?? '',
+  )}\t${Math.trunc(l.severityNumber) || 0}\t${tsvString(JSON.stringify(l))}\n`;
 }
