@@ -325,6 +325,76 @@ export function createSpanReader(db: DatabaseSync) {
 
 export type SpanReader = ReturnType<typeof createSpanReader>;
 
+/** Rows deleted per retention statement (each its own short transaction). */
+const RETENTION_CHUNK = 5000;
+
+/**
+ * Retention in steps: each `step` is one DELETE of at most RETENTION_CHUNK rows (expired spans, then
+ * expired logs, then the oldest rows while the database is over its size), so the collector runs
+ * them on its writer thread between ingest commits; `finish` then marks the summaries of what was
+ * deleted stale and recounts the services.
+ */
+export function createRetention(db: DatabaseSync) {
+  const chunk = RETENTION_CHUNK;
+  const expired = db.prepare(
+    'DELETE FROM spans WHERE id IN (SELECT id FROM spans WHERE start_us < ? ORDER BY start_us LIMIT ?)',
+  );
+  const expiredLogs = db.prepare(
+    'DELETE FROM logs WHERE id IN (SELECT id FROM logs WHERE time_us < ? ORDER BY time_us LIMIT ?)',
+  );
+  const oldest = db.prepare('DELETE FROM spans WHERE id IN (SELECT id FROM spans ORDER BY start_us LIMIT ?)');
+  const oldestLogs = db.prepare(
+    'DELETE FROM logs WHERE id IN (SELECT id FROM logs ORDER BY time_us LIMIT ?)',
+  );
+  const countOf = (table: 'spans' | 'logs'): number =>
+    (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+  const liveBytes = (): number => {
+    const get = (p: string): number => Number((db.prepare(`PRAGMA ${p}`).get() as Record<string, number>)[p]);
+    return (get('page_count') - get('freelist_count')) * get('page_size');
+  };
+
+  return {
+    /**
+     * One chunk of retention work. `deleted`: spans (and, by size, logs) deleted, as applyRetention
+     * counts them; `more`: whether this step did anything (call again).
+     */
+    step(opts: RetentionOptions, nowMs = Date.now()): { deleted: number; more: boolean } {
+      if (opts.maxAgeMs !== undefined && opts.maxAgeMs > 0) {
+        const cutoffUs = (nowMs - opts.maxAgeMs) * 1000;
+        const n = Number(expired.run(cutoffUs, chunk).changes);
+        if (n) return { deleted: n, more: true };
+        if (Number(expiredLogs.run(cutoffUs, chunk).changes)) return { deleted: 0, more: true };
+      }
+      if (opts.maxBytes !== undefined && opts.maxBytes > 0) {
+        const live = liveBytes();
+        if (live > opts.maxBytes) {
+          // Delete about the share of rows that is over the cap (a little more), oldest first.
+          const share = Math.min(1, ((live - opts.maxBytes) / live) * 1.1);
+          const spansN = countOf('spans');
+          const logsN = countOf('logs');
+          const n =
+            Number(oldest.run(Math.min(chunk, Math.ceil(spansN * share))).changes) +
+            Number(oldestLogs.run(Math.min(chunk, Math.ceil(logsN * share))).changes);
+          if (n) return { deleted: n, more: true };
+        }
+      }
+      return { deleted: 0, more: false };
+    },
+    /** After deleting: summaries of traces and sessions that lost spans go stale, services recounted. */
+    finish(): void {
+      inTransaction(db, () => {
+        db.exec(`INSERT OR IGNORE INTO dirty_traces SELECT trace_id FROM traces
+          WHERE trace_id NOT IN (SELECT trace_id FROM spans)`);
+        db.exec(`INSERT OR IGNORE INTO dirty_sessions SELECT session_id FROM sessions
+          WHERE session_id NOT IN (SELECT session_id FROM spans WHERE session_id IS NOT NULL)`);
+        db.exec(`DELETE FROM services;
+          INSERT INTO services (name, span_count, last_us)
+          SELECT service, count(*), max(end_us) FROM spans WHERE service IS NOT NULL GROUP BY service`);
+      });
+    },
+  };
+}
+
 /**
  * The durable span/log store (node:sqlite, WAL). Synchronous: callers batch into insertBatch, or
  * encode batches here and write them on another connection (the collector's writer thread).
@@ -346,8 +416,6 @@ export function createSpanStore(options: SpanStoreOptions) {
   const reader = createSpanReader(db);
   const { spansOfTrace, logsOfTrace, traceSummary, services } = reader;
   const { refreshSummaries } = createSummaryRefresher(db, reader);
-
-  const transaction = <T>(fn: () => T): T => inTransaction(db, fn);
 
   /** Stores spans and logs in one transaction (all or nothing). */
   function insertBatch(spans: readonly SpanRecord[], logs: readonly LogRecord[] = []): void {
@@ -381,66 +449,14 @@ export function createSpanStore(options: SpanStoreOptions) {
     return [...new Set([...FIXED_KEYS, 'resource.attributes.service.name', ...[...encoder.keys()].sort()])];
   }
 
-  const liveBytes = (): number => {
-    const get = (p: string): number => Number((db.prepare(`PRAGMA ${p}`).get() as Record<string, number>)[p]);
-    return (get('page_count') - get('freelist_count')) * get('page_size');
-  };
+  const retention = createRetention(db);
 
   /** Deletes by age and by size (oldest first). Returns the number of records (spans, logs) deleted. */
   function applyRetention(opts: RetentionOptions, nowMs = Date.now()): number {
     let deleted = 0;
-    const chunk = 5000;
-    if (opts.maxAgeMs !== undefined && opts.maxAgeMs > 0) {
-      const cutoffUs = (nowMs - opts.maxAgeMs) * 1000;
-      // In chunks, each its own short transaction: the writer thread commits in between instead of
-      // waiting for one delete of everything that expired.
-      const expired = db.prepare(
-        'DELETE FROM spans WHERE id IN (SELECT id FROM spans WHERE start_us < ? ORDER BY start_us LIMIT ?)',
-      );
-      const expiredLogs = db.prepare(
-        'DELETE FROM logs WHERE id IN (SELECT id FROM logs WHERE time_us < ? ORDER BY time_us LIMIT ?)',
-      );
-      for (let n = chunk; n === chunk;) {
-        n = Number(expired.run(cutoffUs, chunk).changes);
-        deleted += n;
-      }
-      for (let n = chunk; n === chunk;) n = Number(expiredLogs.run(cutoffUs, chunk).changes);
-    }
-    if (opts.maxBytes !== undefined && opts.maxBytes > 0) {
-      const oldest = db.prepare(
-        'DELETE FROM spans WHERE id IN (SELECT id FROM spans ORDER BY start_us LIMIT ?)',
-      );
-      const oldestLogs = db.prepare(
-        'DELETE FROM logs WHERE id IN (SELECT id FROM logs ORDER BY time_us LIMIT ?)',
-      );
-      const countOf = (table: string): number =>
-        (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-      for (let i = 0; i < 10_000; i++) {
-        const live = liveBytes();
-        if (live <= opts.maxBytes) break;
-        // Delete about the share of rows that is over the cap (a little more), oldest first.
-        const share = Math.min(1, ((live - opts.maxBytes) / live) * 1.1);
-        const spansN = countOf('spans');
-        const logsN = countOf('logs');
-        if (!spansN && !logsN) break;
-        const n =
-          Number(oldest.run(Math.min(chunk, Math.ceil(spansN * share))).changes) +
-          Number(oldestLogs.run(Math.min(chunk, Math.ceil(logsN * share))).changes);
-        if (!n) break;
-        deleted += n;
-      }
-    }
-    if (deleted) {
-      transaction(() => {
-        db.exec(`INSERT OR IGNORE INTO dirty_traces SELECT trace_id FROM traces
-          WHERE trace_id NOT IN (SELECT trace_id FROM spans)`);
-        db.exec(`INSERT OR IGNORE INTO dirty_sessions SELECT session_id FROM sessions
-          WHERE session_id NOT IN (SELECT session_id FROM spans WHERE session_id IS NOT NULL)`);
-        db.exec(`DELETE FROM services;
-          INSERT INTO services (name, span_count, last_us)
-          SELECT service, count(*), max(end_us) FROM spans WHERE service IS NOT NULL GROUP BY service`);
-      });
-    }
+    for (let step = retention.step(opts, nowMs); step.more; step = retention.step(opts, nowMs))
+      deleted += step.deleted;
+    if (deleted) retention.finish();
     return deleted;
   }
 

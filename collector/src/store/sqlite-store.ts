@@ -1,7 +1,7 @@
 // The embedded store behind the storage boundary: the SQLite span store (span-store.ts), read on
 // the query threads (query-pool.ts, read-ops.ts) and written by its writer thread (writer-thread.ts),
-// which also rebuilds the summaries. The main thread's own connection migrates the schema at start
-// and streams exports in short index-bounded chunks (http/export.ts).
+// which also rebuilds the summaries and runs retention. The main thread's own connection creates and
+// migrates the schema at start.
 import type { Logger } from '../logger.js';
 import { join } from 'node:path';
 import { type QueryPool, createQueryPool } from '../query/query-pool.js';
@@ -189,7 +189,15 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       return { last, line: bytes.subarray(cut + 1) };
     },
     refreshSummaries: (limit) => writer.refreshSummaries(limit, REFRESH_SLICE_MS),
-    applyRetention: async (retention) => store.applyRetention(retention),
+    // On the writer thread, a DELETE chunk per message: ingest commits in between.
+    async applyRetention(retention) {
+      const nowMs = Date.now();
+      let deleted = 0;
+      for (let step = { deleted: 0, more: true }; step.more; deleted += step.deleted)
+        step = await writer.retain(retention, nowMs);
+      if (deleted) await writer.retain(retention, nowMs, true);
+      return deleted;
+    },
     async close(): Promise<void> {
       integrity.close();
       await queries.close();

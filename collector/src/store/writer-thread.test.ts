@@ -12,7 +12,12 @@ afterEach(async () => {
   for (const f of cleanups.splice(0).reverse()) await f();
 });
 
-function spans(count: number, first: number, attrs: Record<string, string> = {}): SpanRecord[] {
+function spans(
+  count: number,
+  first: number,
+  attrs: Record<string, string> = {},
+  startMs = Date.now(),
+): SpanRecord[] {
   return decodeTraceRequestJson(
     JSON.stringify(
       jsonRequest(
@@ -22,7 +27,7 @@ function spans(count: number, first: number, attrs: Record<string, string> = {})
             traceId: hex(0x7000 + Math.floor((first + i) / 10), 16),
             spanId: hex(first + i + 1, 8),
             name: `op${first + i}`,
-            startMs: Date.now() + i,
+            startMs: startMs + i,
             durationMs: 1,
             attributes: attrs,
           }),
@@ -37,6 +42,18 @@ function open(): SpanStore {
   const store = createSpanStore({ dataDir: tmp.dir, backgroundCheckpoints: true });
   cleanups.push(tmp.remove, () => store.close());
   return store;
+}
+
+/** A store and a writer thread on it, both closed after the test. */
+async function openWithWriter() {
+  const store = open();
+  const writer = await startWriterThread({
+    path: store.path,
+    traceIndexPercent: 100,
+    logger: recordingLogger(),
+  });
+  cleanups.push(() => writer.close());
+  return { store, writer };
 }
 
 function recordingLogger(): Logger & { lines: { level: string; msg: string }[] } {
@@ -77,13 +94,7 @@ describe('store writer thread', () => {
   });
 
   it('rebuilds stale summaries on its own connection, in slices queued between writes', async () => {
-    const store = open();
-    const writer = await startWriterThread({
-      path: store.path,
-      traceIndexPercent: 100,
-      logger: recordingLogger(),
-    });
-    cleanups.push(() => writer.close());
+    const { store, writer } = await openWithWriter();
     const dirty = (): number =>
       (store.db.prepare('SELECT count(*) AS n FROM dirty_traces').get() as { n: number }).n;
     const listed = (): number =>
@@ -114,6 +125,32 @@ describe('store writer thread', () => {
       sessionId: 'refresh',
     });
     expect(store.listSessions()[0]).toMatchObject({ sessionId: 'refresh', traceCount: 200, spanCount: 2000 });
+  });
+
+  it('runs retention a DELETE chunk per message, with writes committing between the chunks', async () => {
+    const { store, writer } = await openWithWriter();
+    const dayMs = 86_400_000;
+    const nowMs = Date.now();
+    await writer.write(store.encodeBatch(spans(12_010, 0, { 'session.id': 'old' }, nowMs - 10 * dayMs)));
+    for (let n = 1; n > 0;) n = await writer.refreshSummaries(500);
+    const steps: number[] = [];
+    const writes: Promise<void>[] = [];
+    for (let step = { deleted: 0, more: true }; step.more;) {
+      step = await writer.retain({ maxAgeMs: 7 * dayMs }, nowMs);
+      steps.push(step.deleted);
+      // New spans (of the session 'new', dated now) arriving between the chunks.
+      if (writes.length < 3)
+        writes.push(
+          writer.write(store.encodeBatch(spans(10, 20_000 + writes.length * 10, { 'session.id': 'new' }))),
+        );
+    }
+    expect(steps).toEqual([5000, 5000, 2010, 0]);
+    await Promise.all(writes);
+    await writer.retain({ maxAgeMs: 7 * dayMs }, nowMs, true);
+    for (let n = 1; n > 0;) n = await writer.refreshSummaries(500);
+    expect(stored(store)).toBe(30);
+    expect(store.listSessions().map((s) => s.sessionId)).toEqual(['new']);
+    expect(store.services()).toEqual([expect.objectContaining({ name: 'writer-test', spanCount: 30 })]);
   });
 
   it('answers a batch that fails with its error (rolled back), and keeps writing the others', async () => {

@@ -5,6 +5,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../logger.js';
 import type { EncodedBatch } from './span-rows.js';
+import type { RetentionOptions } from './span-store.js';
 
 /** What the writer thread starts with. */
 export interface WriterData {
@@ -21,11 +22,16 @@ export type WriterRequest =
    * ingest transactions).
    */
   | { type: 'refresh'; id: number; limit: number; maxMs?: number }
+  /** One retention step (span-store.ts createRetention), or with `finish` its bookkeeping. */
+  | { type: 'retain'; id: number; options: RetentionOptions; nowMs: number; finish?: boolean }
   | { type: 'close' };
 export type WriterReply =
   | { type: 'ready' }
-  /** A write committed (or, with `error`, rolled back); a refresh done (`refreshed` summaries). */
-  | { type: 'done'; id: number; error?: string; refreshed?: number }
+  /**
+   * A write committed (or, with `error`, rolled back); a refresh done (`refreshed` summaries); a
+   * retention step done (`refreshed`: records deleted, `more`: call again).
+   */
+  | { type: 'done'; id: number; error?: string; refreshed?: number; more?: boolean }
   | { type: 'warn'; message: string };
 
 export interface WriterThreadOptions {
@@ -79,7 +85,10 @@ export async function startWriterThread(options: WriterThreadOptions) {
     path: options.path,
     traceIndexPercent: options.traceIndexPercent,
   };
-  const pending = new Map<number, { resolve: (refreshed: number) => void; reject: (error: Error) => void }>();
+  const pending = new Map<
+    number,
+    { resolve: (refreshed: number, more: boolean) => void; reject: (error: Error) => void }
+  >();
   let nextId = 1;
   let worker: Worker;
   /** Set while the thread is down (between a crash and its restart). */
@@ -106,7 +115,7 @@ export async function startWriterThread(options: WriterThreadOptions) {
           const p = pending.get(m.id);
           pending.delete(m.id);
           if (!p) return;
-          if (m.error === undefined) p.resolve(m.refreshed ?? 0);
+          if (m.error === undefined) p.resolve(m.refreshed ?? 0, m.more ?? false);
           else
             p.reject(
               new WriterError(
@@ -193,6 +202,24 @@ export async function startWriterThread(options: WriterThreadOptions) {
      */
     terminateForTest(): Promise<number> {
       return worker.terminate();
+    },
+    /**
+     * One step of retention on this thread's connection (one DELETE of at most 5000 rows), queued
+     * with the writes; `finish: true` runs the bookkeeping after the last step instead.
+     */
+    retain(
+      options: RetentionOptions,
+      nowMs: number,
+      finish = false,
+    ): Promise<{ deleted: number; more: boolean }> {
+      if (closing) return Promise.reject(new WriterError('the store is closing'));
+      if (failure) return Promise.reject(failure);
+      const id = nextId++;
+      const done = new Promise<{ deleted: number; more: boolean }>((resolve, reject) =>
+        pending.set(id, { resolve: (deleted, more) => resolve({ deleted, more }), reject }),
+      );
+      worker.postMessage({ type: 'retain', id, options, nowMs, finish } satisfies WriterRequest);
+      return done;
     },
     /** Lets the batches already sent finish, then closes the thread's connection and the thread. */
     close(): Promise<void> {

@@ -13,7 +13,7 @@ import {
   createBatchWriter,
   openDatabase,
 } from './span-writer.js';
-import { createSpanReader, createSummaryRefresher } from './span-store.js';
+import { createRetention, createSpanReader, createSummaryRefresher } from './span-store.js';
 import type { WriterData, WriterReply, WriterRequest } from './writer-thread.js';
 
 /** Spans per transaction at most, so one commit (and its answers) never waits on a huge backlog. */
@@ -33,6 +33,8 @@ db.exec('PRAGMA busy_timeout = 60000');
 const write = createBatchWriter(db, traceIndexPercent);
 // Summaries are rebuilt here, off the main thread, in small transactions queued with the writes.
 const summaries = createSummaryRefresher(db, createSpanReader(db));
+// Retention likewise: one DELETE chunk per message.
+const retention = createRetention(db);
 const reply = (message: WriterReply): void => port.postMessage(message);
 
 let sinceCheckpoint = 0;
@@ -77,9 +79,24 @@ function refresh(m: Extract<WriterRequest, { type: 'refresh' }>): void {
   }
 }
 
+function retain(m: Extract<WriterRequest, { type: 'retain' }>): void {
+  try {
+    if (m.finish) {
+      retention.finish();
+      reply({ type: 'done', id: m.id, refreshed: 0, more: false });
+    } else {
+      const step = retention.step(m.options, m.nowMs);
+      reply({ type: 'done', id: m.id, refreshed: step.deleted, more: step.more });
+    }
+  } catch (e) {
+    reply({ type: 'done', id: m.id, refreshed: 0, error: e instanceof Error ? e.message : String(e) });
+  }
+}
+
 port.on('message', (first: WriterRequest) => {
   if (first.type === 'close') return void close();
   if (first.type === 'refresh') return refresh(first);
+  if (first.type === 'retain') return retain(first);
   const ids = [first.id];
   const batches: EncodedBatch[] = [first.batch];
   let spans = first.batch.docEnds.length;
@@ -112,5 +129,6 @@ port.on('message', (first: WriterRequest) => {
   }
   if (after?.type === 'close') void close();
   else if (after?.type === 'refresh') refresh(after);
+  else if (after?.type === 'retain') retain(after);
 });
 reply({ type: 'ready' });
