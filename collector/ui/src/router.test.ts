@@ -26,6 +26,7 @@ describe('hash routes', () => {
       { view: 'agents' },
       { view: 'logs' },
       { view: 'logs', sessionId: 's 1', traceId: 'abc', service: 'agentrt-runtime' },
+      { view: 'logs', severity: 'warn', q: 'session started' },
     ];
     for (const r of routes) expect(parseRoute(routeHref(r))).toEqual(r);
   });

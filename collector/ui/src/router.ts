@@ -2,7 +2,7 @@
 
 export type Route =
   | { view: 'agents' }
-  | { view: 'logs'; sessionId?: string; traceId?: string; service?: string }
+  | { view: 'logs'; sessionId?: string; traceId?: string; service?: string; severity?: string; q?: string }
   | { view: 'sessions' }
   | { view: 'session'; sessionId: string }
   | { view: 'traces'; filters: TraceFilters }
@@ -35,7 +35,13 @@ export function routeHref(route: Route): string {
     case 'agents':
       return '#/agents';
     case 'logs':
-      return `#/logs${query({ sessionId: route.sessionId, traceId: route.traceId, service: route.service })}`;
+      return `#/logs${query({
+        sessionId: route.sessionId,
+        traceId: route.traceId,
+        service: route.service,
+        severity: route.severity,
+        q: route.q,
+      })}`;
     case 'sessions':
       return '#/sessions';
     case 'session':
@@ -68,9 +74,13 @@ export function parseRoute(hash: string): Route {
       const sessionId = get('sessionId');
       const traceId = get('traceId');
       const service = get('service');
+      const severity = get('severity');
+      const q = get('q');
       if (sessionId) route.sessionId = sessionId;
       if (traceId) route.traceId = traceId;
       if (service) route.service = service;
+      if (severity) route.severity = severity;
+      if (q) route.q = q;
       return route;
     }
     case 'sessions':

@@ -281,6 +281,7 @@ describe.skipIf(!hasChromium)(
         (await page.locator('tr.sev-warn').count()) > 0,
         await page.locator('tr.sev-info').count(),
       ]).toEqual([true, 0]);
+      expect(page.url()).toContain('severity=warn'); // the filters make a shareable link
       await page.locator('select[name=severity]').selectOption('');
       // Live tail: a new session's records appear without a reload.
       const fresh = `ui-agents-tail-${'1'.repeat(26)}`;
@@ -295,6 +296,21 @@ describe.skipIf(!hasChromium)(
       await page.waitForURL(/#\/traces\/[0-9a-f]{32}/);
       await page.getByText('Log records').first().waitFor();
       expect(await page.locator('text=Log records').count()).toBeGreaterThan(0);
+      // …and the trace links back to all its logs, as the session does to its own.
+      const traceId = /#\/traces\/([0-9a-f]{32})/.exec(page.url())![1]!;
+      await page.locator('[data-testid=trace-logs]').click();
+      await page.waitForURL(new RegExp(`#/logs\\?traceId=${traceId}`));
+      await poll(() => rows.count()).toBeGreaterThan(0);
+      expect(
+        new Set(await rows.locator('td:nth-child(5) a').evaluateAll((as) => as.map((a) => a.title))),
+      ).toEqual(new Set([traceId]));
+      await page.goto(`${collector.url}/#/sessions/${fresh}`);
+      await page.locator('[data-testid=session-logs]').click();
+      await page.waitForURL(/#\/logs\?sessionId=/);
+      await poll(() => rows.count()).toBeGreaterThan(0);
+      expect(
+        new Set(await rows.locator('td:nth-child(4) a').evaluateAll((as) => as.map((a) => a.title))),
+      ).toEqual(new Set([fresh]));
     });
   },
 );

@@ -28,6 +28,8 @@ export function LogsView({ initial = {} }: { initial?: LogFilters }) {
   const [error, setError] = useState<Error | undefined>();
   const [tail, setTail] = useState(true);
   const key = JSON.stringify(filters);
+  // The filters live in the address too (a shareable link), without a navigation that remounts.
+  useEffect(() => history.replaceState(null, '', routeHref({ view: 'logs', ...filters })), [key]);
   useEffect(() => {
     let cursor: number | undefined;
     let stopped = false;

@@ -130,7 +130,11 @@ export function SessionView({ sessionId }: { sessionId: string }) {
   return (
     <section>
       <nav class="crumbs">
-        <a href={routeHref({ view: 'sessions' })}>Sessions</a> / <span class="mono">{session.sessionId}</span>
+        <a href={routeHref({ view: 'sessions' })}>Sessions</a> / <span class="mono">{session.sessionId}</span>{' '}
+        ·{' '}
+        <a data-testid="session-logs" href={routeHref({ view: 'logs', sessionId: session.sessionId })}>
+          logs
+        </a>
       </nav>
       <div class="summary-cards">
         <Card label="traces" value={session.traceCount} />

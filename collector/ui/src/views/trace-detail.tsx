@@ -63,6 +63,9 @@ export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?:
         <a class="btn ghost" href={routeHref({ view: 'compare', a: traceId })}>
           Compare with…
         </a>
+        <a class="btn ghost" data-testid="trace-logs" href={routeHref({ view: 'logs', traceId })}>
+          Logs
+        </a>
         <a
           class="btn ghost"
           href={routeHref({
