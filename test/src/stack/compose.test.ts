@@ -16,7 +16,9 @@ interface Service {
   command?: string[];
   environment?: Record<string, string>;
   ports?: string[];
+  expose?: string[];
   volumes?: string[];
+  deploy?: { replicas?: number };
   healthcheck?: Healthcheck;
   depends_on?: Record<string, { condition: string }>;
   profiles?: string[];
@@ -27,6 +29,7 @@ interface ComposeFile {
 }
 
 const AGENTS = ['weather', 'sdk-agent', 'custom-agent'];
+const CLICKHOUSE_PROFILE = ['clickhouse', 'collector-ch', 'collectors'];
 const raw = readRepoYaml('docker-compose.yml') as ComposeFile;
 
 /** The compose file as `docker compose config` would see it with this environment. */
@@ -89,7 +92,17 @@ describe('docker-compose.yml', () => {
 
   it('has the collector, the three agents and the runtime host', () => {
     expect(Object.keys(raw.services).sort()).toEqual(
-      ['collector', 'custom-agent', 'otel-collector', 'runtime', 'sdk-agent', 'weather'].sort(),
+      [
+        'clickhouse',
+        'collector',
+        'collector-ch',
+        'collectors',
+        'custom-agent',
+        'otel-collector',
+        'runtime',
+        'sdk-agent',
+        'weather',
+      ].sort(),
     );
   });
 
@@ -114,8 +127,13 @@ describe('docker-compose.yml', () => {
       expect(service.healthcheck?.disable, name).not.toBe(true);
       const url = healthcheckUrl(service);
       expect(url, `${name} health check URL`).toBeDefined();
-      const containerPorts = (service.ports ?? []).map((p) => p.split(':').at(-1));
-      expect(containerPorts, `${name} publishes the port its health check probes`).toContain(url!.port);
+      const containerPorts = [
+        ...(service.ports ?? []).map((p) => p.split(':').at(-1)),
+        ...(service.expose ?? []),
+      ];
+      expect(containerPorts, `${name} publishes or exposes the port its health check probes`).toContain(
+        url!.port,
+      );
     }
     expect(healthcheckUrl(compose.services['collector']!)?.pathname).toBe('/healthz');
   });
@@ -157,7 +175,7 @@ describe('docker-compose.yml', () => {
   it('builds every image from a Dockerfile in the repo (context: the repo root)', () => {
     for (const [name, service] of Object.entries(raw.services)) {
       if (!service.build) {
-        expect(service.image, `${name} uses a pinned image`).toMatch(/:\d+\.\d+\.\d+$/);
+        expect(service.image, `${name} uses a pinned image`).toMatch(/:\d+\.\d+\.\d+(\.\d+)?(-alpine)?$/);
         continue;
       }
       expect(service.build.context, name).toBe('.');
@@ -214,7 +232,8 @@ describe('the otel profile (OpenTelemetry Collector contrib in front of ours)', 
       './deploy/otel-collector/config.yaml:/etc/otelcol-contrib/config.yaml:ro',
     );
     for (const [name, other] of Object.entries(raw.services)) {
-      if (name !== 'otel-collector') expect(other.profiles, name).toBeUndefined();
+      if (name !== 'otel-collector' && !CLICKHOUSE_PROFILE.includes(name))
+        expect(other.profiles, name).toBeUndefined();
     }
   });
 
@@ -248,5 +267,62 @@ describe('the otel profile (OpenTelemetry Collector contrib in front of ours)', 
     expect(config.service.pipelines['metrics']?.exporters).toEqual(['otlphttp/agentrt', 'awsemf']);
     const xray = config.exporters['otlphttp/xray'] as { traces_endpoint?: string };
     expect(xray.traces_endpoint).toBe('https://xray.eu-west-1.amazonaws.com/v1/traces');
+  });
+});
+
+describe('the clickhouse profile (two collectors on one ClickHouse, behind one port)', () => {
+  const nginx = readRepoFile('deploy/nginx/collectors.conf');
+
+  it('runs ClickHouse, the collector replicas and their balancer only in that profile', () => {
+    for (const name of CLICKHOUSE_PROFILE) expect(raw.services[name]!.profiles, name).toEqual(['clickhouse']);
+    expect(raw.services['clickhouse']!.image).toMatch(/^clickhouse\/clickhouse-server:\d+\.\d+\.\d+\.\d+$/);
+    expect(raw.volumes).toHaveProperty(['clickhouse-data']);
+  });
+
+  it('runs at least two collectors from the collector image on the ClickHouse service, with its credentials', () => {
+    const compose = resolved({ AGENTRT_CLICKHOUSE_PASSWORD: 'p4ss' });
+    const replicas = compose.services['collector-ch']!;
+    const plain = compose.services['collector']!;
+    expect(replicas.deploy?.replicas).toBeGreaterThanOrEqual(2);
+    expect(replicas.build).toEqual(plain.build);
+    expect(replicas.depends_on?.['clickhouse']?.condition).toBe('service_healthy');
+    const store = new URL(replicas.environment!['AGENTRT_STORE']!);
+    const ch = compose.services['clickhouse']!.environment!;
+    expect(store.protocol).toBe('clickhouse:');
+    expect(store.hostname).toBe('clickhouse');
+    expect(store.port).toBe('8123');
+    expect(compose.services['clickhouse']!.ports?.map((p) => p.split(':').at(-1))).toContain('8123');
+    expect(decodeURIComponent(store.username)).toBe(ch['CLICKHOUSE_USER']);
+    expect(decodeURIComponent(store.password)).toBe('p4ss');
+    expect(ch['CLICKHOUSE_PASSWORD']).toBe('p4ss');
+    expect(store.pathname.slice(1)).toBe(ch['CLICKHOUSE_DB']);
+    // Replicas publish no host port (two cannot share one); the balancer does.
+    expect(replicas.ports).toBeUndefined();
+    expect(replicas.expose).toContain(replicas.environment!['AGENTRT_COLLECTOR_PORT']);
+  });
+
+  it('puts one port in front of the replicas: nginx proxies to the replicas’ service name and port', () => {
+    const lb = resolved().services['collectors']!;
+    expect(lb.ports).toContain('4320:4318');
+    expect(lb.volumes).toContain('./deploy/nginx/collectors.conf:/etc/nginx/conf.d/default.conf:ro');
+    expect(nginx).toMatch(/listen 4318;/);
+    expect(nginx).toMatch(/server collector-ch:4318\b/);
+    expect(nginx).toMatch(/proxy_pass http:\/\/collectors;/);
+    // Live view (SSE) is streamed, and bodies up to the collectors' own cap pass.
+    expect(nginx).toMatch(/proxy_buffering off;/);
+    expect(nginx).toMatch(/client_max_body_size (\d+)m;/);
+    expect(Number(/client_max_body_size (\d+)m;/.exec(nginx)![1])).toBeGreaterThanOrEqual(20);
+    // The Host the agents use passes the collectors' DNS-rebinding check.
+    expect(nginx).toMatch(/proxy_set_header Host \$http_host;/);
+    const allowed = resolved().services['collector-ch']!.environment!['AGENTRT_COLLECTOR_ALLOWED_HOSTS']!;
+    expect(allowed.split(',')).toContain('collectors');
+  });
+
+  it('moves the agents onto the collectors with one variable', () => {
+    const compose = resolved({ AGENTRT_OTLP_ENDPOINT: 'http://collectors:4318' });
+    for (const name of AGENTS)
+      expect(compose.services[name]!.environment?.['OTEL_EXPORTER_OTLP_ENDPOINT']).toBe(
+        'http://collectors:4318',
+      );
   });
 });
