@@ -26,6 +26,8 @@ describe('A2A linked client → runtime → agent in one trace (official A2A SDK
     stack = await startRuntimeStack({
       name: 'a2a_trace',
       example: 'a2a-agent',
+      // A sandboxed worker reaches the host's loopback only on the ports it is given.
+      runtime: { sandboxHostPorts: [Number(new URL(weather.url).port)] },
       serverProtocol: 'A2A',
       environment: {
         AGENTRT_MODEL_PROVIDER: 'offline',
@@ -76,6 +78,7 @@ describe('A2A linked client → runtime → agent in one trace (official A2A SDK
       await client.sendMessage(message('What is the weather at 47.6062,-122.3321?')),
     );
     expect(answer).toMatch(/Seattle|°F|forecast/i);
+    expect(weather.requests.some((r) => r.path === '/points/47.6062,-122.3321')).toBe(true);
     const events = [];
     for await (const event of client.sendMessageStream(message('Forecast for ZIP 10001 please')))
       events.push(event);
