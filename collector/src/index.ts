@@ -3,6 +3,7 @@
  * a Logs Insights-like query language, an HTTP API and the web UI, on one port.
  */
 export { createCollector, type Collector, type CollectorOptions } from './http/collector.js';
+export { costOfUsage, formatUsd, type Price, type UsageCost } from './cost/prices.js';
 export { HttpError } from './http/http-error.js';
 export { loadConfig, DEFAULTS, type CollectorConfig } from './config.js';
 export { createJsonLogger, silentLogger, type Logger } from './logger.js';

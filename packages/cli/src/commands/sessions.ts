@@ -1,4 +1,10 @@
-import type { SessionListResponse, SessionResponse } from '@agentrt/collector';
+import {
+  type Price,
+  type SessionListResponse,
+  type SessionResponse,
+  costOfUsage,
+  formatUsd,
+} from '@agentrt/collector';
 import { type Command, UsageError, parseCommandArgs } from '../command.js';
 import {
   collectorJson,
@@ -17,7 +23,7 @@ const usage = `Usage: agentrt sessions [<sessionId>] [--limit <n>] [--wait <s>] 
                              [--json] [--runtime-url <url>]
 
 Without an id: the most recent sessions (by session.id) with their trace, span and error counts,
-token totals and last activity. With an id: that session's traces in time order.
+token totals, cost (tokens × the collector's price table) and last activity. With an id: that session's traces in time order.
   --limit <n>   how many sessions to list (default 50, at most 1000)
   --wait <s>    with an id the collector does not know yet: wait this long for its spans (default
                 ${DEFAULT_WAIT_SECONDS}; exporters send in batches, so spans arrive seconds after the answer; 0 = no wait)
@@ -36,6 +42,16 @@ The local runtime's live sessions (not their telemetry):
 
 const tokens = (t: { input: number; output: number; total: number }): string =>
   t.total ? `${t.input}/${t.output}` : '';
+
+/** Tokens × the collector's price table; '' without usage, '—' when no model of it has a price. */
+const cost = (
+  byModel: SessionResponse['session']['tokensByModel'],
+  prices: Record<string, Price>,
+): string => {
+  const c = costOfUsage(byModel, prices);
+  if (!c) return '';
+  return c.unpriced.length === Object.keys(byModel ?? {}).length ? '—' : formatUsd(c.usd);
+};
 
 export const sessionsCommand: Command = {
   name: 'sessions',
@@ -86,14 +102,16 @@ export const sessionsCommand: Command = {
         return 0;
       }
       const x = s.session;
+      const { prices } = await collectorJson<{ prices: Record<string, Price> }>(base, '/api/prices');
+      const sessionCost = cost(x.tokensByModel, prices);
       io.stdout(
         `session ${x.sessionId}  services ${x.serviceNames.join(', ') || '-'}\n` +
-          `${x.traceCount} traces, ${x.spanCount} spans, ${x.errorCount} errors, tokens in/out ${x.tokens.input}/${x.tokens.output}\n` +
+          `${x.traceCount} traces, ${x.spanCount} spans, ${x.errorCount} errors, tokens in/out ${x.tokens.input}/${x.tokens.output}${sessionCost ? `, cost ${sessionCost}` : ''}\n` +
           `${formatTime(x.firstSeenUnixNano / 1e6)} → ${formatTime(x.lastSeenUnixNano / 1e6)}\n\n`,
       );
       io.stdout(
         renderTable(
-          ['start', 'trace', 'root', 'duration', 'spans', 'errors', 'tokens in/out'],
+          ['start', 'trace', 'root', 'duration', 'spans', 'errors', 'tokens in/out', 'cost'],
           s.traces.map((t) => [
             formatTime(t.startTimeUnixNano / 1e6),
             t.traceId,
@@ -102,6 +120,7 @@ export const sessionsCommand: Command = {
             t.spanCount,
             t.errorCount || '',
             tokens(t.tokens),
+            cost(t.tokensByModel, prices),
           ]),
         ),
       );
@@ -114,9 +133,10 @@ export const sessionsCommand: Command = {
       io.stdout(`${JSON.stringify(list, null, 2)}\n`);
       return 0;
     }
+    const { prices } = await collectorJson<{ prices: Record<string, Price> }>(base, '/api/prices');
     io.stdout(
       renderTable(
-        ['last seen', 'session', 'services', 'traces', 'spans', 'errors', 'tokens in/out'],
+        ['last seen', 'session', 'services', 'traces', 'spans', 'errors', 'tokens in/out', 'cost'],
         list.sessions.map((s) => [
           formatTime(s.lastSeenUnixNano / 1e6),
           s.sessionId,
@@ -125,6 +145,7 @@ export const sessionsCommand: Command = {
           s.spanCount,
           s.errorCount || '',
           tokens(s.tokens),
+          cost(s.tokensByModel, prices),
         ]),
       ),
     );

@@ -83,7 +83,13 @@ describe('agentrt traces / sessions against a running collector', () => {
   let dir: string;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'agentrt-cli-traces-'));
-    c = await createCollector({ dataDir: join(dir, 'data'), host: '127.0.0.1', port: 0 });
+    // A price for the test's model, so the sessions listing shows a cost.
+    const pricesFile = join(dir, 'prices.json');
+    writeFileSync(
+      pricesFile,
+      JSON.stringify({ claude: { inputPerMTok: 100_000, outputPerMTok: 1_000_000 } }),
+    );
+    c = await createCollector({ dataDir: join(dir, 'data'), host: '127.0.0.1', port: 0, pricesFile });
     const res = await fetch(`${c.url}/v1/traces`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -173,9 +179,11 @@ describe('agentrt traces / sessions against a running collector', () => {
     const list = await run(['traces', 'list', '--status', 'error', '--url', c.url]);
     expect(list.out).toContain(TRACE);
     const sessions = await run(['sessions', '--url', c.url]);
-    expect(sessions.out).toMatch(/cli-session\s+cli-agent\s+1\s+3\s+1\s+40\/9/);
+    // 40 × $0.1 + 9 × $1 per token = $13.00
+    expect(sessions.out).toMatch(/cli-session\s+cli-agent\s+1\s+3\s+1\s+40\/9\s+\$13\.00/);
     const one = await run(['sessions', 'cli-session', '--url', c.url]);
-    expect(one.out).toMatch(/1 traces, 3 spans, 1 errors, tokens in\/out 40\/9/);
+    expect(one.out).toMatch(/1 traces, 3 spans, 1 errors, tokens in\/out 40\/9, cost \$13\.00/);
+    expect(one.out).toMatch(/40\/9\s+\$13\.00/);
     expect(one.out).toContain(TRACE);
     expect(JSON.parse((await run(['sessions', '--json', '--url', c.url])).out).sessions).toHaveLength(1);
   });
