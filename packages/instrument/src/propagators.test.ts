@@ -8,7 +8,8 @@ import {
 } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import type { PropagatorName } from './config.js';
-import { createPropagator } from './propagators.js';
+import { CachingBaggagePropagator, createPropagator } from './propagators.js';
+import { W3CBaggagePropagator, suppressTracing } from '@opentelemetry/core';
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const SPAN_ID = 'b7ad6b7169203331';
@@ -79,5 +80,36 @@ describe('OTEL_PROPAGATORS', () => {
     expect(carrier['x-amzn-trace-id']).toMatch(
       /^Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1/,
     );
+  });
+});
+
+describe('CachingBaggagePropagator', () => {
+  const upstream = new W3CBaggagePropagator();
+  const caching = new CachingBaggagePropagator();
+  const headerOf = (p: W3CBaggagePropagator, ctx: ReturnType<typeof propagation.setBaggage>) => {
+    const carrier: Record<string, string> = {};
+    p.inject(ctx, carrier, defaultTextMapSetter);
+    return carrier;
+  };
+
+  it('writes what the upstream propagator writes, every time, and a changed baggage anew', () => {
+    const first = propagation.createBaggage({
+      'session.id': { value: SESSION },
+      'user id': { value: 'a b,c;d=é', metadata: undefined },
+    });
+    const ctx = propagation.setBaggage(ROOT_CONTEXT, first);
+    expect(headerOf(caching, ctx)).toEqual(headerOf(upstream, ctx));
+    expect(headerOf(caching, ctx)).toEqual(headerOf(upstream, ctx));
+    const changed = propagation.setBaggage(ROOT_CONTEXT, first.setEntry('tenant', { value: 't1' }));
+    expect(headerOf(caching, changed).baggage).toContain('tenant=t1');
+    expect(headerOf(caching, changed)).toEqual(headerOf(upstream, changed));
+  });
+
+  it('writes nothing with no baggage, an empty one, or tracing suppressed', () => {
+    const ctx = propagation.setBaggage(ROOT_CONTEXT, propagation.createBaggage({ a: { value: '1' } }));
+    expect(headerOf(caching, ROOT_CONTEXT)).toEqual({});
+    expect(headerOf(caching, propagation.setBaggage(ROOT_CONTEXT, propagation.createBaggage()))).toEqual({});
+    expect(headerOf(caching, suppressTracing(ctx))).toEqual({});
+    expect(headerOf(caching, ctx)).toEqual({ baggage: 'a=1' });
   });
 });

@@ -1,6 +1,19 @@
 import { createRequire } from 'node:module';
-import { type TextMapPropagator, diag } from '@opentelemetry/api';
-import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import {
+  type Baggage,
+  type Context,
+  type TextMapPropagator,
+  type TextMapSetter,
+  defaultTextMapSetter,
+  diag,
+  propagation,
+} from '@opentelemetry/api';
+import {
+  CompositePropagator,
+  W3CBaggagePropagator,
+  W3CTraceContextPropagator,
+  isTracingSuppressed,
+} from '@opentelemetry/core';
 import type * as B3 from '@opentelemetry/propagator-b3';
 import type * as Jaeger from '@opentelemetry/propagator-jaeger';
 import { CloudXRayPropagator, SessionHeaderPropagator } from '@agentrt/propagation';
@@ -16,6 +29,30 @@ function optional(name: PropagatorName, create: () => TextMapPropagator): TextMa
   } catch (error) {
     diag.warn(`propagator "${name}" could not be loaded; continuing without it`, error);
     return undefined;
+  }
+}
+
+const BAGGAGE_HEADER = 'baggage';
+/** The `baggage` header value of each Baggage already serialized (undefined: nothing to send). */
+const baggageHeaders = new WeakMap<Baggage, string | undefined>();
+
+/**
+ * W3C baggage that serializes each Baggage once. A Baggage is immutable (setEntry returns a new
+ * one), and the one extracted from an incoming request rides along to every outgoing call it makes:
+ * the upstream propagator percent-encodes and joins its entries again on every inject (2.7 µs for
+ * one `session.id` entry, against a WeakMap lookup). Extraction and the header's value are the
+ * upstream propagator's own.
+ */
+export class CachingBaggagePropagator extends W3CBaggagePropagator {
+  override inject(context: Context, carrier: unknown, setter: TextMapSetter = defaultTextMapSetter): void {
+    const baggage = propagation.getBaggage(context);
+    if (baggage === undefined || isTracingSuppressed(context)) return;
+    let header = baggageHeaders.get(baggage);
+    if (header === undefined && !baggageHeaders.has(baggage)) {
+      super.inject(context, undefined, { set: (_carrier, _key, value) => (header = value) });
+      baggageHeaders.set(baggage, header);
+    }
+    if (header !== undefined) setter.set(carrier, BAGGAGE_HEADER, header);
   }
 }
 
@@ -47,7 +84,7 @@ export function createPropagator(names: readonly PropagatorName[]): TextMapPropa
     );
   }
   if (wanted.has('tracecontext')) candidates.push(new W3CTraceContextPropagator());
-  if (wanted.has('baggage')) candidates.push(new W3CBaggagePropagator());
+  if (wanted.has('baggage')) candidates.push(new CachingBaggagePropagator());
   if (wanted.has('session')) candidates.push(new SessionHeaderPropagator());
   const propagators = candidates.filter((p): p is TextMapPropagator => p !== undefined);
   return new CompositePropagator({ propagators });
