@@ -121,6 +121,12 @@ describe.each([
     async () => {
       expect(await list('?service=weather&noise=include&status=ok')).toHaveLength(4);
       expect(await list(`?q=${hex(2, 16)}`)).toEqual([['GET /healthz', 'probe']]);
+      // A limit smaller than the run of noise between the user's traces still fills up with theirs.
+      expect(await list('?limit=2')).toEqual([
+        ['GET /weather/healthz', null],
+        ['POST /weather', null],
+      ]);
+      expect(await list('?limit=1&noise=only')).toEqual([['POST', 'internal']]);
     },
   );
 

@@ -371,8 +371,14 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     const keep = (s: TraceSummary): boolean =>
       noise === 'include' || (noise === 'only') === (s.noise !== undefined);
     const out: TraceSummary[] = [];
-    const page = noise === 'include' ? limit : Math.min(1000, limit * 4);
-    for (let offset = 0; out.length < limit && offset < 20 * page; offset += page) {
+    // The first page is the size asked for (most traces are a user's); each further page doubles,
+    // up to 1000, and at most 20 pages are read (a store of nothing but probes answers short).
+    let page = limit;
+    for (
+      let offset = 0, round = 0;
+      out.length < limit && round < 20;
+      offset += page, page = Math.min(1000, page * 2), round++
+    ) {
       const rows = await select<{ trace_id: string }>(
         `SELECT trace_id, minMerge(start_ns) AS s, maxMerge(end_ns) AS e, anyIfMerge(root_service) AS svc, sumMerge(errors) AS err FROM ${T('traces')}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} GROUP BY trace_id${having.length ? ` HAVING ${having.join(' AND ')}` : ''} ORDER BY s DESC, trace_id LIMIT ${offset}, ${page}`,
       );
