@@ -5,7 +5,12 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type WeatherApiFixture, startWeatherApiFixture } from '@agentrt/example-models/fixtures';
-import { checkDockerfile, loggedOfflineNotice, useExampleContainers } from '@agentrt/example-models/testing';
+import {
+  checkDockerfile,
+  exampleDockerfile,
+  loggedOfflineNotice,
+  useExampleContainers,
+} from '@agentrt/example-models/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 const exampleDir = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -14,9 +19,11 @@ let weather: WeatherApiFixture;
 beforeAll(async () => void (weather = await startWeatherApiFixture()));
 afterAll(() => weather?.close());
 
-it('has a multi-stage, non-root Dockerfile exposing 8080 with a /ping HEALTHCHECK and the instrumented CMD', () => {
+it('builds from the shared examples/Dockerfile: multi-stage, non-root, exposing 8080 with a /ping HEALTHCHECK and the instrumented CMD', () => {
   const expected = { port: 8080, healthPath: '/ping', workdir: '/app/examples/sdk-agent' };
-  expect(checkDockerfile(join(exampleDir, 'Dockerfile'), expected)).toEqual([]);
+  const image = exampleDockerfile(exampleDir);
+  expect(image.path).toBe(join(exampleDir, '..', 'Dockerfile'));
+  expect(checkDockerfile(image.path, expected, image.buildArgs)).toEqual([]);
 });
 
 it(

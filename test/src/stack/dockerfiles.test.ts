@@ -1,6 +1,8 @@
+import { join } from 'node:path';
+import { checkDockerfile } from '@agentrt/example-models/testing';
 import { describe, expect, it } from 'vitest';
 import { lintDockerfile } from './dockerfile-lint.js';
-import { readRepoFile, readRepoYaml } from './repo.js';
+import { readRepoFile, readRepoYaml, repoRoot } from './repo.js';
 
 interface ComposeBuild {
   services: Record<string, { build?: { dockerfile?: string; target?: string }; healthcheck?: unknown }>;
@@ -39,6 +41,23 @@ describe('Dockerfiles', () => {
     // Production dependencies install on the target platform (no --platform), native modules match.
     expect(text).toMatch(/^FROM node:[\d.]+-\S+ AS collector-deps$/m);
     expect(text).toMatch(/npm ci --omit=dev/);
+  });
+
+  // The build args each example's README passes to the shared examples/Dockerfile.
+  it.each([
+    ['sdk-agent', {}, 8080, '/ping'],
+    ['custom-agent', {}, 8080, '/ping'],
+    ['mcp-server', { PORT: '8000', HEALTH_PATH: '' }, 8000, ''],
+    ['a2a-agent', { PORT: '9000' }, 9000, '/ping'],
+  ] as const)('examples/Dockerfile builds %s for its contract', (example, args, port, healthPath) => {
+    const buildArgs = { EXAMPLE: example, ...args };
+    const readme = readRepoFile(`examples/${example}/README.md`);
+    const flags = Object.entries(buildArgs)
+      .map(([k, v]) => `--build-arg ${k}=${v}`)
+      .join(' ');
+    expect(readme).toContain(`docker build -f examples/Dockerfile ${flags} -t agentrt/${example} .`);
+    const expected = { port, healthPath, workdir: `/app/examples/${example}` };
+    expect(checkDockerfile(join(repoRoot, 'examples', 'Dockerfile'), expected, buildArgs)).toEqual([]);
   });
 
   it('the lint rules catch what they promise to catch', () => {

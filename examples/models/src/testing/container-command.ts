@@ -5,8 +5,8 @@
  * exact container command without a Docker engine.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 
 export interface DockerInstruction {
   /** Upper-case keyword: FROM, RUN, COPY, ENV, USER, EXPOSE, HEALTHCHECK, CMD, ... */
@@ -76,9 +76,33 @@ export interface ContainerCommand {
   readonly parsed: ParsedDockerfile;
 }
 
-/** The final stage's CMD (exec form required), ENV and WORKDIR of a Dockerfile. */
-export function readContainerCommand(dockerfilePath: string): ContainerCommand {
-  const parsed = parseDockerfile(readFileSync(dockerfilePath, 'utf8'));
+/**
+ * Replaces `$NAME` / `${NAME}` with the build's ARG values (declared defaults, then `buildArgs`),
+ * as docker does in ENV, WORKDIR, EXPOSE and the like; an undeclared name stays as written.
+ */
+function expandArgs(text: string, args: Readonly<Record<string, string>>): string {
+  return text.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (whole, name: string) => args[name] ?? whole);
+}
+
+/**
+ * The final stage's CMD (exec form required), ENV and WORKDIR of a Dockerfile, with `buildArgs`
+ * (`--build-arg NAME=value`) over the ARG defaults expanded in the final stage's instructions.
+ */
+export function readContainerCommand(
+  dockerfilePath: string,
+  buildArgs: Readonly<Record<string, string>> = {},
+): ContainerCommand {
+  const text = parseDockerfile(readFileSync(dockerfilePath, 'utf8'));
+  const last = text.stageCount - 1;
+  const args: Record<string, string> = {};
+  for (const inst of text.instructions.filter((i) => i.keyword === 'ARG' && i.stage === last)) {
+    const [name, value] = inst.args.split(/=(.*)/s) as [string, string | undefined];
+    args[name] = buildArgs[name] ?? value ?? '';
+  }
+  const instructions = text.instructions.map((inst) =>
+    inst.stage === last && inst.keyword !== 'RUN' ? { ...inst, args: expandArgs(inst.args, args) } : inst,
+  );
+  const parsed = { ...text, instructions, finalStage: instructions.filter((i) => i.stage === last) };
   const cmd = parsed.finalStage.filter((i) => i.keyword === 'CMD').at(-1);
   if (!cmd) throw new Error(`${dockerfilePath}: the final stage has no CMD`);
   const argv = JSON.parse(cmd.args) as unknown;
@@ -90,6 +114,22 @@ export function readContainerCommand(dockerfilePath: string): ContainerCommand {
     Object.assign(env, parseEnvInstruction(inst.args));
   const workdir = parsed.finalStage.filter((i) => i.keyword === 'WORKDIR').at(-1)?.args;
   return { argv, env, workdir, parsed };
+}
+
+/**
+ * The Dockerfile an example's image is built from: its own, else the shared `examples/Dockerfile`
+ * with `EXAMPLE=<folder name>` (plus `buildArgs`).
+ */
+export function exampleDockerfile(
+  exampleDir: string,
+  buildArgs: Readonly<Record<string, string>> = {},
+): { path: string; buildArgs: Record<string, string> } {
+  const own = join(exampleDir, 'Dockerfile');
+  if (existsSync(own)) return { path: own, buildArgs: { ...buildArgs } };
+  return {
+    path: join(exampleDir, '..', 'Dockerfile'),
+    buildArgs: { EXAMPLE: basename(exampleDir), ...buildArgs },
+  };
 }
 
 function killGroup(child: ChildProcess): void {
@@ -128,7 +168,8 @@ export function startContainerCommand(
   exampleDir: string,
   env: Record<string, string> = {},
 ): RunningContainer {
-  const command = readContainerCommand(join(exampleDir, 'Dockerfile'));
+  const image = exampleDockerfile(exampleDir);
+  const command = readContainerCommand(image.path, image.buildArgs);
   const [program, ...args] = command.argv;
   const child = spawn(program === 'node' ? process.execPath : program!, args, {
     cwd: exampleDir,
@@ -206,7 +247,7 @@ export function startContainerCommand(
 export interface ImageExpectations {
   /** The port the image EXPOSEs and its HEALTHCHECK calls. */
   readonly port: number;
-  /** The path its HEALTHCHECK requests, e.g. `/health` or `/ping`. */
+  /** The path its HEALTHCHECK requests, e.g. `/health` or `/ping`; empty: it only connects to the port. */
   readonly healthPath: string;
   /** The final WORKDIR, e.g. `/app/examples/weather`. */
   readonly workdir: string;
@@ -217,9 +258,13 @@ export interface ImageExpectations {
  * the shipped stage built for the target platform (buildx multi-arch), non-root USER, EXPOSE of the
  * port, a HEALTHCHECK on the health path, ENV PORT, and the instrumented exec-form CMD.
  */
-export function checkDockerfile(dockerfilePath: string, expected: ImageExpectations): string[] {
+export function checkDockerfile(
+  dockerfilePath: string,
+  expected: ImageExpectations,
+  buildArgs: Readonly<Record<string, string>> = {},
+): string[] {
   const problems: string[] = [];
-  const { argv, env, workdir, parsed } = readContainerCommand(dockerfilePath);
+  const { argv, env, workdir, parsed } = readContainerCommand(dockerfilePath, buildArgs);
   const final = parsed.finalStage;
   if (parsed.stageCount < 2) problems.push('not multi-stage');
   const froms = parsed.instructions.filter((i) => i.keyword === 'FROM');
@@ -237,7 +282,14 @@ export function checkDockerfile(dockerfilePath: string, expected: ImageExpectati
     problems.push(`EXPOSE ${expected.port} missing (has ${exposed.join(', ') || 'none'})`);
   const health = final.find((i) => i.keyword === 'HEALTHCHECK');
   if (!health) problems.push('no HEALTHCHECK');
-  else if (!health.args.includes(expected.healthPath) || !health.args.includes(String(expected.port))) {
+  else if (
+    // Literally, or through the image's ENV (a HEALTHCHECK's exec form is not expanded at build).
+    !(
+      health.args.includes(expected.healthPath) ||
+      (health.args.includes('HEALTH_PATH') && env.HEALTH_PATH === expected.healthPath)
+    ) ||
+    !(health.args.includes(String(expected.port)) || health.args.includes('process.env.PORT'))
+  ) {
     problems.push(`HEALTHCHECK does not call ${expected.healthPath} on ${expected.port}`);
   }
   if (env.PORT !== String(expected.port))

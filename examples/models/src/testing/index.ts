@@ -5,6 +5,7 @@ export {
   type ParsedDockerfile,
   type RunningContainer,
   checkDockerfile,
+  exampleDockerfile,
   parseDockerfile,
   parseEnvInstruction,
   readContainerCommand,
