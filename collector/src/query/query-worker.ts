@@ -49,7 +49,9 @@ port.on('message', (m: QueryRequest) => {
     const json = response instanceof Uint8Array ? response : encoder.encode(JSON.stringify(response ?? null));
     if (json.length > maxResultBytes) {
       throw new QueryError(
-        `the result is ${json.length} bytes, more than ${maxResultBytes}; select fewer fields (not @message) or a smaller limit`,
+        m.type === 'read'
+          ? `the answer is ${json.length} bytes, more than ${maxResultBytes}; narrow it (a smaller limit, a time range)`
+          : `the result is ${json.length} bytes, more than ${maxResultBytes}; select fewer fields (not @message) or a smaller limit`,
         0,
         [],
         'QueryError',

@@ -133,6 +133,10 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       try {
         for (let done = 0, n = 1; n > 0 && done < READ_REFRESH_ITEMS; done += n)
           n = await writer.refreshSummaries(REFRESH_SLICE_ITEMS, REFRESH_SLICE_MS);
+      } catch (error) {
+        // The writer thread is down (restarting) or the store is closing: the read answers with
+        // the summaries as stored rather than failing.
+        options.logger.warn('summary refresh before a read failed', { error });
       } finally {
         refreshing = undefined;
       }
