@@ -242,15 +242,23 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
       seg.widthUs === 0
         ? 'sum(delta) AS d, sum(value) AS v, sum(count) AS c, count(*) AS n, min(coalesce(min, value)) AS mn, max(coalesce(max, value)) AS mx'
         : `delta AS d, value AS v, count AS c, points AS n, min AS mn, max AS mx${wantBuckets ? ', buckets' : ''}`;
-    const rows = statement(seg.widthUs, columns, seg.widthUs === 0).all(
-      stepUs,
-      firstIndex,
-      ids,
-      seg.fromUs,
-      seg.toUs,
-    ) as unknown as (Row & { buckets?: string | null })[];
-    for (const r of rows) {
-      if (r.buckets) (cellOf(groupOf.get(r.s)!, r.b).buckets ??= []).push(decodeTriples(r.buckets));
+    // Rows as arrays: node:sqlite builds a row object per row by name, several times slower.
+    const stmt = statement(seg.widthUs, columns, seg.widthUs === 0);
+    stmt.setReturnArrays(true);
+    const arrays = stmt.all(stepUs, firstIndex, ids, seg.fromUs, seg.toUs) as unknown as [
+      number,
+      number,
+      number | null,
+      number,
+      number | null,
+      number,
+      number | null,
+      number | null,
+      (string | null)?,
+    ][];
+    for (const [s, b, d, v, c, n, mn, mx, json] of arrays) {
+      if (json) (cellOf(groupOf.get(s)!, b).buckets ??= []).push(decodeTriples(json));
+      const r: Row = { s, b, d, v, c, n, mn, mx };
       const key = r.s * buckets + r.b;
       const had = perSeries.get(key);
       if (!had) perSeries.set(key, r);
