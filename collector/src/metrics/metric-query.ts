@@ -214,7 +214,13 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
     t: number | null;
   };
   const usable = q.rollups === false ? [] : ROLLUP_WIDTHS_US.filter((w) => oneBucket || stepUs % w === 0);
-  const segments = planSegments(Math.max(startUs, oldestUs ?? endUs), endUs, usable);
+  // Roll-ups end where windows still held in memory begin (their rows lack points): raw from there.
+  const fromUs = Math.max(startUs, oldestUs ?? endUs);
+  const rolledToUs = Math.max(fromUs, Math.min(endUs, store.unwrittenFromUs() ?? endUs));
+  const segments = [
+    ...planSegments(fromUs, rolledToUs, usable),
+    ...(rolledToUs < endUs ? [{ widthUs: 0, fromUs: rolledToUs, toUs: endUs }] : []),
+  ];
   const ids = JSON.stringify(chosen.map((s) => s.id));
   const bucketIndex = (column: string) => `CAST(${column} / ? AS INTEGER) - ?`;
   const wantBuckets = histogram && percentile !== null;

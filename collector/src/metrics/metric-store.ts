@@ -112,6 +112,11 @@ export interface MetricStore {
   seriesOf(name: string): MetricSeries[];
   /** Every metric name with its kind, unit, description, series count and last point time. */
   names(): MetricName[];
+  /**
+   * Where roll-up rows may be missing points (the oldest window still only in memory); undefined
+   * when every row is complete. Queries read raw points from there on.
+   */
+  unwrittenFromUs(): number | undefined;
   /** Deletes points older than maxAgeMs and series left without points; returns points deleted. */
   applyRetention(opts: { maxAgeMs: number; maxBytes: number }): number;
   close(): void;
@@ -292,123 +297,149 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
     `INSERT OR REPLACE INTO metric_rollups (series_id, width_us, bucket_us, delta, value, count, points, min, max, buckets)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
-  /** Roll-up windows the current ingest call added to, keyed series|width|window start. */
-  const pending = new Map<string, { seriesId: number; widthUs: number; bucketUs: number; r: Rollup }>();
   const lower = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.min(a, b));
   const upper = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.max(a, b));
+  const emptyRollup = (): Rollup => ({
+    delta: 0,
+    value: 0,
+    count: 0,
+    points: 0,
+    min: null,
+    max: null,
+    buckets: undefined,
+  });
+  type PointRow = {
+    value: number;
+    delta: number | null;
+    count: number | null;
+    min: number | null;
+    max: number | null;
+    buckets: StoredBuckets | undefined;
+  };
+  /** Adds one stored point to a window's totals (the query reads min/max as min ?? value). */
+  const addPoint = (r: Rollup, row: PointRow, triples: BucketTriple[] | undefined) => {
+    r.delta += row.delta ?? 0;
+    r.value += row.value;
+    r.count += row.count ?? 0;
+    r.points += 1;
+    r.min = lower(r.min, row.min ?? row.value);
+    r.max = upper(r.max, row.max ?? row.value);
+    if (triples) mergeBuckets((r.buckets ??= new Map()), triples);
+  };
 
-  /** Adds one stored point to its windows (the query reads min/max as min ?? value, so do they). */
-  const addToRollups = (
-    seriesId: number,
-    timeUs: number,
-    row: {
-      value: number;
-      delta: number | null;
-      count: number | null;
-      min: number | null;
-      max: number | null;
-      buckets: StoredBuckets | undefined;
-    },
-  ) => {
-    const triples = row.buckets ? bucketsOf(row.buckets) : undefined;
-    for (const widthUs of ROLLUP_WIDTHS_US) {
-      const bucketUs = Math.floor(timeUs / widthUs) * widthUs;
-      const key = `${seriesId}|${widthUs}|${bucketUs}`;
-      let entry = pending.get(key);
-      if (!entry) {
-        entry = {
-          seriesId,
-          widthUs,
-          bucketUs,
-          r: { delta: 0, value: 0, count: 0, points: 0, min: null, max: null, buckets: undefined },
-        };
-        pending.set(key, entry);
-      }
-      const r = entry.r;
-      r.delta += row.delta ?? 0;
-      r.value += row.value;
-      r.count += row.count ?? 0;
-      r.points += 1;
-      r.min = lower(r.min, row.min ?? row.value);
-      r.max = upper(r.max, row.max ?? row.value);
-      if (triples) mergeBuckets((r.buckets ??= new Map()), triples);
+  interface Window {
+    seriesId: number;
+    widthUs: number;
+    bucketUs: number;
+    r: Rollup;
+    /** Holds points its row does not have yet. */
+    dirty: boolean;
+  }
+  const readWindow = (seriesId: number, widthUs: number, bucketUs: number): Window => {
+    const row = selectRollup.get(seriesId, widthUs, bucketUs) as
+      (RollupTotals & { buckets: string | null }) | undefined;
+    const r = emptyRollup();
+    if (row) {
+      Object.assign(r, { ...row, buckets: undefined });
+      if (row.buckets) mergeBuckets((r.buckets = new Map()), decodeTriples(row.buckets));
     }
+    return { seriesId, widthUs, bucketUs, r, dirty: false };
+  };
+  const writeWindow = (w: Window) => {
+    const r = w.r;
+    writeRollup.run(
+      w.seriesId,
+      w.widthUs,
+      w.bucketUs,
+      r.delta,
+      r.value,
+      r.count,
+      r.points,
+      r.min,
+      r.max,
+      r.buckets ? encodeTriples(r.buckets) : null,
+    );
+    w.dirty = false;
   };
 
   /**
-   * The newest window of each series and width as its row holds it: points arrive in time order, so
-   * the next export adds to the same window without reading the row back. Cleared when an ingest
-   * fails or retention runs, and whole when it grows past its bound.
+   * The newest window of each series and width (key series|width), kept in memory while points come
+   * in and written when the series moves on to a later window (points arrive in time order), so an
+   * export writes a window row every five minutes or hour per series instead of two per point. The
+   * query reads raw points from the oldest unwritten window on (see unwrittenFromUs); a point for an
+   * older window is added to its row at once. At open, and after a failed ingest, the windows after
+   * each series' last written ones are worked out again from the points.
    */
-  const openWindows = new Map<string, { bucketUs: number; r: Rollup }>();
+  const openWindows = new Map<string, Window>();
   const MAX_OPEN_WINDOWS = 100_000;
 
-  /** Writes the pending windows, each added to what its row already holds. */
-  const flushRollups = () => {
-    if (openWindows.size > MAX_OPEN_WINDOWS) openWindows.clear();
-    for (const { seriesId, widthUs, bucketUs, r } of pending.values()) {
+  const addToRollups = (seriesId: number, timeUs: number, row: PointRow) => {
+    const triples = row.buckets ? bucketsOf(row.buckets) : undefined;
+    for (const widthUs of ROLLUP_WIDTHS_US) {
+      const bucketUs = Math.floor(timeUs / widthUs) * widthUs;
       const key = `${seriesId}|${widthUs}`;
-      const open = openWindows.get(key);
-      const had =
-        open?.bucketUs === bucketUs
-          ? open.r
-          : (selectRollup.get(seriesId, widthUs, bucketUs) as
-              (RollupTotals & { buckets: string | null }) | undefined);
-      if (had) {
-        r.delta += had.delta;
-        r.value += had.value;
-        r.count += had.count;
-        r.points += had.points;
-        r.min = lower(r.min, had.min);
-        r.max = upper(r.max, had.max);
-        if (had.buckets)
-          mergeBuckets(
-            (r.buckets ??= new Map()),
-            typeof had.buckets === 'string' ? decodeTriples(had.buckets) : had.buckets.values(),
-          );
+      let w = openWindows.get(key);
+      if (w && bucketUs < w.bucketUs) {
+        const late = readWindow(seriesId, widthUs, bucketUs);
+        addPoint(late.r, row, triples);
+        writeWindow(late);
+        continue;
       }
-      if (!open || bucketUs >= open.bucketUs) openWindows.set(key, { bucketUs, r });
-      writeRollup.run(
-        seriesId,
-        widthUs,
-        bucketUs,
-        r.delta,
-        r.value,
-        r.count,
-        r.points,
-        r.min,
-        r.max,
-        r.buckets ? encodeTriples(r.buckets) : null,
-      );
+      if (!w || w.bucketUs !== bucketUs) {
+        if (w?.dirty) writeWindow(w);
+        w = readWindow(seriesId, widthUs, bucketUs);
+        openWindows.set(key, w);
+      }
+      addPoint(w.r, row, triples);
+      w.dirty = true;
     }
-    pending.clear();
   };
 
-  // A store written by a collector before roll-ups (schema 1): build them from its points once.
-  if (version === 1) {
-    inTransaction(db, () => {
-      const rows = db
-        .prepare('SELECT series_id, time_us, value, delta, count, min, max, buckets FROM metric_points')
-        .iterate() as Iterable<{
-        series_id: number;
-        time_us: number;
-        value: number;
-        delta: number | null;
-        count: number | null;
-        min: number | null;
-        max: number | null;
-        buckets: string | null;
-      }>;
-      for (const r of rows) {
-        addToRollups(r.series_id, r.time_us, {
-          ...r,
-          buckets: r.buckets ? (JSON.parse(r.buckets) as StoredBuckets) : undefined,
-        });
-        if (pending.size >= 10_000) flushRollups();
+  /** Writes every window holding unwritten points (inside a transaction). */
+  const writeOpenWindows = () => {
+    for (const w of openWindows.values()) if (w.dirty) writeWindow(w);
+  };
+
+  /**
+   * Works out again, from the points, each series' windows from its last written one on (that one
+   * too: it may have been written before more points came), and writes them (inside a transaction).
+   */
+  const rebuildOpenWindows = () => {
+    openWindows.clear();
+    const series = db.prepare('SELECT id FROM metric_series').all() as { id: number }[];
+    const lastWritten = db.prepare(
+      'SELECT max(bucket_us) AS last FROM metric_rollups WHERE series_id = ? AND width_us = ?',
+    );
+    const pointsFrom = db.prepare(
+      'SELECT time_us, value, delta, count, min, max, buckets FROM metric_points WHERE series_id = ? AND time_us >= ?',
+    );
+    for (const { id } of series)
+      for (const widthUs of ROLLUP_WIDTHS_US) {
+        const { last } = lastWritten.get(id, widthUs) as { last: number | null };
+        const fresh = new Map<number, Window>();
+        for (const p of pointsFrom.iterate(id, last ?? 0) as Iterable<{
+          time_us: number;
+          value: number;
+          delta: number | null;
+          count: number | null;
+          min: number | null;
+          max: number | null;
+          buckets: string | null;
+        }>) {
+          const bucketUs = Math.floor(p.time_us / widthUs) * widthUs;
+          let w = fresh.get(bucketUs);
+          if (!w)
+            fresh.set(bucketUs, (w = { seriesId: id, widthUs, bucketUs, r: emptyRollup(), dirty: true }));
+          const buckets = p.buckets ? (JSON.parse(p.buckets) as StoredBuckets) : undefined;
+          addPoint(w.r, { ...p, buckets }, buckets ? bucketsOf(buckets) : undefined);
+        }
+        for (const w of fresh.values()) writeWindow(w);
       }
-      flushRollups();
-    });
-  }
+  };
+
+  // A store written by a collector before roll-ups (schema 1) gets them built from its points; any
+  // store gets the windows a collector that stopped without writing them left out.
+  inTransaction(db, rebuildOpenWindows);
 
   const ingestOne = (p: MetricPoint, seriesId: number): string | undefined => {
     const timeUs = us(p.timeUnixNano);
@@ -493,7 +524,10 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
       let rejectReason: string | undefined;
       try {
         inTransaction(db, () => {
-          pending.clear();
+          if (openWindows.size > MAX_OPEN_WINDOWS) {
+            writeOpenWindows();
+            openWindows.clear();
+          }
           for (const p of points) {
             const series = seriesFor(p);
             const problem = typeof series === 'string' ? series : ingestOne(p, series);
@@ -503,11 +537,15 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
               rejectReason ??= problem;
             }
           }
-          flushRollups();
         });
       } catch (error) {
-        // Rolled back: the windows held here may hold what was not written.
-        openWindows.clear();
+        // Rolled back: the windows held here hold points that are not stored; work them out again.
+        try {
+          inTransaction(db, rebuildOpenWindows);
+        } catch {
+          // The store itself is failing (the first error says why); the next open rebuilds them.
+          openWindows.clear();
+        }
         throw error;
       }
       return rejectReason === undefined ? { stored, rejected } : { stored, rejected, rejectReason };
@@ -537,7 +575,15 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
         series: r.series,
         lastMs: Math.floor(r.last_us / 1000),
       })),
+    unwrittenFromUs() {
+      let from: number | undefined;
+      for (const w of openWindows.values())
+        if (w.dirty && (from === undefined || w.bucketUs < from)) from = w.bucketUs;
+      return from;
+    },
     applyRetention({ maxAgeMs, maxBytes }) {
+      // Windows are read back from their rows after this: write what only memory holds.
+      inTransaction(db, writeOpenWindows);
       openWindows.clear();
       const cutoffUs = (Date.now() - maxAgeMs) * 1000;
       let deleted = Number(db.prepare('DELETE FROM metric_points WHERE time_us < ?').run(cutoffUs).changes);
@@ -586,6 +632,9 @@ export function createMetricStore(opts: { dataDir: string; limits?: Partial<Metr
       }
       return deleted;
     },
-    close: () => db.close(),
+    close: () => {
+      inTransaction(db, writeOpenWindows);
+      db.close();
+    },
   };
 }
