@@ -35,6 +35,9 @@ CREATE INDEX IF NOT EXISTS spans_hot_odd ON spans(id) WHERE hot_odd = 1;`;
 /** Indexes of older versions that GENAI_INDEX replaces. */
 export const DROPPED_INDEXES = ['spans_genai'];
 
+/** A trace summary that is not noise (TraceSummary.noise): the default trace list's rows. */
+export const SIGNAL_TRACE = "json_extract(summary, '$.noise') IS NULL";
+
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS spans (
@@ -80,6 +83,9 @@ CREATE TABLE IF NOT EXISTS traces (
   summary TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS traces_start ON traces(start_us);
+-- The default trace list (no probes, synthetic checks or internal traffic: TraceSummary.noise) walks
+-- this in time order instead of reading every summary past a run of health probes.
+CREATE INDEX IF NOT EXISTS traces_signal_start ON traces(start_us) WHERE ${SIGNAL_TRACE};
 CREATE TABLE IF NOT EXISTS sessions (
   session_id TEXT PRIMARY KEY,
   last_us INTEGER NOT NULL,

@@ -6,7 +6,7 @@ import { decodeTraceRequestJson } from '../otlp/decode-json.js';
 import { runQuery } from '../query/engine.js';
 import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
 import type { SpanRecord } from '../wire-types.js';
-import { SCHEMA_VERSION } from './schema.js';
+import { SCHEMA_VERSION, SIGNAL_TRACE } from './schema.js';
 import { createSpanStore, isTraceIndexed } from './span-store.js';
 
 const cleanups: (() => void)[] = [];
@@ -71,6 +71,18 @@ describe('span store', () => {
     const listed = all.listTraces();
     expect(listed).toHaveLength(4);
     expect(listed.every((t) => t.spanCount === 5)).toBe(true);
+  });
+
+  it('walks the default trace list (noise hidden) by a partial index, not every summary', () => {
+    const store = open(100);
+    store.insertBatch(spans(10, Date.now(), { traces: 2 }));
+    store.listTraces(); // summaries built
+    const plan = store.db
+      .prepare(
+        `EXPLAIN QUERY PLAN SELECT summary FROM traces WHERE 1 AND ${SIGNAL_TRACE} ORDER BY start_us DESC LIMIT 100`,
+      )
+      .all() as { detail: string }[];
+    expect(plan.map((p) => p.detail).join('\n')).toContain('traces_signal_start');
   });
 
   it('builds session summaries and keeps them current as spans arrive', () => {

@@ -3,7 +3,14 @@ import { join } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { DEADLINE_GUARD_SQL, checkDeadline, registerDeadlineCheck } from '../query/sqlite-deadline.js';
 import type { LogRecord, SessionResponse, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
-import { DROPPED_INDEXES, GENAI_INDEX, HOT_ATTRIBUTES, SCHEMA, SCHEMA_VERSION } from './schema.js';
+import {
+  DROPPED_INDEXES,
+  GENAI_INDEX,
+  HOT_ATTRIBUTES,
+  SCHEMA,
+  SCHEMA_VERSION,
+  SIGNAL_TRACE,
+} from './schema.js';
 import { type EncodedBatch, type HotValue, createRowEncoder, hotValues, nsToUs } from './span-rows.js';
 import {
   CHECKPOINT_BYTES,
@@ -268,8 +275,8 @@ export function createSpanReader(db: DatabaseSync) {
     }
     const q = filter.q?.trim();
     const noise = noiseFilter(filter);
-    if (noise !== 'include')
-      where.push(`json_extract(summary, '$.noise') IS ${noise === 'only' ? 'NOT ' : ''}NULL`);
+    if (noise === 'exclude') where.push(SIGNAL_TRACE);
+    if (noise === 'only') where.push(`NOT (${SIGNAL_TRACE})`);
     if (q) {
       if (/^[0-9a-fA-F]{32}$/.test(q)) {
         where.push('trace_id = ?');
