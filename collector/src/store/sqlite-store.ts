@@ -43,8 +43,12 @@ export type SqliteStore = CollectorStore & {
   exportPage: ExportPageReader;
 };
 
-/** Stale summaries a read of summaries waits for (rebuilt on the writer thread first). */
+/**
+ * Stale summaries a read of summaries waits for (rebuilt on the writer thread first): at most this
+ * many, for at most this long; the background refresh catches up with the rest.
+ */
 const READ_REFRESH_ITEMS = 2000;
+const READ_REFRESH_MS = 1000;
 /**
  * A writer-thread summary transaction: at most this many summaries or this much time (a session of
  * many traces is slow to rebuild); writes queued meanwhile commit between slices.
@@ -131,7 +135,8 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
   const refreshForRead = (): Promise<void> =>
     (refreshing ??= (async () => {
       try {
-        for (let done = 0, n = 1; n > 0 && done < READ_REFRESH_ITEMS; done += n)
+        const until = performance.now() + READ_REFRESH_MS;
+        for (let done = 0, n = 1; n > 0 && done < READ_REFRESH_ITEMS && performance.now() < until; done += n)
           n = await writer.refreshSummaries(REFRESH_SLICE_ITEMS, REFRESH_SLICE_MS);
       } catch (error) {
         // The writer thread is down (restarting) or the store is closing: the read answers with
