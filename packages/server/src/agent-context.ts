@@ -261,7 +261,11 @@ function hasContextHeaders(headers: Readonly<Record<string, unknown>>): boolean 
 
 function upstreamServerSpan(active: OtelContext): Span | undefined {
   const rpc = getRPCMetadata(active);
-  if (rpc?.type === RPCType.HTTP && rpc.span.isRecording()) return rpc.span;
+  // An HTTP server instrumentation's span counts even when it is not recording (sampled out, or
+  // OTEL_TRACES_SAMPLER=always_off): the request already has its SERVER span and trace, and a second
+  // one here would be a new extract and span on every request that record nothing (or, with a
+  // ratio sampler, a SERVER span in a trace whose root was dropped).
+  if (rpc?.type === RPCType.HTTP) return rpc.span;
   const span = trace.getSpan(active);
   return span?.isRecording() ? span : undefined;
 }

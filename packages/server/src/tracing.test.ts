@@ -17,6 +17,7 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
+import { RPCType, setRPCMetadata } from '@opentelemetry/core';
 import { createAgentPropagator } from '@agentrt/propagation';
 import Koa from 'koa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -349,6 +350,45 @@ describe('agentContext() in an existing Koa app', () => {
       await waitForSpans(1);
       expect(serverSpans()[0]!.name).toBe('GET');
       expect(serverSpans()[0]!.attributes['session.id']).toBe(SESSION);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('behind an HTTP server instrumentation whose span is not recording (sampled out)', () => {
+  it("starts no second SERVER span and keeps the request in the instrumentation's trace", async () => {
+    const upstream = trace.wrapSpanContext({ traceId: W3C_TRACE, spanId: 'b7ad6b7169203331', traceFlags: 0 });
+    const koa = new Koa();
+    // what an HTTP server instrumentation (ours or upstream) places in the context of a request
+    koa.use((_ctx, next) =>
+      context.with(
+        setRPCMetadata(trace.setSpan(context.active(), upstream), { type: RPCType.HTTP, span: upstream }),
+        next,
+      ),
+    );
+    koa.use(agentContext());
+    koa.use((ctx) => {
+      ctx.body = {
+        session: getActiveSessionId() ?? null,
+        traceId: trace.getActiveSpan()?.spanContext().traceId ?? null,
+        spanId: trace.getActiveSpan()?.spanContext().spanId ?? null,
+      };
+    });
+    const server = koa.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const res = await fetch(`${url}/invocations`, {
+        method: 'POST',
+        headers: { 'x-cloud-agent-runtime-session-id': SESSION },
+      });
+      // outgoing calls name the instrumentation's span as their parent, not a second one
+      expect(await res.json()).toEqual({ session: SESSION, traceId: W3C_TRACE, spanId: 'b7ad6b7169203331' });
+      // the provider samples everything: a span started here would have been exported
+      await new Promise((r) => setTimeout(r, 50));
+      expect(exporter.getFinishedSpans()).toEqual([]);
     } finally {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
