@@ -801,6 +801,9 @@ ${startupLine}
 ${agentLine()}
 ${echoLine}
 ${echoExplanation()}
+How many calls into the OpenTelemetry SDK a reference-agent request makes, and what they add up to,
+is in the section written by bench/instrument/op-count.mjs (calls counted exactly, each timed warm):
+a bound on the telemetry work itself that a loaded machine does not blur.
 
 ### Start-up, warm compile cache for every variant (what @agentrt/instrument sets up by itself)
 
