@@ -22,7 +22,7 @@ import { RECOVERY_HINT, isCorruption } from '../store/integrity.js';
 import { isMetricForm, runMetricForm } from '../query/metric-form.js';
 import { QueryError } from '../query/query-error.js';
 import { QueryFailure } from '../query/query-pool.js';
-import { createClickHouseStore } from '../store/clickhouse/clickhouse-store.js';
+import { type ClickHouseStore, createClickHouseStore } from '../store/clickhouse/clickhouse-store.js';
 import { traceResponse } from '../store/read-ops.js';
 import { type SqliteStore, createSqliteStore } from '../store/sqlite-store.js';
 import {
@@ -305,17 +305,13 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       }
     }
     if (!get) throw new HttpError(405, 'method_not_allowed', `use GET for ${path}`);
-    // The logs API reads the SQLite store's log table; on ClickHouse it is not there yet.
-    if (path === '/api/logs' && store.kind !== 'sqlite') {
-      throw new HttpError(
-        501,
-        'not_implemented',
-        `/api/logs is not available on the ${store.kind} store yet`,
-        { expose: true },
-      );
-    }
     const spansDb = store.kind === 'sqlite' ? (store as SqliteStore).spans.db : undefined;
-    const answer = metricsAndLogsApi(path, params, { metrics, spansDb: spansDb!, prices });
+    const answer: unknown = await metricsAndLogsApi(path, params, {
+      metrics,
+      spansDb,
+      ...(store.kind === 'clickhouse' ? { logs: (store as ClickHouseStore).queryLogs } : {}),
+      prices,
+    });
     if (answer !== undefined) return sendJson(res, 200, answer);
     if (path === '/api/traces') {
       const status = params.get('status') || undefined;

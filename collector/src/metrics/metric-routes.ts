@@ -1,6 +1,6 @@
 import { type Price } from '../cost/prices.js';
 import { HttpError } from '../http/http-error.js';
-import { type LogQuery, SEVERITY_NAMES, queryLogs } from '../logs/log-query.js';
+import { type LogQuery, type LogQueryResult, SEVERITY_NAMES, queryLogs } from '../logs/log-query.js';
 import { UNIT_MS } from '../query/parser.js';
 import { MetricQueryError, queryMetric } from './metric-query.js';
 import { type MetricStore } from './metric-store.js';
@@ -46,7 +46,9 @@ export function metricsAndLogsApi(
   params: URLSearchParams,
   deps: {
     metrics: MetricStore;
-    spansDb: DatabaseSync;
+    spansDb: DatabaseSync | undefined;
+    /** Runs the log search where the store is not SQLite (ClickHouse). */
+    logs?: (q: LogQuery) => Promise<LogQueryResult>;
     prices: Readonly<Record<string, Price>>;
     nowMs?: number;
   },
@@ -106,6 +108,8 @@ export function metricsAndLogsApi(
     const after = number(params, 'after');
     if (after !== undefined) q.afterCursor = after;
     if (params.get('since') || params.get('startMs')) Object.assign(q, range(params, nowMs));
+    if (deps.logs) return deps.logs(q);
+    if (!deps.spansDb) throw new Error('the logs API needs the SQLite span store or a logs query');
     return queryLogs(deps.spansDb, q);
   }
   return undefined;

@@ -120,6 +120,36 @@ async function send(c: Collector, requests: Record<string, unknown>[]): Promise<
   }
 }
 
+/**
+ * OTLP/JSON logs: `count` records from `first` on, a second apart (after `offsetMs`), over two
+ * services; every third tagged with session s-1, every fourth in trace 1 of dataset() (session s-1).
+ */
+function logsRequest(first: number, count: number, offsetMs = 0): Record<string, unknown> {
+  // One resource per record, in time order: SQLite lists by arrival, ClickHouse by record time.
+  return {
+    resourceLogs: Array.from({ length: count }, (_, k) => first + k).map((i) => ({
+      resource: {
+        attributes: [{ key: 'service.name', value: { stringValue: i % 2 ? 'logs-b' : 'logs-a' } }],
+      },
+      scopeLogs: [
+        {
+          scope: { name: 'test' },
+          logRecords: [
+            {
+              timeUnixNano: String(BigInt(NOW - 3_600_000 + offsetMs + i * 1000) * 1_000_000n),
+              severityNumber: [9, 13, 17, 5][i % 4],
+              severityText: ['INFO', 'WARN', 'ERROR', 'DEBUG'][i % 4],
+              body: { stringValue: `log ${i} ${i % 2 ? 'TIMEOUT' : 'retry'}` },
+              attributes: i % 3 === 0 ? [{ key: 'session.id', value: { stringValue: 's-1' } }] : [],
+              ...(i % 4 === 0 ? { traceId: hex(0xabc000 + 1, 16), spanId: hex(12, 8) } : {}),
+            },
+          ],
+        },
+      ],
+    })),
+  };
+}
+
 /** A request of one span named `<prefix>-<i>` in trace `base + i`. */
 function numbered(service: string, base: number, prefix: string, i: number): Record<string, unknown> {
   return jsonRequest(service, [
@@ -253,11 +283,60 @@ describe.skipIf(clickHouseSkipReason)(
         resourceSpans: { scopeSpans: { spans: { spanId: string }[] }[] }[];
       };
       expect(first.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((x) => x.spans))).toHaveLength(4);
-      const logs = await fetch(`${clickhouse.url}/api/logs`);
-      expect(logs.status).toBe(501);
-      expect(((await logs.json()) as { message: string }).message).toMatch(
-        /not available on the clickhouse store/,
-      );
+    });
+
+    it('answers /api/logs with the same records as the SQLite store, and tails with `after`', async () => {
+      const c = await clickHouseCollector('agentrt_logs');
+      const sq = await startCollector({ summaryRefreshIntervalMs: 0 });
+      cleanups.push(sq.cleanup);
+      // The traces give s-1 its trace (logs of it belong to the session without a session.id).
+      const data = dataset();
+      await send(c, data);
+      await send(sq, data);
+      const sent = logsRequest(0, 8);
+      for (const target of [c, sq]) {
+        const res = await postJson(`${target.url}/v1/logs`, sent);
+        expect(res.status).toBe(200);
+      }
+      const withoutCursor = (body: { logs: Record<string, unknown>[] }) =>
+        body.logs.map(({ cursor: _cursor, ...rest }) => rest);
+      const queries = [
+        '',
+        '?limit=3',
+        '?severity=warn',
+        '?sessionId=s-1',
+        '?service=logs-b',
+        '?q=TIMEOUT',
+        `?traceId=${hex(0xabc000 + 1, 16)}`,
+        '?since=6h&severity=info',
+        '?sessionId=s-1&q=retry',
+      ];
+      for (const q of queries) {
+        const [a, b] = await Promise.all([
+          fetch(`${sq.url}/api/logs${q}`).then((r) => r.json()),
+          fetch(`${c.url}/api/logs${q}`).then((r) => r.json()),
+        ]);
+        expect((a as { logs: unknown[] }).logs.length, q).toBeGreaterThan(0);
+        expect(withoutCursor(b as { logs: Record<string, unknown>[] }), q).toEqual(
+          withoutCursor(a as { logs: Record<string, unknown>[] }),
+        );
+      }
+      const all = (await (await fetch(`${c.url}/api/logs`)).json()) as { logs: unknown[]; cursor: number };
+      expect(all.logs).toHaveLength(8);
+      const session = (await (await fetch(`${c.url}/api/logs?sessionId=s-1`)).json()) as { logs: unknown[] };
+      expect(session.logs.length).toBeGreaterThan(1);
+      // Live tail: only what came after the cursor, oldest first.
+      expect((await postJson(`${c.url}/v1/logs`, logsRequest(8, 2, 60_000))).status).toBe(200);
+      const tail = (await (await fetch(`${c.url}/api/logs?after=${all.cursor}`)).json()) as {
+        logs: { body: string }[];
+        cursor: number;
+      };
+      expect(tail.logs.map((l) => l.body)).toEqual(['log 8 retry', 'log 9 TIMEOUT']);
+      expect(tail.cursor).toBeGreaterThan(all.cursor);
+      const none = (await (await fetch(`${c.url}/api/logs?after=${tail.cursor}`)).json()) as {
+        logs: unknown[];
+      };
+      expect(none.logs).toEqual([]);
     });
 
     it('takes spans from the official OpenTelemetry exporter and acknowledges them only once stored', async () => {

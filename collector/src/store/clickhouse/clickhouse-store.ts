@@ -19,6 +19,8 @@ import {
   type TraceListFilter,
 } from '../store.js';
 import { summarizeSession, summarizeTrace } from '../summaries.js';
+import type { LogQuery, LogQueryResult } from '../../logs/log-query.js';
+import { queryClickHouseLogs } from './clickhouse-logs.js';
 import { runClickHouseQuery } from './clickhouse-query.js';
 import { LOG_COLUMNS, SPAN_COLUMNS, literal, logLine, spanLine } from './rows.js';
 import {
@@ -58,6 +60,8 @@ export type ClickHouseStore = CollectorStore & {
   readonly serverVersion: string;
   /** Raw SQL for tests and benchmarks (JSONEachRow rows). */
   select<T>(sql: string): Promise<T[]>;
+  /** GET /api/logs: the SQLite store's log search, on ClickHouse. */
+  queryLogs(query: LogQuery): Promise<LogQueryResult>;
 };
 
 /** Network-level failures: ClickHouse is not there or did not answer in time. */
@@ -539,6 +543,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     location,
     serverVersion,
     select,
+    queryLogs: (q) => queryClickHouseLogs({ select, logs: T('logs'), sessionTraces: T('session_traces') }, q),
     write,
     unavailable: () => down,
     queryJson,
