@@ -8,7 +8,7 @@
 // CPU profile of the ClickHouse-backed collector). Prints CPU ms per 1000 spans of each process.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startClickHouse } from '../../collector/dist/store/clickhouse/clickhouse-harness.test-util.js';
@@ -250,6 +250,11 @@ try {
   const md = `${SPANS.toLocaleString('en')} spans (traces of 8, sessions of 4 traces, 6 hours), OTLP/JSON requests of ${BATCH} spans, ${CONCURRENCY} at a time per collector; each collector is its own \`node collector/dist/main.js\` process and ClickHouse (Debian 18.16.1, default settings) runs on the same 2-core machine. Query latencies are over ${QUERY_RUNS} runs each, through the HTTP API, after ingest.
 
 ${table(['', 'SQLite store', 'ClickHouse store', 'ClickHouse / SQLite'], rows)}
+
+CPU per 1000 spans during ingest (/proc of each process): SQLite-backed collector ${cpuPerKSpans.sqlite[0].toFixed(1)} ms; ClickHouse-backed collector ${cpuPerKSpans.clickhouse[0].toFixed(1)} ms plus clickhouse-server ${cpuPerKSpans.clickhouse[1].toFixed(1)} ms; two collectors ${cpuPerKSpans.two[0].toFixed(1)} ms plus clickhouse-server ${cpuPerKSpans.two[1].toFixed(1)} ms. Load average at the end: ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(', ')}.
 `;
   log(md);
   if (process.env.BENCH_WRITE !== '0')
