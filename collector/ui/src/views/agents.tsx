@@ -26,7 +26,11 @@ const INVOKE = ['Operation=InvokeAgentRuntime'];
  */
 const METRIC_EXPORT_LAG_MS = 60_000;
 
-/** The traces behind one point of a runtime chart: that runtime, that bucket (errors only for error charts). */
+/**
+ * The traces behind one point of a runtime chart: that runtime, that bucket (errors only for error
+ * charts). Metric buckets fall on multiples of the step and the first one is clipped to the range,
+ * so its point sits at the range start: the bucket ends at the next multiple, not a step later.
+ */
 export function runtimeTracesHref(
   runtime: string,
   bucketStartMs: number,
@@ -37,7 +41,7 @@ export function runtimeTracesHref(
     service: 'agentrt-runtime',
     q: runtime.split('::')[0],
     startMs: bucketStartMs - METRIC_EXPORT_LAG_MS,
-    endMs: bucketStartMs + stepMs,
+    endMs: Math.floor(bucketStartMs / stepMs) * stepMs + stepMs,
   };
   if (errorsOnly) filters.status = 'error';
   return routeHref({ view: 'traces', filters });
