@@ -4,7 +4,9 @@ import {
   existsSync,
   mkdirSync,
   readFileSync,
+  readdirSync,
   rmdirSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -97,6 +99,42 @@ export function detectCgroups(base = '/sys/fs/cgroup'): { layout?: CgroupLayout;
       cpuacct: separateAcct && writable(cpuacct) ? join(cpuacct, GROUP) : undefined,
     },
   };
+}
+
+/**
+ * Removes the session cgroups that earlier runtimes left behind: a runtime that exits (or is killed)
+ * right after its last worker cannot wait for the kernel to let the cgroup go. Only empty ones older
+ * than `olderThanMs` are touched, so a cgroup another runtime just made for a session it is starting
+ * (made and joined within one tick) is never taken. Best effort; returns how many it removed.
+ */
+export function sweepStaleCgroups(layout: CgroupLayout, olderThanMs = 60_000): number {
+  const roots =
+    layout.version === 2
+      ? [layout.root]
+      : [layout.memory, layout.cpu, layout.pids, ...(layout.cpuacct ? [layout.cpuacct] : [])];
+  const cutoff = Date.now() - olderThanMs;
+  let removed = 0;
+  for (const root of roots) {
+    let names: string[];
+    try {
+      names = readdirSync(root, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const dir = join(root, name);
+      try {
+        if (statSync(dir).mtimeMs > cutoff || read(join(dir, 'cgroup.procs')).trim() !== '') continue;
+        rmdirSync(dir);
+        removed++;
+      } catch {
+        // Busy (processes still exiting) or gone already: the next start tries again.
+      }
+    }
+  }
+  return removed;
 }
 
 function read(path: string): string {

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { type IsolationSetting } from '../config.js';
-import { type CgroupLayout, detectCgroups } from './cgroups.js';
+import { type CgroupLayout, detectCgroups, sweepStaleCgroups } from './cgroups.js';
 import { SANDBOX_ID, SANDBOX_RUN_DIR, SANDBOX_WORKER_PORT } from './sandbox-view.js';
 
 export type IsolationMode = 'bwrap' | 'process-group';
@@ -176,8 +176,8 @@ export function detectIsolation({
     );
   else network = 'slirp4netns';
   const cgroups = detectCgroups();
-  if (!cgroups.layout)
-    off.push(`per-session memory, CPU and process limits: ${cgroups.reason ?? 'no cgroups'}`);
+  if (cgroups.layout) sweepStaleCgroups(cgroups.layout);
+  else off.push(`per-session memory, CPU and process limits: ${cgroups.reason ?? 'no cgroups'}`);
   return {
     mode: 'bwrap',
     network,

@@ -1,0 +1,53 @@
+import { spawn } from 'node:child_process';
+import { existsSync, utimesSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createSessionCgroup, detectCgroups, sweepStaleCgroups } from './cgroups.js';
+
+const cgroups = process.getuid?.() === 0 ? detectCgroups().layout : undefined;
+const limits = { memoryBytes: 256 * 1024 * 1024, vcpus: 1, pids: 64 };
+const dirsOf = (id: string) =>
+  cgroups!.version === 2
+    ? [join(cgroups!.root, id)]
+    : [cgroups!.memory, cgroups!.cpu, cgroups!.pids, ...(cgroups!.cpuacct ? [cgroups!.cpuacct] : [])].map(
+        (root) => join(root, id),
+      );
+const memoryDir = (id: string) => dirsOf(id)[0]!;
+/** Dates a cgroup as made an hour ago (kernfs keeps the times it is given). */
+const age = (id: string) => {
+  const then = new Date(Date.now() - 3_600_000);
+  for (const dir of dirsOf(id)) utimesSync(dir, then, then);
+};
+
+describe.skipIf(!cgroups)('sweeping session cgroups left by earlier runtimes (root)', () => {
+  it('removes empty ones past the age, keeps young ones and any with a process in it', async () => {
+    const left = `sweep-left-${process.pid}`;
+    const busy = `sweep-busy-${process.pid}`;
+    createSessionCgroup(cgroups!, left, limits);
+    const group = createSessionCgroup(cgroups!, busy, limits);
+    const sleeper = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      group.add(sleeper.pid!);
+      // Young: a runtime may be about to move its worker in.
+      sweepStaleCgroups(cgroups!);
+      expect(existsSync(memoryDir(left))).toBe(true);
+      age(left);
+      age(busy);
+      expect(sweepStaleCgroups(cgroups!)).toBeGreaterThanOrEqual(dirsOf(left).length);
+      for (const dir of dirsOf(left)) expect(existsSync(dir)).toBe(false);
+      for (const dir of dirsOf(busy)) expect(existsSync(dir)).toBe(true);
+    } finally {
+      sleeper.kill('SIGKILL');
+      await new Promise((r) => sleeper.once('exit', r));
+      for (let i = 0; i < 40; i++) {
+        try {
+          group.remove();
+          break;
+        } catch {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+    }
+    expect(existsSync(memoryDir(busy))).toBe(false);
+  });
+});
