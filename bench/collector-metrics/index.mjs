@@ -225,72 +225,27 @@ const { store, start, end, fillSeconds } = fillWeek(weekDir);
 const rows = store.db.prepare('SELECT count(*) AS n FROM metric_points').get().n;
 log(`week filled: ${rows} points in ${fillSeconds.toFixed(1)} s`);
 const hour = 3_600_000;
-const invocations = timeQuery(() =>
-  queryMetric(store, {
-    name: 'Invocations',
-    fn: 'sum',
-    by: ['Name'],
-    startMs: start,
-    endMs: end,
-    stepMs: hour,
-  }),
-);
+// The dashboard's queries, by agent: the whole week in hours, or the last day in 15 minutes (roll-ups)
+// and in 7 minutes (a step no roll-up divides: raw points).
+const byAgent = (name, fn, extra) => ({
+  name,
+  fn,
+  by: ['Name'],
+  startMs: start,
+  endMs: end,
+  stepMs: hour,
+  ...extra,
+});
+const lastDay = (stepMs) => byAgent('Latency', 'p95', { startMs: end - 24 * hour, stepMs });
+const invocations = timeQuery(() => queryMetric(store, byAgent('Invocations', 'sum')));
 const p95 = timeQuery(
-  () =>
-    queryMetric(store, {
-      name: 'Latency',
-      fn: 'p95',
-      by: ['Name'],
-      startMs: start,
-      endMs: end,
-      stepMs: hour,
-    }),
+  () => queryMetric(store, byAgent('Latency', 'p95')),
   Math.max(3, Math.floor(QUERY_RUNS / 3)),
 );
-const invocationsRaw = timeQuery(() =>
-  queryMetric(store, {
-    name: 'Invocations',
-    fn: 'sum',
-    by: ['Name'],
-    startMs: start,
-    endMs: end,
-    stepMs: hour,
-    rollups: false,
-  }),
-);
-const p95Raw = timeQuery(
-  () =>
-    queryMetric(store, {
-      name: 'Latency',
-      fn: 'p95',
-      by: ['Name'],
-      startMs: start,
-      endMs: end,
-      stepMs: hour,
-      rollups: false,
-    }),
-  3,
-);
-const dayP95Raw = timeQuery(() =>
-  queryMetric(store, {
-    name: 'Latency',
-    fn: 'p95',
-    by: ['Name'],
-    startMs: end - 24 * hour,
-    endMs: end,
-    stepMs: 7 * 60_000,
-  }),
-);
-const dayP95 = timeQuery(() =>
-  queryMetric(store, {
-    name: 'Latency',
-    fn: 'p95',
-    by: ['Name'],
-    startMs: end - 24 * hour,
-    endMs: end,
-    stepMs: 15 * 60_000,
-  }),
-);
+const invocationsRaw = timeQuery(() => queryMetric(store, byAgent('Invocations', 'sum', { rollups: false })));
+const p95Raw = timeQuery(() => queryMetric(store, byAgent('Latency', 'p95', { rollups: false })), 3);
+const dayP95Raw = timeQuery(() => queryMetric(store, lastDay(7 * 60_000)));
+const dayP95 = timeQuery(() => queryMetric(store, lastDay(15 * 60_000)));
 const ids = store.db
   .prepare("SELECT id FROM metric_series WHERE name = 'Invocations'")
   .all()
