@@ -148,16 +148,20 @@ async function coldStarts({ server, invoke, runtimeId }, n, waitForPool) {
   return times;
 }
 
-/** RSS and CPU time (user + system, ms) of every process in a worker's process group (sandbox + agent). */
-function groupStats(pgid) {
+/**
+ * RSS and CPU time (user + system, ms) summed over the processes `match(name, statFields)` picks
+ * (statFields: /proc/<pid>/stat after the command name; [1] is the parent pid, [2] the group).
+ */
+function procStats(match) {
   let rssBytes = 0;
   let ticks = 0;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[2]) !== pgid) continue;
+      if (!match(name, fields)) continue;
       ticks += Number(fields[11]) + Number(fields[12]);
       const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'));
       if (rss) rssBytes += Number(rss[1]) * 1024;
@@ -168,26 +172,11 @@ function groupStats(pgid) {
   return { rssBytes, cpuMs: ticks * 10 }; // USER_HZ is 100 on Linux
 }
 
-/** RSS and CPU of this process's children named `comm` (the sandboxes' slirp4netns). */
-function helperStats(comm) {
-  let rssBytes = 0;
-  let ticks = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (name !== comm || Number(fields[1]) !== process.pid) continue;
-      ticks += Number(fields[11]) + Number(fields[12]);
-      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'));
-      if (rss) rssBytes += Number(rss[1]) * 1024;
-    } catch {
-      // the process went away while we looked
-    }
-  }
-  return { rssBytes, cpuMs: ticks * 10 };
-}
+/** Every process in a worker's process group (sandbox + agent). */
+const groupStats = (pgid) => procStats((_, fields) => Number(fields[2]) === pgid);
+
+/** This process's children named `comm` (the sandboxes' slirp4netns). */
+const helperStats = (comm) => procStats((name, fields) => name === comm && Number(fields[1]) === process.pid);
 
 const rows = [];
 const loadBefore = os.loadavg()[0];
