@@ -20,10 +20,13 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
 // How long a ClickHouse-backed collector holds a request for others to join its INSERT.
 const CH_LINGER_MS = process.env.BENCH_CH_LINGER_MS ?? '0';
 const QUERY_RUNS = 20;
+// The ClickHouse database is grown to SCALE × SPANS spans for a second set of query latencies.
+const SCALE = Number(process.env.BENCH_SCALE ?? 10);
 const MODELS = ['claude-sonnet', 'nova-pro', 'llama-70b'];
 const MAIN = fileURLToPath(new URL('../../collector/dist/main.js', import.meta.url));
 const T0 = Date.now() - 6 * 3_600_000;
 const log = (...a) => console.log(...a);
+const millions = (n) => `${n / 1e6}M spans`;
 const hex = (n, bytes) => n.toString(16).padStart(bytes * 2, '0');
 
 /** Request bodies (OTLP/JSON) of BATCH spans: traces of 8 spans, sessions of 4 traces, over 6 h. */
@@ -47,6 +50,7 @@ function bodies(count, offset) {
           { key: 'session.id', value: { stringValue: `s-${Math.floor(trace / 4)}` } },
           ...(n % 8
             ? [
+                { key: 'gen_ai.operation.name', value: { stringValue: 'chat' } },
                 { key: 'gen_ai.request.model', value: { stringValue: MODELS[n % 3] } },
                 { key: 'gen_ai.usage.input_tokens', value: { intValue: String(100 + (n % 50)) } },
                 { key: 'gen_ai.usage.output_tokens', value: { intValue: String(10 + (n % 20)) } },
@@ -127,9 +131,11 @@ async function ingest(urls, list) {
   return (list.length * BATCH) / ((performance.now() - started) / 1000);
 }
 
+/** p50/p95 over QUERY_RUNS runs, or as many as fit in 30 s (at least 3) for slow queries. */
 async function timed(fn) {
   const ms = [];
-  for (let i = 0; i < QUERY_RUNS; i++) {
+  const until = performance.now() + 30_000;
+  for (let i = 0; i < QUERY_RUNS && (i < 3 || performance.now() < until); i++) {
     const t = performance.now();
     await fn(i);
     ms.push(performance.now() - t);
@@ -141,32 +147,107 @@ async function timed(fn) {
   };
 }
 
-async function lookups(url) {
+/** The UI's queries (and the bench's two ad-hoc stats), each run QUERY_RUNS times. */
+const CASES = [
+  ['session', 'GET /api/sessions/:id'],
+  ['trace', 'GET /api/traces/:id'],
+  ['byModel', 'stats … pct(durationNano, 95) by model (ad hoc)'],
+  ['byHour', 'stats … by bin(1h) (ad hoc)'],
+  ['agentsModels', 'Agents page: tokens and calls by service, model'],
+  ['agentsSeries', 'Agents page: tokens by bin(6m), model'],
+  ['traceList', 'GET /api/traces?limit=200 (Traces page)'],
+  ['sessionList', 'GET /api/sessions (Sessions page)'],
+  ['services', 'GET /api/services'],
+];
+
+/**
+ * p50/p95 of each case over what is stored: `copies` copies of the SPANS generated spans (copy k
+ * has trace ids starting with hex digit k and session ids ending in `-k`, see replicate()).
+ */
+async function lookups(url, copies = 1) {
   const get = async (path) => {
     const r = await fetch(url + path);
     if (!r.ok) throw new Error(`${path}: ${r.status}`);
     await r.arrayBuffer();
   };
-  const query = async (q) => {
+  const query = async (q, range) => {
     const r = await fetch(`${url}/api/query`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: q }),
+      body: JSON.stringify({ query: q, ...range }),
     });
     if (!r.ok) throw new Error(`${q}: ${r.status} ${await r.text()}`);
     await r.arrayBuffer();
   };
   const traces = SPANS / 8;
+  const sessions = Math.floor(traces / 4);
+  const copy = (i) => i % copies;
+  const traceId = (i) => {
+    const id = hex(((i * 7919) % traces) + 1, 16);
+    return copy(i) ? `${copy(i)}${id.slice(1)}` : id;
+  };
+  const sessionId = (i) => `s-${(i * 997) % sessions}${copy(i) ? `-${copy(i)}` : ''}`;
+  // The Agents page's window: the last 6 hours as of the newest span, in 60 buckets.
+  const range = { startMs: T0 - 60_000, endMs: T0 + 6 * 3_600_000 + 60_000 };
+  const chat = 'filter attributes.gen_ai.operation.name = "chat"';
   return {
-    session: await timed((i) => get(`/api/sessions/s-${(i * 997) % Math.floor(traces / 4)}`)),
-    trace: await timed((i) => get(`/api/traces/${hex(((i * 7919) % traces) + 1, 16)}`)),
+    session: await timed((i) => get(`/api/sessions/${sessionId(i)}`)),
+    trace: await timed((i) => get(`/api/traces/${traceId(i)}`)),
     byModel: await timed(() =>
       query(
         'stats count(*), sum(attributes.gen_ai.usage.input_tokens), pct(durationNano, 95) by attributes.gen_ai.request.model',
       ),
     ),
     byHour: await timed(() => query('stats count(*), avg(durationNano) by bin(1h)')),
+    agentsModels: await timed(() =>
+      query(
+        `${chat} | stats sum(attributes.gen_ai.usage.input_tokens) as input, sum(attributes.gen_ai.usage.output_tokens) as output, count(*) as calls by resource.attributes.service.name as service, attributes.gen_ai.request.model as model`,
+        range,
+      ),
+    ),
+    agentsSeries: await timed(() =>
+      query(
+        `${chat} | stats sum(attributes.gen_ai.usage.input_tokens) as tokens_in, sum(attributes.gen_ai.usage.output_tokens) as tokens_out by bin(366s), attributes.gen_ai.request.model as model`,
+        range,
+      ),
+    ),
+    traceList: await timed(() => get('/api/traces?limit=200')),
+    sessionList: await timed(() => get('/api/sessions')),
+    services: await timed(() => get('/api/services')),
   };
+}
+
+/**
+ * Grows a ClickHouse database of SPANS generated spans to `copies` × as many, inside ClickHouse
+ * (INSERT … SELECT, so the materialized views fill as on ingest): copy k of a span has its trace id's
+ * first hex digit set to k and `-k` appended to its session id, in the columns and in the record.
+ * Filling 10M spans through OTLP would take hours on this machine.
+ */
+async function replicate(chUrl, database, copies) {
+  const tid = 'concat(toString(k), substring(trace_id, 2))';
+  const sid = "if(session_id = '', '', concat(session_id, '-', toString(k)))";
+  const q = (s) => `concat('"', ${s}, '"')`;
+  // 18.16's replaceOne wants a constant needle: the ids are spliced in at their positions instead.
+  const sp = `position(doc, '"session.id":"') + 14 + length(session_id)`;
+  const doc = `if(session_id = '', doc, concat(substring(doc, 1, ${sp} - 1), '-', toString(k), substring(doc, ${sp})))`;
+  for (let k = 1; k < copies; k++) {
+    const sql = `INSERT INTO ${database}.spans SELECT date, start_ns, end_ns, start_us, end_us, duration_ns,
+    ${tid}, span_id, parent_span_id, service, ${sid}, name, kind, status,
+    ga_model, ga_operation, ga_provider, ga_input_tokens, ga_output_tokens, hot_odd,
+    attr_keys, arrayMap(v -> if(v = ${q('session_id')}, ${q(sid)}, v), attr_values), res_keys, res_values,
+    concat(substring(d, 1, p + 10), toString(k), substring(d, p + 12))
+    FROM (SELECT *, k, ${doc} AS d, position(d, '"traceId":"') AS p
+      FROM ${database}.spans ARRAY JOIN [${k}] AS k WHERE substring(trace_id, 1, 1) = '0')`;
+    // One copy per INSERT in blocks of 64k rows: the views' GROUP BY/DISTINCT stay within memory.
+    const res = await fetch(
+      `${chUrl}/?max_block_size=65536&min_insert_block_size_rows=65536&min_insert_block_size_bytes=67108864`,
+      {
+        method: 'POST',
+        body: sql,
+      },
+    );
+    if (!res.ok) throw new Error(`replicate: ${res.status} ${await res.text()}`);
+  }
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'agentrt-bench-ch-'));
@@ -182,7 +263,9 @@ const PROFILE_ARGS = process.env.BENCH_PROFILE
   : [];
 try {
   log(`${SPANS} spans in requests of ${BATCH}; ClickHouse ${ch.url}`);
-  for (const kind of ['sqlite', 'clickhouse']) {
+  // BENCH_ONLY=clickhouse skips the SQLite store and the two-collector run (for quick query work).
+  const only = process.env.BENCH_ONLY === 'clickhouse';
+  for (const kind of only ? ['clickhouse'] : ['sqlite', 'clickhouse']) {
     const env =
       kind === 'sqlite'
         ? { AGENTRT_DATA_DIR: join(dir, 'sqlite') }
@@ -203,61 +286,76 @@ try {
     const q = await lookups(c.url);
     log(kind, JSON.stringify(q));
     results[kind] = { rate, q };
+    if (kind === 'clickhouse' && SCALE > 1) {
+      // The same database grown to SCALE × SPANS inside ClickHouse, queried through the same collector.
+      const t = performance.now();
+      await replicate(ch.url, 'bench_one', SCALE);
+      log(`replicated to ${SCALE * SPANS} spans in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+      results.scaled = { q: await lookups(c.url, SCALE) };
+      log('clickhouse scaled', JSON.stringify(results.scaled.q));
+    }
     await stop(c);
   }
-  // Two collector processes on one ClickHouse, each taking half of the requests.
-  const store = `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_two`;
-  const two = { AGENTRT_STORE: store, AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS };
-  const a = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-a'), ...two });
-  const b = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-b'), ...two });
-  const chPid = ch.nodes[0].pid();
-  const before = [cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid), cpuSeconds(chPid)];
-  const twoRate = await ingest([a.url, b.url], list);
-  const cpu = [cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid) - before[0], cpuSeconds(chPid) - before[1]];
-  cpuPerKSpans.two = cpu.map((s) => (s * 1e6) / SPANS);
-  log(
-    `clickhouse, two collectors: ingest ${Math.round(twoRate)} spans/s; CPU per 1000 spans: collectors ${cpuPerKSpans.two[0].toFixed(1)} ms, clickhouse-server ${cpuPerKSpans.two[1].toFixed(1)} ms`,
-  );
-  await Promise.all([stop(a), stop(b)]);
+  let twoRate = NaN;
+  if (!only) {
+    // Two collector processes on one ClickHouse, each taking half of the requests.
+    const store = `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_two`;
+    const two = { AGENTRT_STORE: store, AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS };
+    const a = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-a'), ...two });
+    const b = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-b'), ...two });
+    const chPid = ch.nodes[0].pid();
+    const before = [cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid), cpuSeconds(chPid)];
+    twoRate = await ingest([a.url, b.url], list);
+    const cpu = [
+      cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid) - before[0],
+      cpuSeconds(chPid) - before[1],
+    ];
+    cpuPerKSpans.two = cpu.map((s) => (s * 1e6) / SPANS);
+    log(
+      `clickhouse, two collectors: ingest ${Math.round(twoRate)} spans/s; CPU per 1000 spans: collectors ${cpuPerKSpans.two[0].toFixed(1)} ms, clickhouse-server ${cpuPerKSpans.two[1].toFixed(1)} ms`,
+    );
+    await Promise.all([stop(a), stop(b)]);
+  }
   const f = (x) => x.toFixed(1);
-  const s = results.sqlite;
+  const s = results.sqlite ?? { rate: NaN, q: {} };
   const c = results.clickhouse;
+  const big = results.scaled?.q ?? {};
+  const pair = (x) => (x ? `${f(x.p50)} / ${f(x.p95)}` : '—');
+  const ratio = (a, b) => (a && b ? (a / b).toFixed(2) : '—');
   rows.push([
     'ingest, one collector (spans/s)',
     Math.round(s.rate),
     Math.round(c.rate),
-    (c.rate / s.rate).toFixed(2),
+    ratio(c.rate, s.rate),
+    '—',
   ]);
   rows.push([
     'ingest, two collectors on one ClickHouse (spans/s)',
     '—',
     Math.round(twoRate),
-    (twoRate / s.rate).toFixed(2),
+    ratio(twoRate, s.rate),
+    '—',
   ]);
-  for (const [key, label] of [
-    ['session', 'GET /api/sessions/:id'],
-    ['trace', 'GET /api/traces/:id'],
-    ['byModel', 'stats … by model'],
-    ['byHour', 'stats … by bin(1h)'],
-  ]) {
+  for (const [key, label] of CASES) {
     rows.push([
       `${label} p50 / p95 (ms)`,
-      `${f(s.q[key].p50)} / ${f(s.q[key].p95)}`,
-      `${f(c.q[key].p50)} / ${f(c.q[key].p95)}`,
-      (c.q[key].p50 / s.q[key].p50).toFixed(2),
+      pair(s.q[key]),
+      pair(c.q[key]),
+      ratio(c.q[key]?.p50, s.q[key]?.p50),
+      pair(big[key]),
     ]);
   }
-  const md = `${SPANS.toLocaleString('en')} spans (traces of 8, sessions of 4 traces, 6 hours), OTLP/JSON requests of ${BATCH} spans, ${CONCURRENCY} at a time per collector; each collector is its own \`node collector/dist/main.js\` process and ClickHouse (Debian 18.16.1, default settings) runs on the same 2-core machine. Query latencies are over ${QUERY_RUNS} runs each, through the HTTP API, after ingest.
+  const md = `${SPANS.toLocaleString('en')} spans (traces of 8, sessions of 4 traces, 6 hours), OTLP/JSON requests of ${BATCH} spans, ${CONCURRENCY} at a time per collector; each collector is its own \`node collector/dist/main.js\` process and ClickHouse (Debian 18.16.1, default settings) runs on the same 2-core machine. Query latencies are over ${QUERY_RUNS} runs each (or as many as fit in 30 s, at least 3), through the HTTP API, after ingest; the Agents page's two queries run over its 6-hour window. The last column is the ClickHouse database grown to ${SCALE}× inside ClickHouse after ingest (INSERT … SELECT of the ingested spans with new trace and session ids, so the materialized views fill as on ingest; sending ${millions(SPANS * SCALE)} through OTLP would take hours on this machine); the SQLite store is not grown, its ad-hoc stats already take seconds at ${millions(SPANS)}.
 
-${table(['', 'SQLite store', 'ClickHouse store', 'ClickHouse / SQLite'], rows)}
+${table(['', `SQLite, ${millions(SPANS)}`, `ClickHouse, ${millions(SPANS)}`, 'ClickHouse / SQLite', `ClickHouse, ${millions(SPANS * SCALE)}`], rows)}
 
-CPU per 1000 spans during ingest (/proc of each process): SQLite-backed collector ${cpuPerKSpans.sqlite[0].toFixed(1)} ms; ClickHouse-backed collector ${cpuPerKSpans.clickhouse[0].toFixed(1)} ms plus clickhouse-server ${cpuPerKSpans.clickhouse[1].toFixed(1)} ms; two collectors ${cpuPerKSpans.two[0].toFixed(1)} ms plus clickhouse-server ${cpuPerKSpans.two[1].toFixed(1)} ms. Load average at the end: ${os
+${only ? '' : `CPU per 1000 spans during ingest (/proc of each process): SQLite-backed collector ${cpuPerKSpans.sqlite[0].toFixed(1)} ms; ClickHouse-backed collector ${cpuPerKSpans.clickhouse[0].toFixed(1)} ms plus clickhouse-server ${cpuPerKSpans.clickhouse[1].toFixed(1)} ms; two collectors ${cpuPerKSpans.two[0].toFixed(1)} ms plus clickhouse-server ${cpuPerKSpans.two[1].toFixed(1)} ms. `}Load average at the end: ${os
     .loadavg()
     .map((l) => l.toFixed(1))
     .join(', ')}.
 `;
   log(md);
-  if (process.env.BENCH_WRITE !== '0')
+  if (!only && process.env.BENCH_WRITE !== '0')
     writeSection(
       'collector-clickhouse',
       'Collector: SQLite and ClickHouse stores (bench/collector/clickhouse.mjs)',

@@ -17,11 +17,14 @@ import {
 } from '../../query/plan.js';
 import type { QueryResponse, SpanRecord } from '../../wire-types.js';
 import { literal } from './rows.js';
+import { ROLLUP_NULLABLE, ROLLUP_NUMBERS, ROLLUP_STATES } from './schema.js';
 
 export interface ClickHouseQueryContext {
   select<T>(sql: string): Promise<T[]>;
   /** The spans table (Distributed with a cluster). */
   table: string;
+  /** The span_rollup table (schema version 2), which answers `stats` it can without the spans. */
+  rollupTable?: string;
   serverVersion: string;
 }
 
@@ -45,8 +48,20 @@ const COLUMN_SQL: Record<string, string> = {
   ga_output_tokens: 'ga_output_tokens',
 };
 
-function columnSql(name: string): string {
-  const sql = isSpanColumn(name) ? COLUMN_SQL[name] : undefined;
+/** Plan columns → span_rollup expressions, for the columns it keeps (no others reach it). */
+const ROLLUP_COLUMN_SQL: Record<string, string> = {
+  name: 'name',
+  kind: 'kind',
+  status: 'status',
+  service: "nullIf(service, '')",
+  start_us: '(start_s * 1000000)',
+  ...Object.fromEntries(ROLLUP_NULLABLE.map((n) => [n.column, `if(${n.flag} = 1, NULL, ${n.value})`])),
+};
+
+type Columns = Record<string, string>;
+
+function columnSql(name: string, cols: Columns = COLUMN_SQL): string {
+  const sql = isSpanColumn(name) ? cols[name] : undefined;
   if (!sql) throw new TypeError(`no ClickHouse column for ${JSON.stringify(name)}`);
   return sql;
 }
@@ -66,28 +81,28 @@ function attributeSql(path: readonly string[]): string | undefined {
  * SQL for a per-row value, or undefined when ClickHouse cannot read it without the whole record
  * (a JSON path outside the attribute maps).
  */
-function valueSql(v: ValueExpr): string | undefined {
+function valueSql(v: ValueExpr, cols: Columns = COLUMN_SQL): string | undefined {
   switch (v.type) {
     case 'column':
       // Float division, as SQLite divides by the bound (REAL) divisor: @timestamp keeps its µs.
-      return v.divisor ? `(${columnSql(v.column)} / ${literal(v.divisor)})` : columnSql(v.column);
+      return v.divisor ? `(${columnSql(v.column, cols)} / ${literal(v.divisor)})` : columnSql(v.column, cols);
     case 'json':
       return attributeSql(v.path);
     case 'bin':
-      return `(intDiv(${columnSql(v.column)}, ${v.us}) * ${v.ms})`;
+      return `(intDiv(${columnSql(v.column, cols)}, ${v.us}) * ${v.ms})`;
   }
 }
 
-function mustValueSql(v: ValueExpr): string {
-  const sql = valueSql(v);
+function mustValueSql(v: ValueExpr, cols: Columns = COLUMN_SQL): string {
+  const sql = valueSql(v, cols);
   if (sql === undefined) throw new TypeError(`no ClickHouse expression for ${JSON.stringify(v)}`);
   return sql;
 }
 
 const OPS = new Set(['=', '!=', '<', '<=', '>', '>=']);
 
-function predicateSql(p: Predicate): string {
-  const v = mustValueSql(p.value);
+function predicateSql(p: Predicate, cols: Columns = COLUMN_SQL): string {
+  const v = mustValueSql(p.value, cols);
   switch (p.type) {
     case 'cmp':
       if (!OPS.has(p.op)) throw new TypeError(`not a comparison: ${JSON.stringify(p.op)}`);
@@ -99,8 +114,9 @@ function predicateSql(p: Predicate): string {
   }
 }
 
-function whereSql(where: readonly Predicate[]): string {
-  return where.length ? ` WHERE ${where.map(predicateSql).join(' AND ')}` : '';
+function whereSql(where: readonly Predicate[], cols: Columns = COLUMN_SQL, more: string[] = []): string {
+  const all = [...where.map((p) => predicateSql(p, cols)), ...more];
+  return all.length ? ` WHERE ${all.join(' AND ')}` : '';
 }
 
 function aggSql(a: PlanAgg): string {
@@ -129,19 +145,160 @@ function aggSql(a: PlanAgg): string {
   }
 }
 
+/** span_rollup's state columns for a number column: [non-null count, sum, min, max]. */
+function numberStates(column: string): [string, string, string, string] | undefined {
+  const n = ROLLUP_NUMBERS.find((x) => x.column === column);
+  if (!n) return undefined;
+  // duration_ns is never NULL: its count is the span count.
+  const count = n.column === 'duration_ns' ? 'countMerge(spans)' : `sumMerge(${n.prefix}_n)`;
+  return [count, `sumMerge(${n.prefix}_sum)`, `minMerge(${n.prefix}_min)`, `maxMerge(${n.prefix}_max)`];
+}
+
+/** An aggregate over merged span_rollup states, as aggSql computes it over spans. */
+function rollupAggSql(a: PlanAgg): string | undefined {
+  if (!a.value) return 'countMerge(spans)';
+  if (a.value.type !== 'column' || a.value.divisor) return undefined;
+  const states = numberStates(a.value.column);
+  if (!states) return undefined;
+  const [count, sum, min, max] = states;
+  const orNull = (e: string): string => `if(${count} = 0, NULL, ${e})`;
+  switch (a.fn) {
+    case 'count':
+      return count;
+    case 'sum':
+      return sum;
+    case 'avg':
+      return orNull(`${sum} / ${count}`);
+    case 'min':
+      return orNull(min);
+    case 'max':
+      return orNull(max);
+    default:
+      return undefined;
+  }
+}
+
+const ROLLUP_DIMENSIONS: ReadonlySet<string> = new Set([
+  'name',
+  'kind',
+  'status',
+  'service',
+  ...ROLLUP_NULLABLE.map((n) => n.column),
+]);
+
+const isDimension = (v: ValueExpr): boolean =>
+  v.type === 'column' && !v.divisor && ROLLUP_DIMENSIONS.has(v.column);
+
+const US = 1_000_000n;
+const floorDiv = (a: bigint, b: bigint): bigint => (a >= 0n ? a / b : -((-a + b - 1n) / b));
+const ceilDiv = (a: bigint, b: bigint): bigint => -floorDiv(-a, b);
+
+/** An integer µs bound from a start_us operand: the first integer ≥ it (`ceil`) or ≤ it. */
+function intBound(v: unknown, ceil: boolean): bigint | undefined {
+  if (typeof v === 'bigint') return v;
+  if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
+  return BigInt(ceil ? Math.ceil(v) : Math.floor(v));
+}
+
+/**
+ * How span_rollup answers a stats plan, or undefined when it cannot: every filter on a rollup
+ * dimension or a start-time bound, every group a dimension or a bin of whole seconds, every
+ * aggregate count(*) or count/sum/avg/min/max of a number column. The whole seconds inside the time
+ * bounds come from the rollup; the fractions of a second at the bounds (`edges`, start_us ranges)
+ * from the spans, merged as aggregate states so the answer is exactly the spans'.
+ */
+function rollupPlan(
+  plan: QueryPlan,
+  stats: StatsPlan,
+): { dims: Predicate[]; fromS?: bigint; toS?: bigint; edges: [bigint, bigint][] } | undefined {
+  if (plan.residual) return undefined;
+  let lo: bigint | undefined;
+  let hi: bigint | undefined;
+  const dims: Predicate[] = [];
+  for (const p of stats.where) {
+    if (isDimension(p.value)) {
+      dims.push(p);
+      continue;
+    }
+    if (p.value.type !== 'column' || p.value.column !== 'start_us' || p.value.divisor || p.type !== 'cmp')
+      return undefined;
+    // start_us is an integer: start_us >= x ⇔ >= ceil(x); > x ⇔ >= floor(x) + 1; < x ⇔ < ceil(x).
+    const b =
+      p.op === '>=' || p.op === '<'
+        ? intBound(p.operand, true)
+        : p.op === '>' || p.op === '<='
+          ? intBound(p.operand, false)
+          : undefined;
+    if (b === undefined) return undefined;
+    if (p.op === '>=' || p.op === '>') {
+      const l = p.op === '>' ? b + 1n : b;
+      lo = lo === undefined || l > lo ? l : lo;
+    } else {
+      const h = p.op === '<=' ? b + 1n : b;
+      hi = hi === undefined || h < hi ? h : hi;
+    }
+  }
+  for (const k of stats.keys) {
+    if (!isDimension(k) && !(k.type === 'bin' && k.us % US === 0n)) return undefined;
+  }
+  if (stats.aggs.some((a) => rollupAggSql(a) === undefined)) return undefined;
+  const fromS = lo === undefined ? undefined : ceilDiv(lo, US);
+  const toS = hi === undefined ? undefined : floorDiv(hi, US);
+  // Under two seconds wide: nothing for the rollup, the spans answer alone.
+  if (fromS !== undefined && toS !== undefined && fromS >= toS) return undefined;
+  const edges: [bigint, bigint][] = [];
+  if (lo !== undefined && lo < fromS! * US) edges.push([lo, fromS! * US]);
+  if (hi !== undefined && toS! * US < hi) edges.push([toS! * US, hi]);
+  return { dims, fromS, toS, edges };
+}
+
+/** The grouped stats SQL over span_rollup (plus the spans at the edges of the time bounds). */
+function rollupStatsSql(
+  ctx: ClickHouseQueryContext,
+  stats: StatsPlan,
+  r: NonNullable<ReturnType<typeof rollupPlan>>,
+): string {
+  const keys = (cols: Columns): string[] => stats.keys.map((k, i) => `${mustValueSql(k, cols)} AS k${i}`);
+  const groupKeys = stats.keys.map((_, i) => `k${i}`).join(', ');
+  const states = ROLLUP_STATES.map((s) => s.slice(s.lastIndexOf(' AS ') + 4));
+  const seconds = [
+    ...(r.fromS === undefined ? [] : [`start_s >= ${r.fromS}`]),
+    ...(r.toS === undefined ? [] : [`start_s < ${r.toS}`]),
+  ];
+  const parts = [
+    `SELECT ${[...keys(ROLLUP_COLUMN_SQL), ...states].join(', ')} FROM ${ctx.rollupTable}${whereSql(r.dims, ROLLUP_COLUMN_SQL, seconds)}`,
+  ];
+  if (r.edges.length) {
+    const edges = r.edges.map(([a, b]) => `(start_us >= ${a} AND start_us < ${b})`).join(' OR ');
+    parts.push(
+      `SELECT ${[...keys(COLUMN_SQL), ...ROLLUP_STATES].join(', ')} FROM ${ctx.table}${whereSql(r.dims, COLUMN_SQL, [`(${edges})`])}${groupKeys ? ` GROUP BY ${groupKeys}` : ''}`,
+    );
+  }
+  const aggs = stats.aggs.map((a, i) => `${rollupAggSql(a)!} AS a${i}`);
+  const outerKeys = stats.keys.map((_, i) => `k${i}`);
+  const group = groupKeys ? ` GROUP BY ${groupKeys} ORDER BY minMerge(first_ns)` : '';
+  return `SELECT ${[...outerKeys, ...aggs, 'countMerge(spans) AS n'].join(', ')} FROM (${parts.join(' UNION ALL ')})${group}`;
+}
+
 async function statsRows(
   ctx: ClickHouseQueryContext,
-  plan: StatsPlan,
+  plan: QueryPlan,
+  stats: StatsPlan,
   cmd: Extract<QueryPlan['rest'][number], { type: 'stats' }>,
 ): Promise<{ rows: Record<string, unknown>[]; scanned: number }> {
-  const keys = plan.keys.map((k, i) => `${mustValueSql(k)} AS k${i}`);
-  const aggs = plan.aggs.map((a, i) => `${aggSql(a)} AS a${i}`);
-  const group = keys.length
-    ? ` GROUP BY ${plan.keys.map((_, i) => `k${i}`).join(', ')} ORDER BY min(start_ns)`
-    : '';
-  const raw = await ctx.select<Record<string, unknown>>(
-    `SELECT ${[...keys, ...aggs, 'count() AS n'].join(', ')} FROM ${ctx.table}${whereSql(plan.where)}${group}`,
-  );
+  const rollup = ctx.rollupTable ? rollupPlan(plan, stats) : undefined;
+  let sql: string;
+  if (rollup) {
+    sql = rollupStatsSql(ctx, stats, rollup);
+  } else {
+    const keys = stats.keys.map((k, i) => `${mustValueSql(k)} AS k${i}`);
+    const aggs = stats.aggs.map((a, i) => `${aggSql(a)} AS a${i}`);
+    const group = keys.length
+      ? ` GROUP BY ${stats.keys.map((_, i) => `k${i}`).join(', ')} ORDER BY min(start_ns)`
+      : '';
+    sql = `SELECT ${[...keys, ...aggs, 'count() AS n'].join(', ')} FROM ${ctx.table}${whereSql(stats.where)}${group}`;
+  }
+  const raw = await ctx.select<Record<string, unknown>>(sql);
   let scanned = 0;
   const rows = raw
     // Without GROUP BY an aggregate over no rows is still one row (as in SQLite).
@@ -170,7 +327,7 @@ function prefixes(key: string): string[] {
 async function scanRows(ctx: ClickHouseQueryContext, plan: QueryPlan): Promise<ScanResult> {
   const { scan } = plan;
   const values = scan.select.type === 'values' ? scan.select.values : undefined;
-  const sqls = values?.map(valueSql);
+  const sqls = values?.map((v) => valueSql(v));
   const useRecord = !values || sqls!.some((s) => s === undefined);
   const order = [...scan.order.map((o) => `${mustValueSql(o.value)} ${o.desc ? 'DESC' : 'ASC'}`)];
   if (order.length) order.push('start_ns', 'span_id');
@@ -244,7 +401,7 @@ export async function runClickHouseQuery(
   const plan = planQuery(parsed, { ...options, hotColumns: !odd.length });
   const first = plan.rest[0];
   if (first?.type === 'stats' && plan.stats) {
-    const stats = await statsRows(ctx, plan.stats, first);
+    const stats = await statsRows(ctx, plan, plan.stats, first);
     return finishQuery(
       plan,
       { rows: [], get: objectGetter, scanned: stats.scanned, statsRows: stats.rows },

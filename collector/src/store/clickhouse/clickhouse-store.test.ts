@@ -106,8 +106,22 @@ const SHARED_QUERIES = [
   'filter attributes.gen_ai.usage.input_tokens >= 125 | stats sum(attributes.gen_ai.usage.output_tokens) as out by attributes.gen_ai.request.model | sort out desc',
 ];
 
-async function query(c: Collector, q: string): Promise<QueryResponse> {
-  const res = await postJson(`${c.url}/api/query`, { query: q });
+/** `stats` span_rollup answers (rollupPlan): time bounds cut inside seconds, so the edges count. */
+const ROLLUP_QUERIES = [
+  'stats count(*) as n, sum(durationNano) as d, avg(durationNano) as a, min(durationNano) as lo, max(durationNano) as hi by resource.attributes.service.name',
+  'stats count(*) as n, count(attributes.gen_ai.usage.input_tokens) as c, sum(attributes.gen_ai.usage.input_tokens) as i, avg(attributes.gen_ai.usage.output_tokens) as o, min(attributes.gen_ai.usage.input_tokens) as lo, max(attributes.gen_ai.usage.output_tokens) as hi by name',
+  'filter attributes.gen_ai.operation.name = "chat" | stats sum(attributes.gen_ai.usage.input_tokens) as input, sum(attributes.gen_ai.usage.output_tokens) as output, count(*) as calls by resource.attributes.service.name as service, attributes.gen_ai.request.model as model',
+  'filter attributes.gen_ai.operation.name = "chat" | stats sum(attributes.gen_ai.usage.input_tokens) as tokens_in by bin(300s), attributes.gen_ai.request.model as model',
+  'filter kind = "CLIENT" and status.code != "ERROR" and resource.attributes.service.name in ["weather", "billing"] | stats count(*) as n by bin(1h), status.code',
+  'filter not ispresent(attributes.gen_ai.request.model) | stats count(*) as n, max(durationNano) as hi',
+];
+
+async function query(
+  c: Collector,
+  q: string,
+  range: { startMs?: number; endMs?: number } = {},
+): Promise<QueryResponse> {
+  const res = await postJson(`${c.url}/api/query`, { query: q, ...range });
   const body = (await res.json()) as QueryResponse;
   if (res.status !== 200) throw new Error(`${q}: ${res.status} ${JSON.stringify(body)}`);
   return body;
@@ -245,6 +259,74 @@ describe.skipIf(clickHouseSkipReason)(
           rows: a.rows,
         });
         expect(a.rows.length, q).toBeGreaterThan(0);
+      }
+    });
+
+    it('answers stats from its rollup exactly as from the spans, with time bounds inside seconds', async () => {
+      const base = NOW - 3 * 3_600_000;
+      // Spans of trace t start at base + t·300 s + 0, 100, 500 and 900 ms, and base ends in .834 s.
+      const ranges = [
+        {},
+        { startMs: base + 5 * 300_000 + 50, endMs: base + 20 * 300_000 + 700 },
+        { startMs: base + 3 * 300_000 + 166 },
+        { endMs: base + 11 * 300_000 + 400.5 },
+        { startMs: base + 7 * 300_000 + 10, endMs: base + 7 * 300_000 + 1_100 },
+      ];
+      for (const q of ROLLUP_QUERIES) {
+        for (const range of ranges) {
+          const [a, b] = await Promise.all([query(sqlite, q, range), query(clickhouse, q, range)]);
+          expect({ q, range, columns: b.columns, rows: b.rows }).toEqual({
+            q,
+            range,
+            columns: a.columns,
+            rows: a.rows,
+          });
+        }
+      }
+      // The rollup is what answers: a group put only there shows in a rollup-shaped query and not
+      // in one it cannot answer (a percentile reads the spans).
+      const db = 'agentrt_rollup_probe';
+      const c = await clickHouseCollector(db);
+      await send(c, dataset());
+      await clickHouseSql(
+        ch.url,
+        `INSERT INTO ${db}.span_rollup SELECT today(), 1, 'rollup-probe', 'probe', 'INTERNAL', 'UNSET', 1, '', 1, '', 1, '',
+          countState(), minState(toUInt64(1)), sumState(toInt64(5)), minState(toInt64(5)), maxState(toInt64(5)),
+          sumState(toUInt64(0)), sumState(0.), minState(inf), maxState(-inf),
+          sumState(toUInt64(0)), sumState(0.), minState(inf), maxState(-inf) FROM system.one`,
+      );
+      const services = (r: QueryResponse): unknown[] =>
+        r.rows.map((row) => (row as Record<string, unknown>)['service']);
+      expect(
+        services(await query(c, 'stats count(*) as n by resource.attributes.service.name as service')),
+      ).toContain('rollup-probe');
+      expect(
+        services(
+          await query(c, 'stats pct(durationNano, 50) as p by resource.attributes.service.name as service'),
+        ),
+      ).not.toContain('rollup-probe');
+    });
+
+    it('migrates a version 1 database to version 2, filling the rollup from the spans already stored', async () => {
+      const db = 'agentrt_v1_upgrade';
+      const old = await clickHouseCollector(db);
+      await send(old, dataset());
+      // Back to version 1: no rollup table or view, version 1 recorded.
+      for (const sql of [
+        `DROP TABLE ${db}.span_rollup_mv`,
+        `DROP TABLE ${db}.span_rollup`,
+        `DROP TABLE ${db}.schema_migrations`,
+        `CREATE TABLE ${db}.schema_migrations (version UInt32, applied_at DateTime) ENGINE = MergeTree() ORDER BY version`,
+        `INSERT INTO ${db}.schema_migrations VALUES (1, now())`,
+      ])
+        await clickHouseSql(ch.url, sql);
+      const upgraded = await clickHouseCollector(db);
+      expect((await clickHouseSql(ch.url, `SELECT max(version) FROM ${db}.schema_migrations`)).trim()).toBe(
+        '2',
+      );
+      for (const q of ROLLUP_QUERIES) {
+        const [a, b] = await Promise.all([query(sqlite, q), query(upgraded, q)]);
+        expect({ q, rows: b.rows }).toEqual({ q, rows: a.rows });
       }
     });
 

@@ -513,7 +513,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     };
     try {
       const response = await runClickHouseQuery(
-        { select: timed, table: T('spans'), serverVersion },
+        { select: timed, table: T('spans'), rollupTable: T('span_rollup'), serverVersion },
         q,
         range,
       );
