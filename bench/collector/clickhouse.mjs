@@ -329,6 +329,23 @@ try {
     ratio(c.rate, s.rate),
     '—',
   ]);
+  // Spans per CPU-second of the collector processes: what one collector core ingests when the
+  // store's own CPU is elsewhere (ClickHouse on its own machines; SQLite's writes are in-process).
+  const perCore = (kind) => (cpuPerKSpans[kind] ? 1e6 / cpuPerKSpans[kind][0] : NaN);
+  rows.push([
+    'ingest per collector core (spans per CPU-second of the collector)',
+    Math.round(perCore('sqlite')),
+    Math.round(perCore('clickhouse')),
+    ratio(perCore('clickhouse'), perCore('sqlite')),
+    '—',
+  ]);
+  rows.push([
+    'ingest per collector core, two collectors',
+    '—',
+    Math.round(perCore('two')),
+    ratio(perCore('two'), perCore('sqlite')),
+    '—',
+  ]);
   rows.push([
     'ingest, two collectors on one ClickHouse (spans/s)',
     '—',
@@ -361,6 +378,11 @@ ${only ? '' : `CPU per 1000 spans during ingest (/proc of each process): SQLite-
       'Collector: SQLite and ClickHouse stores (bench/collector/clickhouse.mjs)',
       md,
     );
+  if (process.env.BENCH_KEEP === '1') {
+    // For looking into the data with clickhouse-client: the server stays up until Ctrl-C.
+    log(`ClickHouse stays up: clickhouse-client --port ${ch.nodes[0].tcpPort} (database bench_one)`);
+    await new Promise((r) => process.once('SIGINT', r));
+  }
 } finally {
   await ch.stop();
   rmSync(dir, { recursive: true, force: true });

@@ -291,7 +291,7 @@ describe.skipIf(clickHouseSkipReason)(
       await clickHouseSql(
         ch.url,
         `INSERT INTO ${db}.span_rollup SELECT today(), 1, 'rollup-probe', 'probe', 'INTERNAL', 'UNSET', 1, '', 1, '', 1, '',
-          countState(), minState(toUInt64(1)), sumState(toInt64(5)), minState(toInt64(5)), maxState(toInt64(5)),
+          countState(), minState(toUInt64(1)), maxState(toInt64(1)), sumState(toInt64(5)), minState(toInt64(5)), maxState(toInt64(5)),
           sumState(toUInt64(0)), sumState(0.), minState(inf), maxState(-inf),
           sumState(toUInt64(0)), sumState(0.), minState(inf), maxState(-inf) FROM system.one`,
       );
@@ -305,6 +305,67 @@ describe.skipIf(clickHouseSkipReason)(
           await query(c, 'stats pct(durationNano, 50) as p by resource.attributes.service.name as service'),
         ),
       ).not.toContain('rollup-probe');
+    });
+
+    it('lists the newest traces and sessions from a recent window exactly as the SQLite store, ones begun before it included', async () => {
+      const sq = await startCollector({ summaryRefreshIntervalMs: 0 });
+      cleanups.push(sq.cleanup);
+      const c = await clickHouseCollector('agentrt_trace_window');
+      // One begun 500 s before its last span, which is the newest span of all: the 60 s and 480 s
+      // windows hold only that span of it, and it began before dataset()'s newest trace (NOW - 35
+      // min, 400 s before that span), so that one is first.
+      const long = hex(0x10e9, 16);
+      const end = NOW - 1_700_000;
+      const data = [
+        ...dataset(),
+        jsonRequest('weather', [
+          jsonSpan({
+            traceId: long,
+            spanId: hex(0x10e9, 8),
+            name: 'invoke_agent',
+            kind: 2,
+            startMs: end - 500_000,
+            // It ends last of all: its session is the newest, though no span of it starts late.
+            durationMs: 600_000,
+            attributes: { 'session.id': 's-long' },
+          }),
+          jsonSpan({
+            traceId: long,
+            spanId: hex(0x10ea, 8),
+            parentSpanId: hex(0x10e9, 8),
+            name: 'chat late',
+            kind: 3,
+            startMs: end,
+            durationMs: 400,
+          }),
+        ]),
+      ];
+      await send(sq, data);
+      await send(c, data);
+      for (const path of [
+        '/api/traces?limit=1',
+        '/api/traces?limit=2',
+        '/api/traces?limit=5&status=ok',
+        '/api/traces?limit=3&service=billing',
+        `/api/traces?limit=4&endMs=${NOW - 2 * 3_600_000}`,
+        `/api/traces?limit=100&startMs=${NOW - 2 * 3_600_000}`,
+        '/api/sessions?limit=1',
+        '/api/sessions?limit=3',
+        '/api/sessions',
+      ]) {
+        const [a, b] = await Promise.all([
+          fetch(`${sq.url}${path}`).then((r) => r.json()),
+          fetch(`${c.url}${path}`).then((r) => r.json()),
+        ]);
+        expect(b, path).toEqual(a);
+        expect(JSON.stringify(a), path).toMatch(/"(traceId|sessionId)"/);
+      }
+      const first = (await (await fetch(`${c.url}/api/traces?limit=1`)).json()) as {
+        traces: { traceId: string; startTimeUnixNano: number }[];
+      };
+      expect(first.traces[0]!.traceId).toBe(hex(0xabc000 + 29, 16));
+      const sessions = (await (await fetch(`${c.url}/api/sessions?limit=1`)).json()) as SessionListResponse;
+      expect(sessions.sessions.map((x) => x.sessionId)).toEqual(['s-long']);
     });
 
     it('migrates a version 1 database to version 2, filling the rollup from the spans already stored', async () => {

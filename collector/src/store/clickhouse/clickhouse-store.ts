@@ -22,7 +22,7 @@ import { summarizeSession, summarizeTrace } from '../summaries.js';
 import type { LogQuery, LogQueryResult } from '../../logs/log-query.js';
 import { queryClickHouseLogs } from './clickhouse-logs.js';
 import { runClickHouseQuery } from './clickhouse-query.js';
-import { LOG_COLUMNS, SPAN_COLUMNS, literal, logLine, spanLine } from './rows.js';
+import { LOG_COLUMNS, SPAN_COLUMNS, dayOf, literal, logLine, spanLine } from './rows.js';
 import {
   CLICKHOUSE_SCHEMA_VERSION,
   DAILY_TABLES,
@@ -372,35 +372,92 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     // Whether a trace is noise is known from its summary (summarizeTrace owns the rule), so the
     // listing pages through candidates until `limit` pass the noise setting.
     const noise = noiseFilter(filter);
-    const keep = (s: TraceSummary): boolean =>
+    const passes = (s: TraceSummary): boolean =>
       noise === 'include' || (noise === 'only') === (s.noise !== undefined);
-    const out: TraceSummary[] = [];
-    // The first page is the size asked for (most traces are a user's); each further page doubles,
-    // up to 1000, and at most 20 pages are read (a store of nothing but probes answers short).
-    let page = limit;
-    for (
-      let offset = 0, round = 0;
-      out.length < limit && round < 20;
-      offset += page, page = Math.min(1000, page * 2), round++
-    ) {
-      const rows = await select<{ trace_id: string }>(
-        `SELECT trace_id, minMerge(start_ns) AS s, maxMerge(end_ns) AS e, anyIfMerge(root_service) AS svc, sumMerge(errors) AS err FROM ${T('traces')}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} GROUP BY trace_id${having.length ? ` HAVING ${having.join(' AND ')}` : ''} ORDER BY s DESC, trace_id LIMIT ${offset}, ${page}`,
-      );
-      const sums = await summaries(rows.map((r) => r.trace_id));
-      for (const r of rows) {
-        const s = sums.get(r.trace_id);
-        if (s && keep(s) && out.length < limit) out.push(s);
+    const tail = having.length ? ` AND ${having.join(' AND ')}` : '';
+    /**
+     * Pages through candidates (the first page the size asked for, each further one doubled up to
+     * 1000, at most 20 pages: a store of nothing but probes answers short) until `limit` pass
+     * `keep`; whether the candidates ran out before that.
+     */
+    const pageThrough = async (
+      sql: (offset: number, page: number) => string,
+      keep: (s: TraceSummary) => boolean,
+    ): Promise<{ out: TraceSummary[]; exhausted: boolean }> => {
+      const out: TraceSummary[] = [];
+      let page = limit;
+      for (
+        let offset = 0, round = 0;
+        out.length < limit && round < 20;
+        offset += page, page = Math.min(1000, page * 2), round++
+      ) {
+        const rows = await select<{ trace_id: string }>(sql(offset, page));
+        const sums = await summaries(rows.map((r) => r.trace_id));
+        for (const r of rows) {
+          const s = sums.get(r.trace_id);
+          if (s && keep(s) && out.length < limit) out.push(s);
+        }
+        if (rows.length < page) return { out, exhausted: true };
       }
-      if (rows.length < page) break;
+      return { out, exhausted: false };
+    };
+    if (!where.length) {
+      // The newest traces first from the spans of a recent window (their ORDER BY narrows a time
+      // range to its hours): a trace that starts inside the window has all its spans there, so its
+      // aggregates are exact; one that started before it shows up with a later start, and its
+      // summary (read whole from trace_spans) gives it away. The window grows 8× until `limit`
+      // traces are found or it holds every span — instead of merging every trace's aggregates.
+      const [span] = await select<{ lo: string; hi: string }>(
+        `SELECT min(start_s) AS lo, max(start_s) AS hi FROM ${T('span_rollup')}`,
+      );
+      const lo = Number(span?.lo ?? 0);
+      let newest = Number(span?.hi ?? 0) + 1;
+      if (filter.endMs !== undefined) newest = Math.min(newest, Math.ceil(filter.endMs / 1000));
+      const oldest = filter.startMs !== undefined ? Math.max(lo, Math.floor(filter.startMs / 1000)) : lo;
+      for (let w = 60; ; w *= 8) {
+        const fromS = Math.max(newest - w, oldest);
+        const fromNs = BigInt(fromS) * 1_000_000_000n;
+        const hour = 'toStartOfHour(toDateTime(intDiv(start_ns, 1000000000)))';
+        const { out, exhausted } = await pageThrough(
+          (offset, page) =>
+            `SELECT trace_id, min(start_ns) AS s, max(end_ns) AS e, anyIf(service, parent_span_id = '') AS svc, sum(status = 'ERROR') AS err FROM ${T('spans')} WHERE date >= ${literal(dayOf(fromS * 1e9))} AND ${hour} >= toStartOfHour(toDateTime(${fromS})) AND start_ns >= ${fromNs} GROUP BY trace_id HAVING s >= ${fromNs}${tail} ORDER BY s DESC, trace_id LIMIT ${offset}, ${page}`,
+          (s) => s.startTimeUnixNano >= fromS * 1e9 && passes(s),
+        );
+        if (out.length >= limit || !exhausted || fromS <= oldest) return out;
+      }
     }
+    const { out } = await pageThrough(
+      (offset, page) =>
+        `SELECT trace_id, minMerge(start_ns) AS s, maxMerge(end_ns) AS e, anyIfMerge(root_service) AS svc, sumMerge(errors) AS err FROM ${T('traces')}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} GROUP BY trace_id${having.length ? ` HAVING ${having.join(' AND ')}` : ''} ORDER BY s DESC, trace_id LIMIT ${offset}, ${page}`,
+      passes,
+    );
     return out;
   }
 
   async function listSessions(limit = 100): Promise<SessionSummary[]> {
     const n = Math.max(1, Math.min(limit, 1000));
-    const rows = await select<{ session_id: string }>(
-      `SELECT session_id, maxMerge(last_ns) AS l FROM ${T('session_traces')} GROUP BY session_id ORDER BY l DESC, session_id LIMIT ${n}`,
+    const [span] = await select<{ lo: string; hi: string; d: string }>(
+      `SELECT min(start_s) AS lo, max(start_s) AS hi, maxMerge(dur_max) AS d FROM ${T('span_rollup')}`,
     );
+    const lo = Number(span?.lo ?? 0);
+    const newest = Number(span?.hi ?? 0) + 1;
+    // The longest span: a session last active at L has a span that ends at L, so starts after L - d.
+    const longestNs = Math.max(0, Number(span?.d ?? 0));
+    const order = `GROUP BY session_id ORDER BY l DESC, session_id LIMIT ${n}`;
+    let rows: { session_id: string; l: string }[];
+    // Sessions with spans in a recent window (the spans' ORDER BY narrows it to its hours), their
+    // last activity read whole from session_traces; the window grows 8× until the n-th newest is
+    // far enough inside it that no session outside could be newer — instead of merging every
+    // session's aggregates.
+    for (let w = 60; ; w *= 8) {
+      const fromS = Math.max(newest - w, lo);
+      const hour = 'toStartOfHour(toDateTime(intDiv(start_ns, 1000000000)))';
+      rows = await select<{ session_id: string; l: string }>(
+        `SELECT session_id, maxMerge(last_ns) AS l FROM ${T('session_traces')} WHERE session_id IN (SELECT session_id FROM ${T('spans')} WHERE session_id != '' AND date >= ${literal(dayOf(fromS * 1e9))} AND ${hour} >= toStartOfHour(toDateTime(${fromS})) AND start_ns >= ${BigInt(fromS) * 1_000_000_000n}) ${order}`,
+      );
+      if (fromS <= lo) break;
+      if (rows.length === n && fromS * 1e9 <= Number(rows[n - 1]!.l) - longestNs) break;
+    }
     const traces = await sessionsWithTraces(rows.map((r) => r.session_id));
     return rows
       .filter((r) => traces.has(r.session_id))
@@ -415,7 +472,8 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
 
   async function services() {
     const rows = await select<{ name: string; n: number; last: number }>(
-      `SELECT service AS name, count() AS n, max(end_us) AS last FROM ${T('spans')} WHERE service != '' GROUP BY service ORDER BY last DESC, name`,
+      // From the rollup (its rows are per second and service): ~60× fewer rows than the spans.
+      `SELECT service AS name, countMerge(spans) AS n, maxMerge(last_end_us) AS last FROM ${T('span_rollup')} WHERE service != '' GROUP BY service ORDER BY last DESC, name`,
     );
     return rows.map((r) => ({
       name: r.name,

@@ -214,6 +214,7 @@ const ROLLUP_KEYS = [
 export const ROLLUP_STATES = [
   'countState() AS spans',
   'minState(start_ns) AS first_ns',
+  'maxState(end_us) AS last_end_us',
   ...ROLLUP_NUMBERS.flatMap(({ column: c, prefix: p }) =>
     c === 'duration_ns'
       ? [`sumState(${c}) AS ${p}_sum`, `minState(${c}) AS ${p}_min`, `maxState(${c}) AS ${p}_max`]
@@ -238,6 +239,7 @@ const ROLLUP_TABLE: TableDef = {
     ...ROLLUP_NULLABLE.flatMap((n) => [`${n.flag} UInt8`, `${n.value} String`]),
     'spans AggregateFunction(count)',
     'first_ns AggregateFunction(min, UInt64)',
+    'last_end_us AggregateFunction(max, Int64)',
     ...ROLLUP_NUMBERS.flatMap(({ column: c, prefix: p }) =>
       c === 'duration_ns'
         ? [
