@@ -252,16 +252,35 @@ function rollupPlan(
   return { dims, fromS, toS, edges };
 }
 
+const HOUR_KEY = 'toStartOfHour(toDateTime(intDiv(start_ns, 1000000000)))';
+
 /**
- * Spans starting in [a, b) µs (under a second), in terms the spans table's partitions (UTC day) and
- * ORDER BY (service, hour, name, start_ns) can narrow: an edge reads its hour's granules, not the
- * table.
+ * Conditions that narrow the spans table to starts from `a` (and before `b`) µs through what it is
+ * laid out by: daily partitions and ORDER BY (service, hour, name, start_ns), so a recent window or
+ * an edge reads its hours' granules rather than the table. They are a second looser than [a, b)
+ * (the day, hour and µs columns are rounded from the same float ns): add the exact condition.
  */
-function edgeSql([a, b]: [bigint, bigint]): string {
-  const hour = (us: bigint): string => `toStartOfHour(toDateTime(${floorDiv(us, US)}))`;
-  const days = [dayOf(Number(a) * 1000), dayOf(Number(b - 1n) * 1000)];
-  return `(date >= ${literal(days[0])} AND date <= ${literal(days[1])} AND toStartOfHour(toDateTime(intDiv(start_ns, 1000000000))) >= ${hour(a)} AND toStartOfHour(toDateTime(intDiv(start_ns, 1000000000))) <= ${hour(b - 1n)} AND start_ns >= ${a * 1000n} AND start_ns < ${b * 1000n} AND start_us >= ${a} AND start_us < ${b})`;
+export function spanStartRangeSql(a: bigint, b?: bigint): string {
+  const lo = a > US ? a - US : 0n;
+  const out = [
+    `date >= ${literal(dayOf(Number(lo) * 1000))}`,
+    `${HOUR_KEY} >= toStartOfHour(toDateTime(${floorDiv(lo, US)}))`,
+    `start_ns >= ${lo * 1000n}`,
+  ];
+  if (b !== undefined) {
+    const hi = b + US;
+    out.push(
+      `date <= ${literal(dayOf(Number(hi) * 1000))}`,
+      `${HOUR_KEY} <= toStartOfHour(toDateTime(${floorDiv(hi, US)}))`,
+      `start_ns < ${hi * 1000n}`,
+    );
+  }
+  return out.join(' AND ');
 }
+
+/** Spans starting in [a, b) µs (a fraction of a second at a time range's end). */
+const edgeSql = ([a, b]: [bigint, bigint]): string =>
+  `(${spanStartRangeSql(a, b)} AND start_us >= ${a} AND start_us < ${b})`;
 
 /** The grouped stats SQL over span_rollup (plus the spans at the edges of the time bounds). */
 function rollupStatsSql(

@@ -7,6 +7,7 @@ import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-tra
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Collector } from '../../http/collector.js';
+import { decodeTraceRequestJson } from '../../otlp/decode-json.js';
 import { hex, jsonRequest, jsonSpan, postJson, startCollector, tempDir } from '../../testing.test-util.js';
 import type { QueryResponse, SessionListResponse, TraceResponse } from '../../wire-types.js';
 import { type ClickHouseLocation, parseStoreSetting } from '../store.js';
@@ -366,6 +367,36 @@ describe.skipIf(clickHouseSkipReason)(
       expect(first.traces[0]!.traceId).toBe(hex(0xabc000 + 29, 16));
       const sessions = (await (await fetch(`${c.url}/api/sessions?limit=1`)).json()) as SessionListResponse;
       expect(sessions.sessions.map((x) => x.sessionId)).toEqual(['s-long']);
+    });
+
+    it('acknowledges a writer that writes again the moment its last write was acknowledged', async () => {
+      const c = await clickHouseCollector('agentrt_back_to_back');
+      // Each write starts while the INSERT that acknowledged the previous one is still finishing.
+      for (let i = 0; i < 3; i++) {
+        const spans = decodeTraceRequestJson(JSON.stringify(numbered('svc', 0xb2b000, 'back', i))).spans;
+        const done = c.store.write(spans, []).then(() => 'stored');
+        const late = new Promise((r) => setTimeout(() => r('still waiting after 5 s'), 5000));
+        expect(await Promise.race([done, late])).toBe('stored');
+      }
+      expect((await query(c, 'filter name like /^back-/ | stats count(*) as n')).rows).toEqual([{ n: 3 }]);
+    });
+
+    it('takes a span with 20,000 attributes (the attribute key view copies nothing per key)', async () => {
+      const c = await clickHouseCollector('agentrt_wide_span');
+      const wide = jsonSpan({
+        traceId: hex(0x31de, 16),
+        spanId: hex(1, 8),
+        name: 'wide',
+        startMs: NOW,
+        durationMs: 1,
+      });
+      wide['attributes'] = Array.from({ length: 20_000 }, (_, i) => ({
+        key: `k${i}`,
+        value: { intValue: String(i) },
+      }));
+      expect((await postJson(`${c.url}/v1/traces`, jsonRequest('svc', [wide]))).status).toBe(200);
+      const keys = (await (await fetch(`${c.url}/api/keys`)).json()) as { keys: string[] };
+      expect(keys.keys).toEqual(expect.arrayContaining(['attributes.k0', 'attributes.k10000']));
     });
 
     it('migrates a version 1 database to version 2, filling the rollup from the spans already stored', async () => {

@@ -21,8 +21,8 @@ import {
 import { summarizeSession, summarizeTrace } from '../summaries.js';
 import type { LogQuery, LogQueryResult } from '../../logs/log-query.js';
 import { queryClickHouseLogs } from './clickhouse-logs.js';
-import { runClickHouseQuery } from './clickhouse-query.js';
-import { LOG_COLUMNS, SPAN_COLUMNS, dayOf, literal, logLine, spanLine } from './rows.js';
+import { runClickHouseQuery, spanStartRangeSql } from './clickhouse-query.js';
+import { LOG_COLUMNS, SPAN_COLUMNS, literal, logLine, spanLine } from './rows.js';
 import {
   CLICKHOUSE_SCHEMA_VERSION,
   DAILY_TABLES,
@@ -274,7 +274,12 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
   function startDrain(): void {
     clearTimeout(lingering);
     lingering = undefined;
-    inFlight ??= drain().finally(() => (inFlight = undefined));
+    inFlight ??= drain().finally(() => {
+      inFlight = undefined;
+      // A write made between the drain's last look at the queue and here (a waiter resumed by the
+      // last INSERT writing again at once) saw the drain still running and left its records to it.
+      if (queued.length && !lingering) startDrain();
+    });
   }
 
   function write(spans: SpanRecord[], logs: LogRecord[]): Promise<void> {
@@ -417,10 +422,9 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       for (let w = 60; ; w *= 8) {
         const fromS = Math.max(newest - w, oldest);
         const fromNs = BigInt(fromS) * 1_000_000_000n;
-        const hour = 'toStartOfHour(toDateTime(intDiv(start_ns, 1000000000)))';
         const { out, exhausted } = await pageThrough(
           (offset, page) =>
-            `SELECT trace_id, min(start_ns) AS s, max(end_ns) AS e, anyIf(service, parent_span_id = '') AS svc, sum(status = 'ERROR') AS err FROM ${T('spans')} WHERE date >= ${literal(dayOf(fromS * 1e9))} AND ${hour} >= toStartOfHour(toDateTime(${fromS})) AND start_ns >= ${fromNs} GROUP BY trace_id HAVING s >= ${fromNs}${tail} ORDER BY s DESC, trace_id LIMIT ${offset}, ${page}`,
+            `SELECT trace_id, min(start_ns) AS s, max(end_ns) AS e, anyIf(service, parent_span_id = '') AS svc, sum(status = 'ERROR') AS err FROM ${T('spans')} WHERE ${spanStartRangeSql(BigInt(fromS) * 1_000_000n)} AND start_ns >= ${fromNs} GROUP BY trace_id HAVING s >= ${fromNs}${tail} ORDER BY s DESC, trace_id LIMIT ${offset}, ${page}`,
           (s) => s.startTimeUnixNano >= fromS * 1e9 && passes(s),
         );
         if (out.length >= limit || !exhausted || fromS <= oldest) return out;
@@ -451,9 +455,8 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     // session's aggregates.
     for (let w = 60; ; w *= 8) {
       const fromS = Math.max(newest - w, lo);
-      const hour = 'toStartOfHour(toDateTime(intDiv(start_ns, 1000000000)))';
       rows = await select<{ session_id: string; l: string }>(
-        `SELECT session_id, maxMerge(last_ns) AS l FROM ${T('session_traces')} WHERE session_id IN (SELECT session_id FROM ${T('spans')} WHERE session_id != '' AND date >= ${literal(dayOf(fromS * 1e9))} AND ${hour} >= toStartOfHour(toDateTime(${fromS})) AND start_ns >= ${BigInt(fromS) * 1_000_000_000n}) ${order}`,
+        `SELECT session_id, maxMerge(last_ns) AS l FROM ${T('session_traces')} WHERE session_id IN (SELECT session_id FROM ${T('spans')} WHERE session_id != '' AND ${spanStartRangeSql(BigInt(fromS) * 1_000_000n)} AND start_ns >= ${BigInt(fromS) * 1_000_000_000n}) ${order}`,
       );
       if (fromS <= lo) break;
       if (rows.length === n && fromS * 1e9 <= Number(rows[n - 1]!.l) - longestNs) break;
@@ -484,7 +487,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
 
   async function attributeKeys(): Promise<string[]> {
     const rows = await select<{ key: string }>(
-      `SELECT DISTINCT key FROM ${T('attribute_keys')} ORDER BY key LIMIT 10000`,
+      `SELECT arrayJoin(groupUniqArrayArrayMerge(keys)) AS key FROM ${T('attribute_key_sets')} ORDER BY key LIMIT 10000`,
     );
     return [...FIXED_KEYS, 'resource.attributes.service.name', ...rows.map((r) => r.key)].filter(
       (k, i, all) => all.indexOf(k) === i,

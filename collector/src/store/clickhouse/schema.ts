@@ -11,13 +11,18 @@
 //   trace_spans    the same spans keyed by trace id (trace view, export, summaries): a view.
 //   traces         per-trace aggregates (start, end, root service, errors, spans): a view.
 //   session_traces (session, trace) pairs with first/last time: session list and lookup, a view.
-//   attribute_keys distinct attribute keys for autocompletion, a view.
+//   attribute_keys distinct attribute keys for autocompletion, a view (version 1; replaced by
+//                  attribute_key_sets in version 2).
 //   logs           log records, by trace.
 //   span_rollup    (version 2) per second × service × name × kind × status × GenAI model, operation
 //                  and provider: span count, first start, duration and token sums/min/max as
 //                  aggregate states, a view. `stats` whose filters, groups and aggregates it can
 //                  answer read it instead of the spans (clickhouse-query.ts), ~60× fewer rows.
-// All but attribute_keys are partitioned by day; retention drops whole partitions.
+//   attribute_key_sets (version 2) the distinct attribute keys as one groupUniqArray state per
+//                  INSERT, a view. attribute_keys' view used arrayJoin, for which 18.16 copies every
+//                  column of the inserted block once per key: a span with 20,000 attributes made an
+//                  INSERT need gigabytes and fail, and every INSERT paid for copies of its records.
+// All but the attribute key tables are partitioned by day; retention drops whole partitions.
 
 /** The schema version this collector writes; older ones are migrated at start. */
 export const CLICKHOUSE_SCHEMA_VERSION = 2;
@@ -68,6 +73,14 @@ interface TableDef {
   engine: 'MergeTree' | 'AggregatingMergeTree' | 'ReplacingMergeTree';
   partition?: string;
   order: string;
+  /**
+   * Rows per primary-key granule (ClickHouse's default is 8192): smaller for the tables read by
+   * one key at a time, whose granules hold whole records — a trace's spans are a few rows, and a
+   * lookup reads every row of the granules it touches.
+   */
+  granularity?: number;
+  /** The Distributed table's sharding expression (hashed; default the trace id). */
+  shardKey?: string;
 }
 
 const TABLES: TableDef[] = [
@@ -108,6 +121,7 @@ const TABLES: TableDef[] = [
     engine: 'MergeTree',
     partition: 'date',
     order: '(trace_id, start_ns, span_id)',
+    granularity: 256,
   },
   {
     name: 'traces',
@@ -132,12 +146,14 @@ const TABLES: TableDef[] = [
     engine: 'AggregatingMergeTree',
     partition: 'date',
     order: '(session_id, trace_id)',
+    granularity: 1024,
   },
   {
     name: 'attribute_keys',
     columns: 'key String',
     engine: 'ReplacingMergeTree',
     order: 'key',
+    shardKey: 'key',
   },
   {
     name: 'logs',
@@ -145,8 +161,12 @@ const TABLES: TableDef[] = [
     engine: 'MergeTree',
     partition: 'date',
     order: '(trace_id, time_ns)',
+    granularity: 256,
   },
 ];
+
+/** The keys a span row contributes: `attributes.<key>` and `resource.attributes.<key>`. */
+const SPAN_KEYS = `arrayConcat(arrayMap(k -> concat('attributes.', k), attr_keys), arrayMap(k -> concat('resource.attributes.', k), res_keys))`;
 
 const VIEWS: { name: string; target: string; select: (spans: string) => string }[] = [
   {
@@ -176,9 +196,7 @@ const VIEWS: { name: string; target: string; select: (spans: string) => string }
   {
     name: 'attribute_keys_mv',
     target: 'attribute_keys',
-    select: (spans) => `SELECT DISTINCT arrayJoin(arrayConcat(
-      arrayMap(k -> concat('attributes.', k), attr_keys),
-      arrayMap(k -> concat('resource.attributes.', k), res_keys))) AS key FROM ${spans}`,
+    select: (spans) => `SELECT DISTINCT arrayJoin(${SPAN_KEYS}) AS key FROM ${spans}`,
   },
 ];
 
@@ -258,6 +276,15 @@ const ROLLUP_TABLE: TableDef = {
   engine: 'AggregatingMergeTree',
   partition: 'date',
   order: `(${ROLLUP_KEYS.join(', ')})`,
+  shardKey: 'service',
+};
+
+const KEY_SETS_TABLE: TableDef = {
+  name: 'attribute_key_sets',
+  columns: 'shard UInt8, keys AggregateFunction(groupUniqArrayArray, Array(String))',
+  engine: 'AggregatingMergeTree',
+  order: 'shard',
+  shardKey: 'shard',
 };
 
 /** The rollup's SELECT over `spans` rows (the view's, and the v2 migration's backfill). */
@@ -283,11 +310,11 @@ function tableStatements(t: SchemaTarget, tables: readonly TableDef[]): string[]
   for (const def of tables) {
     const local = localName(t, def.name);
     out.push(
-      `CREATE TABLE IF NOT EXISTS ${local}${onCluster(t)} (${def.columns}) ENGINE = ${engine(t, `${def.name}_local`, def.engine)}${def.partition ? ` PARTITION BY ${def.partition}` : ''} ORDER BY ${def.order}`,
+      `CREATE TABLE IF NOT EXISTS ${local}${onCluster(t)} (${def.columns}) ENGINE = ${engine(t, `${def.name}_local`, def.engine)}${def.partition ? ` PARTITION BY ${def.partition}` : ''} ORDER BY ${def.order}${def.granularity ? ` SETTINGS index_granularity = ${def.granularity}` : ''}`,
     );
     if (t.cluster) {
       out.push(
-        `CREATE TABLE IF NOT EXISTS ${tableName(t, def.name)}${onCluster(t)} AS ${local} ENGINE = Distributed(${t.cluster}, ${t.database}, ${def.name}_local, cityHash64(${def.name === 'attribute_keys' ? 'key' : def.name === 'span_rollup' ? 'service' : 'trace_id'}))`,
+        `CREATE TABLE IF NOT EXISTS ${tableName(t, def.name)}${onCluster(t)} AS ${local} ENGINE = Distributed(${t.cluster}, ${t.database}, ${def.name}_local, cityHash64(${def.shardKey ?? 'trace_id'}))`,
       );
     }
   }
@@ -323,6 +350,19 @@ function rollupStatements(t: SchemaTarget): string[] {
     // migration's backfill fills the node it talks to; a Distributed rollup reads every shard.
     `INSERT INTO ${localName(t, 'span_rollup')} ${rollupSelect(localName(t, 'spans'))}`,
     ...viewStatements(t, [{ name: 'span_rollup_mv', target: 'span_rollup', select: rollupSelect }]),
+    // attribute_keys' view gives way to attribute_key_sets' (see the header), which starts with the
+    // keys already kept.
+    `DROP TABLE IF EXISTS ${t.database}.attribute_keys_mv${onCluster(t)}`,
+    ...tableStatements(t, [KEY_SETS_TABLE]),
+    `INSERT INTO ${localName(t, 'attribute_key_sets')} SELECT toUInt8(0), groupUniqArrayArrayState([key]) FROM ${localName(t, 'attribute_keys')}`,
+    ...viewStatements(t, [
+      {
+        name: 'attribute_key_sets_mv',
+        target: 'attribute_key_sets',
+        select: (spans) =>
+          `SELECT toUInt8(0) AS shard, groupUniqArrayArrayState(${SPAN_KEYS}) AS keys FROM ${spans}`,
+      },
+    ]),
   ];
 }
 
