@@ -1,5 +1,6 @@
 // Shared helpers for the collector's tests (not part of the package's API).
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,13 +12,59 @@ export function tempDir(prefix = 'agentrt-collector-'): { dir: string; remove: (
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** A collector on 127.0.0.1 port 0 over a fresh data dir (or the given one). */
+/**
+ * The store the collector tests run on: `AGENTRT_TEST_STORE=clickhouse` runs them on ClickHouse (the
+ * collector suite's second pass in CI: `npm run test:clickhouse`), the default on SQLite.
+ */
+export const TEST_STORE: 'sqlite' | 'clickhouse' =
+  process.env['AGENTRT_TEST_STORE'] === 'clickhouse' ? 'clickhouse' : 'sqlite';
+
+/** Why a test about the SQLite store's own machinery does not run in the ClickHouse pass. */
+export const SQLITE_ONLY =
+  TEST_STORE === 'clickhouse' ? 'SQLite store internals (this pass runs on ClickHouse)' : undefined;
+
+let clickHouse: Promise<{ httpPort: number }> | undefined;
+
+/**
+ * The ClickHouse database of a data dir (a collector started again on the same dir finds what it
+ * stored), on one clickhouse-server per test process, started on first use and killed when the
+ * process exits (its temp dir goes with it).
+ */
+async function testDatabaseUrl(dataDir: string): Promise<string> {
+  clickHouse ??= import('./store/clickhouse/clickhouse-harness.test-util.js').then(async (h) => {
+    if (h.clickHouseSkipReason) throw new Error(`AGENTRT_TEST_STORE=clickhouse: ${h.clickHouseSkipReason}`);
+    const ch = await h.startClickHouse();
+    process.once('exit', () => {
+      for (const n of ch.nodes) {
+        const pid = n.pid();
+        if (pid) process.kill(pid, 'SIGKILL');
+      }
+      rmSync(ch.dir, { recursive: true, force: true });
+    });
+    return { httpPort: ch.nodes[0]!.httpPort };
+  });
+  const { httpPort } = await clickHouse;
+  const db = createHash('sha256').update(dataDir).digest('hex').slice(0, 16);
+  return `clickhouse://default:@127.0.0.1:${httpPort}/agentrt_test_${db}`;
+}
+
+/**
+ * A collector on 127.0.0.1 port 0 over a fresh data dir (or the given one), on TEST_STORE unless
+ * the options name a store.
+ */
 export async function startCollector(
   options: Partial<CollectorOptions> = {},
 ): Promise<Collector & { dataDir: string; cleanup: () => Promise<void> }> {
   const tmp = options.dataDir ? undefined : tempDir();
   const dataDir = options.dataDir ?? tmp!.dir;
-  const collector = await createCollector({ host: '127.0.0.1', port: 0, ...options, dataDir });
+  const store = options.store ?? (TEST_STORE === 'clickhouse' ? await testDatabaseUrl(dataDir) : undefined);
+  const collector = await createCollector({
+    host: '127.0.0.1',
+    port: 0,
+    ...options,
+    dataDir,
+    ...(store ? { store } : {}),
+  });
   return Object.assign(collector, {
     dataDir,
     cleanup: async () => {

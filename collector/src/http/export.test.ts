@@ -1,7 +1,6 @@
 import { type IncomingMessage, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeTraceRequestJson } from '../otlp/decode-json.js';
-import type { SqliteStore } from '../store/sqlite-store.js';
 import {
   hex,
   jsonRequest,
@@ -37,9 +36,7 @@ describe('export', () => {
           attributes: { 'gen_ai.prompt': prompt },
         }),
       );
-      (a.store as SqliteStore).spans.insertBatch(
-        decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans,
-      );
+      await a.store.write(decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans, []);
     }
   }, 60_000);
   afterAll(async () => {
@@ -117,9 +114,7 @@ describe('export', () => {
           attributes: { prompt },
         }),
       );
-      (c.store as SqliteStore).spans.insertBatch(
-        decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans,
-      );
+      await c.store.write(decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans, []);
       expect((await fetch(`${c.url}/api/export?traceId=${hex(8, 16)}`)).status).toBe(404);
       expect((await fetch(`${c.url}/api/export?traceId=xyz`)).status).toBe(400);
       // A client that reads nothing: the export waits on back-pressure and keeps its slot.
