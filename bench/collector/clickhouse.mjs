@@ -7,6 +7,7 @@
 // BENCH_CH_LINGER_MS for the ClickHouse collectors' AGENTRT_INGEST_LINGER_MS; BENCH_PROFILE=<dir> for a
 // CPU profile of the ClickHouse-backed collector). Prints CPU ms per 1000 spans of each process.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,11 @@ const MODELS = ['claude-sonnet', 'nova-pro', 'llama-70b'];
 const MAIN = fileURLToPath(new URL('../../collector/dist/main.js', import.meta.url));
 const T0 = Date.now() - 6 * 3_600_000;
 const log = (...a) => console.log(...a);
+/**
+ * Trace `n`'s id: random-looking as real trace ids are (so a page of traces is spread over the
+ * trace-id-ordered tables, as in production), its first hex digit 0 (replicate() sets it to the copy).
+ */
+const traceHex = (n) => `0${createHash('md5').update(String(n)).digest('hex').slice(1)}`;
 const millions = (n) => `${n / 1e6}M spans`;
 const hex = (n, bytes) => n.toString(16).padStart(bytes * 2, '0');
 
@@ -39,7 +45,7 @@ function bodies(count, offset) {
       const trace = Math.floor(n / 8);
       const startNs = BigInt(T0 + Math.floor((n / SPANS) * 6 * 3_600_000)) * 1_000_000n;
       spans.push({
-        traceId: hex(trace + 1, 16),
+        traceId: traceHex(trace),
         spanId: hex(n + 1, 8),
         ...(n % 8 ? { parentSpanId: hex(trace * 8 + 1, 8) } : {}),
         name: n % 8 ? `chat ${MODELS[n % 3]}` : 'invoke_agent',
@@ -183,7 +189,7 @@ async function lookups(url, copies = 1) {
   const sessions = Math.floor(traces / 4);
   const copy = (i) => i % copies;
   const traceId = (i) => {
-    const id = hex(((i * 7919) % traces) + 1, 16);
+    const id = traceHex((i * 7919) % traces);
     return copy(i) ? `${copy(i)}${id.slice(1)}` : id;
   };
   const sessionId = (i) => `s-${(i * 997) % sessions}${copy(i) ? `-${copy(i)}` : ''}`;
