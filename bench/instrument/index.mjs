@@ -4,6 +4,15 @@
 // BENCH_PARTS=startup,echo,agent (default: all three) runs a subset and prints it without writing
 // docs/benchmarks.md. BENCH_THROUGHPUT_SECONDS, BENCH_THROUGHPUT_ROUNDS (echo) and BENCH_AGENT_ROUNDS
 // (reference agent, default 5) set the load.
+//
+// Attributing the reference agent's overhead (partial runs, printed only):
+//   BENCH_AGENT_EXTRA='{"no undici":{"OTEL_TRACES_SAMPLER":"always_off","OTEL_NODE_DISABLED_INSTRUMENTATIONS":"undici"}}'
+//     adds one "ours: <name>" variant per entry (our launcher with that environment on top);
+//   BENCH_AGENT_ONLY='sampler off|^ours' keeps the variants whose name matches (bare node always);
+//   BENCH_AGENT_PROFILE=0 skips the profiled round;
+//   BENCH_AGENT_SEQUENTIAL=1 loads one variant at a time, BENCH_AGENT_REQUESTS (default 1500) requests
+//     each, in an order that rotates every round: on an otherwise idle machine this resolves a few
+//     percent, where loading them all at once (the default, robust to a busy neighbour) does not.
 import { spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -306,6 +315,20 @@ function cpuMs(pid) {
   }
 }
 
+/** autocannon's options for `connections` clients posting the workload's payload to `port`. */
+function invocationLoad(workload, port, connections) {
+  return {
+    url: `http://127.0.0.1:${port}/invocations`,
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-cloud-agent-runtime-session-id': 'bench-session-0000000000000000000001',
+    },
+    body: JSON.stringify(workload.payload),
+    connections,
+  };
+}
+
 /**
  * Loads one workload's server under every variant, `THROUGHPUT_ROUNDS` interleaved rounds (a noisy
  * neighbour hurts them all alike), and returns the median of each measure per variant.
@@ -321,16 +344,7 @@ async function measureThroughput(workload, workloadVariants) {
         { keep: true, ready: workload.ready },
       );
       try {
-        const opts = {
-          url: `http://127.0.0.1:${port}/invocations`,
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'x-cloud-agent-runtime-session-id': 'bench-session-0000000000000000000001',
-          },
-          body: JSON.stringify(workload.payload),
-          connections: CONNECTIONS,
-        };
+        const opts = invocationLoad(workload, port, CONNECTIONS);
         await autocannon({ ...opts, duration: 1 }); // warm-up (JIT, lazy exporter load, pools)
         await sinkStats(); // counts from here on
         const cpu0 = cpuMs(child.pid);
@@ -505,6 +519,24 @@ const agentVariants = [
   },
   ...peerVariants.slice(1),
 ];
+for (const [name, env] of Object.entries(JSON.parse(process.env.BENCH_AGENT_EXTRA ?? '{}'))) {
+  agentVariants.push({
+    name: `ours: ${name}`,
+    args: ['--import', join(ours, 'register.js')],
+    env: { ...otlpEnv, ...env },
+  });
+}
+if (process.env.BENCH_AGENT_ONLY) {
+  const keep = new RegExp(process.env.BENCH_AGENT_ONLY);
+  agentVariants.splice(
+    0,
+    agentVariants.length,
+    ...agentVariants.filter((v, i) => i === 0 || keep.test(v.name)),
+  );
+}
+const AGENT_PROFILE = process.env.BENCH_AGENT_PROFILE !== '0';
+const AGENT_SEQUENTIAL = process.env.BENCH_AGENT_SEQUENTIAL === '1';
+const AGENT_REQUESTS = Number(process.env.BENCH_AGENT_REQUESTS ?? 1500);
 /** The variants the CPU profile round profiles (bare, ours sampler off, ours full, upstream register). */
 const PROFILED = new Set(agentVariants.slice(0, 4).map((v) => v.name));
 /** A variant's own OTLP endpoint: the sink's URL with a path prefix per variant. */
@@ -542,16 +574,7 @@ async function agentRound(workload, round, profile) {
       );
       servers.push({ v, ...server });
     }
-    const opts = (port) => ({
-      url: `http://127.0.0.1:${port}/invocations`,
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-cloud-agent-runtime-session-id': 'bench-session-0000000000000000000001',
-      },
-      body: JSON.stringify(workload.payload),
-      connections: AGENT_CONNECTIONS,
-    });
+    const opts = (port) => invocationLoad(workload, port, AGENT_CONNECTIONS);
     await sinkStats(); // counts from here on
     const warm = await Promise.all(servers.map((s) => autocannon({ ...opts(s.port), duration: 2 })));
     const fromUs = Number(process.hrtime.bigint() / 1000n);
@@ -599,24 +622,9 @@ async function agentRound(workload, round, profile) {
   }
 }
 
-/**
- * AGENT_ROUNDS measured rounds, then one profiled round. Per variant: the median of each
- * measure, and the median over rounds of its CPU per request divided by bare node's in the same
- * round. The profiles give each part's share of the busy time inside the measured window.
- */
-async function measureAgent(workload) {
-  const rounds = [];
-  for (let round = 0; round < AGENT_ROUNDS; round++)
-    rounds.push((await agentRound(workload, round, false)).rows);
-  rmSync(PROFILE_DIR, { recursive: true, force: true });
-  mkdirSync(PROFILE_DIR, { recursive: true });
-  const profiled = await agentRound(workload, AGENT_ROUNDS, true);
-  // the window, for reading the profiles again: node bench/instrument/profile-breakdown.mjs <file>
-  writeFileSync(
-    join(PROFILE_DIR, 'window.json'),
-    `${JSON.stringify({ fromUs: profiled.fromUs, toUs: profiled.toUs, variants: workload.variants.map((v) => [v.prefix, v.name]) })}\n`,
-  );
-  const rows = workload.variants.map((v, i) => {
+/** Per variant, the median over rounds of each measure and of its CPU per request over bare node's. */
+function summarize(workload, rounds) {
+  return workload.variants.map((v, i) => {
     const pick = (key) => median(rounds.map((r) => r[i][key]));
     return {
       name: v.name,
@@ -629,6 +637,82 @@ async function measureAgent(workload) {
       errors: rounds.reduce((n, r) => n + r[i].errors, 0),
     };
   });
+}
+
+/**
+ * One round of BENCH_AGENT_SEQUENTIAL: the variants loaded one after the other (the order rotates
+ * with `round`), AGENT_REQUESTS requests each after 200 of warm-up; all servers stay up until the
+ * round ends so that what they export while idle still counts in OTLP bytes per request.
+ */
+async function sequentialRound(workload, round) {
+  const servers = [];
+  const n = workload.variants.length;
+  const order = workload.variants.map((_, i) => (i + round) % n);
+  const out = new Array(n);
+  try {
+    await sinkStats(); // counts from here on
+    for (const i of order) {
+      const v = workload.variants[i];
+      const server = await runUntilReady(
+        v.args,
+        workload.script,
+        { ...workload.env, ...v.env },
+        { keep: true, ready: workload.ready },
+      );
+      servers.push(server);
+      const opts = invocationLoad(workload, server.port, AGENT_CONNECTIONS);
+      const warm = await autocannon({ ...opts, amount: 200 });
+      const cpu0 = cpuMs(server.child.pid);
+      const run = await autocannon({ ...opts, amount: AGENT_REQUESTS });
+      const cpu1 = cpuMs(server.child.pid);
+      const requests = Math.max(1, run.requests.total);
+      out[i] = {
+        name: v.name,
+        rps: run.requests.average,
+        cpuUsPerReq: ((cpu1 - cpu0) * 1000) / requests,
+        allRequests: requests + warm.requests.total,
+        p50: run.latency.p50,
+        p99: run.latency.p99,
+        errors: run.errors + run.non2xx,
+      };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    const exported = await sinkStats();
+    workload.variants.forEach((v, i) => {
+      out[i].otlpBytesPerReq = (exported.byPrefix[v.prefix]?.bytes ?? 0) / out[i].allRequests;
+    });
+    console.log(
+      `agent round ${round} (sequential): ` +
+        out.map((r) => `${r.name.slice(0, 24)} ${r.cpuUsPerReq.toFixed(0)} µs`).join(', '),
+    );
+    return { rows: out };
+  } finally {
+    for (const s of servers) s.child.kill('SIGKILL');
+  }
+}
+
+/**
+ * AGENT_ROUNDS measured rounds, then one profiled round. Per variant: the median of each
+ * measure, and the median over rounds of its CPU per request divided by bare node's in the same
+ * round. The profiles give each part's share of the busy time inside the measured window.
+ */
+async function measureAgent(workload) {
+  const rounds = [];
+  for (let round = 0; round < AGENT_ROUNDS; round++)
+    rounds.push(
+      (AGENT_SEQUENTIAL ? await sequentialRound(workload, round) : await agentRound(workload, round, false))
+        .rows,
+    );
+  if (!AGENT_PROFILE) return { rows: summarize(workload, rounds), profiles: [] };
+  rmSync(PROFILE_DIR, { recursive: true, force: true });
+  mkdirSync(PROFILE_DIR, { recursive: true });
+  const profiled = await agentRound(workload, AGENT_ROUNDS, true);
+  // the window, for reading the profiles again: node bench/instrument/profile-breakdown.mjs <file>
+  writeFileSync(
+    join(PROFILE_DIR, 'window.json'),
+    `${JSON.stringify({ fromUs: profiled.fromUs, toUs: profiled.toUs, variants: workload.variants.map((v) => [v.prefix, v.name]) })}\n`,
+  );
+  const rows = summarize(workload, rounds);
   const profiles = workload.variants
     .filter((v) => PROFILED.has(v.name))
     .map((v) => {
@@ -669,7 +753,7 @@ if (!PARTS.has('agent')) {
       variants: agentVariants.map(withOwnEndpoint),
     }));
     console.log(`reference agent:\n${agentTable(agent)}`);
-    console.log(`where the CPU goes:\n${breakdownTable(agent, agentProfiles)}`);
+    if (agentProfiles.length > 0) console.log(`where the CPU goes:\n${breakdownTable(agent, agentProfiles)}`);
   } finally {
     fixture.child.kill('SIGKILL');
   }

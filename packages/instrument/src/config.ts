@@ -62,6 +62,11 @@ export interface InstrumentConfig {
    * `upstream` (@opentelemetry/instrumentation-http, with its extra attributes and metrics).
    */
   httpServerSpans: 'agentrt' | 'upstream';
+  /**
+   * Who makes the CLIENT span of outgoing fetch()/undici requests: `agentrt` (lean, see
+   * fetch-client.ts; the same span and metric) or `upstream` (@opentelemetry/instrumentation-undici).
+   */
+  fetchSpans: 'agentrt' | 'upstream';
   /** Wrap `console.*` so each call is also an OTLP log record. */
   captureConsole: boolean;
   /** ESM loader hooks for `--import`: in-thread `registerHooks` where supported (auto), or forced. */
@@ -245,6 +250,7 @@ export function readConfig(
     disabledInstrumentations: list('OTEL_NODE_DISABLED_INSTRUMENTATIONS') ?? [],
     middlewareSpans: bool('AGENTRT_MIDDLEWARE_SPANS', false),
     httpServerSpans: oneOf('AGENTRT_HTTP_SERVER_SPANS', ['agentrt', 'upstream'] as const),
+    fetchSpans: oneOf('AGENTRT_FETCH_SPANS', ['agentrt', 'upstream'] as const),
     captureConsole: bool('AGENTRT_CAPTURE_CONSOLE', true),
     compileCache: bool('AGENTRT_COMPILE_CACHE', true),
     esmLoader: oneOf('AGENTRT_ESM_LOADER', ['auto', 'sync', 'async'] as const),

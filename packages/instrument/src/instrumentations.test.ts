@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { afterAll, describe, expect, it } from 'vitest';
+import { FETCH_CLIENT_SCOPE } from './fetch-client.js';
 import { HTTP_SERVER_SCOPE } from './http-server.js';
 import { createInstrumentations, isInstalled, selectInstrumentations } from './instrumentations.js';
 
@@ -18,6 +19,7 @@ const base = {
   captureMessageContent: false,
   middlewareSpans: false,
   httpServerSpans: 'agentrt' as const,
+  fetchSpans: 'agentrt' as const,
   appDir,
 };
 
@@ -61,5 +63,13 @@ describe('createInstrumentations', () => {
     const made = createInstrumentations({ ...base, enabled: ['http'], httpServerSpans: 'upstream' });
     for (const i of made) i.disable();
     expect(names(made)).toEqual([['@opentelemetry/instrumentation-http', false]]);
+  });
+
+  it('makes fetch() client spans with its own instrumentation unless asked for the upstream one', () => {
+    const ours = createInstrumentations({ ...base, enabled: ['undici'] });
+    const upstream = createInstrumentations({ ...base, enabled: ['undici'], fetchSpans: 'upstream' });
+    for (const i of [...ours, ...upstream]) i.disable();
+    expect(ours.map((i) => i.instrumentationName)).toEqual([FETCH_CLIENT_SCOPE]);
+    expect(upstream.map((i) => i.instrumentationName)).toEqual(['@opentelemetry/instrumentation-undici']);
   });
 });

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { diag } from '@opentelemetry/api';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
+import { FetchClientInstrumentation } from './fetch-client.js';
 import { HttpServerInstrumentation, pathOf } from './http-server.js';
 import type { InstrumentConfig } from './config.js';
 
@@ -41,6 +42,8 @@ export interface InstrumentationSettings {
   middlewareSpans: boolean;
   /** Who makes incoming-request SERVER spans. */
   httpServerSpans: InstrumentConfig['httpServerSpans'];
+  /** Who makes fetch()/undici CLIENT spans. */
+  fetchSpans: InstrumentConfig['fetchSpans'];
   /** Directory of the app's entry script: presence of target modules is checked from here. */
   appDir: string;
 }
@@ -126,6 +129,10 @@ export function createInstrumentations(settings: InstrumentationSettings): Instr
     try {
       if (name === 'http' && settings.httpServerSpans === 'agentrt') {
         out.push(new HttpServerInstrumentation({ untracedPaths: UNTRACED_PATHS }));
+      }
+      if (name === 'undici' && settings.fetchSpans === 'agentrt') {
+        out.push(new FetchClientInstrumentation({ untracedPaths: UNTRACED_PATHS }));
+        continue;
       }
       const instrumentation = loadInstrumentation(name, settings);
       if (instrumentation !== undefined) out.push(instrumentation);

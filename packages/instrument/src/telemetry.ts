@@ -153,6 +153,7 @@ export function startWithConfig(
     captureMessageContent: config.captureMessageContent,
     middlewareSpans: config.middlewareSpans,
     httpServerSpans: config.httpServerSpans,
+    fetchSpans: config.fetchSpans,
     appDir,
   });
   const disableInstrumentations = registerInstrumentations({
