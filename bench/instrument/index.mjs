@@ -10,9 +10,10 @@
 //     adds one "ours: <name>" variant per entry (our launcher with that environment on top);
 //   BENCH_AGENT_ONLY='sampler off|^ours' keeps the variants whose name matches (bare node always);
 //   BENCH_AGENT_PROFILE=0 skips the profiled round;
-//   BENCH_AGENT_SEQUENTIAL=1 loads one variant at a time, BENCH_AGENT_REQUESTS (default 1500) requests
-//     each, in an order that rotates every round: on an otherwise idle machine this resolves a few
-//     percent, where loading them all at once (the default, robust to a busy neighbour) does not.
+//   BENCH_AGENT_INTERLEAVED=1 loads one variant at a time in blocks of BENCH_AGENT_BLOCK (default 100)
+//     requests, cycling through the variants until each has had BENCH_AGENT_REQUESTS (default 1500)
+//     per round: on this shared machine, whose speed drifts over seconds, it resolves a few percent,
+//     where loading them all at once (the default, robust to a busy neighbour) does not.
 import { spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -535,8 +536,9 @@ if (process.env.BENCH_AGENT_ONLY) {
   );
 }
 const AGENT_PROFILE = process.env.BENCH_AGENT_PROFILE !== '0';
-const AGENT_SEQUENTIAL = process.env.BENCH_AGENT_SEQUENTIAL === '1';
+const AGENT_INTERLEAVED = process.env.BENCH_AGENT_INTERLEAVED === '1';
 const AGENT_REQUESTS = Number(process.env.BENCH_AGENT_REQUESTS ?? 1500);
+const AGENT_BLOCK = Number(process.env.BENCH_AGENT_BLOCK ?? 100);
 /** The variants the CPU profile round profiles (bare, ours sampler off, ours full, upstream register). */
 const PROFILED = new Set(agentVariants.slice(0, 4).map((v) => v.name));
 /** A variant's own OTLP endpoint: the sink's URL with a path prefix per variant. */
@@ -640,49 +642,56 @@ function summarize(workload, rounds) {
 }
 
 /**
- * One round of BENCH_AGENT_SEQUENTIAL: the variants loaded one after the other (the order rotates
- * with `round`), AGENT_REQUESTS requests each after 200 of warm-up; all servers stay up until the
- * round ends so that what they export while idle still counts in OTLP bytes per request.
+ * One round of BENCH_AGENT_INTERLEAVED: every variant's server up and warmed, then cycles of a block
+ * of AGENT_BLOCK requests to each in turn (the order rotating with the cycle) until each has had
+ * AGENT_REQUESTS; CPU per request is each server's whole CPU over the round (its exports included,
+ * whenever they ran) over its requests. The machine's speed drifts over seconds; blocks of a fraction
+ * of a second let every variant share each fast and slow moment alike.
  */
-async function sequentialRound(workload, round) {
+async function interleavedRound(workload, round) {
   const servers = [];
-  const n = workload.variants.length;
-  const order = workload.variants.map((_, i) => (i + round) % n);
-  const out = new Array(n);
   try {
-    await sinkStats(); // counts from here on
-    for (const i of order) {
-      const v = workload.variants[i];
+    for (const v of workload.variants) {
       const server = await runUntilReady(
         v.args,
         workload.script,
         { ...workload.env, ...v.env },
         { keep: true, ready: workload.ready },
       );
-      servers.push(server);
-      const opts = invocationLoad(workload, server.port, AGENT_CONNECTIONS);
-      const warm = await autocannon({ ...opts, amount: 200 });
-      const cpu0 = cpuMs(server.child.pid);
-      const run = await autocannon({ ...opts, amount: AGENT_REQUESTS });
-      const cpu1 = cpuMs(server.child.pid);
-      const requests = Math.max(1, run.requests.total);
-      out[i] = {
-        name: v.name,
-        rps: run.requests.average,
-        cpuUsPerReq: ((cpu1 - cpu0) * 1000) / requests,
-        allRequests: requests + warm.requests.total,
-        p50: run.latency.p50,
-        p99: run.latency.p99,
-        errors: run.errors + run.non2xx,
-      };
+      servers.push({ v, ...server, opts: invocationLoad(workload, server.port, AGENT_CONNECTIONS) });
     }
+    await sinkStats(); // counts from here on
+    const warm = [];
+    for (const s of servers) warm.push(await autocannon({ ...s.opts, amount: 200 }));
+    const cpu0 = servers.map((s) => cpuMs(s.child.pid));
+    const runs = servers.map(() => ({ requests: 0, errors: 0, p50: [], p99: [] }));
+    const n = servers.length;
+    for (let cycle = 0; cycle * AGENT_BLOCK < AGENT_REQUESTS; cycle++) {
+      for (let k = 0; k < n; k++) {
+        const i = (k + cycle + round) % n;
+        const r = await autocannon({ ...servers[i].opts, amount: AGENT_BLOCK });
+        runs[i].requests += r.requests.total;
+        runs[i].errors += r.errors + r.non2xx;
+        runs[i].p50.push(r.latency.p50);
+        runs[i].p99.push(r.latency.p99);
+      }
+    }
+    const cpu1 = servers.map((s) => cpuMs(s.child.pid));
+    // what the batch processors still hold goes out within their 5 s delay
     await new Promise((resolve) => setTimeout(resolve, 6000));
     const exported = await sinkStats();
-    workload.variants.forEach((v, i) => {
-      out[i].otlpBytesPerReq = (exported.byPrefix[v.prefix]?.bytes ?? 0) / out[i].allRequests;
-    });
+    const out = servers.map((s, i) => ({
+      name: s.v.name,
+      rps: 0,
+      cpuUsPerReq: ((cpu1[i] - cpu0[i]) * 1000) / Math.max(1, runs[i].requests),
+      otlpBytesPerReq:
+        (exported.byPrefix[s.v.prefix]?.bytes ?? 0) / Math.max(1, runs[i].requests + warm[i].requests.total),
+      p50: median(runs[i].p50),
+      p99: median(runs[i].p99),
+      errors: runs[i].errors,
+    }));
     console.log(
-      `agent round ${round} (sequential): ` +
+      `agent round ${round} (interleaved): ` +
         out.map((r) => `${r.name.slice(0, 24)} ${r.cpuUsPerReq.toFixed(0)} µs`).join(', '),
     );
     return { rows: out };
@@ -700,7 +709,7 @@ async function measureAgent(workload) {
   const rounds = [];
   for (let round = 0; round < AGENT_ROUNDS; round++)
     rounds.push(
-      (AGENT_SEQUENTIAL ? await sequentialRound(workload, round) : await agentRound(workload, round, false))
+      (AGENT_INTERLEAVED ? await interleavedRound(workload, round) : await agentRound(workload, round, false))
         .rows,
     );
   if (!AGENT_PROFILE) return { rows: summarize(workload, rounds), profiles: [] };
