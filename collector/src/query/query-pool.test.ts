@@ -7,6 +7,8 @@ import type { QueryResponse } from '../wire-types.js';
 import { QueryFailure, createQueryPool } from './query-pool.js';
 
 const T0 = Date.UTC(2026, 10, 21, 12);
+/** A query of seconds that matches nothing (one regex would take a few hundred ms on a fast machine). */
+const SLOW = `filter ${Array.from({ length: 16 }, (_, i) => `attributes.blob like /^(a+)+b${i}$/`).join(' or ')} | stats count(*)`;
 const decode = (json: Uint8Array): QueryResponse => JSON.parse(Buffer.from(json).toString()) as QueryResponse;
 
 describe('query pool', () => {
@@ -16,8 +18,9 @@ describe('query pool', () => {
   beforeAll(() => {
     tmp = tempDir();
     store = createSpanStore({ dataDir: tmp.dir });
-    // 24 spans with a 1M-character value: a regex over them takes seconds in total but only
-    // ~0.1 s per row, so the engine's between-rows budget check (every 256 rows) never fires.
+    // 24 spans with a 1M-character value: SLOW's 16 regexes over them take seconds in total (each
+    // about 8 ms a row here) but only ~0.1 s per row, so the engine's between-rows budget check
+    // (every 256 rows) never fires.
     const big = 'a'.repeat(1 << 20);
     const spans = Array.from({ length: 24 }, (_, i) =>
       jsonSpan({
@@ -61,9 +64,7 @@ describe('query pool', () => {
     });
     try {
       const started = performance.now();
-      const slow = await pool
-        .run('filter attributes.blob like /^(a+)+b$/ | stats count(*)')
-        .catch((e: unknown) => e);
+      const slow = await pool.run(SLOW).catch((e: unknown) => e);
       const took = performance.now() - started;
       expect(slow).toBeInstanceOf(QueryFailure);
       expect((slow as QueryFailure).body.message).toMatch(/stopped at its 300 ms deadline/);
@@ -96,8 +97,7 @@ describe('query pool', () => {
       graceMs: 100,
     });
     try {
-      const slow = 'filter attributes.blob like /^(a+)+b$/ | stats count(*)';
-      const results = await Promise.allSettled([pool.run(slow), pool.run(slow), pool.run(slow)]);
+      const results = await Promise.allSettled([pool.run(SLOW), pool.run(SLOW), pool.run(SLOW)]);
       expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
       const third = (results[2] as PromiseRejectedResult).reason as { status: number; code: string };
       expect(third).toMatchObject({ status: 429, code: 'too_many_queries' });
