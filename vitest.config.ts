@@ -7,7 +7,7 @@ import { defineConfig } from 'vitest/config';
 //
 // Two projects: every test on the default (SQLite) store, and the collector's API suites (ingest of
 // every body kind, hostile and malformed bodies, query language, API errors, sessions, live view,
-// forwarding, access control, token and price queries) once more with their collectors on ClickHouse (a real clickhouse-server per test process; the setup file
+// forwarding, access control, token and price queries, export, hostile queries under ingest) once more with their collectors on ClickHouse (a real clickhouse-server per test process; the setup file
 // sets AGENTRT_TEST_STORE=clickhouse, read by collector/src/testing.test-util.ts).
 // Without clickhouse-server (outside CI, where its absence fails the ClickHouse tests instead) the
 // second project is left out, saying why.
@@ -44,10 +44,9 @@ export default defineConfig({
               test: {
                 name: 'clickhouse',
                 include: [
-                  // Not yet here: export.test.ts (export on ClickHouse is one response of at most
-                  // 100,000 records, not paged or streamed) and hostile.test.ts (it fills a SQLite
-                  // file for the collector process it starts).
                   'collector/src/http/collector.test.ts',
+                  'collector/src/http/export.test.ts',
+                  'collector/src/http/hostile.test.ts',
                   'collector/src/http/access.test.ts',
                   'collector/src/trace-model/token-query.test.ts',
                   'collector/src/cost/prices-api.test.ts',

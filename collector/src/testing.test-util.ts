@@ -48,6 +48,11 @@ async function testDatabaseUrl(dataDir: string): Promise<string> {
   return `clickhouse://default:@127.0.0.1:${httpPort}/agentrt_test_${db}`;
 }
 
+/** The environment that puts a collector process over `dataDir` on TEST_STORE (AGENTRT_STORE). */
+export async function testStoreEnv(dataDir: string): Promise<Record<string, string>> {
+  return TEST_STORE === 'clickhouse' ? { AGENTRT_STORE: await testDatabaseUrl(dataDir) } : {};
+}
+
 /**
  * A collector on 127.0.0.1 port 0 over a fresh data dir (or the given one), on TEST_STORE unless
  * the options name a store.

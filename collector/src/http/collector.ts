@@ -34,17 +34,14 @@ import {
 import type { WriterThread } from '../store/writer-thread.js';
 import type {
   KeyListResponse,
-  LogRecord,
   QueryRequest,
   ServiceListResponse,
   SessionListResponse,
-  SpanRecord,
   TraceListResponse,
   TraceResponse,
 } from '../wire-types.js';
 import { createAccessGuard } from './access.js';
 import { createExportStreamer } from './export.js';
-import { logsToOtlpJson, spansToOtlpJson } from '../otlp/encode-json.js';
 import { createForwarder } from './forwarder.js';
 import { HttpError } from './http-error.js';
 import { createIngestQueue } from './ingest-queue.js';
@@ -87,8 +84,6 @@ const MAX_API_BODY_BYTES = 1024 * 1024;
 /** A background summary slice: this many traces and sessions per transaction. */
 const SUMMARY_SLICE_ITEMS = 8;
 const TRACE_ID_RE = /^[0-9a-f]{32}$/;
-/** Spans (and logs) at most in one export from the ClickHouse store. */
-const EXPORT_RECORD_LIMIT = 100_000;
 
 type Encoding = 'protobuf' | 'json';
 
@@ -114,6 +109,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           ...setting,
           logger,
           queryTimeoutMs: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
+          queryWorkers: options.queryWorkers ?? DEFAULTS.queryWorkers,
           lingerMs: options.ingestLingerMs ?? DEFAULTS.ingestLingerMs,
         })
       : await createSqliteStore({
@@ -124,7 +120,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           queryTimeoutMs: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
           integrityCheckMinutes: options.integrityCheckMinutes ?? DEFAULTS.integrityCheckMinutes,
         });
-  /** The SQLite store, for what only it has (writer thread, integrity checks, streamed export). */
+  /** The SQLite store, for what only it has (writer thread, integrity checks). */
   const sqlite = store.kind === 'sqlite' ? (store as SqliteStore) : undefined;
   const writer = 'writer' in store ? (store.writer as WriterThread) : undefined;
   let metrics: MetricStore;
@@ -140,12 +136,9 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     throw error;
   }
   const live = createLiveHub();
-  const exporter =
-    store.kind === 'sqlite'
-      ? createExportStreamer((store as SqliteStore).exportPage, {
-          maxConcurrent: options.maxConcurrentExports ?? 2,
-        })
-      : undefined;
+  const exporter = createExportStreamer(store.exportPage, {
+    maxConcurrent: options.maxConcurrentExports ?? 2,
+  });
   const queue = createIngestQueue({
     write: (spans, logs) => store.write(spans, logs),
     unavailable: () => store.unavailable(),
@@ -391,9 +384,8 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   }
 
   /**
-   * OTLP/JSON lines: on SQLite streamed in chunks with back-pressure (export.ts); on ClickHouse one
-   * ExportTraceServiceRequest line, then one ExportLogsServiceRequest line, of at most
-   * EXPORT_RECORD_LIMIT records each.
+   * OTLP/JSON lines, streamed in chunks with back-pressure (export.ts): ExportTraceServiceRequest
+   * lines, then ExportLogsServiceRequest lines.
    */
   async function exportData(params: URLSearchParams, res: ServerResponse): Promise<void> {
     const traceId = params.get('traceId')?.toLowerCase();
@@ -401,22 +393,8 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
     const startMs = optionalNumber(params.get('startMs'), 'startMs', 'query') ?? 0;
     const endMs = optionalNumber(params.get('endMs'), 'endMs', 'query') ?? 8.64e15;
-    if (exporter) {
-      if (traceId) return exporter.stream({ traceId }, res);
-      return exporter.stream({ startUs: Math.floor(startMs * 1000), endUs: Math.floor(endMs * 1000) }, res);
-    }
-    let spans: SpanRecord[];
-    let logs: LogRecord[];
-    if (traceId) {
-      spans = await store.spansOfTrace(traceId);
-      if (!spans.length) throw new HttpError(404, 'not_found', `trace ${traceId} not found`);
-      logs = await store.logsOfTrace(traceId);
-    } else {
-      ({ spans, logs } = await store.exportRange(startMs, endMs, EXPORT_RECORD_LIMIT));
-    }
-    const lines = [JSON.stringify(spansToOtlpJson(spans))];
-    if (logs.length) lines.push(JSON.stringify(logsToOtlpJson(logs)));
-    send(res, 200, 'application/x-ndjson', `${lines.join('\n')}\n`);
+    if (traceId) return exporter.stream({ traceId }, res);
+    return exporter.stream({ startUs: Math.floor(startMs * 1000), endUs: Math.floor(endMs * 1000) }, res);
   }
 
   function healthBody(): Record<string, unknown> {
@@ -427,7 +405,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       forward: forwarder.stats,
       liveClients: live.size,
       ...(sqlite ? { queries: sqlite.queryStats() } : {}),
-      exportsRunning: exporter?.running ?? 0,
+      exportsRunning: exporter.running,
     };
   }
 

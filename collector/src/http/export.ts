@@ -1,30 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import { HttpError } from './http-error.js';
 
-/** What to export: one trace, or a time window (epoch µs, end exclusive). */
-export type ExportSelection = { traceId: string } | { startUs: number; endUs: number };
+import type { ExportPageReader, ExportSelection } from '../store/export-page.js';
 
-/** Where a page starts: after this (time, id) key; [-Infinity, 0] for the first page. */
-export type ExportKey = [number, number];
-
-/** One page: its OTLP/JSON line (newline included) and the key of its last record. */
-export interface ExportPage {
-  line: Uint8Array;
-  last: ExportKey;
-}
-
-/**
- * Reads the page of `table` after `after` for the selection, or undefined when no records are
- * left. The SQLite store builds pages on its query threads (read-ops.ts `exportPage`).
- */
-export type ExportPageReader = (
-  table: 'spans' | 'logs',
-  sel: ExportSelection,
-  after: ExportKey,
-) => Promise<ExportPage | undefined>;
+export type { ExportKey, ExportPage, ExportPageReader, ExportSelection } from '../store/export-page.js';
 
 export interface ExportStreamerOptions {
-  /** Exports running at once; more get 429 (default 2). */
+  /** Exports of time ranges running at once, and of single traces besides; more get 429 (default 2). */
   maxConcurrent?: number;
 }
 
@@ -39,6 +21,7 @@ export interface ExportStreamerOptions {
 export function createExportStreamer(readPage: ExportPageReader, options: ExportStreamerOptions = {}) {
   const maxConcurrent = options.maxConcurrent ?? 2;
   let running = 0;
+  let runningTraces = 0;
 
   async function write(res: ServerResponse, line: Uint8Array): Promise<boolean> {
     if (res.destroyed) return false;
@@ -63,12 +46,20 @@ export function createExportStreamer(readPage: ExportPageReader, options: Export
       return running;
     },
     async stream(sel: ExportSelection, res: ServerResponse): Promise<void> {
-      if (running >= maxConcurrent) {
-        throw new HttpError(429, 'too_many_exports', `${running} exports are running; retry shortly`, {
-          headers: { 'retry-after': '2' },
-        });
+      // One trace (the UI's "export trace") is not held up by exports of whole time ranges: it
+      // has slots of its own, as many again as there are for ranges
+      const one = 'traceId' in sel;
+      const busy = one ? runningTraces : running - runningTraces;
+      if (busy >= maxConcurrent) {
+        throw new HttpError(
+          429,
+          'too_many_exports',
+          `${busy} ${one ? 'trace exports' : 'exports'} are running; retry shortly`,
+          { headers: { 'retry-after': '2' } },
+        );
       }
       running++;
+      if (one) runningTraces++;
       try {
         let page = await readPage('spans', sel, [-Infinity, 0]);
         if ('traceId' in sel && !page)
@@ -84,6 +75,7 @@ export function createExportStreamer(readPage: ExportPageReader, options: Export
         res.end();
       } finally {
         running--;
+        if (one) runningTraces--;
       }
     },
   };

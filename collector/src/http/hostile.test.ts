@@ -8,7 +8,16 @@ import { appendFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeTraceRequestJson } from '../otlp/decode-json.js';
 import { createSpanStore } from '../store/span-store.js';
-import { hex, jsonRequest, jsonSpan, startCollectorProcess, tempDir } from '../testing.test-util.js';
+import {
+  TEST_STORE,
+  hex,
+  jsonRequest,
+  jsonSpan,
+  startCollector,
+  startCollectorProcess,
+  tempDir,
+  testStoreEnv,
+} from '../testing.test-util.js';
 
 const T0 = Date.UTC(2026, 10, 21, 12);
 const STORED = 60_000;
@@ -98,7 +107,10 @@ describe('hostile queries under ingest load (collector process)', () => {
 
   beforeAll(async () => {
     tmp = tempDir();
-    const store = createSpanStore({ dataDir: tmp.dir });
+    // On SQLite the spans go straight into the file, their summaries left stale (as after a burst):
+    // the collector rebuilds them off its main thread. On ClickHouse, through a collector's store.
+    const sqlite = TEST_STORE === 'sqlite' ? createSpanStore({ dataDir: tmp.dir }) : undefined;
+    const other = sqlite ? undefined : await startCollector({ dataDir: tmp.dir });
     const blob = 'a'.repeat(2000);
     for (let done = 0; done < STORED; done += 5000) {
       const spans = Array.from({ length: 5000 }, (_, i) =>
@@ -114,11 +126,16 @@ describe('hostile queries under ingest load (collector process)', () => {
           },
         }),
       );
-      store.insertBatch(decodeTraceRequestJson(JSON.stringify(jsonRequest('stored', spans))).spans);
+      const records = decodeTraceRequestJson(JSON.stringify(jsonRequest('stored', spans))).spans;
+      if (sqlite) sqlite.insertBatch(records);
+      else await other!.store.write(records, []);
     }
-    // Summaries left stale (as after a burst): the collector rebuilds them off its main thread.
-    store.close();
-    proc = startCollectorProcess(tmp.dir, { AGENTRT_QUERY_TIMEOUT_MS: String(DEADLINE_MS) });
+    sqlite?.close();
+    await other?.close();
+    proc = startCollectorProcess(tmp.dir, {
+      AGENTRT_QUERY_TIMEOUT_MS: String(DEADLINE_MS),
+      ...(await testStoreEnv(tmp.dir)),
+    });
     url = await proc.url;
   }, 120_000);
   afterAll(async () => {

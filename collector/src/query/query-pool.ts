@@ -1,4 +1,5 @@
-// Queries run on worker threads, each with its own read-only SQLite connection, so a heavy query
+// Queries run on worker threads, each with its own read-only SQLite connection (or, for the
+// ClickHouse store, its own ClickHouse client: clickhouse-query-worker.ts), so a heavy query
 // never holds up ingest, the UI or health checks on the main thread. Every query has a deadline
 // that really stops it: the engine's own budget stops a scan between rows, SQLite stops a single
 // long statement itself (sqlite-deadline.ts), and past a grace period the thread is terminated (the
@@ -7,6 +8,7 @@ import { Worker } from 'node:worker_threads';
 import { HttpError } from '../http/http-error.js';
 import type { Logger } from '../logger.js';
 import type { ReadOp, ReadOps } from '../store/read-ops.js';
+import { StoreUnavailableError } from '../store/store.js';
 import { WORKER_BOOTSTRAP } from '../store/writer-thread.js';
 import type { QueryErrorBody } from '../wire-types.js';
 import type { QueryOptions } from './engine.js';
@@ -17,6 +19,8 @@ export interface QueryPoolData {
   path: string;
   maxResultBytes: number;
   maxRows: number;
+  /** What a thread of another store needs (the ClickHouse store's connection). */
+  extra?: unknown;
 }
 
 export type QueryRequest =
@@ -34,11 +38,14 @@ export type QueryRequest =
 export type QueryReply =
   | { type: 'ready' }
   | { type: 'result'; id: number; json: Uint8Array }
-  | { type: 'error'; id: number; body?: QueryErrorBody; message?: string };
+  | { type: 'error'; id: number; body?: QueryErrorBody; message?: string; unavailable?: boolean };
 
 export interface QueryPoolOptions {
-  /** The database file (created and migrated already). */
+  /** The database file (created and migrated already); '' for a thread of another store. */
   path: string;
+  /** The thread's module (default: SQLite's query-worker) and what it starts with besides. */
+  entry?: string;
+  extra?: unknown;
   logger: Logger;
   /** Query threads (default 2; the collector passes its config, cores − 1). */
   size?: number;
@@ -108,8 +115,9 @@ export async function createQueryPool(options: QueryPoolOptions) {
   const graceMs = options.graceMs ?? 1000;
   const maxQueued = options.maxQueued ?? 16;
   const data: QueryPoolData = {
-    entry: ENTRY,
+    entry: options.entry ?? ENTRY,
     path: options.path,
+    ...(options.extra === undefined ? {} : { extra: options.extra }),
     maxResultBytes: options.maxResultBytes ?? 64 * 1024 * 1024,
     maxRows: options.maxRows ?? 1_000_000,
   };
@@ -142,6 +150,8 @@ export async function createQueryPool(options: QueryPoolOptions) {
         finish(slot);
         if (m.type === 'result') job.resolve(m.json);
         else if (m.body) job.reject(new QueryFailure(m.body));
+        else if (m.unavailable)
+          job.reject(new StoreUnavailableError(m.message ?? 'the store is not answering'));
         else job.reject(new HttpError(500, 'internal', `query failed: ${m.message}`));
         dispatch();
       });

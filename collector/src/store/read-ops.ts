@@ -3,7 +3,12 @@
 // full scan), trace lookups, sessions, services and export ranges. Each answers with what the API
 // sends, so the main thread passes the bytes on without parsing them.
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { ExportKey, ExportSelection } from '../http/export.js';
+import {
+  EXPORT_CHUNK_CHARS,
+  EXPORT_CHUNK_RECORDS,
+  type ExportKey,
+  type ExportSelection,
+} from './export-page.js';
 import { logsToOtlpJson, spansToOtlpJson } from '../otlp/encode-json.js';
 import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
 import type { LogRecord, SpanNode, SpanRecord, TraceResponse, TraceSummary } from '../wire-types.js';
@@ -37,11 +42,6 @@ export function traceResponse(summary: TraceSummary, spans: SpanRecord[], logs: 
   const { roots, unattached } = traceTree(spans, logs);
   return { summary, roots, logs: unattached };
 }
-
-/** Records per export line at most. */
-const EXPORT_CHUNK_RECORDS = 1000;
-/** An export line ends once its records' JSON passes this many characters (1 MiB). */
-const EXPORT_CHUNK_CHARS = 1 << 20;
 
 /**
  * Export pages (http/export.ts): the records of a table after a (time, id) key, one short keyset
@@ -83,17 +83,6 @@ function createExportPager(db: DatabaseSync) {
 export function createReadOps(db: DatabaseSync) {
   const reader = createSpanReader(db);
   const exportPage = createExportPager(db);
-  const docs = <T>(sql: string) => {
-    const stmt = db.prepare(sql);
-    return (from: number, to: number, limit: number): T[] =>
-      (stmt.all(from, to, limit) as { doc: string }[]).map((r) => JSON.parse(r.doc) as T);
-  };
-  const spansIn = docs<SpanRecord>(
-    'SELECT doc FROM spans WHERE start_us >= ? AND start_us < ? ORDER BY start_us LIMIT ?',
-  );
-  const logsIn = docs<LogRecord>(
-    'SELECT doc FROM logs WHERE time_us >= ? AND time_us < ? ORDER BY time_us LIMIT ?',
-  );
   return {
     listTraces: (filter?: TraceListFilter) => reader.listTraces(filter),
     listSessions: (limit?: number) => reader.listSessions(limit),
@@ -110,11 +99,6 @@ export function createReadOps(db: DatabaseSync) {
       return traceResponse(summary, spans, reader.logsOfTrace(traceId));
     },
     exportPage,
-    exportRange(startMs: number, endMs: number, limit: number) {
-      const from = Math.floor(startMs * 1000);
-      const to = Math.floor(endMs * 1000);
-      return { spans: spansIn(from, to, limit), logs: logsIn(from, to, limit) };
-    },
   };
 }
 

@@ -8,7 +8,7 @@ import { type QueryPool, createQueryPool } from '../query/query-pool.js';
 import { RECOVERY_HINT, createIntegrityMonitor, isCorruption } from './integrity.js';
 import type { LogRecord, SpanRecord } from '../wire-types.js';
 import { type SpanStore, createSpanStore } from './span-store.js';
-import type { ExportPageReader } from '../http/export.js';
+import type { ExportKey, ExportPageReader } from './export-page.js';
 import type { ReadOp, ReadOps } from './read-ops.js';
 import type { CollectorStore } from './store.js';
 import { type WriterThread, startWriterThread } from './writer-thread.js';
@@ -183,7 +183,6 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
     services: () => read('services', []),
     // The encoder's key set, in memory (at most maxAttributeKeys): no SQL.
     attributeKeys: async () => store.attributeKeys(),
-    exportRange: (startMs, endMs, limit) => read('exportRange', [startMs, endMs, limit]),
     traceJson: (traceId) => readBytes('trace', [traceId]),
     async sessionJson(sessionId) {
       await refreshForRead();
@@ -194,7 +193,7 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       const bytes = await readBytes('exportPage', [table, sel, after], after[0] !== -Infinity);
       if (!bytes) return undefined;
       const cut = bytes.indexOf(10);
-      const { last } = JSON.parse(decoder.decode(bytes.subarray(0, cut))) as { last: [number, number] };
+      const { last } = JSON.parse(decoder.decode(bytes.subarray(0, cut))) as { last: ExportKey };
       return { last, line: bytes.subarray(cut + 1) };
     },
     refreshSummaries: (limit) => writer.refreshSummaries(limit, REFRESH_SLICE_MS),

@@ -2,6 +2,7 @@
 // store runs query plans (query/plan.ts) its own way. Two stores: SQLite (sqlite-store.ts, the
 // embedded default) and ClickHouse (clickhouse/clickhouse-store.ts, for several collectors on one
 // database).
+import type { ExportPageReader } from './export-page.js';
 import type { QueryOptions } from '../query/engine.js';
 import type { LogRecord, SessionResponse, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
 import type { RetentionOptions, TraceListFilter } from './span-store.js';
@@ -33,12 +34,8 @@ export interface CollectorStore {
   getSession(sessionId: string): Promise<SessionResponse | undefined>;
   services(): Promise<{ name: string; spanCount: number; lastSeenUnixNano: number }[]>;
   attributeKeys(): Promise<string[]>;
-  /** Spans and logs starting in [startMs, endMs), oldest first, at most `limit` of each. */
-  exportRange(
-    startMs: number,
-    endMs: number,
-    limit: number,
-  ): Promise<{ spans: SpanRecord[]; logs: LogRecord[] }>;
+  /** One page of an export (http/export.ts streams them): the records after `after`, oldest first. */
+  exportPage: ExportPageReader;
   /** Background upkeep of summaries; returns how many were refreshed (0: nothing to do). */
   refreshSummaries(limit: number): Promise<number>;
   /** Returns the number of records (or, for whole partitions, rows) deleted. */

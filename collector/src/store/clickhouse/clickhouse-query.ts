@@ -1,7 +1,9 @@
 // The ClickHouse executor of query plans (query/plan.ts): the same plan the SQLite executor runs,
 // rendered as ClickHouse SQL. The scan and the grouped `stats` run in ClickHouse; the commands after
 // them run in JS through the shared finishQuery, so both stores answer alike.
+import { ClickHouseError } from '@clickhouse/client';
 import { type ScanResult, finishQuery, objectGetter, recordGetter } from '../../query/engine.js';
+import { QueryError } from '../../query/query-error.js';
 import type { QueryOptions } from '../../query/engine.js';
 import { evaluate, type Getter } from '../../query/evaluate.js';
 import { resolveField } from '../../query/fields.js';
@@ -15,7 +17,7 @@ import {
   isSpanColumn,
   planQuery,
 } from '../../query/plan.js';
-import type { QueryResponse, SpanRecord } from '../../wire-types.js';
+import type { QueryErrorBody, QueryResponse, SpanRecord } from '../../wire-types.js';
 import { dayOf, literal } from './rows.js';
 import { ROLLUP_NULLABLE, ROLLUP_NUMBERS, ROLLUP_STATES } from './schema.js';
 
@@ -278,8 +280,8 @@ export function spanStartRangeSql(a: bigint, b?: bigint): string {
   return out.join(' AND ');
 }
 
-/** Spans starting in [a, b) µs (a fraction of a second at a time range's end). */
-const edgeSql = ([a, b]: [bigint, bigint]): string =>
+/** Spans starting in [a, b) µs (a fraction of a second at a time range's end, an export's page). */
+export const spansStartingInSql = ([a, b]: [bigint, bigint]): string =>
   `(${spanStartRangeSql(a, b)} AND start_us >= ${a} AND start_us < ${b})`;
 
 /** The grouped stats SQL over span_rollup (plus the spans at the edges of the time bounds). */
@@ -299,7 +301,7 @@ function rollupStatsSql(
     `SELECT ${[...keys(ROLLUP_COLUMN_SQL), ...states].join(', ')} FROM ${ctx.rollupTable}${whereSql(r.dims, ROLLUP_COLUMN_SQL, seconds)}`,
   ];
   if (r.edges.length) {
-    const edges = r.edges.map(edgeSql).join(' OR ');
+    const edges = r.edges.map(spansStartingInSql).join(' OR ');
     parts.push(
       `SELECT ${[...keys(COLUMN_SQL), ...ROLLUP_STATES].join(', ')} FROM ${ctx.table}${whereSql(r.dims, COLUMN_SQL, [`(${edges})`])}${groupKeys ? ` GROUP BY ${groupKeys}` : ''}`,
     );
@@ -439,4 +441,38 @@ export async function runClickHouseQuery(
     );
   }
   return finishQuery(plan, await scanRows(ctx, plan), started);
+}
+
+/** Network-level failures: ClickHouse is not there or did not answer in time. */
+export function isUnreachable(error: unknown): boolean {
+  const e = error as { code?: string; message?: string; name?: string } | undefined;
+  if (!e || error instanceof ClickHouseError) return false;
+  return (
+    /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|socket hang up|Timeout error|timed out|other side closed/i.test(
+      `${e.code ?? ''} ${e.message ?? ''}`,
+    ) || e.name === 'AbortError'
+  );
+}
+
+/**
+ * The 400 body of a query that failed: the language refused it, or ClickHouse did (its deadline,
+ * `max_execution_time`, or SQL this server cannot run); undefined for any other failure.
+ */
+export function clickHouseQueryFailure(
+  error: unknown,
+  query: string,
+  serverVersion: string,
+  queryTimeoutMs: number,
+): QueryErrorBody | undefined {
+  if (error instanceof QueryError) return error.toBody(query);
+  if (!(error instanceof ClickHouseError)) return undefined;
+  // 159: TIMEOUT_EXCEEDED (max_execution_time).
+  return new QueryError(
+    error.code === '159'
+      ? `query stopped after ${queryTimeoutMs} ms; narrow it with a time range or a filter on an indexed field`
+      : `ClickHouse ${serverVersion} cannot run this query: ${error.message}`,
+    0,
+    [],
+    'QueryError',
+  ).toBody(query);
 }

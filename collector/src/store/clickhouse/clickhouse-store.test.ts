@@ -513,6 +513,77 @@ describe.skipIf(clickHouseSkipReason)(
       expect(none.logs).toEqual([]);
     });
 
+    it('exports spans and logs page by page as the SQLite store does, records of the same µs included', async () => {
+      const c = await clickHouseCollector('agentrt_export');
+      const sq = await startCollector({ summaryRefreshIntervalMs: 0 });
+      cleanups.push(sq.cleanup);
+      // 2500 spans and 2500 log records, ten to a µs: three pages of each, ties across page ends
+      const at = (i: number) => String(BigInt(NOW - 3_600_000 + Math.floor(i / 10)) * 1_000_000n);
+      const spans = Array.from({ length: 2500 }, (_, i) =>
+        jsonSpan({
+          traceId: hex(0xe000 + (i % 50), 16),
+          spanId: hex(0xe0000 + i, 8),
+          name: `x${i}`,
+          startMs: 0,
+          durationMs: 1,
+        }),
+      ).map((span, i) => ({ ...span, startTimeUnixNano: at(i), endTimeUnixNano: at(i) }));
+      const logs = {
+        resourceLogs: [
+          {
+            resource: { attributes: [{ key: 'service.name', value: { stringValue: 'export' } }] },
+            scopeLogs: [
+              {
+                scope: { name: 'test' },
+                logRecords: Array.from({ length: 2500 }, (_, i) => ({
+                  timeUnixNano: at(i),
+                  body: { stringValue: `record ${i}` },
+                })),
+              },
+            ],
+          },
+        ],
+      };
+      for (const target of [c, sq]) {
+        expect((await postJson(`${target.url}/v1/traces`, jsonRequest('export', spans))).status).toBe(200);
+        expect((await postJson(`${target.url}/v1/logs`, logs)).status).toBe(200);
+      }
+      const exported = async (target: Collector) => {
+        const from = NOW - 3_600_000 - 1;
+        const res = await fetch(`${target.url}/api/export?startMs=${from}&endMs=${from + 1000}`);
+        expect(res.status).toBe(200);
+        type Line = {
+          resourceSpans?: { scopeSpans: { spans: { spanId: string }[] }[] }[];
+          resourceLogs?: { scopeLogs: { logRecords: { body: { stringValue: string } }[] }[] }[];
+        };
+        const lines = (await res.text())
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Line);
+        const spanLines = lines.filter((l) => l.resourceSpans);
+        const logLines = lines.filter((l) => l.resourceLogs);
+        return {
+          pages: [spanLines.length, logLines.length],
+          spanIds: spanLines.flatMap((l) =>
+            l.resourceSpans!.flatMap((r) => r.scopeSpans.flatMap((sc) => sc.spans.map((x) => x.spanId))),
+          ),
+          bodies: logLines.flatMap((l) =>
+            l.resourceLogs!.flatMap((r) =>
+              r.scopeLogs.flatMap((sc) => sc.logRecords.map((x) => x.body.stringValue)),
+            ),
+          ),
+        };
+      };
+      const [a, b] = await Promise.all([exported(sq), exported(c)]);
+      expect(b.pages).toEqual([3, 3]);
+      expect(new Set(b.spanIds).size).toBe(2500);
+      expect(b.spanIds).toHaveLength(2500);
+      expect(new Set(b.bodies).size).toBe(2500);
+      expect(b.bodies).toHaveLength(2500);
+      expect([...b.spanIds].sort()).toEqual([...a.spanIds].sort());
+      expect([...b.bodies].sort()).toEqual([...a.bodies].sort());
+    });
+
     it('takes spans from the official OpenTelemetry exporter and acknowledges them only once stored', async () => {
       const exporter = new OTLPTraceExporter({ url: `${clickhouse.url}/v1/traces` });
       const provider = new BasicTracerProvider({

@@ -3,11 +3,17 @@
 // only once ClickHouse answered their INSERT; while it is down or slow, writes fail fast with
 // StoreUnavailableError (503 + Retry-After, exporters retry) and a probe brings the store back.
 import { Readable } from 'node:stream';
-import { type ClickHouseClient, ClickHouseError, ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import {
+  EXPORT_CHUNK_CHARS,
+  EXPORT_CHUNK_RECORDS,
+  type ExportKey,
+  type ExportPage,
+  type ExportSelection,
+} from '../export-page.js';
 import type { Logger } from '../../logger.js';
-import type { QueryOptions } from '../../query/engine.js';
-import { QueryError } from '../../query/query-error.js';
-import { QueryFailure } from '../../query/query-pool.js';
+import { logsToOtlpJson, spansToOtlpJson } from '../../otlp/encode-json.js';
+import { type QueryPool, createQueryPool } from '../../query/query-pool.js';
 import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../../wire-types.js';
 import { FIXED_KEYS, noiseFilter } from '../span-store.js';
 import {
@@ -21,7 +27,8 @@ import {
 import { summarizeSession, summarizeTrace } from '../summaries.js';
 import type { LogQuery, LogQueryResult } from '../../logs/log-query.js';
 import { queryClickHouseLogs } from './clickhouse-logs.js';
-import { runClickHouseQuery, spanStartRangeSql } from './clickhouse-query.js';
+import { isUnreachable, spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
+import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
 import { LOG_COLUMNS, SPAN_COLUMNS, literal, logLine, spanLine } from './rows.js';
 import {
   CLICKHOUSE_SCHEMA_VERSION,
@@ -33,6 +40,16 @@ import {
   migrationsTable,
   tableName,
 } from './schema.js';
+
+const encoder = new TextEncoder();
+const QUERY_WORKER = new URL(
+  import.meta.url.endsWith('.ts') ? './clickhouse-query-worker.ts' : './clickhouse-query-worker.js',
+  import.meta.url,
+).href;
+/** A read decoding rows gives the event loop a turn this often (ms). */
+const BREATHE_EVERY_MS = 5;
+/** 2100-01-01 in µs: time ranges end there at the latest (DateTime, in 18.16, ends in 2106). */
+const LAST_US = Date.UTC(2100, 0, 1) * 1000;
 
 export interface ClickHouseStoreOptions extends ClickHouseLocation {
   logger: Logger;
@@ -50,6 +67,8 @@ export interface ClickHouseStoreOptions extends ClickHouseLocation {
    * bigger INSERTs cost it less CPU per span. Reached `flushRecords`, the INSERT starts at once.
    */
   lingerMs?: number;
+  /** Query threads (default 1). */
+  queryWorkers?: number;
   /** Queued records that start an INSERT without waiting out `lingerMs` (default 10 000). */
   flushRecords?: number;
 }
@@ -63,17 +82,6 @@ export type ClickHouseStore = CollectorStore & {
   /** GET /api/logs: the SQLite store's log search, on ClickHouse. */
   queryLogs(query: LogQuery): Promise<LogQueryResult>;
 };
-
-/** Network-level failures: ClickHouse is not there or did not answer in time. */
-function isUnreachable(error: unknown): boolean {
-  const e = error as { code?: string; message?: string; name?: string } | undefined;
-  if (!e || error instanceof ClickHouseError) return false;
-  return (
-    /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|socket hang up|Timeout error|timed out|other side closed/i.test(
-      `${e.code ?? ''} ${e.message ?? ''}`,
-    ) || e.name === 'AbortError'
-  );
-}
 
 /** Compares a version string like 18.16.1 with [major, minor]. */
 export function versionAtLeast(version: string, min: readonly [number, number]): boolean {
@@ -110,13 +118,39 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
   });
   const location = `${options.url}/${options.database}${options.cluster ? ` (cluster ${options.cluster})` : ''}`;
 
-  async function select<T>(sql: string): Promise<T[]> {
+  /**
+   * Runs a SELECT and hands each row to `each` as it is decoded. Every few milliseconds of that work
+   * it gives the event loop a turn: a read of thousands of whole records (a session list parses
+   * every span of its traces) would otherwise hold up ingest and /healthz for as long as a second.
+   */
+  async function eachRow<T>(
+    sql: string,
+    each: (row: T) => void,
+    settings?: Record<string, number>,
+  ): Promise<void> {
     try {
-      const rs = await client.query({ query: sql, format: 'JSONEachRow' });
-      return await rs.json<T>();
+      const rs = await client.query({
+        query: sql,
+        format: 'JSONEachRow',
+        ...(settings ? { clickhouse_settings: settings } : {}),
+      });
+      let turn = performance.now();
+      for await (const rows of rs.stream<T>()) {
+        for (const row of rows) each(row.json());
+        if (performance.now() - turn > BREATHE_EVERY_MS) {
+          await new Promise((resolve) => setImmediate(resolve));
+          turn = performance.now();
+        }
+      }
     } catch (error) {
       throw unavailableOr(error);
     }
+  }
+
+  async function select<T>(sql: string, settings?: Record<string, number>): Promise<T[]> {
+    const out: T[] = [];
+    await eachRow<T>(sql, (row) => out.push(row), settings);
+    return out;
   }
 
   async function command(sql: string): Promise<void> {
@@ -302,33 +336,45 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
   // ---- reads -----------------------------------------------------------------------------------
   const docs = <R>(rows: { doc: string }[]): R[] => rows.map((r) => JSON.parse(r.doc) as R);
 
-  /** Spans of these traces, by trace, in time order; a span sent twice (a retried export) once. */
-  async function spansOfTraces(ids: readonly string[]): Promise<Map<string, SpanRecord[]>> {
-    const out = new Map<string, SpanRecord[]>();
-    if (!ids.length) return out;
-    const rows = await select<{ trace_id: string; span_id: string; doc: string }>(
-      `SELECT trace_id, span_id, doc FROM ${T('trace_spans')} WHERE trace_id IN (${ids.map(literal).join(', ')}) ORDER BY trace_id, start_ns, span_id`,
-    );
+  /**
+   * Hands the spans of each trace (deduplicated by span id, in start order) to `each`, one trace at
+   * a time, so only one trace's records are held at once.
+   */
+  async function eachTrace(
+    ids: readonly string[],
+    each: (traceId: string, spans: SpanRecord[]) => void,
+  ): Promise<void> {
+    if (!ids.length) return;
+    let traceId = '';
+    let spans: SpanRecord[] = [];
     let last = '';
-    for (const r of rows) {
-      const key = `${r.trace_id}/${r.span_id}`;
-      if (key === last) continue;
-      last = key;
-      const list = out.get(r.trace_id);
-      const span = JSON.parse(r.doc) as SpanRecord;
-      if (list) list.push(span);
-      else out.set(r.trace_id, [span]);
-    }
-    return out;
+    await eachRow<{ trace_id: string; span_id: string; doc: string }>(
+      `SELECT trace_id, span_id, doc FROM ${T('trace_spans')} WHERE trace_id IN (${ids.map(literal).join(', ')}) ORDER BY trace_id, start_ns, span_id`,
+      (r) => {
+        if (r.trace_id !== traceId) {
+          if (spans.length) each(traceId, spans);
+          traceId = r.trace_id;
+          spans = [];
+        }
+        const key = `${r.trace_id}/${r.span_id}`;
+        if (key === last) return;
+        last = key;
+        spans.push(JSON.parse(r.doc) as SpanRecord);
+      },
+    );
+    if (spans.length) each(traceId, spans);
   }
 
   async function spansOfTrace(traceId: string): Promise<SpanRecord[]> {
-    return (await spansOfTraces([traceId])).get(traceId) ?? [];
+    let out: SpanRecord[] = [];
+    await eachTrace([traceId], (_, spans) => (out = spans));
+    return out;
   }
 
   async function summaries(ids: readonly string[]): Promise<Map<string, TraceSummary>> {
-    const spans = await spansOfTraces(ids);
-    return new Map([...spans].map(([id, list]) => [id, summarizeTrace(id, list)]));
+    const out = new Map<string, TraceSummary>();
+    await eachTrace(ids, (id, spans) => out.set(id, summarizeTrace(id, spans)));
+    return out;
   }
 
   async function sessionsWithTraces(sessionIds: readonly string[]): Promise<Map<string, TraceSummary[]>> {
@@ -494,20 +540,56 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     );
   }
 
-  async function exportRange(startMs: number, endMs: number, limit: number) {
-    const a = Math.floor(startMs * 1000);
-    const b = Math.floor(endMs * 1000);
-    const spans = docs<SpanRecord>(
-      await select(
-        `SELECT doc FROM ${T('spans')} WHERE start_us >= ${literal(a)} AND start_us < ${literal(b)} ORDER BY start_us, span_id LIMIT ${limit}`,
-      ),
-    );
-    const logs = docs<LogRecord>(
-      await select(
-        `SELECT doc FROM ${T('logs')} WHERE time_us >= ${literal(a)} AND time_us < ${literal(b)} ORDER BY time_us LIMIT ${limit}`,
-      ),
-    );
-    return { spans, logs };
+  /**
+   * One export page (http/export.ts): the records after the key, in (time, id) order, from one
+   * keyset SELECT — spans by their start µs and span id (a time range reads only the hours from the
+   * key on, as the spans table is ordered by hour; a trace reads trace_spans), log records by time
+   * and a hash of the record (they have no id) — cut at EXPORT_CHUNK_CHARS of JSON.
+   */
+  async function exportPage(
+    table: 'spans' | 'logs',
+    selection: ExportSelection,
+    after: ExportKey,
+  ): Promise<ExportPage | undefined> {
+    // a range's end past 2100 (the API's default is the end of JS time) is ClickHouse's DateTime's
+    const sel =
+      'traceId' in selection ? selection : { ...selection, endUs: Math.min(selection.endUs, LAST_US) };
+    const [t0, k0] = after;
+    const first = t0 === -Infinity;
+    const byTrace = 'traceId' in sel;
+    let sql: string;
+    if (table === 'spans') {
+      const key = first
+        ? ''
+        : ` AND (t > ${literal(t0)} OR (t = ${literal(t0)} AND k > ${literal(String(k0))}))`;
+      const where = byTrace
+        ? `trace_id = ${literal(sel.traceId)}`
+        : spansStartingInSql([BigInt(first ? sel.startUs : Math.max(sel.startUs, t0)), BigInt(sel.endUs)]);
+      const from = byTrace ? T('trace_spans') : T('spans');
+      const t = byTrace ? 'intDiv(start_ns, 1000)' : 'start_us';
+      sql = `SELECT ${t} AS t, span_id AS k, doc FROM ${from} WHERE ${where}${key} ORDER BY t, k LIMIT ${EXPORT_CHUNK_RECORDS}`;
+    } else {
+      const key = first
+        ? ''
+        : ` AND (time_us > ${literal(t0)} OR (time_us = ${literal(t0)} AND cityHash64(doc) > toUInt64(${literal(String(k0))})))`;
+      const where = byTrace
+        ? `trace_id = ${literal(sel.traceId)}`
+        : `date >= toDate(toDateTime(${Math.floor(Math.max(0, sel.startUs) / 1e6)})) AND date <= toDate(toDateTime(${Math.ceil(sel.endUs / 1e6)})) AND time_us >= ${literal(sel.startUs)} AND time_us < ${literal(sel.endUs)}`;
+      sql = `SELECT time_us AS t, toString(cityHash64(doc)) AS k, doc FROM ${T('logs')} WHERE ${where}${key} ORDER BY t, cityHash64(doc) LIMIT ${EXPORT_CHUNK_RECORDS}`;
+    }
+    const rows = await select<{ t: string | number; k: string; doc: string }>(sql);
+    const records: (SpanRecord & LogRecord)[] = [];
+    let last: ExportKey | undefined;
+    let chars = 0;
+    for (const r of rows) {
+      records.push(JSON.parse(r.doc) as SpanRecord & LogRecord);
+      last = [Number(r.t), r.k];
+      chars += r.doc.length;
+      if (chars >= EXPORT_CHUNK_CHARS) break;
+    }
+    if (!last) return undefined;
+    const body = table === 'spans' ? spansToOtlpJson(records) : logsToOtlpJson(records);
+    return { last, line: encoder.encode(`${JSON.stringify(body)}\n`) };
   }
 
   /**
@@ -554,49 +636,31 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     return deleted;
   }
 
+  // Queries run on threads of their own (clickhouse-query-worker.ts), as on SQLite: the parts the
+  // language evaluates in JS would hold up ingest and /healthz on this one.
   const queryTimeoutMs = options.queryTimeoutMs ?? 30_000;
-  /** Runs a query with ClickHouse's own deadline on each statement; JSON bytes as the SQLite pool answers. */
-  async function queryJson(
-    q: string,
-    range: Pick<QueryOptions, 'startMs' | 'endMs'> = {},
-  ): Promise<Uint8Array> {
-    const timed = async <R>(sql: string): Promise<R[]> => {
-      try {
-        const rs = await client.query({
-          query: sql,
-          format: 'JSONEachRow',
-          clickhouse_settings: { max_execution_time: Math.max(1, Math.ceil(queryTimeoutMs / 1000)) },
-        });
-        return await rs.json<R>();
-      } catch (error) {
-        throw unavailableOr(error);
-      }
-    };
-    try {
-      const response = await runClickHouseQuery(
-        { select: timed, table: T('spans'), rollupTable: T('span_rollup'), serverVersion },
-        q,
-        range,
-      );
-      return Buffer.from(JSON.stringify(response));
-    } catch (error) {
-      if (error instanceof QueryError) throw new QueryFailure(error.toBody(q));
-      if (error instanceof ClickHouseError) {
-        // 159: TIMEOUT_EXCEEDED (max_execution_time).
-        const timeout = error.code === '159';
-        throw new QueryFailure(
-          new QueryError(
-            timeout
-              ? `query stopped after ${queryTimeoutMs} ms; narrow it with a time range or a filter on an indexed field`
-              : `ClickHouse ${serverVersion} cannot run this query: ${error.message}`,
-            0,
-            [],
-            'QueryError',
-          ).toBody(q),
-        );
-      }
-      throw error;
-    }
+  let pool: QueryPool;
+  try {
+    pool = await createQueryPool({
+      path: '',
+      entry: QUERY_WORKER,
+      extra: {
+        url: options.url,
+        username: options.username,
+        password: options.password,
+        requestTimeoutMs,
+        queryTimeoutMs,
+        table: T('spans'),
+        rollupTable: T('span_rollup'),
+        serverVersion,
+      } satisfies ClickHouseWorkerData,
+      logger,
+      size: options.queryWorkers ?? 1,
+      timeoutMs: queryTimeoutMs,
+    });
+  } catch (error) {
+    await client.close();
+    throw error;
   }
 
   return {
@@ -607,7 +671,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     queryLogs: (q) => queryClickHouseLogs({ select, logs: T('logs'), sessionTraces: T('session_traces') }, q),
     write,
     unavailable: () => down,
-    queryJson,
+    queryJson: (q, range) => pool.run(q, range),
     spansOfTrace,
     logsOfTrace: async (traceId) =>
       docs<LogRecord>(
@@ -622,7 +686,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     getSession,
     services,
     attributeKeys,
-    exportRange,
+    exportPage,
     // Summaries are kept by materialized views and finished on read: nothing to refresh.
     refreshSummaries: async () => 0,
     applyRetention: (opts) => applyRetention(opts),
@@ -631,6 +695,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       clearInterval(probe);
       if (lingering) startDrain();
       await inFlight;
+      await pool.close();
       await client.close();
     },
   };

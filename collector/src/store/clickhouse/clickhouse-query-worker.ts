@@ -1,0 +1,87 @@
+// A query thread of the ClickHouse store (started by query/query-pool.ts, as SQLite's are): its own
+// HTTP client to ClickHouse; runs one query at a time — ClickHouse does the scan, this thread the
+// parts the language evaluates in JS (regex filters, stats ClickHouse cannot group, sorting) — and
+// answers with the response's JSON bytes. On the main thread that work held up ingest and /healthz
+// for as long as a second per query; here the pool's deadline ends it with the thread.
+import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import { parentPort, workerData } from 'node:worker_threads';
+import type { QueryPoolData, QueryReply, QueryRequest } from '../../query/query-pool.js';
+import { QueryError } from '../../query/query-error.js';
+import { clickHouseQueryFailure, isUnreachable, runClickHouseQuery } from './clickhouse-query.js';
+
+/** What the store hands its query threads (QueryPoolData.extra). */
+export interface ClickHouseWorkerData {
+  url: string;
+  username: string;
+  password: string;
+  requestTimeoutMs: number;
+  queryTimeoutMs: number;
+  table: string;
+  rollupTable: string;
+  serverVersion: string;
+}
+
+const port = parentPort!;
+const { maxResultBytes, maxRows, extra } = workerData as QueryPoolData & { extra: ClickHouseWorkerData };
+const client = createClient({
+  url: extra.url,
+  username: extra.username,
+  password: extra.password,
+  request_timeout: extra.requestTimeoutMs,
+  log: { level: ClickHouseLogLevel.OFF },
+  clickhouse_settings: {
+    output_format_json_quote_64bit_integers: 0,
+    // ClickHouse's own deadline on each statement; the pool's ends the thread past it.
+    max_execution_time: Math.max(1, Math.ceil(extra.queryTimeoutMs / 1000)),
+  },
+});
+const encoder = new TextEncoder();
+const reply = (message: QueryReply, transfer: ArrayBuffer[] = []): void =>
+  port.postMessage(message, transfer);
+async function select<T>(sql: string): Promise<T[]> {
+  const rs = await client.query({ query: sql, format: 'JSONEachRow' });
+  return rs.json<T>();
+}
+
+port.on('message', (m: QueryRequest) => {
+  if (m.type === 'close') {
+    void client.close().finally(() => port.close());
+    return;
+  }
+  if (m.type !== 'query') {
+    reply({ type: 'error', id: m.id, message: `${m.type} is not run on ClickHouse query threads` });
+    return;
+  }
+  runClickHouseQuery(
+    { select, table: extra.table, rollupTable: extra.rollupTable, serverVersion: extra.serverVersion },
+    m.query,
+    { ...m.options, maxRows },
+  ).then(
+    (response) => {
+      const json = encoder.encode(JSON.stringify(response));
+      if (json.length > maxResultBytes) {
+        const body = new QueryError(
+          `the result is ${json.length} bytes, more than ${maxResultBytes}; select fewer fields (not @message) or a smaller limit`,
+          0,
+          [],
+          'QueryError',
+        ).toBody(m.query);
+        reply({ type: 'error', id: m.id, body });
+        return;
+      }
+      reply({ type: 'result', id: m.id, json }, [json.buffer as ArrayBuffer]);
+    },
+    (error: unknown) => {
+      const body = clickHouseQueryFailure(error, m.query, extra.serverVersion, extra.queryTimeoutMs);
+      if (body) reply({ type: 'error', id: m.id, body });
+      else
+        reply({
+          type: 'error',
+          id: m.id,
+          message: error instanceof Error ? error.message : String(error),
+          unavailable: isUnreachable(error),
+        });
+    },
+  );
+});
+reply({ type: 'ready' });
