@@ -118,6 +118,13 @@ describe('the runtime observes itself (spans, AgentCore metrics, logs as OTLP)',
     };
     const first = await invoke({});
     await invoke({});
+    // ActiveSessionCount is observed while the session lives: a collection (every 300 ms) must see
+    // it before the stop (on a fast machine both invocations take less than that)
+    await waitFor(
+      () => metricBatches.flat().some((m) => m.name === 'ActiveSessionCount'),
+      10_000,
+      'ActiveSessionCount',
+    );
     await rt.data.send(new StopRuntimeSessionCommand({ agentRuntimeArn: arn, runtimeSessionId: sid }));
 
     // Batches go out a second apart: wait for the last call's span too.
