@@ -91,7 +91,13 @@ export function SearchView({ query }: { query?: string }) {
     <section class="search">
       <h1>Transaction search</h1>
       <div class="query-row">
-        <QueryEditor value={text} onChange={setText} onRun={submit} keys={keys.data ?? []} />
+        <QueryEditor
+          value={text}
+          onChange={setText}
+          onRun={submit}
+          keys={keys.data ?? []}
+          onFocus={keys.reload}
+        />
         <div class="query-actions">
           <button class="btn primary" disabled={running} onClick={() => submit(text)} data-testid="run-query">
             {running ? 'Running…' : 'Run query'}
@@ -143,11 +149,14 @@ function QueryEditor({
   onChange,
   onRun,
   keys,
+  onFocus,
 }: {
   value: string;
   onChange: (v: string) => void;
   onRun: (v: string) => void;
   keys: string[];
+  /** The box got focus: the keys are read again (spans that arrived since bring new ones). */
+  onFocus: () => void;
 }) {
   const ref = useRef<HTMLTextAreaElement>(null);
   const [cursor, setCursor] = useState(0);
@@ -210,7 +219,10 @@ function QueryEditor({
         }}
         onClick={(e) => setCursor(e.currentTarget.selectionStart)}
         onBlur={() => setTimeout(() => setDismissed(true), 150)}
-        onFocus={() => setDismissed(false)}
+        onFocus={() => {
+          setDismissed(false);
+          onFocus();
+        }}
       />
       {suggestions.length > 0 && (
         <ul class="completions" role="listbox" data-testid="completions">
