@@ -10,6 +10,7 @@
 //     adds one "ours: <name>" variant per entry (our launcher with that environment on top);
 //   BENCH_AGENT_ONLY='sampler off|^ours' keeps the variants whose name matches (bare node always);
 //   BENCH_AGENT_PROFILE=0 skips the profiled round;
+//   BENCH_AGENT_WRITE_ABLATION=1 records such a run as its own section of docs/benchmarks.md;
 //   BENCH_AGENT_INTERLEAVED=1 loads one variant at a time in blocks of BENCH_AGENT_BLOCK (default 100)
 //     requests, cycling through the variants until each has had BENCH_AGENT_REQUESTS (default 1500)
 //     per round: on this shared machine, whose speed drifts over seconds, it resolves a few percent,
@@ -423,7 +424,7 @@ function agentTable(rows) {
       t.name,
       t.cpuUsPerReq.toFixed(0),
       `${((t.cpuRatio - 1) * 100).toFixed(1)}%`,
-      t.rps.toFixed(0),
+      Number.isFinite(t.rps) ? t.rps.toFixed(0) : '—',
       ...tailCells(t),
     ]),
   );
@@ -682,7 +683,7 @@ async function interleavedRound(workload, round) {
     const exported = await sinkStats();
     const out = servers.map((s, i) => ({
       name: s.v.name,
-      rps: 0,
+      rps: NaN, // one variant at a time: no common load to compare
       cpuUsPerReq: ((cpu1[i] - cpu0[i]) * 1000) / Math.max(1, runs[i].requests),
       otlpBytesPerReq:
         (exported.byPrefix[s.v.prefix]?.bytes ?? 0) / Math.max(1, runs[i].requests + warm[i].requests.total),
@@ -770,6 +771,29 @@ if (!PARTS.has('agent')) {
   console.warn('examples are not built (npx tsc -b): the reference-agent rows are left out');
 }
 sinkProcess.kill();
+if (process.env.BENCH_AGENT_WRITE_ABLATION === '1' && agent.length > 0) {
+  // An attribution run (BENCH_AGENT_EXTRA …) recorded as its own section, with what reproduces it.
+  const settings = Object.entries(process.env)
+    .filter(([k]) => k.startsWith('BENCH_AGENT_') && k !== 'BENCH_AGENT_WRITE_ABLATION')
+    .map(([k, v]) => `${k}='${v}'`)
+    .join(' ');
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(', ');
+  const file = writeSection(
+    'instrument-ablation',
+    'Reference agent: what each part of the launcher costs (bench/instrument, ablation)',
+    `Our launcher with parts of it turned off by its own settings, beside bare node, on the reference
+agent (examples/sdk-agent, offline model)${AGENT_INTERLEAVED ? `, loaded one variant at a time in blocks of ${AGENT_BLOCK} requests, cycling through the variants until each had ${AGENT_REQUESTS} per round` : ''}; overhead is the median over
+${AGENT_ROUNDS} rounds of each variant's CPU per request over bare node's in the same round (load average ${load}). Reproduce with
+\`${settings} BENCH_PARTS=agent node bench/instrument/index.mjs\`.
+
+${agentTable(agent)}
+`,
+  );
+  console.log(`wrote ${file}`);
+}
 if (!allParts) process.exit(0); // a partial run is printed, not recorded
 
 // ---- report ------------------------------------------------------------------------------------
