@@ -23,7 +23,10 @@ export const PARTS = [
     'OTel context (AsyncLocalStorage)',
     /@opentelemetry\/context-async-hooks|async_context_frame|async_local_storage/,
   ],
-  ['undici/fetch instrumentation', /@opentelemetry\/instrumentation-undici|node:diagnostics_channel/],
+  [
+    'undici/fetch instrumentation (ours or upstream)',
+    /packages\/instrument\/dist\/fetch-client|@opentelemetry\/instrumentation-undici|node:diagnostics_channel/,
+  ],
   ['http instrumentation (outgoing)', /@opentelemetry\/instrumentation-http/],
   ['our HTTP server span', /packages\/instrument\/dist\/http-server/],
   [
