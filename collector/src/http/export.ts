@@ -1,6 +1,5 @@
 import type { ServerResponse } from 'node:http';
 import { HttpError } from './http-error.js';
-
 import type { ExportPageReader, ExportSelection } from '../store/export-page.js';
 
 export type { ExportKey, ExportPage, ExportPageReader, ExportSelection } from '../store/export-page.js';
@@ -20,8 +19,8 @@ export interface ExportStreamerOptions {
  */
 export function createExportStreamer(readPage: ExportPageReader, options: ExportStreamerOptions = {}) {
   const maxConcurrent = options.maxConcurrent ?? 2;
-  let running = 0;
-  let runningTraces = 0;
+  /** Exports running now: of time ranges, and of single traces (slots of their own). */
+  const running = { ranges: 0, traces: 0 };
 
   async function write(res: ServerResponse, line: Uint8Array): Promise<boolean> {
     if (res.destroyed) return false;
@@ -43,23 +42,22 @@ export function createExportStreamer(readPage: ExportPageReader, options: Export
   return {
     /** Exports running now. */
     get running(): number {
-      return running;
+      return running.ranges + running.traces;
     },
     async stream(sel: ExportSelection, res: ServerResponse): Promise<void> {
       // One trace (the UI's "export trace") is not held up by exports of whole time ranges: it
       // has slots of its own, as many again as there are for ranges
-      const one = 'traceId' in sel;
-      const busy = one ? runningTraces : running - runningTraces;
+      const kind = 'traceId' in sel ? 'traces' : 'ranges';
+      const busy = running[kind];
       if (busy >= maxConcurrent) {
         throw new HttpError(
           429,
           'too_many_exports',
-          `${busy} ${one ? 'trace exports' : 'exports'} are running; retry shortly`,
+          `${busy} ${kind === 'traces' ? 'trace exports' : 'exports'} are running; retry shortly`,
           { headers: { 'retry-after': '2' } },
         );
       }
-      running++;
-      if (one) runningTraces++;
+      running[kind]++;
       try {
         let page = await readPage('spans', sel, [-Infinity, 0]);
         if ('traceId' in sel && !page)
@@ -74,8 +72,7 @@ export function createExportStreamer(readPage: ExportPageReader, options: Export
         }
         res.end();
       } finally {
-        running--;
-        if (one) runningTraces--;
+        running[kind]--;
       }
     },
   };

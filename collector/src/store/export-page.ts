@@ -1,5 +1,7 @@
 // What an export page is, shared by the HTTP streamer (http/export.ts) and the stores that read
 // pages: SQLite's on its query threads (read-ops.ts), which load no HTTP code, and ClickHouse's.
+import { logsToOtlpJson, spansToOtlpJson } from '../otlp/encode-json.js';
+import type { LogRecord, SpanRecord } from '../wire-types.js';
 
 /** What to export: one trace, or a time window (epoch µs, end exclusive). */
 export type ExportSelection = { traceId: string } | { startUs: number; endUs: number };
@@ -31,3 +33,25 @@ export type ExportPageReader = (
   sel: ExportSelection,
   after: ExportKey,
 ) => Promise<ExportPage | undefined>;
+
+/**
+ * One page from the rows a store read after the key, in (time, id) order: as many as fit in
+ * EXPORT_CHUNK_CHARS of JSON (big records, prompts and tool output, make shorter lines), encoded as
+ * one OTLP/JSON request (without the newline), and the key of its last record; undefined for none.
+ */
+export function exportPageOf(
+  table: 'spans' | 'logs',
+  rows: Iterable<{ t: number; id: number | string; doc: string }>,
+): { body: unknown; last: ExportKey } | undefined {
+  const docs: (SpanRecord & LogRecord)[] = [];
+  let last: ExportKey | undefined;
+  let chars = 0;
+  for (const r of rows) {
+    docs.push(JSON.parse(r.doc) as SpanRecord & LogRecord);
+    last = [r.t, r.id];
+    chars += r.doc.length;
+    if (chars >= EXPORT_CHUNK_CHARS) break;
+  }
+  if (!last) return undefined;
+  return { body: table === 'spans' ? spansToOtlpJson(docs) : logsToOtlpJson(docs), last };
+}

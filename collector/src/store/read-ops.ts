@@ -3,13 +3,7 @@
 // full scan), trace lookups, sessions, services and export ranges. Each answers with what the API
 // sends, so the main thread passes the bytes on without parsing them.
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import {
-  EXPORT_CHUNK_CHARS,
-  EXPORT_CHUNK_RECORDS,
-  type ExportKey,
-  type ExportSelection,
-} from './export-page.js';
-import { logsToOtlpJson, spansToOtlpJson } from '../otlp/encode-json.js';
+import { EXPORT_CHUNK_RECORDS, type ExportKey, type ExportSelection, exportPageOf } from './export-page.js';
 import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
 import type { LogRecord, SpanNode, SpanRecord, TraceResponse, TraceSummary } from '../wire-types.js';
 import { type TraceListFilter, createSpanReader } from './span-store.js';
@@ -59,23 +53,14 @@ function createExportPager(db: DatabaseSync) {
     let stmt = statements.get(sql);
     if (!stmt) statements.set(sql, (stmt = db.prepare(sql)));
     const args = 'traceId' in sel ? [sel.traceId] : [sel.startUs, sel.endUs];
-    const docs: (SpanRecord & LogRecord)[] = [];
-    let last: ExportKey | undefined;
-    let chars = 0;
-    for (const r of stmt.iterate(...args, after[0], after[1], EXPORT_CHUNK_RECORDS) as Iterable<{
+    const rows = stmt.iterate(...args, after[0], after[1], EXPORT_CHUNK_RECORDS) as Iterable<{
       id: number;
       t: number;
       doc: string;
-    }>) {
-      docs.push(JSON.parse(r.doc) as SpanRecord & LogRecord);
-      last = [r.t, r.id];
-      chars += r.doc.length;
-      // Big records (prompts, tool output) make shorter lines: a line stays about a megabyte.
-      if (chars >= EXPORT_CHUNK_CHARS) break;
-    }
-    if (!last) return undefined;
-    const body = table === 'spans' ? spansToOtlpJson(docs) : logsToOtlpJson(docs);
-    return encoder.encode(`${JSON.stringify({ last })}\n${JSON.stringify(body)}\n`);
+    }>;
+    const page = exportPageOf(table, rows);
+    if (!page) return undefined;
+    return encoder.encode(`${JSON.stringify({ last: page.last })}\n${JSON.stringify(page.body)}\n`);
   };
 }
 

@@ -3,18 +3,14 @@
 // parts the language evaluates in JS (regex filters, stats ClickHouse cannot group, sorting) — and
 // answers with the response's JSON bytes. On the main thread that work held up ingest and /healthz
 // for as long as a second per query; here the pool's deadline ends it with the thread.
-import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { QueryPoolData, QueryReply, QueryRequest } from '../../query/query-pool.js';
 import { QueryError } from '../../query/query-error.js';
-import { clickHouseQueryFailure, isUnreachable, runClickHouseQuery } from './clickhouse-query.js';
+import { type ClickHouseConnection, connectClickHouse, isUnreachable } from './clickhouse-client.js';
+import { clickHouseQueryFailure, runClickHouseQuery } from './clickhouse-query.js';
 
 /** What the store hands its query threads (QueryPoolData.extra). */
-export interface ClickHouseWorkerData {
-  url: string;
-  username: string;
-  password: string;
-  requestTimeoutMs: number;
+export interface ClickHouseWorkerData extends ClickHouseConnection {
   queryTimeoutMs: number;
   table: string;
   rollupTable: string;
@@ -23,17 +19,9 @@ export interface ClickHouseWorkerData {
 
 const port = parentPort!;
 const { maxResultBytes, maxRows, extra } = workerData as QueryPoolData & { extra: ClickHouseWorkerData };
-const client = createClient({
-  url: extra.url,
-  username: extra.username,
-  password: extra.password,
-  request_timeout: extra.requestTimeoutMs,
-  log: { level: ClickHouseLogLevel.OFF },
-  clickhouse_settings: {
-    output_format_json_quote_64bit_integers: 0,
-    // ClickHouse's own deadline on each statement; the pool's ends the thread past it.
-    max_execution_time: Math.max(1, Math.ceil(extra.queryTimeoutMs / 1000)),
-  },
+// ClickHouse's own deadline on each statement; the pool's ends the thread past it.
+const client = connectClickHouse(extra, {
+  max_execution_time: Math.max(1, Math.ceil(extra.queryTimeoutMs / 1000)),
 });
 const encoder = new TextEncoder();
 const reply = (message: QueryReply, transfer: ArrayBuffer[] = []): void =>

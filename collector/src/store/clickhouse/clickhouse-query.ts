@@ -443,17 +443,6 @@ export async function runClickHouseQuery(
   return finishQuery(plan, await scanRows(ctx, plan), started);
 }
 
-/** Network-level failures: ClickHouse is not there or did not answer in time. */
-export function isUnreachable(error: unknown): boolean {
-  const e = error as { code?: string; message?: string; name?: string } | undefined;
-  if (!e || error instanceof ClickHouseError) return false;
-  return (
-    /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|socket hang up|Timeout error|timed out|other side closed/i.test(
-      `${e.code ?? ''} ${e.message ?? ''}`,
-    ) || e.name === 'AbortError'
-  );
-}
-
 /**
  * The 400 body of a query that failed: the language refused it, or ClickHouse did (its deadline,
  * `max_execution_time`, or SQL this server cannot run); undefined for any other failure.

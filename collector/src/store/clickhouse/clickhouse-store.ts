@@ -3,16 +3,15 @@
 // only once ClickHouse answered their INSERT; while it is down or slow, writes fail fast with
 // StoreUnavailableError (503 + Retry-After, exporters retry) and a probe brings the store back.
 import { Readable } from 'node:stream';
-import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import type { ClickHouseClient } from '@clickhouse/client';
 import {
-  EXPORT_CHUNK_CHARS,
   EXPORT_CHUNK_RECORDS,
   type ExportKey,
   type ExportPage,
   type ExportSelection,
+  exportPageOf,
 } from '../export-page.js';
 import type { Logger } from '../../logger.js';
-import { logsToOtlpJson, spansToOtlpJson } from '../../otlp/encode-json.js';
 import { type QueryPool, createQueryPool } from '../../query/query-pool.js';
 import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../../wire-types.js';
 import { FIXED_KEYS, noiseFilter } from '../span-store.js';
@@ -27,7 +26,8 @@ import {
 import { summarizeSession, summarizeTrace } from '../summaries.js';
 import type { LogQuery, LogQueryResult } from '../../logs/log-query.js';
 import { queryClickHouseLogs } from './clickhouse-logs.js';
-import { isUnreachable, spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
+import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
+import { spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
 import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
 import { LOG_COLUMNS, SPAN_COLUMNS, literal, logLine, spanLine } from './rows.js';
 import {
@@ -105,17 +105,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     ...(options.cluster ? { cluster: options.cluster } : {}),
   };
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
-  const client: ClickHouseClient = createClient({
-    url: options.url,
-    username: options.username,
-    password: options.password,
-    request_timeout: requestTimeoutMs,
-    log: { level: ClickHouseLogLevel.OFF },
-    clickhouse_settings: {
-      // Numbers as JSON numbers (ids are strings anyway; ns times lose nothing JS did not already).
-      output_format_json_quote_64bit_integers: 0,
-    },
-  });
+  const client: ClickHouseClient = connectClickHouse({ ...options, requestTimeoutMs });
   const location = `${options.url}/${options.database}${options.cluster ? ` (cluster ${options.cluster})` : ''}`;
 
   /**
@@ -544,7 +534,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
    * One export page (http/export.ts): the records after the key, in (time, id) order, from one
    * keyset SELECT — spans by their start µs and span id (a time range reads only the hours from the
    * key on, as the spans table is ordered by hour; a trace reads trace_spans), log records by time
-   * and a hash of the record (they have no id) — cut at EXPORT_CHUNK_CHARS of JSON.
+   * and a hash of the record (they have no id) — cut as every store cuts them (exportPageOf).
    */
   async function exportPage(
     table: 'spans' | 'logs',
@@ -578,18 +568,11 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       sql = `SELECT time_us AS t, toString(cityHash64(doc)) AS k, doc FROM ${T('logs')} WHERE ${where}${key} ORDER BY t, cityHash64(doc) LIMIT ${EXPORT_CHUNK_RECORDS}`;
     }
     const rows = await select<{ t: string | number; k: string; doc: string }>(sql);
-    const records: (SpanRecord & LogRecord)[] = [];
-    let last: ExportKey | undefined;
-    let chars = 0;
-    for (const r of rows) {
-      records.push(JSON.parse(r.doc) as SpanRecord & LogRecord);
-      last = [Number(r.t), r.k];
-      chars += r.doc.length;
-      if (chars >= EXPORT_CHUNK_CHARS) break;
-    }
-    if (!last) return undefined;
-    const body = table === 'spans' ? spansToOtlpJson(records) : logsToOtlpJson(records);
-    return { last, line: encoder.encode(`${JSON.stringify(body)}\n`) };
+    const page = exportPageOf(
+      table,
+      rows.map((r) => ({ t: Number(r.t), id: r.k, doc: r.doc })),
+    );
+    return page && { last: page.last, line: encoder.encode(`${JSON.stringify(page.body)}\n`) };
   }
 
   /**
