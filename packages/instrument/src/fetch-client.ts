@@ -13,7 +13,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { type InstrumentationConfig, InstrumentationBase } from '@opentelemetry/instrumentation';
-import { pathOf } from './http-server.js';
+import { HTTP_DURATION_BUCKETS, pathOf } from './http-server.js';
 import { VERSION } from './version.js';
 
 // Outgoing fetch()/undici requests as CLIENT spans, the way @opentelemetry/instrumentation-undici
@@ -194,9 +194,7 @@ export class FetchClientInstrumentation extends InstrumentationBase<FetchClientI
       description: 'Measures the duration of outbound HTTP requests.',
       unit: 's',
       valueType: ValueType.DOUBLE,
-      advice: {
-        explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
-      },
+      advice: { explicitBucketBoundaries: HTTP_DURATION_BUCKETS },
     });
   }
 
@@ -288,13 +286,12 @@ export class FetchClientInstrumentation extends InstrumentationBase<FetchClientI
   }): void {
     const state = request[REQUEST_STATE];
     if (state === undefined) return;
-    const status = response.statusCode;
-    state.statusCode = status;
-    if (status >= 400) state.errorType = String(status);
+    state.statusCode = response.statusCode;
+    if (state.statusCode >= 400) state.errorType = String(state.statusCode);
     if (!state.span.isRecording()) return;
-    state.span.setAttribute('http.response.status_code', status);
-    if (status >= 400) {
-      state.span.setAttribute('error.type', String(status));
+    state.span.setAttribute('http.response.status_code', state.statusCode);
+    if (state.errorType !== undefined) {
+      state.span.setAttribute('error.type', state.errorType);
       state.span.setStatus({ code: SpanStatusCode.ERROR });
     }
   }

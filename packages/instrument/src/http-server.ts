@@ -38,6 +38,11 @@ export interface HttpServerInstrumentationConfig extends InstrumentationConfig {
   untracedPaths?: readonly string[];
 }
 
+/** The buckets (s) of the HTTP request-duration histograms, server and client: semantic conventions'. */
+export const HTTP_DURATION_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
+];
+
 /** The instrumentation scope of the server spans. */
 export const HTTP_SERVER_SCOPE = '@agentrt/instrument/http-server';
 
@@ -129,9 +134,7 @@ export class HttpServerInstrumentation extends InstrumentationBase<HttpServerIns
       description: 'Duration of HTTP server requests.',
       unit: 's',
       valueType: ValueType.DOUBLE,
-      advice: {
-        explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
-      },
+      advice: { explicitBucketBoundaries: HTTP_DURATION_BUCKETS },
     });
   }
 
