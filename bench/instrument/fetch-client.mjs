@@ -8,10 +8,9 @@
 // (about a minute; BENCH_FETCH_CYCLES, default 60, BENCH_FETCH_BLOCK, default 400 calls); writes its
 // section of docs/benchmarks.md unless BENCH_WRITE=0.
 import { spawn } from 'node:child_process';
-import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { table, writeSection } from '../lib/report.mjs';
+import { loadAverage, table, writeSection } from '../lib/report.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -106,10 +105,7 @@ const result = table(
 );
 console.log(result);
 if (process.env.BENCH_WRITE !== '0') {
-  const load = os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(', ');
+  const load = loadAverage();
   const file = writeSection(
     'instrument-fetch',
     'fetch() client spans (bench/instrument/fetch-client.mjs)',

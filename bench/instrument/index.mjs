@@ -29,7 +29,7 @@ import os from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { table, writeSection } from '../lib/report.mjs';
+import { loadAverage, table, writeSection } from '../lib/report.mjs';
 import { PART_NAMES, perRequest, profileParts } from './profile-breakdown.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -317,6 +317,19 @@ function cpuMs(pid) {
   }
 }
 
+/** A workload's server under variant `v` (node flags `extraArgs` first), kept running. */
+function startServer(workload, v, extraArgs = []) {
+  return runUntilReady(
+    [...extraArgs, ...v.args],
+    workload.script,
+    { ...workload.env, ...v.env },
+    {
+      keep: true,
+      ready: workload.ready,
+    },
+  );
+}
+
 /** autocannon's options for `connections` clients posting the workload's payload to `port`. */
 function invocationLoad(workload, port, connections) {
   return {
@@ -339,12 +352,7 @@ async function measureThroughput(workload, workloadVariants) {
   const runs = new Map(workloadVariants.map((v) => [v.name, []]));
   for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
     for (const v of workloadVariants) {
-      const { child, port } = await runUntilReady(
-        v.args,
-        workload.script,
-        { ...workload.env, ...v.env },
-        { keep: true, ready: workload.ready },
-      );
+      const { child, port } = await startServer(workload, v);
       try {
         const opts = invocationLoad(workload, port, CONNECTIONS);
         await autocannon({ ...opts, duration: 1 }); // warm-up (JIT, lazy exporter load, pools)
@@ -569,12 +577,7 @@ async function agentRound(workload, round, profile) {
         profile && PROFILED.has(v.name)
           ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${v.prefix}.cpuprofile`]
           : [];
-      const server = await runUntilReady(
-        [...prof, ...v.args],
-        workload.script,
-        { ...workload.env, ...v.env },
-        { keep: true, ready: workload.ready },
-      );
+      const server = await startServer(workload, v, prof);
       servers.push({ v, ...server });
     }
     const opts = (port) => invocationLoad(workload, port, AGENT_CONNECTIONS);
@@ -653,12 +656,7 @@ async function interleavedRound(workload, round) {
   const servers = [];
   try {
     for (const v of workload.variants) {
-      const server = await runUntilReady(
-        v.args,
-        workload.script,
-        { ...workload.env, ...v.env },
-        { keep: true, ready: workload.ready },
-      );
+      const server = await startServer(workload, v);
       servers.push({ v, ...server, opts: invocationLoad(workload, server.port, AGENT_CONNECTIONS) });
     }
     await sinkStats(); // counts from here on
@@ -777,16 +775,12 @@ if (process.env.BENCH_AGENT_WRITE_ABLATION === '1' && agent.length > 0) {
     .filter(([k]) => k.startsWith('BENCH_AGENT_') && k !== 'BENCH_AGENT_WRITE_ABLATION')
     .map(([k, v]) => `${k}='${v}'`)
     .join(' ');
-  const load = os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(', ');
   const file = writeSection(
     'instrument-ablation',
     'Reference agent: what each part of the launcher costs (bench/instrument, ablation)',
     `Our launcher with parts of it turned off by its own settings, beside bare node, on the reference
 agent (examples/sdk-agent, offline model)${AGENT_INTERLEAVED ? `, loaded one variant at a time in blocks of ${AGENT_BLOCK} requests, cycling through the variants until each had ${AGENT_REQUESTS} per round` : ''}; overhead is the median over
-${AGENT_ROUNDS} rounds of each variant's CPU per request over bare node's in the same round (load average ${load}). Reproduce with
+${AGENT_ROUNDS} rounds of each variant's CPU per request over bare node's in the same round (load average ${loadAverage()}). Reproduce with
 \`${settings} BENCH_PARTS=agent node bench/instrument/index.mjs\`.
 
 ${agentTable(agent)}
@@ -801,10 +795,7 @@ const oursStart = startupCached.find((r) => r.name === '@agentrt/instrument (--r
 const adotRow = startupCached.find((r) => r.name.startsWith('ADOT'));
 const oursCold = startupCold.find((r) => r.name === '@agentrt/instrument (--require)');
 const adotCold = startupCold.find((r) => r.name.startsWith('ADOT'));
-const loadAverage = os
-  .loadavg()
-  .map((l) => l.toFixed(1))
-  .join(', ');
+const load = loadAverage();
 const pct = (x) => `${x.toFixed(1)}%`;
 /** "ours X% (ADOT Y%, upstream register Z%)" for one workload's rows. */
 function throughputLine(rows) {
@@ -871,7 +862,7 @@ if (agent.length > 0) {
     join(here, 'agent-profile.md'),
     `# Reference agent: where the instrumented CPU goes
 
-Written by \`node bench/instrument/index.mjs\` (${new Date().toISOString().slice(0, 10)}, load average ${loadAverage}).
+Written by \`node bench/instrument/index.mjs\` (${new Date().toISOString().slice(0, 10)}, load average ${load}).
 From \`--cpu-prof\` profiles of bare node, our two variants and the upstream register, loaded together with ADOT; only
 samples inside the measured window count, each scaled to the variant's median CPU per request.
 The profiles (flame graphs in Chrome DevTools or speedscope) are in bench/.work/instrument-profiles/.
@@ -888,7 +879,7 @@ ${topAddedFunctions(agent, agentProfiles)}
 }
 
 const markdown = `
-Figures are from one run on a shared 2-core machine (load average ${loadAverage} at the end of the
+Figures are from one run on a shared 2-core machine (load average ${load} at the end of the
 run): compare the columns, not the absolute numbers. Start-up: a small CommonJS Koa app that listens on
 127.0.0.1 and exits, placed outside the repository with only koa in its node_modules; time from
 spawn to its "ready" line, RSS then and 300 ms later, median of ${STARTUP_RUNS} interleaved runs.

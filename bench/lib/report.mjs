@@ -13,6 +13,14 @@ peer or baseline in the same run and reports ratios. Figures are from a 2-core m
 ratios, not the absolute times.
 `;
 
+/** The machine's load averages (1, 5, 15 min) as the sections print them: "0.4, 1.0, 1.3". */
+export function loadAverage() {
+  return os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(', ');
+}
+
 /** Formats rows as a Markdown table. */
 export function table(columns, rows) {
   const line = (cells) => `| ${cells.map((c) => String(c)).join(' | ')} |`;
