@@ -7,7 +7,8 @@ import { defineConfig } from 'vitest/config';
 //
 // Two projects: every test on the default (SQLite) store, and the collector's API suites (ingest of
 // every body kind, hostile and malformed bodies, query language, API errors, sessions, live view,
-// forwarding, access control, token and price queries, export, hostile queries under ingest) once more with their collectors on ClickHouse (a real clickhouse-server per test process; the setup file
+// forwarding, access control, token and price queries, export, hostile queries under ingest,
+// metrics from the OpenTelemetry exporters and the metrics form of the language) once more with their collectors on ClickHouse (a real clickhouse-server per test process; the setup file
 // sets AGENTRT_TEST_STORE=clickhouse, read by collector/src/testing.test-util.ts).
 // Without clickhouse-server (outside CI, where its absence fails the ClickHouse tests instead) the
 // second project is left out, saying why.
@@ -50,6 +51,8 @@ export default defineConfig({
                   'collector/src/http/access.test.ts',
                   'collector/src/trace-model/token-query.test.ts',
                   'collector/src/cost/prices-api.test.ts',
+                  'collector/src/metrics/metrics.test.ts',
+                  'collector/src/query/metric-form.test.ts',
                 ],
                 setupFiles: ['collector/src/test-store-clickhouse.setup.ts'],
               },

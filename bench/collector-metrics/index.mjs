@@ -1,10 +1,13 @@
 // bench/collector-metrics: OTLP metrics ingest (data points/s over HTTP, protobuf from the real SDK,
 // cumulative, so each point's increase is worked out at ingest) against a bare node:sqlite insert
 // loop of the same number of point rows in the same run; and the Agents dashboard query over a
-// week of one-minute points for 50 agents against the bare SQL aggregate of the same rows.
-// Run after building: `npx tsc -b collector && node bench/collector-metrics/index.mjs` (about a minute).
-// BENCH_METRICS_BEFORE=<an older checkout's collector/dist> adds that build's ingest to the same run.
-import { mkdtempSync, rmSync } from 'node:fs';
+// week of one-minute points for 50 agents against the bare SQL aggregate of the same rows. Both on
+// the SQLite store and, when /usr/sbin/clickhouse-server is here, on the ClickHouse store (a real
+// server on this machine, started by the bench).
+// Run after building: `npx tsc -b collector && node bench/collector-metrics/index.mjs` (about two
+// minutes). BENCH_METRICS_BEFORE=<an older checkout's collector/dist> adds that build's ingest to the
+// same run; BENCH_METRICS_CLICKHOUSE=0 leaves ClickHouse out.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -19,10 +22,17 @@ import {
 import { createCollector } from '../../collector/dist/index.js';
 import { queryMetric } from '../../collector/dist/metrics/metric-query.js';
 import { createMetricStore } from '../../collector/dist/metrics/metric-store.js';
+import {
+  clickHouseSql,
+  startClickHouse,
+} from '../../collector/dist/store/clickhouse/clickhouse-harness.test-util.js';
+import { createClickHouseStore } from '../../collector/dist/store/clickhouse/clickhouse-store.js';
 import { writeSection } from '../lib/report.mjs';
 
 const BEFORE_DIST = process.env.BENCH_METRICS_BEFORE;
 const BEFORE_LABEL = process.env.BENCH_METRICS_BEFORE_LABEL ?? 'an older build';
+const CLICKHOUSE = process.env.BENCH_METRICS_CLICKHOUSE !== '0' && existsSync('/usr/sbin/clickhouse-server');
+const silent = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 
 const AGENTS = 50;
 const REQUESTS = Number(process.env.BENCH_METRIC_REQUESTS ?? 120);
@@ -71,9 +81,24 @@ function makeRequests() {
   })();
 }
 
-async function ingestRate(bodies, points, create = createCollector) {
+/** Points stored: metrics.sqlite's rows, or ClickHouse's. */
+async function storedPoints(collector) {
+  if (collector.store.kind !== 'clickhouse')
+    return collector.metrics.db.prepare('SELECT count(*) AS n FROM metric_points').get().n;
+  const [row] = await collector.store.select(
+    `SELECT count() AS n FROM ${collector.store.location.split('/').pop().split(' ')[0]}.metric_points`,
+  );
+  return Number(row.n);
+}
+
+async function ingestRate(bodies, points, create = createCollector, store = undefined) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-metrics-'));
-  const collector = await create({ dataDir: dir, host: '127.0.0.1', port: 0 });
+  const collector = await create({
+    dataDir: dir,
+    host: '127.0.0.1',
+    port: 0,
+    ...(store ? { store, logger: silent } : {}),
+  });
   try {
     const started = now();
     // In order: a cumulative series' points must arrive oldest first (one SDK exports in order).
@@ -87,7 +112,7 @@ async function ingestRate(bodies, points, create = createCollector) {
       await res.arrayBuffer();
     }
     const seconds = (now() - started) / 1000;
-    const stored = collector.metrics.db.prepare('SELECT count(*) AS n FROM metric_points').get().n;
+    const stored = await storedPoints(collector);
     if (stored !== points) throw new Error(`stored ${stored} of ${points} points`);
     return points / seconds;
   } finally {
@@ -134,8 +159,7 @@ function bareInsertRate(points, perRequest) {
 }
 
 // ---- the dashboard: a week of one-minute points for 50 agents -----------------------------------
-function fillWeek(dir) {
-  const store = createMetricStore({ dataDir: dir });
+async function fillWeek(store) {
   const end = Date.now();
   const start = end - WEEK_MINUTES * 60_000;
   const started = now();
@@ -177,20 +201,20 @@ function fillWeek(dir) {
         });
       }
     }
-    store.ingest(points);
+    await store.ingest(points);
   }
   const fillSeconds = (now() - started) / 1000;
-  return { store, start, end, fillSeconds };
+  return { start, end, fillSeconds };
 }
 
-function timeQuery(fn, runs = QUERY_RUNS) {
-  fn(); // warm: statement compile, page cache
+async function timeQuery(fn, runs = QUERY_RUNS) {
+  await fn(); // warm: statement compile, page cache
   const times = [];
   const cpu = [];
   for (let i = 0; i < runs; i++) {
     const t = now();
     const c = process.cpuUsage();
-    fn();
+    await fn();
     times.push(now() - t);
     const used = process.cpuUsage(c);
     cpu.push((used.user + used.system) / 1000);
@@ -210,18 +234,30 @@ log(`${points} data points in ${bodies.length} requests`);
 let ingest = 0;
 let bare = 0;
 let before;
+let ingestCh;
+const ch = CLICKHOUSE ? await startClickHouse() : undefined;
+const chVersion = ch ? (await clickHouseSql(ch.url, 'SELECT version()')).trim() : undefined;
+const chUrl = (db) => `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/${db}`;
 for (let round = 0; round < 2; round++) {
   ingest = Math.max(ingest, await ingestRate(bodies, points));
+  if (ch)
+    ingestCh = Math.max(
+      ingestCh ?? 0,
+      await ingestRate(bodies, points, createCollector, chUrl(`bench_metrics_ingest_${round}`)),
+    );
   bare = Math.max(bare, bareInsertRate(points, points / bodies.length));
   if (BEFORE_DIST) {
     const { createCollector: createBefore } = await import(join(BEFORE_DIST, 'index.js'));
     before = Math.max(before ?? 0, await ingestRate(bodies, points, createBefore));
   }
 }
-log(`ingest ${ingest.toFixed(0)} points/s, bare ${bare.toFixed(0)} rows/s, before ${before?.toFixed(0)}`);
+log(
+  `ingest ${ingest.toFixed(0)} points/s, on ClickHouse ${ingestCh?.toFixed(0)}, bare ${bare.toFixed(0)} rows/s, before ${before?.toFixed(0)}`,
+);
 
 const weekDir = mkdtempSync(join(tmpdir(), 'bench-metrics-week-'));
-const { store, start, end, fillSeconds } = fillWeek(weekDir);
+const store = createMetricStore({ dataDir: weekDir });
+const { start, end, fillSeconds } = await fillWeek(store);
 const rows = store.db.prepare('SELECT count(*) AS n FROM metric_points').get().n;
 log(`week filled: ${rows} points in ${fillSeconds.toFixed(1)} s`);
 const hour = 3_600_000;
@@ -237,15 +273,18 @@ const byAgent = (name, fn, extra) => ({
   ...extra,
 });
 const lastDay = (stepMs) => byAgent('Latency', 'p95', { startMs: end - 24 * hour, stepMs });
-const invocations = timeQuery(() => queryMetric(store, byAgent('Invocations', 'sum')));
-const p95 = timeQuery(
-  () => queryMetric(store, byAgent('Latency', 'p95')),
-  Math.max(3, Math.floor(QUERY_RUNS / 3)),
-);
-const invocationsRaw = timeQuery(() => queryMetric(store, byAgent('Invocations', 'sum', { rollups: false })));
-const p95Raw = timeQuery(() => queryMetric(store, byAgent('Latency', 'p95', { rollups: false })), 3);
-const dayP95Raw = timeQuery(() => queryMetric(store, lastDay(7 * 60_000)));
-const dayP95 = timeQuery(() => queryMetric(store, lastDay(15 * 60_000)));
+const QUERIES = {
+  invocations: [byAgent('Invocations', 'sum'), QUERY_RUNS],
+  p95: [byAgent('Latency', 'p95'), Math.max(3, Math.floor(QUERY_RUNS / 3))],
+  dayP95: [lastDay(15 * 60_000), QUERY_RUNS],
+  invocationsRaw: [byAgent('Invocations', 'sum', { rollups: false }), QUERY_RUNS],
+  p95Raw: [byAgent('Latency', 'p95', { rollups: false }), 3],
+  dayP95Raw: [lastDay(7 * 60_000), QUERY_RUNS],
+};
+const timed = {};
+for (const [key, [q, runs]] of Object.entries(QUERIES))
+  timed[key] = await timeQuery(() => queryMetric(store, q), runs);
+const { invocations, p95, dayP95, invocationsRaw, p95Raw, dayP95Raw } = timed;
 const ids = store.db
   .prepare("SELECT id FROM metric_series WHERE name = 'Invocations'")
   .all()
@@ -254,26 +293,55 @@ const bareSql = store.db.prepare(
   `SELECT series_id, CAST((time_us - ?) / ? AS INTEGER) AS b, sum(delta) FROM metric_points
    WHERE series_id IN (SELECT value FROM json_each(?)) AND time_us >= ? AND time_us < ? GROUP BY series_id, b`,
 );
-const bareQuery = timeQuery(() =>
+const bareQuery = await timeQuery(() =>
   bareSql.all(start * 1000, hour * 1000, JSON.stringify(ids), start * 1000, end * 1000),
 );
 const bareRollupSql = store.db.prepare(
   `SELECT series_id, bucket_us, delta FROM metric_rollups
    WHERE series_id IN (SELECT value FROM json_each(?)) AND width_us = ? AND bucket_us >= ? AND bucket_us < ?`,
 );
-const bareRollup = timeQuery(() =>
+const bareRollup = await timeQuery(() =>
   bareRollupSql.all(JSON.stringify(ids), hour * 1000, start * 1000, end * 1000),
 );
 const rollupRows = store.db.prepare('SELECT count(*) AS n FROM metric_rollups').get().n;
-store.close();
+await store.close();
 rmSync(weekDir, { recursive: true, force: true });
 log({ invocations, p95, dayP95, invocationsRaw, p95Raw, dayP95Raw, bareQuery, bareRollup });
+
+// The same week and queries on ClickHouse (no roll-up tables there: it adds the raw points up, so
+// the roll-ups-off rows are the same queries).
+const onCh = {};
+let chFillSeconds;
+if (ch) {
+  const chStore = await createClickHouseStore({
+    url: `http://127.0.0.1:${ch.nodes[0].httpPort}`,
+    username: 'default',
+    password: '',
+    database: 'bench_metrics_week',
+    replicated: false,
+    logger: silent,
+  });
+  const filled = await fillWeek(chStore.metrics);
+  chFillSeconds = filled.fillSeconds;
+  const shifted = (q) => ({
+    ...q,
+    startMs: q.startMs - start + filled.start,
+    endMs: q.endMs - end + filled.end,
+  });
+  for (const key of ['invocations', 'p95', 'dayP95']) {
+    const [q, runs] = QUERIES[key];
+    onCh[key] = await timeQuery(() => queryMetric(chStore.metrics, shifted(q)), runs);
+  }
+  await chStore.close();
+  await ch.stop();
+  log({ onCh });
+}
 
 const load = loadavg()
   .map((x) => x.toFixed(1))
   .join(' / ');
-const row = (label, t, base = bareQuery) =>
-  `| ${label} | ${ms(t.p50)} | ${ms(t.p95)} | ${ms(t.cpu50)} | ${ratio(t.p50, base.p50)} |`;
+const row = (label, t, c = undefined, base = bareQuery) =>
+  `| ${label} | ${ms(t.p50)} | ${ms(t.p95)} | ${ms(t.cpu50)} | ${ratio(t.p50, base.p50)} |${ch ? ` ${c ? `${ms(c.p50)} / ${ms(c.p95)}` : '—'} | ${c ? ratio(c.p50, t.p50) : '—'} |` : ''}`;
 writeSection(
   'collector-metrics',
   'Collector: metrics ingest and the Agents dashboard query',
@@ -288,7 +356,7 @@ of rows, rows pre-built, no roll-ups). Each measured twice, interleaved; the bet
 | measure | data points/s | vs bare insert |
 | --- | --- | --- |
 | collector metrics ingest, OTLP/protobuf over HTTP | ${Math.round(ingest).toLocaleString('en-US')} | ${ratio(ingest, bare)} |
-${before === undefined ? '' : `| the same ingest, ${BEFORE_LABEL} | ${Math.round(before).toLocaleString('en-US')} | ${ratio(before, bare)} |\n`}| baseline: bare node:sqlite insert loop, same rows | ${Math.round(bare).toLocaleString('en-US')} | 1.00× |
+${ingestCh === undefined ? '' : `| the same ingest on the ClickHouse store (clickhouse-server ${chVersion} on this machine) | ${Math.round(ingestCh).toLocaleString('en-US')} | ${ratio(ingestCh, bare)} |\n`}${before === undefined ? '' : `| the same ingest, ${BEFORE_LABEL} | ${Math.round(before).toLocaleString('en-US')} | ${ratio(before, bare)} |\n`}| baseline: bare node:sqlite insert loop, same rows | ${Math.round(bare).toLocaleString('en-US')} | 1.00× |
 
 Dashboard query over a week of one-minute points for ${AGENTS} agents (${rows.toLocaleString('en-US')} points: a delta counter
 and a histogram of 8 buckets per agent and minute, and the ${rollupRows.toLocaleString('en-US')} roll-up rows kept beside them; filled
@@ -297,13 +365,20 @@ through the store in ${fillSeconds.toFixed(1)} s), the store's query function wi
 The week starts mid-hour, so each query also reads raw points and five-minute windows at its edges.
 Baselines: the bare SQL aggregate of the Invocations raw points by series and hour (what the whole query
 cost before roll-ups), and the bare SQL read of the hourly roll-up rows the query reads.
-Load average (1/5/15 min) at the end of the run: ${load}.
+${
+  ch
+    ? `On ClickHouse the same week is filled through its metric store (${chFillSeconds.toFixed(1)} s) and the same queries run
+(p50 / p95 wall time): it keeps no roll-up tables and adds the raw points up itself, histogram
+buckets by their edges; the ratio column is ClickHouse's p50 over SQLite's.
+`
+    : ''
+}Load average (1/5/15 min) at the end of the run: ${load}.
 
-| query | p50 | p95 | CPU p50 | p50 vs bare SQL over the raw points |
-| --- | --- | --- | --- | --- |
-${row('Invocations, sum by Name, 7 days in 1 h buckets (hourly roll-ups)', invocations)}
-${row('Latency p95 by Name, 7 days in 1 h buckets (hourly roll-ups, bucket merge)', p95)}
-${row('Latency p95 by Name, last 24 h in 15 min buckets (five-minute roll-ups)', dayP95)}
+| query | p50 | p95 | CPU p50 | p50 vs bare SQL over the raw points |${ch ? ' ClickHouse p50 / p95 | ClickHouse / SQLite |' : ''}
+| --- | --- | --- | --- | --- |${ch ? ' --- | --- |' : ''}
+${row('Invocations, sum by Name, 7 days in 1 h buckets (hourly roll-ups)', invocations, onCh.invocations)}
+${row('Latency p95 by Name, 7 days in 1 h buckets (hourly roll-ups, bucket merge)', p95, onCh.p95)}
+${row('Latency p95 by Name, last 24 h in 15 min buckets (five-minute roll-ups)', dayP95, onCh.dayP95)}
 ${row('raw fallback: Invocations, sum by Name, 7 days in 1 h buckets, roll-ups off', invocationsRaw)}
 ${row('raw fallback: Latency p95 by Name, 7 days in 1 h buckets, roll-ups off', p95Raw)}
 ${row('raw fallback: Latency p95 by Name, last 24 h in 7 min buckets (no roll-up divides the step)', dayP95Raw)}

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
-import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { DEFAULTS, type CollectorConfig } from '../config.js';
 import { type Logger, silentLogger } from '../logger.js';
@@ -74,7 +73,7 @@ export interface Collector {
   store: CollectorStore;
   /** The SQLite store's writer thread, which commits ingested batches (tests, diagnostics). */
   writer: WriterThread | undefined;
-  /** The metrics store (metrics.sqlite in the data dir, whichever span store). */
+  /** The metrics store: metrics.sqlite in the data dir, or the ClickHouse store's metric tables. */
   metrics: MetricStore;
   /** Stops accepting, flushes queued writes, closes the store. Idempotent. */
   close(): Promise<void>;
@@ -111,6 +110,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           queryTimeoutMs: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
           queryWorkers: options.queryWorkers ?? DEFAULTS.queryWorkers,
           lingerMs: options.ingestLingerMs ?? DEFAULTS.ingestLingerMs,
+          ...(options.metricLimits ? { metricLimits: options.metricLimits } : {}),
         })
       : await createSqliteStore({
           dataDir: options.dataDir,
@@ -125,12 +125,14 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const writer = 'writer' in store ? (store.writer as WriterThread) : undefined;
   let metrics: MetricStore;
   try {
-    // The SQLite span store creates the data dir; with ClickHouse only metrics.sqlite lives there.
-    mkdirSync(options.dataDir, { recursive: true });
-    metrics = createMetricStore({
-      dataDir: options.dataDir,
-      ...(options.metricLimits ? { limits: options.metricLimits } : {}),
-    });
+    // On ClickHouse, metric points are in its tables too (every collector sees them all).
+    metrics =
+      store.kind === 'clickhouse'
+        ? (store as ClickHouseStore).metrics
+        : createMetricStore({
+            dataDir: options.dataDir,
+            ...(options.metricLimits ? { limits: options.metricLimits } : {}),
+          });
   } catch (error) {
     await store.close();
     throw error;
@@ -190,7 +192,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       counters.logs += d.logs.length;
     } else {
       const d = encoding === 'protobuf' ? decodeMetricPoints(body) : decodeMetricPointsJson(body);
-      const stored = metrics.ingest(d.points);
+      const stored = await metrics.ingest(d.points);
       rejected = d.rejected + stored.rejected;
       message = d.rejectReason ?? stored.rejectReason;
       counters.metricDataPoints += stored.stored;
@@ -284,7 +286,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       // `metric <name> …` reads the metric store (in this thread), not the span store.
       if (isMetricForm(request.query)) {
         try {
-          return sendJson(res, 200, runMetricForm(request.query, metrics, request));
+          return sendJson(res, 200, await runMetricForm(request.query, metrics, request));
         } catch (error) {
           if (error instanceof QueryError) return sendJson(res, 400, error.toBody(request.query));
           throw error;
@@ -514,7 +516,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   } catch (error) {
     live.close();
     await store.close();
-    metrics.close();
+    await metrics.close();
     throw error;
   }
   const address = server.address() as AddressInfo;
@@ -561,12 +563,12 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       },
       (error: unknown) => logger.warn('retention failed', { error }),
     );
-    try {
-      const points = metrics.applyRetention({ maxAgeMs, maxBytes });
-      if (points) logger.info('retention deleted old metric points', { points });
-    } catch (error) {
-      logger.warn('metric retention failed', { error });
-    }
+    metrics.applyRetention({ maxAgeMs, maxBytes }).then(
+      (points) => {
+        if (points) logger.info('retention deleted old metric points', { points });
+      },
+      (error: unknown) => logger.warn('metric retention failed', { error }),
+    );
   };
   const retention = setInterval(runRetention, options.retentionIntervalMs ?? 60_000);
   retention.unref();
@@ -593,7 +595,8 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
         });
         await drained;
         await store.close();
-        metrics.close();
+        // The ClickHouse store closed its metric tables with itself.
+        if (store.kind !== 'clickhouse') await metrics.close();
       })();
       return closing;
     },

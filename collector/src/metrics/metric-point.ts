@@ -48,6 +48,9 @@ export interface DecodedMetricPoints {
   rejectReason?: string;
 }
 
+/** 2100-01-01T00:00:00Z in ns. */
+const LAST_TIME_UNIX_NANO = Date.UTC(2100, 0, 1) * 1e6;
+
 /**
  * Checks a point before it is stored; returns why it is refused. A point that cannot be right
  * (a NaN, a negative count, buckets that do not add up) is refused alone, never the whole request.
@@ -56,6 +59,8 @@ export function invalidReason(p: MetricPoint): string | undefined {
   const where = `metric ${JSON.stringify(p.name)}`;
   if (!p.name) return 'a metric has no name';
   if (!Number.isFinite(p.timeUnixNano) || p.timeUnixNano <= 0) return `${where}: timeUnixNano is missing`;
+  // Stores keep days to 2100 (ClickHouse's Date ends in 2106): a point past that is a broken clock.
+  if (p.timeUnixNano >= LAST_TIME_UNIX_NANO) return `${where}: timeUnixNano is after the year 2100`;
   if (p.kind === 'summary') return `${where}: summary points are not stored (use a histogram)`;
   if (p.kind === 'gauge' || p.kind === 'sum') {
     if (p.value === undefined || !Number.isFinite(p.value)) return `${where}: value is ${String(p.value)}`;

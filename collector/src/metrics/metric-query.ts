@@ -1,14 +1,7 @@
 import type { AttributeValue } from '../wire-types.js';
 import { type MetricKind } from './metric-point.js';
-import { type MetricSeries, type MetricStore, type StoredBuckets } from './metric-store.js';
-import {
-  type BucketTriple,
-  ROLLUP_WIDTHS_US,
-  bucketsOf,
-  decodeTriples,
-  mergeBuckets,
-  planSegments,
-} from './rollups.js';
+import { type BucketTotals, type MetricSeries, type MetricStore } from './metric-store.js';
+import { type BucketTriple, mergeBuckets } from './rollups.js';
 
 /** A time-series question: one metric, filtered and grouped by attributes, in time buckets. */
 export interface MetricQuery {
@@ -120,18 +113,6 @@ export function percentileOf(
   return Number.isFinite(max) ? max : buckets.at(-1)![1];
 }
 
-/** One series' points in one time bucket, as the SQL aggregates return them. */
-interface Row {
-  s: number;
-  b: number;
-  d: number | null;
-  v: number;
-  c: number | null;
-  n: number;
-  mn: number | null;
-  mx: number | null;
-}
-
 interface Cell {
   delta: number;
   value: number;
@@ -165,11 +146,11 @@ const newCell = (): Cell => ({
 });
 
 /** Answers a time-series query from the metric store. Throws MetricQueryError for a bad question. */
-export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResult {
+export async function queryMetric(store: MetricStore, q: MetricQuery): Promise<MetricQueryResult> {
   if (!q.name) throw new MetricQueryError('name is required (GET /api/metrics lists the names)');
   if (!Number.isFinite(q.startMs) || !Number.isFinite(q.endMs) || q.endMs <= q.startMs)
     throw new MetricQueryError('startMs must be before endMs');
-  const all = store.seriesOf(q.name);
+  const all = await store.seriesOf(q.name);
   if (!all.length) throw new MetricQueryError(`no metric named ${JSON.stringify(q.name)}`, 404);
   const kind = all[0]!.kind;
   const allowed = FNS_BY_KIND[kind];
@@ -208,21 +189,6 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
     if (!groups.has(key)) groups.set(key, group);
   }
 
-  // Roll-ups start at the oldest point kept: a window retention cut through holds points that are
-  // gone, so the raw points answer for it.
-  const { t: oldestUs } = store.db.prepare('SELECT min(time_us) AS t FROM metric_points').get() as {
-    t: number | null;
-  };
-  const usable = q.rollups === false ? [] : ROLLUP_WIDTHS_US.filter((w) => oneBucket || stepUs % w === 0);
-  // Roll-ups end where windows still held in memory begin (their rows lack points): raw from there.
-  const fromUs = Math.max(startUs, oldestUs ?? endUs);
-  const rolledToUs = Math.max(fromUs, Math.min(endUs, store.unwrittenFromUs() ?? endUs));
-  const segments = [
-    ...planSegments(fromUs, rolledToUs, usable),
-    ...(rolledToUs < endUs ? [{ widthUs: 0, fromUs: rolledToUs, toUs: endUs }] : []),
-  ];
-  const ids = JSON.stringify(chosen.map((s) => s.id));
-  const bucketIndex = (column: string) => `CAST(${column} / ? AS INTEGER) - ?`;
   const wantBuckets = histogram && percentile !== null;
   const cells = new Map<string, Cell[]>(); // group → one cell per time bucket
   const cellOf = (group: string, b: number): Cell => {
@@ -230,52 +196,32 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
     if (!list) cells.set(group, (list = Array.from({ length: buckets }, newCell)));
     return list[b]!;
   };
-  const statement = (widthUs: number, columns: string, grouped: boolean) =>
-    store.db.prepare(
-      widthUs === 0
-        ? `SELECT series_id AS s, ${bucketIndex('time_us')} AS b, ${columns} FROM metric_points
-           WHERE series_id IN (SELECT value FROM json_each(?)) AND time_us >= ? AND time_us < ?${grouped ? ' GROUP BY s, b' : ' AND buckets IS NOT NULL'}`
-        : `SELECT series_id AS s, ${bucketIndex('bucket_us')} AS b, ${columns} FROM metric_rollups
-           WHERE series_id IN (SELECT value FROM json_each(?)) AND width_us = ${widthUs} AND bucket_us >= ? AND bucket_us < ?`,
-    );
-
+  const answer = await store.totals({
+    ids: chosen.map((s) => s.id),
+    startUs,
+    endUs,
+    stepUs,
+    firstIndex,
+    oneBucket,
+    buckets: wantBuckets,
+    ...(q.rollups === false ? { rollups: false } : {}),
+  });
+  for (const { s, b, list } of answer.buckets) (cellOf(groupOf.get(s)!, b).buckets ??= []).push(list);
   // Per series and bucket first (a gauge's bucket value is each series' own average), then groups.
-  const perSeries = new Map<number, Row>();
-  for (const seg of segments) {
-    // Roll-up rows come one by one (a few per series and bucket; grouping them in SQL took a temporary
-    // B-tree), with their merged buckets when a percentile needs them.
-    const columns =
-      seg.widthUs === 0
-        ? 'sum(delta) AS d, sum(value) AS v, sum(count) AS c, count(*) AS n, min(coalesce(min, value)) AS mn, max(coalesce(max, value)) AS mx'
-        : `delta AS d, value AS v, count AS c, points AS n, min AS mn, max AS mx${wantBuckets ? ', buckets' : ''}`;
-    // Rows as arrays: node:sqlite builds a row object per row by name, several times slower.
-    const stmt = statement(seg.widthUs, columns, seg.widthUs === 0);
-    stmt.setReturnArrays(true);
-    const arrays = stmt.all(stepUs, firstIndex, ids, seg.fromUs, seg.toUs) as unknown as [
-      number,
-      number,
-      number | null,
-      number,
-      number | null,
-      number,
-      number | null,
-      number | null,
-      (string | null)?,
-    ][];
-    for (const [s, b, d, v, c, n, mn, mx, json] of arrays) {
-      if (json) (cellOf(groupOf.get(s)!, b).buckets ??= []).push(decodeTriples(json));
-      const r: Row = { s, b, d, v, c, n, mn, mx };
-      const key = r.s * buckets + r.b;
-      const had = perSeries.get(key);
-      if (!had) perSeries.set(key, r);
-      else {
-        had.d = (had.d ?? 0) + (r.d ?? 0);
-        had.v += r.v;
-        had.c = (had.c ?? 0) + (r.c ?? 0);
-        had.n += r.n;
-        had.mn = had.mn === null ? r.mn : r.mn === null ? had.mn : Math.min(had.mn, r.mn);
-        had.mx = had.mx === null ? r.mx : r.mx === null ? had.mx : Math.max(had.mx, r.mx);
-      }
+  // Keyed by the series' place in `chosen` (a ClickHouse series id is a 53-bit hash).
+  const place = new Map(chosen.map((s, i) => [s.id, i]));
+  const perSeries = new Map<number, BucketTotals>();
+  for (const r of answer.rows) {
+    const key = place.get(r.s)! * buckets + r.b;
+    const had = perSeries.get(key);
+    if (!had) perSeries.set(key, { ...r });
+    else {
+      had.d = (had.d ?? 0) + (r.d ?? 0);
+      had.v += r.v;
+      had.c = (had.c ?? 0) + (r.c ?? 0);
+      had.n += r.n;
+      had.mn = had.mn === null ? r.mn : r.mn === null ? had.mn : Math.min(had.mn, r.mn);
+      had.mx = had.mx === null ? r.mx : r.mx === null ? had.mx : Math.max(had.mx, r.mx);
     }
   }
 
@@ -290,22 +236,6 @@ export function queryMetric(store: MetricStore, q: MetricQuery): MetricQueryResu
     cell.points += r.n;
     if (r.mn !== null) cell.min = Math.min(cell.min, r.mn);
     if (r.mx !== null) cell.max = Math.max(cell.max, r.mx);
-  }
-  if (wantBuckets) {
-    for (const seg of segments.filter((x) => x.widthUs === 0)) {
-      const rows = statement(0, 'buckets', false).iterate(
-        stepUs,
-        firstIndex,
-        ids,
-        seg.fromUs,
-        seg.toUs,
-      ) as Iterable<{ s: number; b: number; buckets: string }>;
-      for (const r of rows) {
-        (cellOf(groupOf.get(r.s)!, r.b).buckets ??= []).push(
-          bucketsOf(JSON.parse(r.buckets) as StoredBuckets),
-        );
-      }
-    }
   }
   const valueOf = (cell: Cell): number | null => {
     if (cell.points === 0) return null;

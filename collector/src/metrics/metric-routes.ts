@@ -41,7 +41,7 @@ const list = (params: URLSearchParams, name: string): string[] =>
  * The metrics and logs API (GET only): `/api/metrics` (names, kinds, units), `/api/metrics/query`
  * (time series), `/api/logs` and `/api/prices` (the model price table of the cost columns). Returns the JSON answer, or undefined for a path it does not own.
  */
-export function metricsAndLogsApi(
+export async function metricsAndLogsApi(
   path: string,
   params: URLSearchParams,
   deps: {
@@ -52,15 +52,15 @@ export function metricsAndLogsApi(
     prices: Readonly<Record<string, Price>>;
     nowMs?: number;
   },
-): unknown {
+): Promise<unknown> {
   const nowMs = deps.nowMs ?? Date.now();
   if (path === '/api/prices') return { prices: deps.prices };
-  if (path === '/api/metrics') return { metrics: deps.metrics.names() };
+  if (path === '/api/metrics') return { metrics: await deps.metrics.names() };
   if (path === '/api/metrics/query') {
     const { startMs, endMs } = range(params, nowMs);
     const stepMs = number(params, 'stepMs');
     try {
-      return queryMetric(deps.metrics, {
+      return await queryMetric(deps.metrics, {
         name: params.get('name') ?? '',
         ...(params.get('fn') ? { fn: params.get('fn')! } : {}),
         by: list(params, 'by'),

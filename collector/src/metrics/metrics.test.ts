@@ -1,13 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import { join } from 'node:path';
 import { OTLPMetricExporter as JsonExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { AggregationTemporalityPreference } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPMetricExporter as ProtoExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AggregationType, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Collector, createCollector } from '../http/collector.js';
+import { startCollector } from '../testing.test-util.js';
 import { type MetricQueryResult } from './metric-query.js';
 
 type Encoding = 'protobuf' | 'json';
@@ -51,20 +48,12 @@ function sdk(url: string, encoding: Encoding, temporality: Temporality, service:
 }
 
 describe('metrics from the real OpenTelemetry exporters: stored and queried', () => {
-  let dir: string;
-  let collector: Collector;
+  let collector: Awaited<ReturnType<typeof startCollector>>;
   beforeAll(async () => {
-    dir = mkdtempSync(join(os.tmpdir(), 'agentrt-metrics-'));
-    collector = await createCollector({
-      dataDir: dir,
-      port: 0,
-      host: '127.0.0.1',
-      metricLimits: { maxSeriesPerMetric: 50 },
-    });
+    collector = await startCollector({ metricLimits: { maxSeriesPerMetric: 50 } });
   });
   afterAll(async () => {
-    await collector?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await collector?.cleanup();
   });
 
   const query = async (params: Record<string, string>) => {

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import { join } from 'node:path';
 import {
   AggregationTemporalityPreference,
   OTLPMetricExporter,
@@ -8,7 +5,7 @@ import {
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Collector, createCollector } from '../http/collector.js';
+import { startCollector } from '../testing.test-util.js';
 import type { QueryErrorBody, QueryResponse } from '../wire-types.js';
 import { isMetricForm, parseMetricForm } from './metric-form.js';
 import { QueryError } from './query-error.js';
@@ -64,11 +61,9 @@ describe('parseMetricForm', () => {
 });
 
 describe('the metrics form through POST /api/query', () => {
-  let dir: string;
-  let collector: Collector;
+  let collector: Awaited<ReturnType<typeof startCollector>>;
   beforeAll(async () => {
-    dir = mkdtempSync(join(os.tmpdir(), 'agentrt-metric-form-'));
-    collector = await createCollector({ dataDir: dir, port: 0, host: '127.0.0.1' });
+    collector = await startCollector();
     // The real SDK and OTLP/JSON exporter, as a runtime sends its metrics.
     const reader = new PeriodicExportingMetricReader({
       exporter: new OTLPMetricExporter({
@@ -94,8 +89,7 @@ describe('the metrics form through POST /api/query', () => {
     await provider.shutdown();
   });
   afterAll(async () => {
-    await collector?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await collector?.cleanup();
   });
 
   const run = async (query: string, body: Record<string, unknown> = {}) => {

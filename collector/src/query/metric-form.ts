@@ -121,19 +121,19 @@ export function metricRows(result: MetricQueryResult, by: string[], elapsedMs: n
  * Answers a metrics-form query from the metric store: over `since` back from the request's end (or
  * now), else the request's range, else the last hour. Bad questions are QueryErrors (HTTP 400).
  */
-export function runMetricForm(
+export async function runMetricForm(
   src: string,
   store: MetricStore,
   range: { startMs?: number; endMs?: number },
   nowMs = Date.now(),
-): QueryResponse {
+): Promise<QueryResponse> {
   const started = performance.now();
   const form = parseMetricForm(src);
   const endMs = range.endMs ?? nowMs;
   const startMs =
     form.sinceMs !== undefined ? endMs - form.sinceMs : (range.startMs ?? endMs - DEFAULT_METRIC_RANGE_MS);
   try {
-    const result = queryMetric(store, {
+    const result = await queryMetric(store, {
       name: form.name,
       by: form.by,
       where: form.where,

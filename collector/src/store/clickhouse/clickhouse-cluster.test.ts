@@ -2,6 +2,7 @@
 // DDL) behind Distributed tables, two collectors talking to different shards.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Collector } from '../../http/collector.js';
+import { metricQuery, sendCumulativeThrough, total } from '../../metrics/metric-fixtures.test-util.js';
 import { hex, jsonRequest, jsonSpan, postJson, startCollector } from '../../testing.test-util.js';
 import type { QueryResponse, SessionResponse } from '../../wire-types.js';
 import {
@@ -79,6 +80,43 @@ describe.skipIf(clickHouseSkipReason || !hasZooKeeper)(
         const trace = await fetch(`${c.url}/api/traces/${hex(0xc1000 + 7, 16)}`);
         expect(trace.status).toBe(200);
       }
+    });
+
+    it('keeps metric series on the shard of their id, and counts an exporter moving between shards once', async () => {
+      const urls = collectors.map((c) => c.url);
+      // Cumulative totals 2, 5, 9, 10 sent to shard 0, 1, 0, 1; then 10 again, to shard 0.
+      const steps = [
+        [0, 2],
+        [1, 3],
+        [0, 4],
+        [1, 1],
+      ] as const;
+      const sent = await sendCumulativeThrough(urls, 'sharded', steps, 0);
+      for (const url of urls) {
+        const sums = await metricQuery(url, { name: 'sharded.requests', fn: 'sum', stepMs: '3600000' });
+        expect(total(sums)).toBe(sent);
+        const count = await metricQuery(url, { name: 'sharded.latency', fn: 'count', stepMs: '3600000' });
+        expect(total(count)).toBe(sent);
+      }
+      // Each series' points live on one shard (sharded by series id): one point per series and export
+      // (the steps, the repeat and the SDK's last export at shutdown, the last two adding nothing).
+      const perShard = await Promise.all(
+        ch!.nodes.map(async (n) =>
+          (
+            await clickHouseSql(
+              n.url,
+              "SELECT series_id, count() FROM agentrt_cluster_test.metric_points_local WHERE series_id IN (SELECT series_id FROM agentrt_cluster_test.metric_series_local WHERE name LIKE 'sharded.%') GROUP BY series_id",
+            )
+          )
+            .trim()
+            .split('\n')
+            .filter(Boolean)
+            .map((line) => line.split('\t').map(Number) as [number, number]),
+        ),
+      );
+      const ids = perShard.flatMap((rows) => rows.map(([id]) => id));
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(perShard.flat().map(([, n]) => n)).toEqual([steps.length + 2, steps.length + 2]);
     });
   },
 );

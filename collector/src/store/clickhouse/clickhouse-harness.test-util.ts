@@ -54,7 +54,18 @@ process.once('exit', () => {
 function spawnChild(command: string, args: string[], logFile: string): Child {
   const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   running.add(child);
-  child.once('exit', () => running.delete(child));
+  // A test process that is killed (vitest ends its workers with a signal) runs no 'exit' handler:
+  // a watchdog kills the server once this process is gone.
+  const guard = spawn(
+    'sh',
+    ['-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -9 ${child.pid}`],
+    { stdio: 'ignore' },
+  );
+  guard.unref();
+  child.once('exit', () => {
+    running.delete(child);
+    guard.kill('SIGKILL');
+  });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);

@@ -19,6 +19,7 @@ import {
 } from './clickhouse-harness.test-util.js';
 import { createClickHouseStore, versionAtLeast } from './clickhouse-store.js';
 import { literal } from './rows.js';
+import { CLICKHOUSE_SCHEMA_VERSION } from './schema.js';
 import { silentLogger } from '../../logger.js';
 
 const DAY_MS = 86_400_000;
@@ -399,7 +400,7 @@ describe.skipIf(clickHouseSkipReason)(
       expect(keys.keys).toEqual(expect.arrayContaining(['attributes.k0', 'attributes.k10000']));
     });
 
-    it('migrates a version 1 database to version 2, filling the rollup from the spans already stored', async () => {
+    it('migrates a version 1 database to the current version, filling the rollup from the spans already stored', async () => {
       const db = 'agentrt_v1_upgrade';
       const old = await clickHouseCollector(db);
       await send(old, dataset());
@@ -407,6 +408,9 @@ describe.skipIf(clickHouseSkipReason)(
       for (const sql of [
         `DROP TABLE ${db}.span_rollup_mv`,
         `DROP TABLE ${db}.span_rollup`,
+        `DROP TABLE ${db}.metric_series`,
+        `DROP TABLE ${db}.metric_points`,
+        `DROP TABLE ${db}.metric_last`,
         `DROP TABLE ${db}.schema_migrations`,
         `CREATE TABLE ${db}.schema_migrations (version UInt32, applied_at DateTime) ENGINE = MergeTree() ORDER BY version`,
         `INSERT INTO ${db}.schema_migrations VALUES (1, now())`,
@@ -414,7 +418,7 @@ describe.skipIf(clickHouseSkipReason)(
         await clickHouseSql(ch.url, sql);
       const upgraded = await clickHouseCollector(db);
       expect((await clickHouseSql(ch.url, `SELECT max(version) FROM ${db}.schema_migrations`)).trim()).toBe(
-        '2',
+        String(CLICKHOUSE_SCHEMA_VERSION),
       );
       for (const q of ROLLUP_QUERIES) {
         const [a, b] = await Promise.all([query(sqlite, q), query(upgraded, q)]);

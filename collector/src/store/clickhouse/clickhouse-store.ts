@@ -26,6 +26,8 @@ import {
 import { summarizeSession, summarizeTrace } from '../summaries.js';
 import type { LogQuery, LogQueryResult } from '../../logs/log-query.js';
 import { queryClickHouseLogs } from './clickhouse-logs.js';
+import { createClickHouseMetricStore } from './clickhouse-metrics.js';
+import type { MetricLimits, MetricStore } from '../../metrics/metric-store.js';
 import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
 import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
@@ -71,6 +73,8 @@ export interface ClickHouseStoreOptions extends ClickHouseLocation {
   queryWorkers?: number;
   /** Queued records that start an INSERT without waiting out `lingerMs` (default 10 000). */
   flushRecords?: number;
+  /** Series limits of the metric tables (attribute cardinality). */
+  metricLimits?: Partial<MetricLimits>;
 }
 
 export type ClickHouseStore = CollectorStore & {
@@ -81,6 +85,8 @@ export type ClickHouseStore = CollectorStore & {
   select<T>(sql: string): Promise<T[]>;
   /** GET /api/logs: the SQLite store's log search, on ClickHouse. */
   queryLogs(query: LogQuery): Promise<LogQueryResult>;
+  /** Metric points, in this database's metric tables (shared by every collector on it). */
+  readonly metrics: MetricStore;
 };
 
 /** Compares a version string like 18.16.1 with [major, minor]. */
@@ -619,6 +625,30 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     return deleted;
   }
 
+  let metrics: MetricStore;
+  try {
+    metrics = await createClickHouseMetricStore({
+      location,
+      table: T,
+      select,
+      async insert(table, columns, lines) {
+        if (down) throw down;
+        try {
+          await insert(table, columns, lines);
+        } catch (error) {
+          const e = unavailableOr(error);
+          if (e instanceof StoreUnavailableError) markDown(e);
+          throw e;
+        }
+      },
+      unavailable: () => down,
+      ...(options.metricLimits ? { limits: options.metricLimits } : {}),
+    });
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+
   // Queries run on threads of their own (clickhouse-query-worker.ts), as on SQLite: the parts the
   // language evaluates in JS would hold up ingest and /healthz on this one.
   const queryTimeoutMs = options.queryTimeoutMs ?? 30_000;
@@ -651,6 +681,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     location,
     serverVersion,
     select,
+    metrics,
     queryLogs: (q) => queryClickHouseLogs({ select, logs: T('logs'), sessionTraces: T('session_traces') }, q),
     write,
     unavailable: () => down,
@@ -678,6 +709,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       clearInterval(probe);
       if (lingering) startDrain();
       await inFlight;
+      await metrics.close();
       await pool.close();
       await client.close();
     },

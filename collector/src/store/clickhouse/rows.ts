@@ -36,7 +36,7 @@ export function tsvString(s: string): string {
 }
 
 /** A number or string as a Nullable TabSeparated field (`\N` for null; strings escaped). */
-function tsvNullable(v: string | number | null | undefined): string {
+export function tsvNullable(v: string | number | null | undefined): string {
   if (v === null || v === undefined) return '\\N';
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '\\N';
   return tsvString(v);

@@ -22,10 +22,22 @@
 //                  INSERT, a view. attribute_keys' view used arrayJoin, for which 18.16 copies every
 //                  column of the inserted block once per key: a span with 20,000 attributes made an
 //                  INSERT need gigabytes and fail, and every INSERT paid for copies of its records.
+//   metric_series  (version 3) one row per metric series and day it had points: name, kind, unit,
+//                  temporality, attributes and resource (JSON); the id is a hash of all of them, so
+//                  every collector gives a series the same id. ORDER BY (name, id): a query's lookup.
+//   metric_points  (version 3) one row per data point: raw value and its increase over the series'
+//                  previous point (worked out at ingest, as on SQLite), histogram bucket increases as
+//                  lower edges, upper edges and counts (a percentile adds them up in ClickHouse, by
+//                  edges). An exporter's retry of a delta point is the same row again: queries read
+//                  one row per (series, time), and merges keep one.
+//   metric_last    (version 3) each series' last point as it came (start time, cumulative value,
+//                  count, buckets): what a collector computes the next point's increase from,
+//                  whichever collector stored the last one. Merges keep the newest per day.
 // All but the attribute key tables are partitioned by day; retention drops whole partitions.
+// Sharded by trace id, except span_rollup (service) and the metric tables (series id).
 
 /** The schema version this collector writes; older ones are migrated at start. */
-export const CLICKHOUSE_SCHEMA_VERSION = 2;
+export const CLICKHOUSE_SCHEMA_VERSION = 3;
 
 /** The oldest ClickHouse release the schema and queries are tested with. */
 export const MIN_CLICKHOUSE_VERSION = [18, 16] as const;
@@ -44,6 +56,9 @@ export const DAILY_TABLES = [
   'session_traces',
   'logs',
   'span_rollup',
+  'metric_series',
+  'metric_points',
+  'metric_last',
 ] as const;
 
 /** The table a statement writes to or reads from: local with a cluster. */
@@ -62,15 +77,18 @@ function engine(
   t: SchemaTarget,
   table: string,
   kind: 'MergeTree' | 'AggregatingMergeTree' | 'ReplacingMergeTree',
+  version?: string,
 ): string {
-  if (!t.replicated) return `${kind}()`;
-  return `Replicated${kind}('/clickhouse/tables/{shard}/${t.database}.${table}', '{replica}')`;
+  if (!t.replicated) return `${kind}(${version ?? ''})`;
+  return `Replicated${kind}('/clickhouse/tables/{shard}/${t.database}.${table}', '{replica}'${version ? `, ${version}` : ''})`;
 }
 
 interface TableDef {
   name: string;
   columns: string;
   engine: 'MergeTree' | 'AggregatingMergeTree' | 'ReplacingMergeTree';
+  /** ReplacingMergeTree's version column: a merge keeps the row with the highest. */
+  version?: string;
   partition?: string;
   order: string;
   /**
@@ -310,7 +328,7 @@ function tableStatements(t: SchemaTarget, tables: readonly TableDef[]): string[]
   for (const def of tables) {
     const local = localName(t, def.name);
     out.push(
-      `CREATE TABLE IF NOT EXISTS ${local}${onCluster(t)} (${def.columns}) ENGINE = ${engine(t, `${def.name}_local`, def.engine)}${def.partition ? ` PARTITION BY ${def.partition}` : ''} ORDER BY ${def.order}${def.granularity ? ` SETTINGS index_granularity = ${def.granularity}` : ''}`,
+      `CREATE TABLE IF NOT EXISTS ${local}${onCluster(t)} (${def.columns}) ENGINE = ${engine(t, `${def.name}_local`, def.engine, def.version)}${def.partition ? ` PARTITION BY ${def.partition}` : ''} ORDER BY ${def.order}${def.granularity ? ` SETTINGS index_granularity = ${def.granularity}` : ''}`,
     );
     if (t.cluster) {
       out.push(
@@ -366,6 +384,72 @@ function rollupStatements(t: SchemaTarget): string[] {
   ];
 }
 
+const METRIC_TABLES: TableDef[] = [
+  {
+    name: 'metric_series',
+    columns: `date Date,
+      series_id UInt64,
+      name String,
+      kind String,
+      unit String,
+      description String,
+      temporality String,
+      monotonic UInt8,
+      service String,
+      attributes String,
+      resource String`,
+    engine: 'ReplacingMergeTree',
+    partition: 'date',
+    order: '(name, series_id)',
+    granularity: 1024,
+    shardKey: 'series_id',
+  },
+  {
+    name: 'metric_points',
+    columns: `date Date,
+      series_id UInt64,
+      time_us Int64,
+      value Float64,
+      delta Nullable(Float64),
+      cnt Nullable(Float64),
+      lo Nullable(Float64),
+      hi Nullable(Float64),
+      blo Array(Float64),
+      bhi Array(Float64),
+      bc Array(Float64)`,
+    engine: 'ReplacingMergeTree',
+    partition: 'date',
+    order: '(series_id, time_us)',
+    shardKey: 'series_id',
+  },
+  {
+    name: 'metric_last',
+    columns: `date Date,
+      series_id UInt64,
+      name String,
+      time_us Int64,
+      start_us Int64,
+      value Float64,
+      cnt Float64,
+      buckets String`,
+    engine: 'ReplacingMergeTree',
+    version: 'time_us',
+    partition: 'date',
+    order: 'series_id',
+    granularity: 1024,
+    shardKey: 'series_id',
+  },
+];
+
+/**
+ * Version 3: metric points in ClickHouse (they were in each collector's own metrics.sqlite), so
+ * every collector answers for the metrics any of them received. Points a version 2 collector
+ * stored in its metrics.sqlite stay there.
+ */
+function metricStatements(t: SchemaTarget): string[] {
+  return tableStatements(t, METRIC_TABLES);
+}
+
 /**
  * The migrations table: one row per applied version, on each node (a collector talking to another
  * node runs the idempotent statements again and records them there).
@@ -378,4 +462,5 @@ export function migrationsTable(t: SchemaTarget): string {
 export const MIGRATIONS: Record<number, (t: SchemaTarget) => string[]> = {
   1: schemaStatements,
   2: rollupStatements,
+  3: metricStatements,
 };

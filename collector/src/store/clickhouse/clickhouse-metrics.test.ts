@@ -1,0 +1,158 @@
+// Metric points on ClickHouse: a real clickhouse-server, the SQLite metric store beside it over the
+// same points, the official OpenTelemetry metric exporter moving between two collectors.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../logger.js';
+import {
+  expectSameAnswers,
+  HOUR_MS,
+  MINUTE_MS,
+  fill,
+  metricQuery,
+  sendCumulativeThrough,
+  total,
+} from '../../metrics/metric-fixtures.test-util.js';
+import { queryMetric } from '../../metrics/metric-query.js';
+import { createMetricStore } from '../../metrics/metric-store.js';
+import { postJson, startCollector, tempDir } from '../../testing.test-util.js';
+import { type ClickHouseLocation, parseStoreSetting } from '../store.js';
+import {
+  type ClickHouseHarness,
+  clickHouseSkipReason,
+  clickHouseSql,
+  startClickHouse,
+} from './clickhouse-harness.test-util.js';
+import { type ClickHouseStore, createClickHouseStore } from './clickhouse-store.js';
+
+let ch: ClickHouseHarness;
+const cleanups: (() => Promise<void>)[] = [];
+
+const storeUrl = (database: string): string =>
+  `clickhouse://default:@127.0.0.1:${ch.nodes[0]!.httpPort}/${database}`;
+
+async function collectorOn(database: string) {
+  const c = await startCollector({ store: storeUrl(database), summaryRefreshIntervalMs: 0 });
+  cleanups.push(c.cleanup);
+  return c;
+}
+
+describe.skipIf(clickHouseSkipReason)(
+  `metrics on ClickHouse ${clickHouseSkipReason ?? ''}`,
+  { timeout: 120_000 },
+  () => {
+    beforeAll(async () => {
+      ch = await startClickHouse();
+    });
+    afterAll(async () => {
+      for (const f of cleanups.splice(0)) await f().catch(() => undefined);
+      await ch?.stop();
+    });
+
+    it('answers every function, grouping and range over 26 hours of every kind as the SQLite store does', async () => {
+      const dir = tempDir('agentrt-ch-metrics-');
+      const sqlite = createMetricStore({ dataDir: dir.dir });
+      const store: ClickHouseStore = await createClickHouseStore({
+        ...(parseStoreSetting(storeUrl('agentrt_metrics_same')) as ClickHouseLocation),
+        logger: silentLogger,
+      });
+      cleanups.push(async () => {
+        await store.close();
+        await sqlite.close();
+        dir.remove();
+      });
+      const endMs = Date.now();
+      // The same points, resets, bucket layout changes and retried exports into both stores.
+      const startMs = await fill(sqlite, endMs);
+      expect(await fill(store.metrics, endMs)).toBe(startMs);
+      const ranges = [
+        { startMs, endMs, stepMs: HOUR_MS },
+        { startMs: startMs + 7 * MINUTE_MS + 123, endMs, stepMs: 2 * HOUR_MS },
+        { startMs: endMs - 5 * HOUR_MS - 17_321, endMs: endMs - 999, stepMs: 5 * MINUTE_MS },
+        { startMs: endMs - 3 * HOUR_MS, endMs, stepMs: 7 * MINUTE_MS },
+        { startMs: startMs - HOUR_MS, endMs: endMs + 1, stepMs: 3 * 24 * HOUR_MS }, // one bucket
+      ];
+      const compared = await expectSameAnswers(
+        ranges,
+        (q) => queryMetric(store.metrics, q),
+        (q) => queryMetric(sqlite, { ...q, rollups: false }),
+      );
+      expect(compared).toBe(29 * 2 * ranges.length);
+      expect(await store.metrics.names()).toEqual(await sqlite.names());
+      // Every point is one row, as in SQLite (whose primary key keeps a retried point once): the
+      // retried exports were skipped at ingest, not left for a merge.
+      const { n } = sqlite.db.prepare('SELECT count(*) AS n FROM metric_points').get() as { n: number };
+      expect(
+        Number(await clickHouseSql(ch.url, 'SELECT count() FROM agentrt_metrics_same.metric_points')),
+      ).toBe(n);
+    });
+
+    it('two collectors: an exporter moving between them counts each increase once, and both answer for it', async () => {
+      const a = await collectorOn('agentrt_metrics_two');
+      const b = await collectorOn('agentrt_metrics_two');
+      // Cumulative totals 3, 7, 12 sent to a, b, a; then 12 again, to b.
+      const steps = [
+        [0, 3],
+        [1, 4],
+        [0, 5],
+      ] as const;
+      const sent = await sendCumulativeThrough([a.url, b.url], 'moving', steps, 1);
+      for (const c of [a, b]) {
+        const sums = await metricQuery(c.url, { name: 'moving.requests', fn: 'sum', stepMs: '60000' });
+        expect(total(sums)).toBe(sent);
+        const count = await metricQuery(c.url, { name: 'moving.latency', fn: 'count', stepMs: '3600000' });
+        expect(total(count)).toBe(sent);
+        // 6 values at 5 (each export's first two) and 6 at 50: the median is the top of (−∞,10].
+        const p50 = await metricQuery(c.url, { name: 'moving.latency', fn: 'p50', stepMs: '3600000' });
+        expect(total(p50)).toBeCloseTo(10, 6);
+        const names = (await (await fetch(`${c.url}/api/metrics`)).json()) as { metrics: { name: string }[] };
+        expect(names.metrics.map((m) => m.name)).toEqual(
+          expect.arrayContaining(['moving.latency', 'moving.requests']),
+        );
+        const form = await postJson(`${c.url}/api/query`, { query: 'metric moving.requests sum since 1h' });
+        const rows = ((await form.json()) as { rows: { sum: number }[] }).rows;
+        expect(rows.reduce((n, r) => n + r.sum, 0)).toBe(sent);
+      }
+      // One stops; the other keeps answering for what either stored.
+      await a.close();
+      expect(total(await metricQuery(b.url, { name: 'moving.requests', fn: 'sum' }))).toBe(sent);
+    });
+
+    it('answers 503 with Retry-After for metrics while ClickHouse is down, and takes them again once it is back', async () => {
+      const c = await collectorOn('agentrt_metrics_down');
+      const gauge = (v: number) => ({
+        resourceMetrics: [
+          {
+            scopeMetrics: [
+              {
+                metrics: [
+                  {
+                    name: 'down.gauge',
+                    gauge: { dataPoints: [{ timeUnixNano: String((Date.now() + v) * 1e6), asDouble: v }] },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      });
+      expect((await postJson(`${c.url}/v1/metrics`, gauge(1))).status).toBe(200);
+      await ch.nodes[0]!.kill();
+      try {
+        const failed = await postJson(`${c.url}/v1/metrics`, gauge(2));
+        expect(failed.status).toBe(503);
+        expect(failed.headers.get('retry-after')).toBe('5');
+        const read = await fetch(`${c.url}/api/metrics/query?name=down.gauge&since=1h`);
+        expect(read.status).toBe(503);
+      } finally {
+        await ch.nodes[0]!.start();
+      }
+      let status = 0;
+      for (let i = 0; i < 100 && status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = (await postJson(`${c.url}/v1/metrics`, gauge(3))).status;
+      }
+      expect(status).toBe(200);
+      const r = await metricQuery(c.url, { name: 'down.gauge', fn: 'max', stepMs: '3600000' });
+      expect(total(r)).toBe(3);
+    });
+  },
+);

@@ -1,0 +1,371 @@
+// Metric points on ClickHouse: what metrics.sqlite keeps for one collector, kept in the shared
+// database so every collector answers for the metrics any of them received (tables in schema.ts).
+import { createHash } from 'node:crypto';
+import {
+  type CumulativeState,
+  type StoredBuckets,
+  microseconds,
+  storedPointOf,
+} from '../../metrics/increase.js';
+import { type MetricKind, type MetricPoint, type Temporality } from '../../metrics/metric-point.js';
+import {
+  type BucketTotals,
+  DEFAULT_METRIC_LIMITS,
+  type MetricIngestResult,
+  type MetricLimits,
+  type MetricSeries,
+  type MetricStore,
+  type SeriesTotals,
+  canonical,
+} from '../../metrics/metric-store.js';
+import { type BucketTriple, bucketsOf } from '../../metrics/rollups.js';
+import type { Attributes } from '../../wire-types.js';
+import { literal, tsvNullable, tsvString } from './rows.js';
+
+/** What the metric tables need of the ClickHouse store. */
+export interface ClickHouseMetricsContext {
+  /** The database (for `location`). */
+  location: string;
+  /** The table reads and inserts go through. */
+  table(name: string): string;
+  select<T>(sql: string): Promise<T[]>;
+  /** Inserts TabSeparated lines; rejects with StoreUnavailableError when ClickHouse is not there. */
+  insert(table: string, columns: readonly string[], lines: string[]): Promise<void>;
+  /** Why writes cannot be taken now (ClickHouse marked down), or undefined. */
+  unavailable(): Error | undefined;
+  limits?: Partial<MetricLimits>;
+}
+
+const SERIES_COLUMNS = [
+  'date',
+  'series_id',
+  'name',
+  'kind',
+  'unit',
+  'description',
+  'temporality',
+  'monotonic',
+  'service',
+  'attributes',
+  'resource',
+] as const;
+const POINT_COLUMNS = [
+  'date',
+  'series_id',
+  'time_us',
+  'value',
+  'delta',
+  'cnt',
+  'lo',
+  'hi',
+  'blo',
+  'bhi',
+  'bc',
+] as const;
+const LAST_COLUMNS = ['date', 'series_id', 'name', 'time_us', 'start_us', 'value', 'cnt', 'buckets'] as const;
+
+/** 2100-01-01 in µs: a range ends there at the latest (the Date of a partition ends in 2106). */
+const LAST_US = Date.UTC(2100, 0, 1) * 1000;
+
+/** A series' id: 53 bits of a hash of its key, the same on every collector. */
+function seriesIdOf(key: string): number {
+  const h = createHash('sha256').update(key).digest();
+  return h.readUInt32BE(0) * 2 ** 21 + (h.readUInt32BE(4) >>> 11);
+}
+
+/** Numbers as a TabSeparated Array(Float64) field (±inf for the open ends). */
+const floats = (xs: number[]): string =>
+  `[${xs.map((x) => (x === Infinity ? 'inf' : x === -Infinity ? '-inf' : String(x))).join(',')}]`;
+
+/** A histogram point's bucket increases as three array fields: lower edges, upper edges, counts. */
+function bucketFields(buckets: StoredBuckets | undefined): string {
+  const triples = buckets ? bucketsOf(buckets) : [];
+  return `${floats(triples.map((t) => t[0]))}\t${floats(triples.map((t) => t[1]))}\t${floats(triples.map((t) => t[2]))}`;
+}
+
+/**
+ * Series ids per statement: an IN list of them is ~17 bytes each, and ClickHouse refuses a
+ * statement longer than max_query_size (256 KiB by default).
+ */
+const IDS_PER_STATEMENT = 4000;
+
+/** Runs `each` over `ids` a statement's worth at a time, one after another. */
+async function inChunks(ids: readonly number[], each: (chunk: number[]) => Promise<void>): Promise<void> {
+  for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) await each(ids.slice(i, i + IDS_PER_STATEMENT));
+}
+
+const dayOfUs = (us: number): string => new Date(Math.floor(us / 1000)).toISOString().slice(0, 10);
+/** The partition days a µs range touches, as a condition on `date`. */
+const daysSql = (fromUs: number, toUs: number): string =>
+  `date >= toDate(${literal(dayOfUs(Math.max(0, fromUs)))}) AND date <= toDate(${literal(dayOfUs(Math.min(LAST_US, Math.max(0, toUs))))})`;
+
+interface Known {
+  id: number;
+  name: string;
+  /** The last day a series row was written for (one per day it has points: retention drops days). */
+  day: string;
+}
+
+/**
+ * The metric store on ClickHouse. Each point's increase is worked out at ingest as on SQLite
+ * (storedPointOf), from the series' last point as metric_last has it — whichever collector stored
+ * it — read once per request. A collector's ingest calls run one at a time, so its own last points
+ * are always read back. Series limits count the series this collector has seen: those in the
+ * database when it started and those it stored since.
+ */
+export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext): Promise<MetricStore> {
+  const limits = { ...DEFAULT_METRIC_LIMITS, ...ctx.limits };
+  const T = ctx.table;
+  const known = new Map<string, Known>();
+  const byId = new Map<number, Known>();
+  const seriesPerName = new Map<string, number>();
+  for (const r of await ctx.select<{ series_id: number; name: string; day: string }>(
+    `SELECT series_id, any(name) AS name, toString(max(date)) AS day FROM ${T('metric_series')} GROUP BY series_id`,
+  )) {
+    const k = { id: Number(r.series_id), name: r.name, day: r.day };
+    byId.set(k.id, k);
+    seriesPerName.set(r.name, (seriesPerName.get(r.name) ?? 0) + 1);
+  }
+  /** A resource's canonical JSON, once per decoded resource (every point of it shares the object). */
+  const resourceKeys = new WeakMap<Attributes, string>();
+
+  /** The series of a point, its series row's fields when new; or why its points are refused. */
+  const seriesFor = (p: MetricPoint): { k: Known; attributes: string; resource: string } | string => {
+    const attributes = canonical(p.attributes);
+    let resource = resourceKeys.get(p.resource);
+    if (resource === undefined) resourceKeys.set(p.resource, (resource = canonical(p.resource)));
+    const key = `${p.name}\u0000${p.kind}\u0000${p.temporality}\u0000${p.unit}\u0000${attributes}\u0000${resource}`;
+    let k = known.get(key);
+    if (!k) {
+      const id = seriesIdOf(key);
+      k = byId.get(id);
+      if (!k) {
+        const perName = seriesPerName.get(p.name) ?? 0;
+        if (perName >= limits.maxSeriesPerMetric)
+          return `metric ${JSON.stringify(p.name)} has ${perName} series, the limit (attribute values with too many distinct values); points of new series are dropped`;
+        if (byId.size >= limits.maxSeries)
+          return `the store holds ${byId.size} metric series, the limit; points of new series are dropped`;
+        k = { id, name: p.name, day: '' };
+        byId.set(id, k);
+        seriesPerName.set(p.name, perName + 1);
+      }
+      if (known.size < limits.maxSeries) known.set(key, k);
+    }
+    return { k, attributes, resource };
+  };
+
+  /** Each series' last point as metric_last has it (the newest row, merged or not). */
+  const lastStates = async (ids: number[]): Promise<Map<number, CumulativeState>> => {
+    const out = new Map<number, CumulativeState>();
+    await inChunks(ids, async (chunk) => {
+      const rows = await ctx.select<{ id: number; t: number; st: number; v: number; c: number; b: string }>(
+        `SELECT series_id AS id, max(time_us) AS t, argMax(start_us, time_us) AS st, argMax(value, time_us) AS v, argMax(cnt, time_us) AS c, argMax(buckets, time_us) AS b FROM ${T('metric_last')} WHERE series_id IN (${chunk.join(', ')}) GROUP BY series_id`,
+      );
+      for (const r of rows)
+        out.set(r.id, {
+          timeUs: r.t,
+          startUs: r.st,
+          value: r.v,
+          count: r.c,
+          buckets: r.b ? (JSON.parse(r.b) as StoredBuckets) : undefined,
+        });
+    });
+    return out;
+  };
+
+  /**
+   * Which of these (series, time) points are stored already, as `id|timeUs`: an exporter's retry of
+   * a stored point is kept once (as SQLite's primary key keeps it), so queries add rows up as they are.
+   */
+  const storedAlready = async (points: readonly { id: number; timeUs: number }[]): Promise<Set<string>> => {
+    const out = new Set<string>();
+    const times = new Set<number>();
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const { timeUs } of points) {
+      times.add(timeUs);
+      lo = Math.min(lo, timeUs);
+      hi = Math.max(hi, timeUs);
+    }
+    if (!points.length || times.size > 5000) {
+      // A request spanning that many instants is a backfill, not a retry: its points are new
+      // unless stored at those very times, which the ReplacingMergeTree's merges collapse.
+      return out;
+    }
+    await inChunks([...new Set(points.map((p) => p.id))], async (chunk) => {
+      const rows = await ctx.select<{ id: number; t: number }>(
+        `SELECT series_id AS id, time_us AS t FROM ${T('metric_points')} WHERE series_id IN (${chunk.join(', ')}) AND ${daysSql(lo, hi)} AND time_us IN (${[...times].join(', ')})`,
+      );
+      for (const r of rows) out.add(`${r.id}|${r.t}`);
+    });
+    return out;
+  };
+
+  const ingestNow = async (points: readonly MetricPoint[]): Promise<MetricIngestResult> => {
+    const down = ctx.unavailable();
+    if (down) throw down;
+    let stored = 0;
+    let rejected = 0;
+    let rejectReason: string | undefined;
+    const reject = (why: string) => {
+      rejected++;
+      rejectReason ??= why;
+    };
+    const resolved: { p: MetricPoint; k: Known; attributes: string; resource: string }[] = [];
+    const cumulative = new Set<number>();
+    for (const p of points) {
+      const s = seriesFor(p);
+      if (typeof s === 'string') reject(s);
+      else {
+        resolved.push({ p, ...s });
+        if (p.kind !== 'gauge' && p.temporality === 'cumulative') cumulative.add(s.k.id);
+      }
+    }
+    const [previous, stored0] = await Promise.all([
+      lastStates([...cumulative]),
+      storedAlready(resolved.map((r) => ({ id: r.k.id, timeUs: microseconds(r.p.timeUnixNano) }))),
+    ]);
+    const seriesLines: string[] = [];
+    const pointLines: string[] = [];
+    /** Per series, the newest point of this request: its metric_last row. */
+    const last = new Map<number, { name: string; timeUs: number; state: CumulativeState | undefined }>();
+    const newDays: [Known, string][] = [];
+    for (const { p, k, attributes, resource } of resolved) {
+      const prev = previous.get(k.id);
+      const result = storedPointOf(p, prev);
+      if (typeof result === 'string') {
+        reject(result);
+        continue;
+      }
+      const { point, state } = result;
+      stored++;
+      if (state) previous.set(k.id, state);
+      const had = last.get(k.id);
+      if (!had || point.timeUs >= had.timeUs) last.set(k.id, { name: p.name, timeUs: point.timeUs, state });
+      const key = `${k.id}|${point.timeUs}`;
+      if (stored0.has(key)) continue;
+      stored0.add(key);
+      const day = dayOfUs(point.timeUs);
+      if (k.day < day) {
+        const service = typeof p.resource['service.name'] === 'string' ? p.resource['service.name'] : '';
+        seriesLines.push(
+          `${day}\t${k.id}\t${tsvString(p.name)}\t${p.kind}\t${tsvString(p.unit)}\t${tsvString(p.description)}\t${p.temporality}\t${p.monotonic ? 1 : 0}\t${tsvString(service)}\t${tsvString(attributes)}\t${tsvString(resource)}\n`,
+        );
+        newDays.push([k, day]);
+      }
+      pointLines.push(
+        `${day}\t${k.id}\t${point.timeUs}\t${tsvNullable(point.value)}\t${tsvNullable(point.delta)}\t${tsvNullable(point.count)}\t${tsvNullable(point.min)}\t${tsvNullable(point.max)}\t${bucketFields(point.buckets)}\n`,
+      );
+    }
+    const lastLines = [...last].map(
+      ([id, l]) =>
+        `${dayOfUs(l.timeUs)}\t${id}\t${tsvString(l.name)}\t${l.timeUs}\t${l.state?.startUs ?? 0}\t${tsvNullable(l.state?.value ?? 0)}\t${tsvNullable(l.state?.count ?? 0)}\t${l.state?.buckets ? tsvString(JSON.stringify(l.state.buckets)) : ''}\n`,
+    );
+    // Points before the last-point rows: if ClickHouse fails between the two, the exporter's retry
+    // works out the same increases from the same last points, finds the points stored, and writes
+    // the last-point rows.
+    if (seriesLines.length) await ctx.insert('metric_series', SERIES_COLUMNS, seriesLines);
+    for (const [k, day] of newDays) if (k.day < day) k.day = day;
+    if (pointLines.length) await ctx.insert('metric_points', POINT_COLUMNS, pointLines);
+    if (lastLines.length) await ctx.insert('metric_last', LAST_COLUMNS, lastLines);
+    return rejectReason === undefined ? { stored, rejected } : { stored, rejected, rejectReason };
+  };
+
+  // One ingest at a time: each reads the last points the one before it wrote.
+  let chain: Promise<unknown> = Promise.resolve();
+  const ingest = (points: readonly MetricPoint[]): Promise<MetricIngestResult> => {
+    const run = chain.then(() => ingestNow(points));
+    chain = run.catch(() => undefined);
+    return run;
+  };
+
+  return {
+    location: ctx.location,
+    ingest,
+    async seriesOf(name) {
+      const rows = await ctx.select<{
+        id: number;
+        kind: string;
+        unit: string;
+        description: string;
+        temporality: string;
+        monotonic: number;
+        service: string;
+        attributes: string;
+        resource: string;
+      }>(
+        `SELECT series_id AS id, any(kind) AS kind, any(unit) AS unit, any(description) AS description, any(temporality) AS temporality, any(monotonic) AS monotonic, any(service) AS service, any(attributes) AS attributes, any(resource) AS resource FROM ${T('metric_series')} WHERE name = ${literal(name)} GROUP BY series_id ORDER BY series_id`,
+      );
+      return rows.map((r): MetricSeries => ({
+        id: Number(r.id),
+        name,
+        kind: r.kind as MetricKind,
+        unit: r.unit,
+        description: r.description,
+        temporality: r.temporality as Temporality,
+        monotonic: Number(r.monotonic) === 1,
+        service: r.service,
+        attributes: JSON.parse(r.attributes) as Attributes,
+        resource: JSON.parse(r.resource) as Attributes,
+      }));
+    },
+    async names() {
+      const [names, lasts] = await Promise.all([
+        ctx.select<{ name: string; kind: MetricKind; unit: string; description: string; series: number }>(
+          `SELECT name, kind, unit, max(description) AS description, uniqExact(series_id) AS series FROM ${T('metric_series')} GROUP BY name, kind, unit ORDER BY name`,
+        ),
+        ctx.select<{ name: string; t: number }>(
+          `SELECT name, max(time_us) AS t FROM ${T('metric_last')} GROUP BY name`,
+        ),
+      ]);
+      const lastUs = new Map(lasts.map((r) => [r.name, Number(r.t)]));
+      return names.map((r) => ({
+        name: r.name,
+        kind: r.kind,
+        unit: r.unit,
+        description: r.description,
+        series: Number(r.series),
+        lastMs: Math.floor((lastUs.get(r.name) ?? 0) / 1000),
+      }));
+    },
+    async totals(q) {
+      const out: SeriesTotals = { rows: [], buckets: [] };
+      if (!q.ids.length) return out;
+      const endUs = Math.min(q.endUs, LAST_US);
+      const bucket = `intDiv(time_us, ${literal(q.stepUs)}) - ${literal(q.firstIndex)}`;
+      // Rows added up as they are: ingest stores a point once (a retry of a stored one is skipped;
+      // one that raced its first attempt through another collector is a second row only until a
+      // merge of the ReplacingMergeTree keeps one). Series ids are under 2^53 and the client reads
+      // 64-bit numbers as JSON numbers: rows as they come.
+      await inChunks(q.ids, async (chunk) => {
+        const where = `series_id IN (${chunk.join(', ')}) AND ${daysSql(q.startUs, endUs)} AND time_us >= ${literal(q.startUs)} AND time_us < ${literal(endUs)}`;
+        // The buckets of each series and time bucket added up by edges in ClickHouse (one list per
+        // series and time bucket comes back, not one per point), beside the totals. JSON has no
+        // ±inf: null at the ends.
+        const [rows, lists] = await Promise.all([
+          ctx.select<BucketTotals>(
+            `SELECT series_id AS s, ${bucket} AS b, sum(delta) AS d, sum(value) AS v, sum(cnt) AS c, count() AS n, min(ifNull(lo, value)) AS mn, max(ifNull(hi, value)) AS mx FROM ${T('metric_points')} WHERE ${where} GROUP BY s, b`,
+          ),
+          q.buckets
+            ? ctx.select<{ s: number; b: number; lo: (number | null)[]; hi: (number | null)[]; c: number[] }>(
+                `SELECT s, b, groupArray(l) AS lo, groupArray(h) AS hi, groupArray(n) AS c FROM (SELECT s, b, l, h, sum(x) AS n FROM (SELECT series_id AS s, ${bucket} AS b, blo, bhi, bc FROM ${T('metric_points')} WHERE ${where}) ARRAY JOIN blo AS l, bhi AS h, bc AS x GROUP BY s, b, l, h) GROUP BY s, b`,
+              )
+            : [],
+        ]);
+        for (const r of rows) out.rows.push(r);
+        for (const r of lists)
+          out.buckets.push({
+            s: r.s,
+            b: r.b,
+            list: r.c.map((c, i): BucketTriple => [r.lo[i] ?? -Infinity, r.hi[i] ?? Infinity, c]),
+          });
+      });
+      return out;
+    },
+    // Retention is the ClickHouse store's: the metric tables are dropped day by day with the spans.
+    applyRetention: async () => 0,
+    async close() {
+      await chain;
+    },
+  };
+}
