@@ -142,4 +142,22 @@ describe('export', () => {
       await c.cleanup();
     }
   });
+
+  it('exports a span its exporter sent twice (a retry) once, in a trace and in a range', async () => {
+    const c = await startCollector();
+    try {
+      const spans = [1, 2, 3].map((i) =>
+        jsonSpan({ traceId: hex(9, 16), spanId: hex(i, 8), name: `r${i}`, startMs: T0 + i, durationMs: 1 }),
+      );
+      const body = jsonRequest('svc', spans);
+      for (let i = 0; i < 2; i++) expect((await postJson(`${c.url}/v1/traces`, body)).status).toBe(200);
+      for (const path of [`traceId=${hex(9, 16)}`, 'startMs=0']) {
+        const lines = (await (await fetch(`${c.url}/api/export?${path}`)).text()).trim().split('\n');
+        const ids = lines.flatMap((l) => decodeTraceRequestJson(l).spans.map((s) => s.spanId));
+        expect({ path, ids }).toEqual({ path, ids: [hex(1, 8), hex(2, 8), hex(3, 8)] });
+      }
+    } finally {
+      await c.cleanup();
+    }
+  });
 });

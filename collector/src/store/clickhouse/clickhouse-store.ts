@@ -577,9 +577,15 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       sql = `SELECT time_us AS t, toString(cityHash64(doc)) AS k, doc FROM ${T('logs')} WHERE ${where}${key} ORDER BY t, cityHash64(doc) LIMIT ${EXPORT_CHUNK_RECORDS}`;
     }
     const rows = await select<{ t: string | number; k: string; doc: string }>(sql);
+    // A span its exporter sent again (a retry ClickHouse had already stored) is a second row with
+    // the same key, next to the first in key order: exported once (a page's keyset starts past it).
+    const unique =
+      table === 'spans'
+        ? rows.filter((r, i) => i === 0 || r.k !== rows[i - 1]!.k || r.t !== rows[i - 1]!.t)
+        : rows;
     const page = exportPageOf(
       table,
-      rows.map((r) => ({ t: Number(r.t), id: r.k, doc: r.doc })),
+      unique.map((r) => ({ t: Number(r.t), id: r.k, doc: r.doc })),
     );
     return page && { last: page.last, line: encoder.encode(`${JSON.stringify(page.body)}\n`) };
   }
