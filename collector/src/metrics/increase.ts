@@ -31,6 +31,10 @@ export interface StoredPoint {
 
 export const microseconds = (nano: number): number => Math.floor(nano / 1000);
 
+/** Whether a point's increase is worked out from its series' last point (a cumulative sum or histogram). */
+export const isCumulative = (p: Pick<MetricPoint, 'kind' | 'temporality'>): boolean =>
+  p.kind !== 'gauge' && p.kind !== 'summary' && p.temporality === 'cumulative';
+
 export function storedBuckets(p: MetricPoint): StoredBuckets | undefined {
   if (p.kind === 'histogram')
     return p.bucketCounts?.length ? { b: p.bounds ?? [], c: p.bucketCounts } : undefined;
@@ -118,7 +122,7 @@ export function storedPointOf(
   let deltaCount: number | null = histogram ? count : null;
   let state: CumulativeState | undefined;
   if (p.kind === 'sum' || histogram) {
-    if (p.temporality !== 'cumulative') delta = value;
+    if (!isCumulative(p)) delta = value;
     else {
       if (prev && timeUs < prev.timeUs)
         return `metric ${JSON.stringify(p.name)}: a cumulative point older than the last one`;

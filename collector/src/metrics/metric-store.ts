@@ -6,6 +6,7 @@ import {
   type CumulativeState,
   type StoredBuckets,
   type StoredPoint,
+  isCumulative,
   microseconds,
   storedPointOf,
 } from './increase.js';
@@ -429,7 +430,7 @@ export function createMetricStore(opts: {
 
   const ingestOne = (p: MetricPoint, seriesId: number): string | undefined => {
     let prev = previous.get(seriesId);
-    if (!prev && p.kind !== 'gauge' && p.temporality === 'cumulative') {
+    if (!prev && isCumulative(p)) {
       const { last_us: lastUs } = lastUsOf.get(seriesId) as { last_us: number | null };
       const startUs = microseconds(p.startTimeUnixNano);
       // First point since this collector started: a counter that started after the last stored

@@ -16,6 +16,7 @@ import type { QueryOptions } from './engine.js';
 /** What a query thread starts with. */
 export interface QueryPoolData {
   entry: string;
+  /** SQLite's database file ('' on another store's thread). */
   path: string;
   maxResultBytes: number;
   maxRows: number;
@@ -40,12 +41,13 @@ export type QueryReply =
   | { type: 'result'; id: number; json: Uint8Array }
   | { type: 'error'; id: number; body?: QueryErrorBody; message?: string; unavailable?: boolean };
 
-export interface QueryPoolOptions {
-  /** The database file (created and migrated already); '' for a thread of another store. */
-  path: string;
-  /** The thread's module (default: SQLite's query-worker) and what it starts with besides. */
-  entry?: string;
-  extra?: unknown;
+/**
+ * Whose threads these are: SQLite's (its query-worker over the database file, created and migrated
+ * already), or another store's (its thread module, and what that starts with besides).
+ */
+export type QueryThreads = { path: string } | { entry: string; extra: unknown };
+
+export type QueryPoolOptions = QueryThreads & {
   logger: Logger;
   /** Query threads (default 2; the collector passes its config, cores − 1). */
   size?: number;
@@ -61,7 +63,7 @@ export interface QueryPoolOptions {
   maxRows?: number;
   /** V8 heap of a query thread (default 512 MiB); a query that needs more fails, the thread is replaced. */
   maxHeapMb?: number;
-}
+};
 
 /** A query the language refused or stopped: the 400 body. */
 export class QueryFailure extends Error {
@@ -115,9 +117,9 @@ export async function createQueryPool(options: QueryPoolOptions) {
   const graceMs = options.graceMs ?? 1000;
   const maxQueued = options.maxQueued ?? 16;
   const data: QueryPoolData = {
-    entry: options.entry ?? ENTRY,
-    path: options.path,
-    ...(options.extra === undefined ? {} : { extra: options.extra }),
+    ...('path' in options
+      ? { entry: ENTRY, path: options.path }
+      : { entry: options.entry, path: '', extra: options.extra }),
     maxResultBytes: options.maxResultBytes ?? 64 * 1024 * 1024,
     maxRows: options.maxRows ?? 1_000_000,
   };

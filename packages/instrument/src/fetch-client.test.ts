@@ -1,28 +1,11 @@
 import { hasSubscribers } from 'node:diagnostics_channel';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Attributes, SpanKind, context, propagation, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import {
-  CompositePropagator,
-  W3CBaggagePropagator,
-  W3CTraceContextPropagator,
-  suppressTracing,
-} from '@opentelemetry/core';
+import { type Attributes, SpanKind, context, trace } from '@opentelemetry/api';
+import { suppressTracing } from '@opentelemetry/core';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import {
-  AggregationTemporality,
-  InMemoryMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-} from '@opentelemetry/sdk-metrics';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  type ReadableSpan,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   FETCH_CLIENT_SCOPE,
@@ -31,12 +14,13 @@ import {
   urlAttributes,
 } from './fetch-client.js';
 import { UNTRACED_PATHS } from './instrumentations.js';
+import { installGlobalContext, memoryMetrics, memorySpans } from './memory-telemetry.test-util.js';
 
 // The lean fetch instrumentation against the upstream one it replaces: the same requests to a real
 // server, once under each, must give the same spans, propagation headers and duration metric.
 
-const spans = new InMemorySpanExporter();
-const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+const { spans, tracerProvider } = memorySpans();
+let uninstallContext: () => void;
 const tracer = tracerProvider.getTracer('test');
 let server: Server;
 let base: string;
@@ -45,10 +29,7 @@ let closedPort: number;
 const received: IncomingHttpHeaders[] = [];
 
 beforeAll(async () => {
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(
-    new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
-  );
+  uninstallContext = installGlobalContext();
   server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     received.push(req.headers);
@@ -71,8 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
-  context.disable();
-  propagation.disable();
+  uninstallContext();
 });
 
 /** One request of the comparison. */
@@ -130,12 +110,7 @@ function shape(span: ReadableSpan, parentSpanId: string) {
 
 /** Runs every case under `instrumentation`: the spans' shapes, the headers sent and the metric points. */
 async function runCases(instrumentation: Instrumentation, scope: string) {
-  const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-  const reader = new PeriodicExportingMetricReader({
-    exporter: metricExporter,
-    exportIntervalMillis: 60_000,
-  });
-  const meterProvider = new MeterProvider({ readers: [reader] });
+  const { exporter: metricExporter, reader, meterProvider } = memoryMetrics();
   instrumentation.setTracerProvider(tracerProvider);
   instrumentation.setMeterProvider(meterProvider);
   instrumentation.enable();

@@ -1,36 +1,15 @@
 import { createRequire } from 'node:module';
 import type * as Http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import {
-  CompositePropagator,
-  W3CBaggagePropagator,
-  W3CTraceContextPropagator,
-  getRPCMetadata,
-} from '@opentelemetry/core';
-import {
-  AggregationTemporality,
-  InMemoryMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-} from '@opentelemetry/sdk-metrics';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
+import { getRPCMetadata } from '@opentelemetry/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HTTP_SERVER_SCOPE, HttpServerInstrumentation } from './http-server.js';
+import { installGlobalContext, memoryMetrics, memorySpans } from './memory-telemetry.test-util.js';
 
-const spans = new InMemorySpanExporter();
-const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
-const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-const metricReader = new PeriodicExportingMetricReader({
-  exporter: metricExporter,
-  exportIntervalMillis: 60_000,
-});
-const meterProvider = new MeterProvider({ readers: [metricReader] });
+const { spans, tracerProvider } = memorySpans();
+const { exporter: metricExporter, reader: metricReader, meterProvider } = memoryMetrics();
+let uninstallContext: () => void;
 const instrumentation = new HttpServerInstrumentation({ untracedPaths: ['/ping'], enabled: false });
 let http: typeof Http;
 let server: Http.Server;
@@ -39,11 +18,7 @@ let base: string;
 const seen = new Map<string, { traceId?: string; childRecorded: boolean }>();
 
 beforeAll(async () => {
-  const contextManager = new AsyncLocalStorageContextManager().enable();
-  context.setGlobalContextManager(contextManager);
-  propagation.setGlobalPropagator(
-    new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
-  );
+  uninstallContext = installGlobalContext();
   instrumentation.setTracerProvider(tracerProvider);
   instrumentation.setMeterProvider(meterProvider);
   instrumentation.enable();
@@ -80,8 +55,7 @@ afterAll(async () => {
   instrumentation.disable();
   await new Promise((resolve) => server.close(resolve));
   trace.disable();
-  context.disable();
-  propagation.disable();
+  uninstallContext();
 });
 
 afterEach(() => spans.reset());

@@ -154,5 +154,55 @@ describe.skipIf(clickHouseSkipReason)(
       const r = await metricQuery(c.url, { name: 'down.gauge', fn: 'max', stepMs: '3600000' });
       expect(total(r)).toBe(3);
     });
+
+    it('retention drops metric points with their days, and a series it dropped no longer counts against the limit', async () => {
+      const c = await startCollector({
+        store: storeUrl('agentrt_metrics_retention'),
+        summaryRefreshIntervalMs: 0,
+        metricLimits: { maxSeriesPerMetric: 2 },
+      });
+      cleanups.push(c.cleanup);
+      const gauge = (user: string, daysAgo: number) => ({
+        resourceMetrics: [
+          {
+            scopeMetrics: [
+              {
+                metrics: [
+                  {
+                    name: 'kept.gauge',
+                    gauge: {
+                      dataPoints: [
+                        {
+                          timeUnixNano: String((Date.now() - daysAgo * 86_400_000) * 1e6),
+                          asDouble: 1,
+                          attributes: [{ key: 'user', value: { stringValue: user } }],
+                        },
+                      ],
+                    },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      });
+      const rejected = async (body: unknown) =>
+        (
+          (await (await postJson(`${c.url}/v1/metrics`, body)).json()) as {
+            partialSuccess?: { rejectedDataPoints?: string };
+          }
+        ).partialSuccess?.rejectedDataPoints;
+      expect(await rejected(gauge('old-1', 10))).toBeUndefined();
+      expect(await rejected(gauge('old-2', 9))).toBeUndefined();
+      expect(await rejected(gauge('new', 0))).toBe('1'); // a third series: over the limit of 2
+      expect(await c.store.applyRetention({ maxAgeMs: 8 * 86_400_000 })).toBe(0);
+      await c.metrics.applyRetention({ maxAgeMs: 8 * 86_400_000, maxBytes: 1e12 });
+      expect(
+        Number(await clickHouseSql(ch.url, 'SELECT count() FROM agentrt_metrics_retention.metric_points')),
+      ).toBe(0);
+      expect(await rejected(gauge('new', 0))).toBeUndefined();
+      const names = (await (await fetch(`${c.url}/api/metrics`)).json()) as { metrics: { series: number }[] };
+      expect(names.metrics).toEqual([expect.objectContaining({ name: 'kept.gauge', series: 1 })]);
+    });
   },
 );

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import {
   type CumulativeState,
   type StoredBuckets,
+  isCumulative,
   microseconds,
   storedPointOf,
 } from '../../metrics/increase.js';
@@ -20,7 +21,7 @@ import {
 } from '../../metrics/metric-store.js';
 import { type BucketTriple, bucketsOf } from '../../metrics/rollups.js';
 import type { Attributes } from '../../wire-types.js';
-import { literal, tsvNullable, tsvString } from './rows.js';
+import { LAST_US, literal, tsvNullable, tsvString } from './rows.js';
 
 /** What the metric tables need of the ClickHouse store. */
 export interface ClickHouseMetricsContext {
@@ -63,9 +64,6 @@ const POINT_COLUMNS = [
   'bc',
 ] as const;
 const LAST_COLUMNS = ['date', 'series_id', 'name', 'time_us', 'start_us', 'value', 'cnt', 'buckets'] as const;
-
-/** 2100-01-01 in µs: a range ends there at the latest (the Date of a partition ends in 2106). */
-const LAST_US = Date.UTC(2100, 0, 1) * 1000;
 
 /** A series' id: 53 bits of a hash of its key, the same on every collector. */
 function seriesIdOf(key: string): number {
@@ -110,22 +108,30 @@ interface Known {
  * The metric store on ClickHouse. Each point's increase is worked out at ingest as on SQLite
  * (storedPointOf), from the series' last point as metric_last has it — whichever collector stored
  * it — read once per request. A collector's ingest calls run one at a time, so its own last points
- * are always read back. Series limits count the series this collector has seen: those in the
- * database when it started and those it stored since.
+ * are always read back. Series limits count the series in the database: read at start, added to
+ * as this collector stores new ones, and read again on a retention run that finds them changed.
  */
 export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext): Promise<MetricStore> {
   const limits = { ...DEFAULT_METRIC_LIMITS, ...ctx.limits };
   const T = ctx.table;
-  const known = new Map<string, Known>();
-  const byId = new Map<number, Known>();
-  const seriesPerName = new Map<string, number>();
-  for (const r of await ctx.select<{ series_id: number; name: string; day: string }>(
-    `SELECT series_id, any(name) AS name, toString(max(date)) AS day FROM ${T('metric_series')} GROUP BY series_id`,
-  )) {
-    const k = { id: Number(r.series_id), name: r.name, day: r.day };
-    byId.set(k.id, k);
-    seriesPerName.set(r.name, (seriesPerName.get(r.name) ?? 0) + 1);
-  }
+  let known = new Map<string, Known>();
+  let byId = new Map<number, Known>();
+  let seriesPerName = new Map<string, number>();
+  /** Reads the series in the database (every collector's): what the series limits count. */
+  const readSeries = async (): Promise<void> => {
+    const ids = new Map<number, Known>();
+    const perName = new Map<string, number>();
+    for (const r of await ctx.select<{ series_id: number; name: string; day: string }>(
+      `SELECT series_id, any(name) AS name, toString(max(date)) AS day FROM ${T('metric_series')} GROUP BY series_id`,
+    )) {
+      ids.set(r.series_id, byId.get(r.series_id) ?? { id: r.series_id, name: r.name, day: r.day });
+      perName.set(r.name, (perName.get(r.name) ?? 0) + 1);
+    }
+    byId = ids;
+    seriesPerName = perName;
+    known = new Map([...known].filter(([, k]) => ids.has(k.id)));
+  };
+  await readSeries();
   /** A resource's canonical JSON, once per decoded resource (every point of it shares the object). */
   const resourceKeys = new WeakMap<Attributes, string>();
 
@@ -218,7 +224,7 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
       if (typeof s === 'string') reject(s);
       else {
         resolved.push({ p, ...s });
-        if (p.kind !== 'gauge' && p.temporality === 'cumulative') cumulative.add(s.k.id);
+        if (isCumulative(p)) cumulative.add(s.k.id);
       }
     }
     const [previous, stored0] = await Promise.all([
@@ -363,7 +369,15 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
       return out;
     },
     // Retention is the ClickHouse store's: the metric tables are dropped day by day with the spans.
-    applyRetention: async () => 0,
+    // When the series there are not the ones counted (retention dropped some, other collectors
+    // stored more), they are read again: the limits count what is there, as on SQLite.
+    async applyRetention() {
+      const [row] = await ctx.select<{ n: number }>(
+        `SELECT uniqExact(series_id) AS n FROM ${T('metric_series')}`,
+      );
+      if (Number(row?.n ?? 0) !== byId.size) await readSeries();
+      return 0;
+    },
     async close() {
       await chain;
     },

@@ -31,7 +31,7 @@ import type { MetricLimits, MetricStore } from '../../metrics/metric-store.js';
 import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
 import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
-import { LOG_COLUMNS, SPAN_COLUMNS, literal, logLine, spanLine } from './rows.js';
+import { LAST_US, LOG_COLUMNS, SPAN_COLUMNS, literal, logLine, spanLine } from './rows.js';
 import {
   CLICKHOUSE_SCHEMA_VERSION,
   DAILY_TABLES,
@@ -50,8 +50,6 @@ const QUERY_WORKER = new URL(
 ).href;
 /** A read decoding rows gives the event loop a turn this often (ms). */
 const BREATHE_EVERY_MS = 5;
-/** 2100-01-01 in µs: time ranges end there at the latest (DateTime, in 18.16, ends in 2106). */
-const LAST_US = Date.UTC(2100, 0, 1) * 1000;
 
 export interface ClickHouseStoreOptions extends ClickHouseLocation {
   logger: Logger;
@@ -664,7 +662,6 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
   let pool: QueryPool;
   try {
     pool = await createQueryPool({
-      path: '',
       entry: QUERY_WORKER,
       extra: {
         url: options.url,

@@ -6,6 +6,12 @@ import type { Attributes, LogRecord, SpanRecord } from '../../wire-types.js';
 import { HOT_ATTRIBUTES } from '../schema.js';
 import { type HotValue, hotValues, nsToUs } from '../span-rows.js';
 
+/**
+ * 2100-01-01 in µs: time ranges end there at the latest (a partition's Date ends in 2106, and
+ * 18.16's DateTime too).
+ */
+export const LAST_US = Date.UTC(2100, 0, 1) * 1000;
+
 /** Epoch ns → the UTC day (YYYY-MM-DD) of the partition. */
 export const dayOf = (ns: number): string => new Date(Math.floor(ns / 1e6)).toISOString().slice(0, 10);
 
