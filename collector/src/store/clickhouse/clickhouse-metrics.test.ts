@@ -47,7 +47,7 @@ describe.skipIf(clickHouseSkipReason)(
       await ch?.stop();
     });
 
-    it('answers every function, grouping and range over 26 hours of every kind as the SQLite store does', async () => {
+    it('answers every function, grouping and range over 26 hours of every kind as the SQLite store does, from its roll-ups and from its points', async () => {
       const dir = tempDir('agentrt-ch-metrics-');
       const sqlite = createMetricStore({ dataDir: dir.dir });
       const store: ClickHouseStore = await createClickHouseStore({
@@ -76,6 +76,12 @@ describe.skipIf(clickHouseSkipReason)(
         (q) => queryMetric(sqlite, { ...q, rollups: false }),
       );
       expect(compared).toBe(29 * 2 * ranges.length);
+      // ClickHouse's own roll-ups off: its points alone give the same answers.
+      await expectSameAnswers(
+        ranges,
+        (q) => queryMetric(store.metrics, { ...q, rollups: false }),
+        (q) => queryMetric(sqlite, { ...q, rollups: false }),
+      );
       expect(await store.metrics.names()).toEqual(await sqlite.names());
       // Every point is one row, as in SQLite (whose primary key keeps a retried point once): the
       // retried exports were skipped at ingest, not left for a merge.
@@ -83,6 +89,34 @@ describe.skipIf(clickHouseSkipReason)(
       expect(
         Number(await clickHouseSql(ch.url, 'SELECT count() FROM agentrt_metrics_same.metric_points')),
       ).toBe(n);
+      // One series row per series and day it has points (retention drops days, series with them).
+      const [rows, seriesDays, series] = (
+        await clickHouseSql(
+          ch.url,
+          'SELECT count(), uniqExact(series_id, date), uniqExact(series_id) FROM agentrt_metrics_same.metric_series FORMAT TSV',
+        )
+      )
+        .trim()
+        .split('\t')
+        .map(Number);
+      expect(rows).toBe(seriesDays);
+      expect(series).toBe((await sqlite.names()).reduce((k, m) => k + m.series, 0));
+
+      // The hourly answers come from the roll-ups (not only points that agree): add 1000 to every
+      // hour row and the hourly sum changes by 1000 per series and whole hour; the points' does not.
+      const q = { name: 'd.sum', fn: 'sum', startMs, endMs, stepMs: HOUR_MS };
+      const sum = async (query: typeof q & { rollups?: boolean }) =>
+        total(await queryMetric(store.metrics, query));
+      const before = await sum(q);
+      await clickHouseSql(
+        ch.url,
+        `INSERT INTO agentrt_metrics_same.metric_rollup SELECT date, series_id, width_us, bucket_us, sumState(toFloat64(1000)) AS d, sumState(toFloat64(0)) AS v, sumState(toFloat64(0)) AS c, countState() AS n, minState(toFloat64(0)) AS mn, maxState(toFloat64(0)) AS mx FROM agentrt_metrics_same.metric_rollup WHERE width_us = ${HOUR_MS * 1000} GROUP BY date, series_id, width_us, bucket_us`,
+      );
+      const wholeHours = Math.floor(endMs / HOUR_MS) - Math.ceil(startMs / HOUR_MS);
+      expect(wholeHours).toBeGreaterThanOrEqual(24);
+      // Two series (Name a and b) of d.sum; the other metrics' rows changed too, but not this sum.
+      expect((await sum(q)) - before).toBe(1000 * 2 * wholeHours);
+      expect(await sum({ ...q, rollups: false })).toBeCloseTo(before, 6);
     });
 
     it('two collectors: an exporter moving between them counts each increase once, and both answer for it', async () => {

@@ -19,7 +19,7 @@ import {
   type SeriesTotals,
   canonical,
 } from '../../metrics/metric-store.js';
-import { type BucketTriple, bucketsOf } from '../../metrics/rollups.js';
+import { type BucketTriple, ROLLUP_WIDTHS_US, bucketsOf, planSegments } from '../../metrics/rollups.js';
 import type { Attributes } from '../../wire-types.js';
 import { LAST_US, literal, tsvNullable, tsvString } from './rows.js';
 
@@ -235,7 +235,8 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
     const pointLines: string[] = [];
     /** Per series, the newest point of this request: its metric_last row. */
     const last = new Map<number, { name: string; timeUs: number; state: CumulativeState | undefined }>();
-    const newDays: [Known, string][] = [];
+    /** Series rows this request writes, by series: the day of each (one per series and day). */
+    const newDays = new Map<Known, string>();
     for (const { p, k, attributes, resource } of resolved) {
       const prev = previous.get(k.id);
       const result = storedPointOf(p, prev);
@@ -252,12 +253,12 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
       if (stored0.has(key)) continue;
       stored0.add(key);
       const day = dayOfUs(point.timeUs);
-      if (k.day < day) {
+      if (k.day < day && (newDays.get(k) ?? '') < day) {
         const service = typeof p.resource['service.name'] === 'string' ? p.resource['service.name'] : '';
         seriesLines.push(
           `${day}\t${k.id}\t${tsvString(p.name)}\t${p.kind}\t${tsvString(p.unit)}\t${tsvString(p.description)}\t${p.temporality}\t${p.monotonic ? 1 : 0}\t${tsvString(service)}\t${tsvString(attributes)}\t${tsvString(resource)}\n`,
         );
-        newDays.push([k, day]);
+        newDays.set(k, day);
       }
       pointLines.push(
         `${day}\t${k.id}\t${point.timeUs}\t${tsvNullable(point.value)}\t${tsvNullable(point.delta)}\t${tsvNullable(point.count)}\t${tsvNullable(point.min)}\t${tsvNullable(point.max)}\t${bucketFields(point.buckets)}\n`,
@@ -338,23 +339,51 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
       const out: SeriesTotals = { rows: [], buckets: [] };
       if (!q.ids.length) return out;
       const endUs = Math.min(q.endUs, LAST_US);
-      const bucket = `intDiv(time_us, ${literal(q.stepUs)}) - ${literal(q.firstIndex)}`;
+      // Whole windows from the roll-ups whose width divides the query's buckets (as on SQLite), the
+      // points for the rest. Unlike SQLite's, these roll-ups hold every point stored (views fill
+      // them on INSERT; retention drops the same whole days of both).
+      const usable =
+        q.rollups === false ? [] : ROLLUP_WIDTHS_US.filter((w) => q.oneBucket || q.stepUs % w === 0);
+      const segments = planSegments(q.startUs, endUs, usable);
+      if (!segments.length) return out;
       // Rows added up as they are: ingest stores a point once (a retry of a stored one is skipped;
       // one that raced its first attempt through another collector is a second row only until a
       // merge of the ReplacingMergeTree keeps one). Series ids are under 2^53 and the client reads
       // 64-bit numbers as JSON numbers: rows as they come.
+      // Each segment's part of a statement, the parts as one UNION ALL: one round trip whatever the
+      // number of segments (an unaligned week has raw ends, five-minute and hourly windows).
+      const parts = (chunk: number[], part: (where: string, bucket: string, widthUs: number) => string) =>
+        segments
+          .map((seg) => {
+            const time = seg.widthUs ? 'bucket_us' : 'time_us';
+            const where = `series_id IN (${chunk.join(', ')}) AND ${daysSql(seg.fromUs, seg.toUs)}${seg.widthUs ? ` AND width_us = ${seg.widthUs}` : ''} AND ${time} >= ${literal(seg.fromUs)} AND ${time} < ${literal(seg.toUs)}`;
+            return part(
+              where,
+              `intDiv(${time}, ${literal(q.stepUs)}) - ${literal(q.firstIndex)}`,
+              seg.widthUs,
+            );
+          })
+          .join(' UNION ALL ');
       await inChunks(q.ids, async (chunk) => {
-        const where = `series_id IN (${chunk.join(', ')}) AND ${daysSql(q.startUs, endUs)} AND time_us >= ${literal(q.startUs)} AND time_us < ${literal(endUs)}`;
+        // Nulls as 0 (the query adds them so) and the same column types in every part.
+        const totals = parts(chunk, (where, bucket, widthUs) =>
+          widthUs
+            ? `SELECT series_id AS s, ${bucket} AS b, sumMerge(d) AS d, sumMerge(v) AS v, sumMerge(c) AS c, countMerge(n) AS n, minMerge(mn) AS mn, maxMerge(mx) AS mx FROM ${T('metric_rollup')} WHERE ${where} GROUP BY s, b`
+            : `SELECT series_id AS s, ${bucket} AS b, sum(ifNull(delta, 0)) AS d, sum(value) AS v, sum(ifNull(cnt, 0)) AS c, count() AS n, min(ifNull(lo, value)) AS mn, max(ifNull(hi, value)) AS mx FROM ${T('metric_points')} WHERE ${where} GROUP BY s, b`,
+        );
         // The buckets of each series and time bucket added up by edges in ClickHouse (one list per
         // series and time bucket comes back, not one per point), beside the totals. JSON has no
         // ±inf: null at the ends.
+        const edges = parts(chunk, (where, bucket, widthUs) =>
+          widthUs
+            ? `SELECT series_id AS s, ${bucket} AS b, edge_lo AS l, edge_hi AS h, sumMerge(c) AS n FROM ${T('metric_bucket_rollup')} WHERE ${where} GROUP BY s, b, l, h`
+            : `SELECT s, b, l, h, sum(x) AS n FROM (SELECT series_id AS s, ${bucket} AS b, blo, bhi, bc FROM ${T('metric_points')} WHERE ${where}) ARRAY JOIN blo AS l, bhi AS h, bc AS x GROUP BY s, b, l, h`,
+        );
         const [rows, lists] = await Promise.all([
-          ctx.select<BucketTotals>(
-            `SELECT series_id AS s, ${bucket} AS b, sum(delta) AS d, sum(value) AS v, sum(cnt) AS c, count() AS n, min(ifNull(lo, value)) AS mn, max(ifNull(hi, value)) AS mx FROM ${T('metric_points')} WHERE ${where} GROUP BY s, b`,
-          ),
+          ctx.select<BucketTotals>(totals),
           q.buckets
             ? ctx.select<{ s: number; b: number; lo: (number | null)[]; hi: (number | null)[]; c: number[] }>(
-                `SELECT s, b, groupArray(l) AS lo, groupArray(h) AS hi, groupArray(n) AS c FROM (SELECT s, b, l, h, sum(x) AS n FROM (SELECT series_id AS s, ${bucket} AS b, blo, bhi, bc FROM ${T('metric_points')} WHERE ${where}) ARRAY JOIN blo AS l, bhi AS h, bc AS x GROUP BY s, b, l, h) GROUP BY s, b`,
+                `SELECT s, b, groupArray(l) AS lo, groupArray(h) AS hi, groupArray(n) AS c FROM (SELECT s, b, l, h, sum(n) AS n FROM (${edges}) GROUP BY s, b, l, h) GROUP BY s, b`,
               )
             : [],
         ]);

@@ -408,9 +408,11 @@ describe.skipIf(clickHouseSkipReason)(
       for (const sql of [
         `DROP TABLE ${db}.span_rollup_mv`,
         `DROP TABLE ${db}.span_rollup`,
-        `DROP TABLE ${db}.metric_series`,
-        `DROP TABLE ${db}.metric_points`,
-        `DROP TABLE ${db}.metric_last`,
+        ...['3600s', '300s'].flatMap((w) => [
+          `DROP TABLE ${db}.metric_rollup_${w}_mv`,
+          `DROP TABLE ${db}.metric_bucket_rollup_${w}_mv`,
+        ]),
+        ...['series', 'points', 'last', 'rollup', 'bucket_rollup'].map((t) => `DROP TABLE ${db}.metric_${t}`),
         `DROP TABLE ${db}.schema_migrations`,
         `CREATE TABLE ${db}.schema_migrations (version UInt32, applied_at DateTime) ENGINE = MergeTree() ORDER BY version`,
         `INSERT INTO ${db}.schema_migrations VALUES (1, now())`,

@@ -30,11 +30,16 @@
 //                  lower edges, upper edges and counts (a percentile adds them up in ClickHouse, by
 //                  edges). An exporter's retry of a delta point is the same row again: queries read
 //                  one row per (series, time), and merges keep one.
+//   metric_rollup, metric_bucket_rollup (version 3) per series and hour / five minutes: the points'
+//                  totals, and their histogram buckets added up by edges, as aggregate states, views
+//                  of metric_points. A query reads them for its whole windows, points at its ends.
 //   metric_last    (version 3) each series' last point as it came (start time, cumulative value,
 //                  count, buckets): what a collector computes the next point's increase from,
 //                  whichever collector stored the last one. Merges keep the newest per day.
 // All but the attribute key tables are partitioned by day; retention drops whole partitions.
 // Sharded by trace id, except span_rollup (service) and the metric tables (series id).
+
+import { ROLLUP_WIDTHS_US } from '../../metrics/rollups.js';
 
 /** The schema version this collector writes; older ones are migrated at start. */
 export const CLICKHOUSE_SCHEMA_VERSION = 3;
@@ -59,6 +64,8 @@ export const DAILY_TABLES = [
   'metric_series',
   'metric_points',
   'metric_last',
+  'metric_rollup',
+  'metric_bucket_rollup',
 ] as const;
 
 /** The table a statement writes to or reads from: local with a cluster. */
@@ -186,7 +193,15 @@ const TABLES: TableDef[] = [
 /** The keys a span row contributes: `attributes.<key>` and `resource.attributes.<key>`. */
 const SPAN_KEYS = `arrayConcat(arrayMap(k -> concat('attributes.', k), attr_keys), arrayMap(k -> concat('resource.attributes.', k), res_keys))`;
 
-const VIEWS: { name: string; target: string; select: (spans: string) => string }[] = [
+/** A materialized view: what `select` makes of each INSERT into `source` (default spans) goes to `target`. */
+interface ViewDef {
+  name: string;
+  target: string;
+  source?: string;
+  select: (source: string) => string;
+}
+
+const VIEWS: ViewDef[] = [
   {
     name: 'trace_spans_mv',
     target: 'trace_spans',
@@ -340,10 +355,10 @@ function tableStatements(t: SchemaTarget, tables: readonly TableDef[]): string[]
 }
 
 /** CREATE MATERIALIZED VIEW for each view, on each shard's local spans table. */
-function viewStatements(t: SchemaTarget, views: typeof VIEWS): string[] {
+function viewStatements(t: SchemaTarget, views: readonly ViewDef[]): string[] {
   return views.map(
     (v) =>
-      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${t.database}.${v.name}${onCluster(t)} TO ${localName(t, v.target)} AS ${v.select(localName(t, 'spans'))}`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${t.database}.${v.name}${onCluster(t)} TO ${localName(t, v.target)} AS ${v.select(localName(t, v.source ?? 'spans'))}`,
   );
 }
 
@@ -442,12 +457,77 @@ const METRIC_TABLES: TableDef[] = [
 ];
 
 /**
+ * Per series and window (the widths SQLite rolls up: an hour and five minutes, each dividing a day,
+ * which retention drops whole), the totals of the points: a query reads them for its whole windows.
+ */
+const METRIC_ROLLUP_TABLES: TableDef[] = [
+  {
+    name: 'metric_rollup',
+    columns: `date Date,
+      series_id UInt64,
+      width_us Int64,
+      bucket_us Int64,
+      d AggregateFunction(sum, Float64),
+      v AggregateFunction(sum, Float64),
+      c AggregateFunction(sum, Float64),
+      n AggregateFunction(count),
+      mn AggregateFunction(min, Float64),
+      mx AggregateFunction(max, Float64)`,
+    engine: 'AggregatingMergeTree',
+    partition: 'date',
+    order: '(series_id, width_us, bucket_us)',
+    shardKey: 'series_id',
+  },
+  {
+    name: 'metric_bucket_rollup',
+    columns: `date Date,
+      series_id UInt64,
+      width_us Int64,
+      bucket_us Int64,
+      edge_lo Float64,
+      edge_hi Float64,
+      c AggregateFunction(sum, Float64)`,
+    engine: 'AggregatingMergeTree',
+    partition: 'date',
+    order: '(series_id, width_us, bucket_us, edge_lo, edge_hi)',
+    shardKey: 'series_id',
+  },
+];
+
+/** Two views per roll-up width: the points' totals, and their buckets added up by edges. */
+const METRIC_VIEWS: ViewDef[] = ROLLUP_WIDTHS_US.flatMap((w): ViewDef[] => {
+  const window = `toInt64(${w}) AS width_us, intDiv(time_us, ${w}) * ${w} AS bucket_us`;
+  return [
+    {
+      name: `metric_rollup_${w / 1e6}s_mv`,
+      target: 'metric_rollup',
+      source: 'metric_points',
+      select: (points) => `SELECT date, series_id, ${window},
+        sumState(ifNull(delta, 0)) AS d, sumState(value) AS v, sumState(ifNull(cnt, 0)) AS c, countState() AS n,
+        minState(ifNull(lo, value)) AS mn, maxState(ifNull(hi, value)) AS mx
+        FROM ${points} GROUP BY date, series_id, width_us, bucket_us`,
+    },
+    {
+      name: `metric_bucket_rollup_${w / 1e6}s_mv`,
+      target: 'metric_bucket_rollup',
+      source: 'metric_points',
+      select: (points) => `SELECT date, series_id, ${window}, l AS edge_lo, h AS edge_hi, sumState(x) AS c
+        FROM ${points} ARRAY JOIN blo AS l, bhi AS h, bc AS x
+        GROUP BY date, series_id, width_us, bucket_us, edge_lo, edge_hi`,
+    },
+  ];
+});
+
+/**
  * Version 3: metric points in ClickHouse (they were in each collector's own metrics.sqlite), so
  * every collector answers for the metrics any of them received. Points a version 2 collector
  * stored in its metrics.sqlite stay there.
  */
 function metricStatements(t: SchemaTarget): string[] {
-  return tableStatements(t, METRIC_TABLES);
+  return [
+    ...tableStatements(t, [...METRIC_TABLES, ...METRIC_ROLLUP_TABLES]),
+    ...viewStatements(t, METRIC_VIEWS),
+  ];
 }
 
 /**
