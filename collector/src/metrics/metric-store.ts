@@ -206,8 +206,44 @@ interface Rollup extends RollupTotals {
 }
 
 /** Attributes as one string, whatever order their keys came in (part of a series' key). */
-export function canonical(value: Attributes): string {
+function canonical(value: Attributes): string {
   return JSON.stringify(value, Object.keys(value).sort());
+}
+
+/** A point's series: its key (name, kind, temporality, unit, attributes, resource) and their JSON. */
+export interface SeriesIdentity {
+  key: string;
+  attributes: string;
+  resource: string;
+}
+
+/**
+ * What identifies the series of a point, for every store alike. A resource's canonical JSON is
+ * worked out once per decoded resource (every point of it shares the object).
+ */
+export function seriesIdentities(): (p: MetricPoint) => SeriesIdentity {
+  const resourceKeys = new WeakMap<Attributes, string>();
+  return (p) => {
+    const attributes = canonical(p.attributes);
+    let resource = resourceKeys.get(p.resource);
+    if (resource === undefined) resourceKeys.set(p.resource, (resource = canonical(p.resource)));
+    const key = `${p.name}\u0000${p.kind}\u0000${p.temporality}\u0000${p.unit}\u0000${attributes}\u0000${resource}`;
+    return { key, attributes, resource };
+  };
+}
+
+/** Why a new series of metric `name` is refused (attribute cardinality), or undefined. */
+export function seriesLimitReason(
+  limits: MetricLimits,
+  name: string,
+  seriesOfName: number,
+  series: number,
+): string | undefined {
+  if (seriesOfName >= limits.maxSeriesPerMetric)
+    return `metric ${JSON.stringify(name)} has ${seriesOfName} series, the limit (attribute values with too many distinct values); points of new series are dropped`;
+  if (series >= limits.maxSeries)
+    return `the store holds ${series} metric series, the limit; points of new series are dropped`;
+  return undefined;
 }
 
 /**
@@ -248,25 +284,19 @@ export function createMetricStore(opts: {
   // A series' newest point comes from its points (one index seek), read once per series and run:
   // keeping metric_series.last_us current cost one UPDATE per series per export.
   const lastUsOf = db.prepare('SELECT max(time_us) AS last_us FROM metric_points WHERE series_id = ?');
-  /** A resource's canonical JSON, once per decoded resource (every point of it shares the object). */
-  const resourceKeys = new WeakMap<Attributes, string>();
+  const identityOf = seriesIdentities();
   const insertPoint = db.prepare(
     'INSERT OR IGNORE INTO metric_points (series_id, time_us, value, delta, count, min, max, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   );
 
   const seriesFor = (p: MetricPoint): number | string => {
     const service = typeof p.resource['service.name'] === 'string' ? p.resource['service.name'] : '';
-    const attributes = canonical(p.attributes);
-    let resource = resourceKeys.get(p.resource);
-    if (resource === undefined) resourceKeys.set(p.resource, (resource = canonical(p.resource)));
-    const key = `${p.name}\u0000${p.kind}\u0000${p.temporality}\u0000${p.unit}\u0000${attributes}\u0000${resource}`;
+    const { key, attributes, resource } = identityOf(p);
     const known = seriesIds.get(key);
     if (known !== undefined) return known;
     const perName = seriesPerName.get(p.name) ?? 0;
-    if (perName >= limits.maxSeriesPerMetric)
-      return `metric ${JSON.stringify(p.name)} has ${perName} series, the limit (attribute values with too many distinct values); points of new series are dropped`;
-    if (seriesIds.size >= limits.maxSeries)
-      return `the store holds ${seriesIds.size} metric series, the limit; points of new series are dropped`;
+    const refused = seriesLimitReason(limits, p.name, perName, seriesIds.size);
+    if (refused) return refused;
     const row = insertSeries.get(
       key,
       p.name,

@@ -17,7 +17,8 @@ import {
   type MetricSeries,
   type MetricStore,
   type SeriesTotals,
-  canonical,
+  seriesIdentities,
+  seriesLimitReason,
 } from '../../metrics/metric-store.js';
 import { type BucketTriple, ROLLUP_WIDTHS_US, bucketsOf, planSegments } from '../../metrics/rollups.js';
 import type { Attributes } from '../../wire-types.js';
@@ -132,25 +133,19 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
     known = new Map([...known].filter(([, k]) => ids.has(k.id)));
   };
   await readSeries();
-  /** A resource's canonical JSON, once per decoded resource (every point of it shares the object). */
-  const resourceKeys = new WeakMap<Attributes, string>();
+  const identityOf = seriesIdentities();
 
   /** The series of a point, its series row's fields when new; or why its points are refused. */
   const seriesFor = (p: MetricPoint): { k: Known; attributes: string; resource: string } | string => {
-    const attributes = canonical(p.attributes);
-    let resource = resourceKeys.get(p.resource);
-    if (resource === undefined) resourceKeys.set(p.resource, (resource = canonical(p.resource)));
-    const key = `${p.name}\u0000${p.kind}\u0000${p.temporality}\u0000${p.unit}\u0000${attributes}\u0000${resource}`;
+    const { key, attributes, resource } = identityOf(p);
     let k = known.get(key);
     if (!k) {
       const id = seriesIdOf(key);
       k = byId.get(id);
       if (!k) {
         const perName = seriesPerName.get(p.name) ?? 0;
-        if (perName >= limits.maxSeriesPerMetric)
-          return `metric ${JSON.stringify(p.name)} has ${perName} series, the limit (attribute values with too many distinct values); points of new series are dropped`;
-        if (byId.size >= limits.maxSeries)
-          return `the store holds ${byId.size} metric series, the limit; points of new series are dropped`;
+        const refused = seriesLimitReason(limits, p.name, perName, byId.size);
+        if (refused) return refused;
         k = { id, name: p.name, day: '' };
         byId.set(id, k);
         seriesPerName.set(p.name, perName + 1);
