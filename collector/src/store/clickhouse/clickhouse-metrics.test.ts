@@ -104,13 +104,15 @@ describe.skipIf(clickHouseSkipReason)(
 
       // The hourly answers come from the roll-ups (not only points that agree): add 1000 to every
       // hour row and the hourly sum changes by 1000 per series and whole hour; the points' does not.
+      // (The rows are made from the points' hours: an INSERT … SELECT that reads the table it writes
+      // added some of them more than once on 18.16, for the hour before a day's end.)
       const q = { name: 'd.sum', fn: 'sum', startMs, endMs, stepMs: HOUR_MS };
       const sum = async (query: typeof q & { rollups?: boolean }) =>
         total(await queryMetric(store.metrics, query));
       const before = await sum(q);
       await clickHouseSql(
         ch.url,
-        `INSERT INTO agentrt_metrics_same.metric_rollup SELECT date, series_id, width_us, bucket_us, sumState(toFloat64(1000)) AS d, sumState(toFloat64(0)) AS v, sumState(toFloat64(0)) AS c, countState() AS n, minState(toFloat64(0)) AS mn, maxState(toFloat64(0)) AS mx FROM agentrt_metrics_same.metric_rollup WHERE width_us = ${HOUR_MS * 1000} GROUP BY date, series_id, width_us, bucket_us`,
+        `INSERT INTO agentrt_metrics_same.metric_rollup SELECT date, series_id, toInt64(${HOUR_MS * 1000}) AS width_us, hour AS bucket_us, sumState(toFloat64(1000)) AS d, sumState(toFloat64(0)) AS v, sumState(toFloat64(0)) AS c, countState() AS n, minState(toFloat64(0)) AS mn, maxState(toFloat64(0)) AS mx FROM (SELECT DISTINCT date, series_id, intDiv(time_us, ${HOUR_MS * 1000}) * ${HOUR_MS * 1000} AS hour FROM agentrt_metrics_same.metric_points) GROUP BY date, series_id, width_us, bucket_us`,
       );
       const wholeHours = Math.floor(endMs / HOUR_MS) - Math.ceil(startMs / HOUR_MS);
       expect(wholeHours).toBeGreaterThanOrEqual(24);
@@ -148,6 +150,64 @@ describe.skipIf(clickHouseSkipReason)(
       // One stops; the other keeps answering for what either stored.
       await a.close();
       expect(total(await metricQuery(b.url, { name: 'moving.requests', fn: 'sum' }))).toBe(sent);
+    });
+
+    it('takes many exporters at once (their requests batched), counting every increase once', async () => {
+      const c = await collectorOn('agentrt_metrics_many');
+      const t0 = Date.now() - 60_000;
+      // 40 requests in flight at once: 20 exporters (one series each) × 2 cumulative exports, the
+      // second of each sent only after its first was taken (an exporter exports in order).
+      const exportOf = (exporter: number, value: number, at: number, start = t0 - 1000) => ({
+        resourceMetrics: [
+          {
+            resource: {
+              attributes: [{ key: 'service.name', value: { stringValue: `exporter-${exporter}` } }],
+            },
+            scopeMetrics: [
+              {
+                metrics: [
+                  {
+                    name: 'many.requests',
+                    sum: {
+                      aggregationTemporality: 2,
+                      isMonotonic: true,
+                      dataPoints: [
+                        {
+                          startTimeUnixNano: String(start * 1e6),
+                          timeUnixNano: String(at * 1e6),
+                          asInt: String(value),
+                        },
+                      ],
+                    },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      });
+      await Promise.all(
+        Array.from({ length: 20 }, async (_, e) => {
+          for (const [value, at] of [
+            [e + 1, t0],
+            [2 * (e + 1), t0 + 1000],
+          ] as const) {
+            const res = await postJson(`${c.url}/v1/metrics`, exportOf(e, value, at));
+            expect(res.status).toBe(200);
+            expect(((await res.json()) as { partialSuccess?: unknown }).partialSuccess).toBeUndefined();
+          }
+        }),
+      );
+      // Each exporter's counter reached 2(e + 1): Σ over 20 exporters = 2 × 210.
+      const sums = await metricQuery(c.url, { name: 'many.requests', fn: 'sum', stepMs: '3600000' });
+      expect(total(sums)).toBe(420);
+      const byService = await metricQuery(c.url, {
+        name: 'many.requests',
+        fn: 'sum',
+        by: 'service.name',
+        stepMs: '3600000',
+      });
+      expect(byService.series).toHaveLength(20);
     });
 
     it('answers 503 with Retry-After for metrics while ClickHouse is down, and takes them again once it is back', async () => {

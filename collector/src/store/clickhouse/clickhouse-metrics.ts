@@ -202,26 +202,39 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
     return out;
   };
 
-  const ingestNow = async (points: readonly MetricPoint[]): Promise<MetricIngestResult> => {
+  /**
+   * Stores the points of several requests, in the order they came, with one read of the last points
+   * and of the points stored already, and one INSERT per table; a result per request.
+   */
+  const ingestBatch = async (
+    requests: readonly (readonly MetricPoint[])[],
+  ): Promise<MetricIngestResult[]> => {
     const down = ctx.unavailable();
     if (down) throw down;
-    let stored = 0;
-    let rejected = 0;
-    let rejectReason: string | undefined;
-    const reject = (why: string) => {
-      rejected++;
-      rejectReason ??= why;
+    const results = requests.map((): MetricIngestResult => ({ stored: 0, rejected: 0 }));
+    const reject = (r: MetricIngestResult, why: string) => {
+      r.rejected++;
+      r.rejectReason ??= why;
     };
-    const resolved: { p: MetricPoint; k: Known; attributes: string; resource: string }[] = [];
+    const resolved: {
+      p: MetricPoint;
+      k: Known;
+      attributes: string;
+      resource: string;
+      r: MetricIngestResult;
+    }[] = [];
     const cumulative = new Set<number>();
-    for (const p of points) {
-      const s = seriesFor(p);
-      if (typeof s === 'string') reject(s);
-      else {
-        resolved.push({ p, ...s });
-        if (isCumulative(p)) cumulative.add(s.k.id);
+    requests.forEach((points, i) => {
+      const r = results[i]!;
+      for (const p of points) {
+        const s = seriesFor(p);
+        if (typeof s === 'string') reject(r, s);
+        else {
+          resolved.push({ p, ...s, r });
+          if (isCumulative(p)) cumulative.add(s.k.id);
+        }
       }
-    }
+    });
     const [previous, stored0] = await Promise.all([
       lastStates([...cumulative]),
       storedAlready(resolved.map((r) => ({ id: r.k.id, timeUs: microseconds(r.p.timeUnixNano) }))),
@@ -232,15 +245,15 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
     const last = new Map<number, { name: string; timeUs: number; state: CumulativeState | undefined }>();
     /** Series rows this request writes, by series: the day of each (one per series and day). */
     const newDays = new Map<Known, string>();
-    for (const { p, k, attributes, resource } of resolved) {
+    for (const { p, k, attributes, resource, r } of resolved) {
       const prev = previous.get(k.id);
       const result = storedPointOf(p, prev);
       if (typeof result === 'string') {
-        reject(result);
+        reject(r, result);
         continue;
       }
       const { point, state } = result;
-      stored++;
+      r.stored++;
       if (state) previous.set(k.id, state);
       const had = last.get(k.id);
       if (!had || point.timeUs >= had.timeUs) last.set(k.id, { name: p.name, timeUs: point.timeUs, state });
@@ -270,16 +283,42 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
     for (const [k, day] of newDays) if (k.day < day) k.day = day;
     if (pointLines.length) await ctx.insert('metric_points', POINT_COLUMNS, pointLines);
     if (lastLines.length) await ctx.insert('metric_last', LAST_COLUMNS, lastLines);
-    return rejectReason === undefined ? { stored, rejected } : { stored, rejected, rejectReason };
+    return results;
   };
 
-  // One ingest at a time: each reads the last points the one before it wrote.
-  let chain: Promise<unknown> = Promise.resolve();
-  const ingest = (points: readonly MetricPoint[]): Promise<MetricIngestResult> => {
-    const run = chain.then(() => ingestNow(points));
-    chain = run.catch(() => undefined);
-    return run;
+  // One batch at a time, each reading the last points the one before it wrote; requests that come
+  // while one runs go together in the next (a collector taking many exporters' metrics makes a few
+  // round trips to ClickHouse per batch, not per request). A batch that fails fails its requests.
+  let waiting: {
+    points: readonly MetricPoint[];
+    resolve: (r: MetricIngestResult) => void;
+    reject: (e: unknown) => void;
+  }[] = [];
+  let running: Promise<void> | undefined;
+  const drain = async (): Promise<void> => {
+    while (waiting.length) {
+      const batch = waiting;
+      waiting = [];
+      try {
+        const results = await ingestBatch(batch.map((w) => w.points));
+        batch.forEach((w, i) => w.resolve(results[i]!));
+      } catch (error) {
+        for (const w of batch) w.reject(error);
+      }
+    }
   };
+  const startDrain = (): void => {
+    running ??= drain().finally(() => {
+      running = undefined;
+      // A request queued between the drain's last look and here would otherwise wait for the next.
+      if (waiting.length) startDrain();
+    });
+  };
+  const ingest = (points: readonly MetricPoint[]): Promise<MetricIngestResult> =>
+    new Promise((resolve, reject) => {
+      waiting.push({ points, resolve, reject });
+      startDrain();
+    });
 
   return {
     location: ctx.location,
@@ -403,7 +442,7 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
       return 0;
     },
     async close() {
-      await chain;
+      await running;
     },
   };
 }
