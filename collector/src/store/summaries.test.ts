@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { testSpan } from '../trace-model/test-spans.js';
+import { testSpan } from '../trace-model/test-spans.test-util.js';
 import { summarizeTrace } from './summaries.js';
 
 describe('trace summaries: in progress or continued', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { criticalPath, traceCriticalPath } from './critical-path.js';
 import { buildSpanTree } from './span-tree.js';
-import { testSpan } from './test-spans.js';
+import { testSpan } from './test-spans.test-util.js';
 
 const MS = 1_000_000;
 const seg = (spanId: string, startMs: number, endMs: number) => ({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildSpanTree, flattenSpanTree, traceBounds, walkSpanTree } from './span-tree.js';
-import { testSpan } from './test-spans.js';
+import { testSpan } from './test-spans.test-util.js';
 
 const ids = (nodes: { span: { spanId: string } }[]): string[] => nodes.map((n) => n.span.spanId);
 

@@ -8,7 +8,7 @@ import {
   traceTokenTotals,
   traceTokenUsage,
 } from './tokens.js';
-import { testSpan } from './test-spans.js';
+import { testSpan } from './test-spans.test-util.js';
 
 describe('spanTokenUsage', () => {
   it('reads current, legacy and OpenInference names, numbers or int64 strings', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compareTraces, diffSteps } from './compare.js';
 import { conversationTurn } from './conversation.js';
-import { weatherTrace } from './test-trace.js';
+import { weatherTrace } from './test-trace.test-util.js';
 
 describe('trace view conversion', () => {
   it('orders spans, rolls tokens up once and finds the critical path', () => {
