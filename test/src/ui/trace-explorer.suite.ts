@@ -283,6 +283,10 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
         const completions = page.locator('[data-testid=completions] li');
         await poll(() => completions.allInnerTexts()).toContain('attributes.gen_ai.tool.name');
         await shot('07-query-completion');
+        // Tab takes the highlighted suggestion: this one, once the list has settled.
+        await poll(() => page.locator('[data-testid=completions] li[aria-selected=true]').innerText()).toBe(
+          'attributes.gen_ai.tool.name',
+        );
         await page.keyboard.press('Tab');
         await poll(() => box.inputValue()).toBe('filter attributes.gen_ai.tool.name');
       });

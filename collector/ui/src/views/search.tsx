@@ -162,6 +162,8 @@ function QueryEditor({
   const [cursor, setCursor] = useState(0);
   const [active, setActive] = useState(0);
   const [dismissed, setDismissed] = useState(false);
+  /** Closes the suggestions a moment after the box loses focus (a click on one lands first). */
+  const closing = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const ctx = completionContext(value, cursor);
   const suggestions = dismissed || insideString(value, cursor) ? [] : suggest(keys, ctx.prefix, 10);
   const accept = (s: string): void => {
@@ -218,8 +220,13 @@ function QueryEditor({
             setCursor(e.currentTarget.selectionStart);
         }}
         onClick={(e) => setCursor(e.currentTarget.selectionStart)}
-        onBlur={() => setTimeout(() => setDismissed(true), 150)}
+        onBlur={() => {
+          closing.current = setTimeout(() => setDismissed(true), 150);
+        }}
         onFocus={() => {
+          // Focus back within the moment: the pending close would hide the suggestions of the
+          // typing that follows.
+          clearTimeout(closing.current);
           setDismissed(false);
           onFocus();
         }}
