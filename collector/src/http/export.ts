@@ -2,8 +2,6 @@ import type { ServerResponse } from 'node:http';
 import { HttpError } from './http-error.js';
 import type { ExportPageReader, ExportSelection } from '../store/export-page.js';
 
-export type { ExportKey, ExportPage, ExportPageReader, ExportSelection } from '../store/export-page.js';
-
 export interface ExportStreamerOptions {
   /** Exports of time ranges running at once, and of single traces besides; more get 429 (default 2). */
   maxConcurrent?: number;

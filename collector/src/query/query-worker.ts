@@ -6,6 +6,7 @@ import { createReadOps } from '../store/read-ops.js';
 import { runQuery } from './engine.js';
 import type { QueryPoolData, QueryReply, QueryRequest } from './query-pool.js';
 import { QueryError } from './query-error.js';
+import { resultBytes } from './result-bytes.js';
 import { deadlineError, isDeadlineStop, withDeadline } from './sqlite-deadline.js';
 
 const port = parentPort!;
@@ -45,18 +46,7 @@ port.on('message', (m: QueryRequest) => {
             (reads[m.op] as (...args: unknown[]) => unknown)(...m.args),
           )
         : runQuery(db, m.query, { ...m.options, maxRows });
-    // A read that built its own bytes (an export page) sends them as they are.
-    const json = response instanceof Uint8Array ? response : encoder.encode(JSON.stringify(response ?? null));
-    if (json.length > maxResultBytes) {
-      throw new QueryError(
-        m.type === 'read'
-          ? `the answer is ${json.length} bytes, more than ${maxResultBytes}; narrow it (a smaller limit, a time range)`
-          : `the result is ${json.length} bytes, more than ${maxResultBytes}; select fewer fields (not @message) or a smaller limit`,
-        0,
-        [],
-        'QueryError',
-      );
-    }
+    const json = resultBytes(response, maxResultBytes, m.type);
     // The bytes move to the main thread (no copy).
     reply({ type: 'result', id: m.id, json }, [json.buffer as ArrayBuffer]);
   } catch (error) {

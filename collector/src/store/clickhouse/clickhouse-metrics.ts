@@ -22,7 +22,7 @@ import {
 } from '../../metrics/metric-store.js';
 import { type BucketTriple, ROLLUP_WIDTHS_US, bucketsOf, planSegments } from '../../metrics/rollups.js';
 import type { Attributes } from '../../wire-types.js';
-import { LAST_US, literal, tsvNullable, tsvString } from './rows.js';
+import { LAST_US, dayOfUs, daysSql, literal, tsvNullable, tsvString } from './rows.js';
 
 /** What the metric tables need of the ClickHouse store. */
 export interface ClickHouseMetricsContext {
@@ -93,14 +93,8 @@ async function inChunks(ids: readonly number[], each: (chunk: number[]) => Promi
   for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) await each(ids.slice(i, i + IDS_PER_STATEMENT));
 }
 
-const dayOfUs = (us: number): string => new Date(Math.floor(us / 1000)).toISOString().slice(0, 10);
-/** The partition days a µs range touches, as a condition on `date`. */
-const daysSql = (fromUs: number, toUs: number): string =>
-  `date >= toDate(${literal(dayOfUs(Math.max(0, fromUs)))}) AND date <= toDate(${literal(dayOfUs(Math.min(LAST_US, Math.max(0, toUs))))})`;
-
 interface Known {
   id: number;
-  name: string;
   /** The last day a series row was written for (one per day it has points: retention drops days). */
   day: string;
 }
@@ -125,7 +119,7 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
     for (const r of await ctx.select<{ series_id: number; name: string; day: string }>(
       `SELECT series_id, any(name) AS name, toString(max(date)) AS day FROM ${T('metric_series')} GROUP BY series_id`,
     )) {
-      ids.set(r.series_id, byId.get(r.series_id) ?? { id: r.series_id, name: r.name, day: r.day });
+      ids.set(r.series_id, byId.get(r.series_id) ?? { id: r.series_id, day: r.day });
       perName.set(r.name, (perName.get(r.name) ?? 0) + 1);
     }
     byId = ids;
@@ -146,7 +140,7 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
         const perName = seriesPerName.get(p.name) ?? 0;
         const refused = seriesLimitReason(limits, p.name, perName, byId.size);
         if (refused) return refused;
-        k = { id, name: p.name, day: '' };
+        k = { id, day: '' };
         byId.set(id, k);
         seriesPerName.set(p.name, perName + 1);
       }

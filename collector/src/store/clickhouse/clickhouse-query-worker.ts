@@ -5,7 +5,7 @@
 // for as long as a second per query; here the pool's deadline ends it with the thread.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { QueryPoolData, QueryReply, QueryRequest } from '../../query/query-pool.js';
-import { QueryError } from '../../query/query-error.js';
+import { resultBytes } from '../../query/result-bytes.js';
 import { type ClickHouseConnection, connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { clickHouseQueryFailure, runClickHouseQuery } from './clickhouse-query.js';
 
@@ -23,12 +23,34 @@ const { maxResultBytes, maxRows, extra } = workerData as QueryPoolData & { extra
 const client = connectClickHouse(extra, {
   max_execution_time: Math.max(1, Math.ceil(extra.queryTimeoutMs / 1000)),
 });
-const encoder = new TextEncoder();
 const reply = (message: QueryReply, transfer: ArrayBuffer[] = []): void =>
   port.postMessage(message, transfer);
 async function select<T>(sql: string): Promise<T[]> {
   const rs = await client.query({ query: sql, format: 'JSONEachRow' });
   return rs.json<T>();
+}
+
+/** Runs one query and answers it: its JSON bytes, or the 400 body, or why it could not run. */
+async function answer(m: Extract<QueryRequest, { type: 'query' }>): Promise<void> {
+  try {
+    const response = await runClickHouseQuery(
+      { select, table: extra.table, rollupTable: extra.rollupTable, serverVersion: extra.serverVersion },
+      m.query,
+      { ...m.options, maxRows },
+    );
+    const json = resultBytes(response, maxResultBytes, 'query');
+    reply({ type: 'result', id: m.id, json }, [json.buffer as ArrayBuffer]);
+  } catch (error) {
+    const body = clickHouseQueryFailure(error, m.query, extra.serverVersion, extra.queryTimeoutMs);
+    if (body) reply({ type: 'error', id: m.id, body });
+    else
+      reply({
+        type: 'error',
+        id: m.id,
+        message: error instanceof Error ? error.message : String(error),
+        unavailable: isUnreachable(error),
+      });
+  }
 }
 
 port.on('message', (m: QueryRequest) => {
@@ -40,36 +62,6 @@ port.on('message', (m: QueryRequest) => {
     reply({ type: 'error', id: m.id, message: `${m.type} is not run on ClickHouse query threads` });
     return;
   }
-  runClickHouseQuery(
-    { select, table: extra.table, rollupTable: extra.rollupTable, serverVersion: extra.serverVersion },
-    m.query,
-    { ...m.options, maxRows },
-  ).then(
-    (response) => {
-      const json = encoder.encode(JSON.stringify(response));
-      if (json.length > maxResultBytes) {
-        const body = new QueryError(
-          `the result is ${json.length} bytes, more than ${maxResultBytes}; select fewer fields (not @message) or a smaller limit`,
-          0,
-          [],
-          'QueryError',
-        ).toBody(m.query);
-        reply({ type: 'error', id: m.id, body });
-        return;
-      }
-      reply({ type: 'result', id: m.id, json }, [json.buffer as ArrayBuffer]);
-    },
-    (error: unknown) => {
-      const body = clickHouseQueryFailure(error, m.query, extra.serverVersion, extra.queryTimeoutMs);
-      if (body) reply({ type: 'error', id: m.id, body });
-      else
-        reply({
-          type: 'error',
-          id: m.id,
-          message: error instanceof Error ? error.message : String(error),
-          unavailable: isUnreachable(error),
-        });
-    },
-  );
+  void answer(m);
 });
 reply({ type: 'ready' });

@@ -31,7 +31,7 @@ import type { MetricLimits, MetricStore } from '../../metrics/metric-store.js';
 import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
 import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
-import { LAST_US, LOG_COLUMNS, SPAN_COLUMNS, literal, logLine, spanLine } from './rows.js';
+import { LAST_US, LOG_COLUMNS, SPAN_COLUMNS, daysSql, literal, logLine, spanLine } from './rows.js';
 import {
   CLICKHOUSE_SCHEMA_VERSION,
   DAILY_TABLES,
@@ -117,17 +117,9 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
    * it gives the event loop a turn: a read of thousands of whole records (a session list parses
    * every span of its traces) would otherwise hold up ingest and /healthz for as long as a second.
    */
-  async function eachRow<T>(
-    sql: string,
-    each: (row: T) => void,
-    settings?: Record<string, number>,
-  ): Promise<void> {
+  async function eachRow<T>(sql: string, each: (row: T) => void): Promise<void> {
     try {
-      const rs = await client.query({
-        query: sql,
-        format: 'JSONEachRow',
-        ...(settings ? { clickhouse_settings: settings } : {}),
-      });
+      const rs = await client.query({ query: sql, format: 'JSONEachRow' });
       let turn = performance.now();
       for await (const rows of rs.stream<T>()) {
         for (const row of rows) each(row.json());
@@ -141,9 +133,9 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     }
   }
 
-  async function select<T>(sql: string, settings?: Record<string, number>): Promise<T[]> {
+  async function select<T>(sql: string): Promise<T[]> {
     const out: T[] = [];
-    await eachRow<T>(sql, (row) => out.push(row), settings);
+    await eachRow<T>(sql, (row) => out.push(row));
     return out;
   }
 
@@ -261,16 +253,26 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     probe.unref();
   }
 
+  /**
+   * INSERTs TabSeparated lines, at most maxBatch a statement. A ClickHouse that is not there marks
+   * the store down and rejects with StoreUnavailableError.
+   */
   async function insert(table: string, columns: readonly string[], lines: string[]): Promise<void> {
-    for (let i = 0; i < lines.length; i += maxBatch) {
-      await client.insert({
-        table: T(table),
-        columns: columns as [string, ...string[]],
-        // One buffer as the body (raw formats take a byte stream, not objects).
-        values: Readable.from([Buffer.from(lines.slice(i, i + maxBatch).join(''))], { objectMode: false }),
-        format: 'TabSeparated',
-        clickhouse_settings: insertSettings,
-      });
+    try {
+      for (let i = 0; i < lines.length; i += maxBatch) {
+        await client.insert({
+          table: T(table),
+          columns: columns as [string, ...string[]],
+          // One buffer as the body (raw formats take a byte stream, not objects).
+          values: Readable.from([Buffer.from(lines.slice(i, i + maxBatch).join(''))], { objectMode: false }),
+          format: 'TabSeparated',
+          clickhouse_settings: insertSettings,
+        });
+      }
+    } catch (error) {
+      const e = unavailableOr(error);
+      if (e instanceof StoreUnavailableError) markDown(e);
+      throw e;
     }
   }
 
@@ -287,9 +289,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
         if (logs.length) await insert('logs', LOG_COLUMNS, logs);
         for (const p of batch) p.resolve();
       } catch (error) {
-        const e = unavailableOr(error);
-        if (e instanceof StoreUnavailableError) markDown(e);
-        for (const p of batch) p.reject(e);
+        for (const p of batch) p.reject(error as Error);
       }
     }
   }
@@ -571,7 +571,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
         : ` AND (time_us > ${literal(t0)} OR (time_us = ${literal(t0)} AND cityHash64(doc) > toUInt64(${literal(String(k0))})))`;
       const where = byTrace
         ? `trace_id = ${literal(sel.traceId)}`
-        : `date >= toDate(toDateTime(${Math.floor(Math.max(0, sel.startUs) / 1e6)})) AND date <= toDate(toDateTime(${Math.ceil(sel.endUs / 1e6)})) AND time_us >= ${literal(sel.startUs)} AND time_us < ${literal(sel.endUs)}`;
+        : `${daysSql(sel.startUs, sel.endUs)} AND time_us >= ${literal(sel.startUs)} AND time_us < ${literal(sel.endUs)}`;
       sql = `SELECT time_us AS t, toString(cityHash64(doc)) AS k, doc FROM ${T('logs')} WHERE ${where}${key} ORDER BY t, cityHash64(doc) LIMIT ${EXPORT_CHUNK_RECORDS}`;
     }
     const rows = await select<{ t: string | number; k: string; doc: string }>(sql);
@@ -632,35 +632,20 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     return deleted;
   }
 
+  // Queries run on threads of their own (clickhouse-query-worker.ts), as on SQLite: the parts the
+  // language evaluates in JS would hold up ingest and /healthz on this one.
+  const queryTimeoutMs = options.queryTimeoutMs ?? 30_000;
   let metrics: MetricStore;
+  let pool: QueryPool;
   try {
     metrics = await createClickHouseMetricStore({
       location,
       table: T,
       select,
-      async insert(table, columns, lines) {
-        if (down) throw down;
-        try {
-          await insert(table, columns, lines);
-        } catch (error) {
-          const e = unavailableOr(error);
-          if (e instanceof StoreUnavailableError) markDown(e);
-          throw e;
-        }
-      },
+      insert,
       unavailable: () => down,
       ...(options.metricLimits ? { limits: options.metricLimits } : {}),
     });
-  } catch (error) {
-    await client.close();
-    throw error;
-  }
-
-  // Queries run on threads of their own (clickhouse-query-worker.ts), as on SQLite: the parts the
-  // language evaluates in JS would hold up ingest and /healthz on this one.
-  const queryTimeoutMs = options.queryTimeoutMs ?? 30_000;
-  let pool: QueryPool;
-  try {
     pool = await createQueryPool({
       entry: QUERY_WORKER,
       extra: {

@@ -15,6 +15,16 @@ export const LAST_US = Date.UTC(2100, 0, 1) * 1000;
 /** Epoch ns → the UTC day (YYYY-MM-DD) of the partition. */
 export const dayOf = (ns: number): string => new Date(Math.floor(ns / 1e6)).toISOString().slice(0, 10);
 
+/** Epoch µs → the UTC day of the partition (from µs: a whole µs times 1000 may round in a double). */
+export const dayOfUs = (us: number): string => new Date(Math.floor(us / 1000)).toISOString().slice(0, 10);
+
+/**
+ * The partition days a µs range touches, as a condition on `date` (day literals, whatever the
+ * server's time zone), the range clipped to 1970 and 2100.
+ */
+export const daysSql = (fromUs: number, toUs: number): string =>
+  `date >= toDate(${literal(dayOfUs(Math.max(0, fromUs)))}) AND date <= toDate(${literal(dayOfUs(Math.min(LAST_US, Math.max(0, toUs))))})`;
+
 /** A ClickHouse string literal: backslash escapes for `\`, `'` and control characters. */
 export function quoteString(s: string): string {
   // eslint-disable-next-line no-control-regex
