@@ -27,12 +27,13 @@ import {
   startClickHouse,
 } from '../../collector/dist/store/clickhouse/clickhouse-harness.test-util.js';
 import { createClickHouseStore } from '../../collector/dist/store/clickhouse/clickhouse-store.js';
+import { parseStoreSetting } from '../../collector/dist/store/store.js';
+import { silentLogger } from '../../collector/dist/logger.js';
 import { writeSection } from '../lib/report.mjs';
 
 const BEFORE_DIST = process.env.BENCH_METRICS_BEFORE;
 const BEFORE_LABEL = process.env.BENCH_METRICS_BEFORE_LABEL ?? 'an older build';
 const CLICKHOUSE = process.env.BENCH_METRICS_CLICKHOUSE !== '0' && existsSync('/usr/sbin/clickhouse-server');
-const silent = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 
 const AGENTS = 50;
 const REQUESTS = Number(process.env.BENCH_METRIC_REQUESTS ?? 120);
@@ -81,12 +82,11 @@ function makeRequests() {
   })();
 }
 
-/** Points stored: metrics.sqlite's rows, or ClickHouse's. */
-async function storedPoints(collector) {
-  if (collector.store.kind !== 'clickhouse')
-    return collector.metrics.db.prepare('SELECT count(*) AS n FROM metric_points').get().n;
+/** Points stored: metrics.sqlite's rows, or those of the ClickHouse database `store` names. */
+async function storedPoints(collector, store) {
+  if (!store) return collector.metrics.db.prepare('SELECT count(*) AS n FROM metric_points').get().n;
   const [row] = await collector.store.select(
-    `SELECT count() AS n FROM ${collector.store.location.split('/').pop().split(' ')[0]}.metric_points`,
+    `SELECT count() AS n FROM ${parseStoreSetting(store).database}.metric_points`,
   );
   return Number(row.n);
 }
@@ -97,7 +97,7 @@ async function ingestRate(bodies, points, create = createCollector, store = unde
     dataDir: dir,
     host: '127.0.0.1',
     port: 0,
-    ...(store ? { store, logger: silent } : {}),
+    ...(store ? { store, logger: silentLogger } : {}),
   });
   try {
     const started = now();
@@ -112,7 +112,7 @@ async function ingestRate(bodies, points, create = createCollector, store = unde
       await res.arrayBuffer();
     }
     const seconds = (now() - started) / 1000;
-    const stored = await storedPoints(collector);
+    const stored = await storedPoints(collector, store);
     if (stored !== points) throw new Error(`stored ${stored} of ${points} points`);
     return points / seconds;
   } finally {
@@ -314,12 +314,8 @@ const onCh = {};
 let chFillSeconds;
 if (ch) {
   const chStore = await createClickHouseStore({
-    url: `http://127.0.0.1:${ch.nodes[0].httpPort}`,
-    username: 'default',
-    password: '',
-    database: 'bench_metrics_week',
-    replicated: false,
-    logger: silent,
+    ...parseStoreSetting(chUrl('bench_metrics_week')),
+    logger: silentLogger,
   });
   const filled = await fillWeek(chStore.metrics);
   chFillSeconds = filled.fillSeconds;
