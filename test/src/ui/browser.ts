@@ -46,3 +46,34 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
 }
+
+/**
+ * Records what `page` does (its requests with status, console errors, page errors) so a failing
+ * test can say what the page was doing; `report()` gives the last events, the URL and the text of
+ * `<main>`, and saves a screenshot as `failed-<name>.png`.
+ */
+export function watchPage(page: Page): { report: (name: string) => Promise<string> } {
+  const events: string[] = [];
+  const started = Date.now();
+  const note = (event: string): void => {
+    events.push(`${((Date.now() - started) / 1000).toFixed(2)} s ${event}`);
+    if (events.length > 60) events.shift();
+  };
+  page.on('request', (r) => note(`→ ${r.method()} ${r.url()}`));
+  page.on('response', (r) => note(`← ${r.status()} ${r.url()}`));
+  page.on('requestfailed', (r) => note(`✗ ${r.url()}: ${r.failure()?.errorText ?? ''}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') note(`console.${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => note(`page error: ${e.message}`));
+  return {
+    async report(name) {
+      const main = await page
+        .locator('main')
+        .innerText({ timeout: 2000 })
+        .catch((e: unknown) => `(unreadable: ${String(e)})`);
+      await screenshot(page, `failed-${name.replace(/[^\w.-]+/g, '-').slice(0, 80)}`).catch(() => {});
+      return [`url: ${page.url()}`, `main: ${main.slice(0, 1500)}`, 'events:', ...events].join('\n');
+    },
+  };
+}

@@ -11,13 +11,13 @@ import { join } from 'node:path';
 import { SpanStatusCode, context, trace as otelTrace } from '@opentelemetry/api';
 import { createCollector, type Collector } from '@agentrt/collector';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   type ClickHouseHarness,
   clickHouseSkipReason,
   startClickHouse,
 } from '../../../collector/dist/store/clickhouse/clickhouse-harness.test-util.js';
-import { REPO_ROOT, hasChromium, launchBrowser, screenshot } from './browser.js';
+import { REPO_ROOT, hasChromium, launchBrowser, screenshot, watchPage } from './browser.js';
 import {
   MODEL,
   TURN_LAYOUT,
@@ -35,6 +35,7 @@ let collector: Collector;
 let telemetry: Telemetry;
 let browser: Browser;
 let page: Page;
+let watcher: ReturnType<typeof watchPage> | undefined;
 let dataDir: string;
 let clickHouse: ClickHouseHarness | undefined;
 const traceIds: string[] = [];
@@ -103,8 +104,17 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
     browser = await launchBrowser();
     page = await browser.newPage({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
     page.setDefaultTimeout(30_000);
+    watcher = watchPage(page);
     // Generous: on a busy 2-core machine the first Chromium start alone can take many seconds.
   }, 120_000);
+
+  // A failing test says what the page showed and did (CI keeps no browser to look at).
+  beforeEach(({ task, onTestFailed }) => {
+    onTestFailed(async () => {
+      if (watcher)
+        console.error(`[${store}] ${task.name}: the page\n${await watcher.report(`${store}-${task.name}`)}`);
+    });
+  });
 
   afterAll(async () => {
     await browser?.close();
@@ -289,6 +299,37 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
         );
         await page.keyboard.press('Tab');
         await poll(() => box.inputValue()).toBe('filter attributes.gen_ai.tool.name');
+
+        // The caret is placed as the accepted text renders, not a frame later: a selection made
+        // right after accepting (select-all, then typing: what `fill` does) is kept, and typing
+        // replaces the text instead of being appended to it.
+        await box.fill('filter attributes.gen_ai.tool.na');
+        await poll(() => page.locator('[data-testid=completions] li[aria-selected=true]').innerText()).toBe(
+          'attributes.gen_ai.tool.name',
+        );
+        const selection = await box.evaluate(async (element) => {
+          // The page's DOM, typed here (this project's TypeScript has no DOM library).
+          const win = globalThis as unknown as {
+            KeyboardEvent: new (type: string, init: object) => Event;
+            requestAnimationFrame: (callback: () => void) => void;
+          };
+          const el = element as unknown as {
+            value: string;
+            selectionStart: number;
+            selectionEnd: number;
+            select: () => void;
+            dispatchEvent: (event: Event) => boolean;
+          };
+          el.dispatchEvent(new win.KeyboardEvent('keydown', { key: 'Tab', bubbles: true, cancelable: true }));
+          // The accepted text renders in a microtask; no frame passes before the select-all.
+          for (let i = 0; i < 5; i++) await Promise.resolve();
+          const accepted = el.value;
+          el.select();
+          await new Promise<void>((r) => win.requestAnimationFrame(() => win.requestAnimationFrame(r)));
+          return { accepted, start: el.selectionStart, end: el.selectionEnd };
+        });
+        expect(selection.accepted).toBe('filter attributes.gen_ai.tool.name');
+        expect(selection).toMatchObject({ start: 0, end: selection.accepted.length });
       });
 
       it('runs stats queries and draws them: a time series for bin(), bars by group', async () => {

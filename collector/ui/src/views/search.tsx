@@ -1,5 +1,5 @@
 /** Transaction search: query box with key completion, precise errors, span and stats results. */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import {
   ApiError,
   isQueryError,
@@ -166,14 +166,25 @@ function QueryEditor({
   const closing = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const ctx = completionContext(value, cursor);
   const suggestions = dismissed || insideString(value, cursor) ? [] : suggest(keys, ctx.prefix, 10);
+  /**
+   * Where the caret goes once the accepted text is rendered: placed in that render's commit, before
+   * the next event. (Placed a frame later, it collapsed a selection made meanwhile: a select-all
+   * and typing right after Tab appended the new text instead of replacing the old.)
+   */
+  const caret = useRef<{ text: string; cursor: number } | undefined>(undefined);
+  useLayoutEffect(() => {
+    const box = ref.current;
+    if (!caret.current || !box || box.value !== caret.current.text) return;
+    const at = caret.current.cursor;
+    caret.current = undefined;
+    box.focus();
+    box.setSelectionRange(at, at);
+  });
   const accept = (s: string): void => {
     const next = applyCompletion(value, ctx, s);
+    caret.current = next;
     onChange(next.text);
     setCursor(next.cursor);
-    requestAnimationFrame(() => {
-      ref.current?.focus();
-      ref.current?.setSelectionRange(next.cursor, next.cursor);
-    });
   };
   const onKeyDown = (e: KeyboardEvent): void => {
     if (suggestions.length > 0) {
