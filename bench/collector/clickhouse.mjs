@@ -6,9 +6,9 @@
 // (BENCH_SPANS, default 200000; BENCH_CONCURRENCY requests in flight per collector, default 4;
 // BENCH_CH_LINGER_MS for the ClickHouse collectors' AGENTRT_INGEST_LINGER_MS; BENCH_PROFILE=<dir> for a
 // CPU profile of the ClickHouse-backed collector). Prints CPU ms per 1000 spans of each process.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,11 +91,54 @@ function cpuSeconds(pid) {
   }
 }
 
-function startCollector(env, nodeArgs = []) {
-  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
-    env: { ...process.env, AGENTRT_COLLECTOR_PORT: '0', AGENTRT_RETENTION_HOURS: '0', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+/** CPU seconds per thread name of a process (/proc/<pid>/task): where a collector's CPU goes. */
+function threadCpu(pid) {
+  const out = new Map();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/\d+$/, '#');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    }
+  } catch {
+    // the process or a thread ended meanwhile
+  }
+  return out;
+}
+
+/** What each thread group used between two threadCpu() readings, in ms per 1000 spans. */
+const threadShares = (before, after) =>
+  [...after]
+    .map(([name, s]) => [name, ((s - (before.get(name) ?? 0)) * 1e6) / SPANS])
+    .filter(([, ms]) => ms >= 0.1)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, ms]) => `${name} ${ms.toFixed(1)}`)
+    .join(', ');
+
+/**
+ * Cores for ClickHouse and for its collectors when they are kept apart (taskset; BENCH_PIN=0 turns
+ * it off): ClickHouse gets the last core, its collectors the others. A collector's CPU time per span
+ * is then its own work, as with ClickHouse on machines of its own; sharing cores with a busy
+ * clickhouse-server it varied by 1.4× from run to run (cache and scheduler contention). The
+ * SQLite-backed collector, which has no server beside it, is not pinned.
+ */
+const PIN =
+  process.env.BENCH_PIN !== '0' && os.cpus().length >= 2 && existsSync('/usr/bin/taskset')
+    ? { clickhouse: String(os.cpus().length - 1), collectors: `0-${os.cpus().length - 2}` }
+    : undefined;
+
+function startCollector(env, nodeArgs = [], cores = undefined) {
+  // taskset replaces itself with the command (exec), so the child's pid is the collector's.
+  const command = [...nodeArgs, MAIN];
+  const child = spawn(
+    cores ? '/usr/bin/taskset' : process.execPath,
+    cores ? ['-c', cores, process.execPath, ...command] : command,
+    {
+      env: { ...process.env, AGENTRT_COLLECTOR_PORT: '0', AGENTRT_RETENTION_HOURS: '0', ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout.on('data', (d) => {
@@ -113,7 +156,11 @@ async function stop(c) {
 }
 
 /** Posts the bodies, CONCURRENCY at a time per collector; spans/s over the whole run. */
+/** Requests refused during the last ingest() (and sent again), by status. */
+const refused = new Map();
+
 async function ingest(urls, list) {
+  refused.clear();
   const started = performance.now();
   let next = 0;
   const worker = async (url) => {
@@ -129,6 +176,7 @@ async function ingest(urls, list) {
         await res.arrayBuffer();
         if (res.ok) break;
         if (res.status !== 429 && res.status !== 503) throw new Error(`ingest ${res.status}`);
+        refused.set(res.status, (refused.get(res.status) ?? 0) + 1);
         await new Promise((r) => setTimeout(r, 50));
       }
     }
@@ -258,6 +306,9 @@ async function replicate(chUrl, database, copies) {
 
 const dir = mkdtempSync(join(tmpdir(), 'agentrt-bench-ch-'));
 const ch = await startClickHouse();
+// Every thread of clickhouse-server (-a) on its core; threads it starts later inherit it.
+if (PIN)
+  execFileSync('/usr/bin/taskset', ['-apc', PIN.clickhouse, String(ch.nodes[0].pid())], { stdio: 'ignore' });
 const list = bodies(SPANS, 0);
 const rows = [];
 const results = {};
@@ -280,13 +331,18 @@ try {
             AGENTRT_STORE: `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_one`,
             AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS,
           };
-    const c = await startCollector(env, kind === 'clickhouse' ? PROFILE_ARGS : []);
+    const c = await startCollector(
+      env,
+      kind === 'clickhouse' ? PROFILE_ARGS : [],
+      kind === 'clickhouse' ? PIN?.collectors : undefined,
+    );
     const chPid = ch.nodes[0].pid();
     const before = [cpuSeconds(c.child.pid), cpuSeconds(chPid)];
+    const threadsBefore = threadCpu(c.child.pid);
     const rate = await ingest([c.url], list);
     const cpu = [cpuSeconds(c.child.pid) - before[0], cpuSeconds(chPid) - before[1]];
     log(
-      `${kind}: ingest ${Math.round(rate)} spans/s; CPU per 1000 spans: collector ${((cpu[0] * 1e6) / SPANS).toFixed(1)} ms, clickhouse-server ${((cpu[1] * 1e6) / SPANS).toFixed(1)} ms`,
+      `${kind}: ingest ${Math.round(rate)} spans/s; CPU per 1000 spans: collector ${((cpu[0] * 1e6) / SPANS).toFixed(1)} ms (by thread: ${threadShares(threadsBefore, threadCpu(c.child.pid))}), clickhouse-server ${((cpu[1] * 1e6) / SPANS).toFixed(1)} ms; refused and sent again: ${JSON.stringify(Object.fromEntries(refused))}`,
     );
     cpuPerKSpans[kind] = cpu.map((s) => (s * 1e6) / SPANS);
     const q = await lookups(c.url);
@@ -307,18 +363,20 @@ try {
     // Two collector processes on one ClickHouse, each taking half of the requests.
     const store = `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_two`;
     const two = { AGENTRT_STORE: store, AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS };
-    const a = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-a'), ...two });
-    const b = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-b'), ...two });
+    const a = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-a'), ...two }, [], PIN?.collectors);
+    const b = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-b'), ...two }, [], PIN?.collectors);
     const chPid = ch.nodes[0].pid();
     const before = [cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid), cpuSeconds(chPid)];
+    const threadsBefore = [threadCpu(a.child.pid), threadCpu(b.child.pid)];
     twoRate = await ingest([a.url, b.url], list);
+    const byThread = [a, b].map((c, i) => threadShares(threadsBefore[i], threadCpu(c.child.pid)));
     const cpu = [
       cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid) - before[0],
       cpuSeconds(chPid) - before[1],
     ];
     cpuPerKSpans.two = cpu.map((s) => (s * 1e6) / SPANS);
     log(
-      `clickhouse, two collectors: ingest ${Math.round(twoRate)} spans/s; CPU per 1000 spans: collectors ${cpuPerKSpans.two[0].toFixed(1)} ms, clickhouse-server ${cpuPerKSpans.two[1].toFixed(1)} ms`,
+      `clickhouse, two collectors: ingest ${Math.round(twoRate)} spans/s; CPU per 1000 spans: collectors ${cpuPerKSpans.two[0].toFixed(1)} ms (by thread: ${byThread.join('; ')}), clickhouse-server ${cpuPerKSpans.two[1].toFixed(1)} ms; refused and sent again: ${JSON.stringify(Object.fromEntries(refused))}`,
     );
     await Promise.all([stop(a), stop(b)]);
   }

@@ -277,9 +277,13 @@ describe('hostile queries under ingest load (collector process)', () => {
     // shared cores: /healthz p99 55 ms, ingest p99 118 ms (it waits for its commit). The bound is
     // 100 ms or, on a machine busier than that without any query, 3x its own latency then — a
     // query on the main thread (issue #14: 8.5 s to 150 s stalls) fails either way.
-    const bound = (base: number[]): number => Math.max(100, 3 * p99(base));
+    const bound = (base: number[], floor = 100): number => Math.max(floor, 3 * p99(base));
     expect(p99(healthMs)).toBeLessThan(bound(baseHealthMs));
-    expect(p99(ingestMs)).toBeLessThan(bound(baseIngestMs));
+    // On ClickHouse an ingest request waits for ClickHouse's INSERT, and the hostile queries run in
+    // that same server on the same cores: its p99 there is ClickHouse sharing its CPU, 1.6 to 3.3×
+    // the p99 without queries over eleven runs (5.8× once, 104 → 602 ms). The main thread is what
+    // /healthz just measured; for ingest the bound on ClickHouse is what catches a stall (seconds).
+    expect(p99(ingestMs)).toBeLessThan(bound(baseIngestMs, TEST_STORE === 'clickhouse' ? 1000 : 100));
 
     // Nothing acknowledged is lost.
     const count = await fetch(`${url}/api/query`, {

@@ -253,6 +253,12 @@ export async function createQueryPool(options: QueryPoolOptions) {
 
   /** Fails a job still waiting for a thread once its deadline passed (threads busy or starting). */
   function expireQueued(): void {
+    if (!queue.length) {
+      // Nothing waits: no timer either (an idle collector does not wake up ten times a second).
+      clearInterval(expiry);
+      expiry = undefined;
+      return;
+    }
     const now = performance.now();
     for (let i = queue.length - 1; i >= 0; i--) {
       const job = queue[i]!;
@@ -266,8 +272,18 @@ export async function createQueryPool(options: QueryPoolOptions) {
       );
     }
   }
-  const expiry = setInterval(expireQueued, 100);
-  expiry.unref();
+  /** Runs expireQueued while jobs wait for a thread. */
+  let expiry: NodeJS.Timeout | undefined;
+
+  /** Queues a job (first in line when `ahead`) and hands out what a free thread can take. */
+  function add(job: Job, ahead: boolean): void {
+    queue[ahead ? 'unshift' : 'push'](job);
+    dispatch();
+    if (queue.length && !expiry) {
+      expiry = setInterval(expireQueued, 100);
+      expiry.unref();
+    }
+  }
 
   /**
    * Queues a query or read (429 when too many wait already). `ahead`: the next step of work already
@@ -287,17 +303,12 @@ export async function createQueryPool(options: QueryPoolOptions) {
         }),
       );
     }
-    return new Promise<Uint8Array>((resolve, reject) => {
-      queue[ahead ? 'unshift' : 'push']({
-        ...job,
-        id: nextId++,
-        timeoutMs,
-        deadline: performance.now() + timeoutMs,
-        resolve,
-        reject,
-      });
-      dispatch();
-    });
+    return new Promise<Uint8Array>((resolve, reject) =>
+      add(
+        { ...job, id: nextId++, timeoutMs, deadline: performance.now() + timeoutMs, resolve, reject },
+        ahead,
+      ),
+    );
   }
 
   for (let i = 0; i < size; i++) slots.push(spawn());
@@ -340,19 +351,21 @@ export async function createQueryPool(options: QueryPoolOptions) {
     check(timeoutMs = 600_000): Promise<string[]> {
       if (closed)
         return Promise.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
-      return new Promise<Uint8Array>((resolve, reject) => {
-        queue.unshift({
-          id: nextId++,
-          kind: 'check',
-          timeoutMs,
-          deadline: performance.now() + timeoutMs,
-          query: '',
-          options: {},
-          resolve,
-          reject,
-        });
-        dispatch();
-      }).then((json) => JSON.parse(Buffer.from(json).toString()) as string[]);
+      return new Promise<Uint8Array>((resolve, reject) =>
+        add(
+          {
+            id: nextId++,
+            kind: 'check',
+            timeoutMs,
+            deadline: performance.now() + timeoutMs,
+            query: '',
+            options: {},
+            resolve,
+            reject,
+          },
+          true,
+        ),
+      ).then((json) => JSON.parse(Buffer.from(json).toString()) as string[]);
     },
     /** Fails what waits, stops the threads. */
     async close(): Promise<void> {

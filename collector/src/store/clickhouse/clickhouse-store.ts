@@ -31,7 +31,7 @@ import type { MetricLimits, MetricStore } from '../../metrics/metric-store.js';
 import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
 import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
-import { LAST_US, LOG_COLUMNS, SPAN_COLUMNS, daysSql, literal, logLine, spanLine } from './rows.js';
+import { LAST_US, LOG_COLUMNS, SPAN_COLUMNS, createSpanEncoder, daysSql, literal, logLine } from './rows.js';
 import {
   CLICKHOUSE_SCHEMA_VERSION,
   DAILY_TABLES,
@@ -231,6 +231,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
   let queued: Pending[] = [];
   let inFlight: Promise<void> | undefined;
   const maxBatch = options.maxBatchRecords ?? 100_000;
+  const encodeSpans = createSpanEncoder();
   const insertSettings = options.cluster ? { insert_distributed_sync: 1 as const } : {};
 
   function markDown(error: StoreUnavailableError): void {
@@ -254,17 +255,17 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
   }
 
   /**
-   * INSERTs TabSeparated lines, at most maxBatch a statement. A ClickHouse that is not there marks
-   * the store down and rejects with StoreUnavailableError.
+   * INSERTs TabSeparated bodies, one statement each. A ClickHouse that is not there marks the store
+   * down and rejects with StoreUnavailableError.
    */
-  async function insert(table: string, columns: readonly string[], lines: string[]): Promise<void> {
+  async function insert(table: string, columns: readonly string[], bodies: Buffer[]): Promise<void> {
     try {
-      for (let i = 0; i < lines.length; i += maxBatch) {
+      for (const body of bodies) {
         await client.insert({
           table: T(table),
           columns: columns as [string, ...string[]],
           // One buffer as the body (raw formats take a byte stream, not objects).
-          values: Readable.from([Buffer.from(lines.slice(i, i + maxBatch).join(''))], { objectMode: false }),
+          values: Readable.from([body], { objectMode: false }),
           format: 'TabSeparated',
           clickhouse_settings: insertSettings,
         });
@@ -276,6 +277,14 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     }
   }
 
+  /** TabSeparated lines as INSERT bodies of at most maxBatch lines. */
+  function bodiesOf(lines: string[]): Buffer[] {
+    const bodies: Buffer[] = [];
+    for (let i = 0; i < lines.length; i += maxBatch)
+      bodies.push(Buffer.from(lines.slice(i, i + maxBatch).join('')));
+    return bodies;
+  }
+
   /** Writes everything queued in one INSERT per table, then answers each request. */
   async function drain(): Promise<void> {
     while (queued.length) {
@@ -283,10 +292,10 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       queued = [];
       queuedRecords = 0;
       try {
-        const spans = batch.flatMap((p) => p.spans.map(spanLine));
-        const logs = batch.flatMap((p) => p.logs.map(logLine));
-        if (spans.length) await insert('spans', SPAN_COLUMNS, spans);
-        if (logs.length) await insert('logs', LOG_COLUMNS, logs);
+        const spans = batch.length === 1 ? batch[0]!.spans : batch.flatMap((p) => p.spans);
+        const logs = batch.flatMap((p) => p.logs);
+        if (spans.length) await insert('spans', SPAN_COLUMNS, encodeSpans(spans, maxBatch));
+        if (logs.length) await insert('logs', LOG_COLUMNS, bodiesOf(logs.map(logLine)));
         for (const p of batch) p.resolve();
       } catch (error) {
         for (const p of batch) p.reject(error as Error);
@@ -642,7 +651,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       location,
       table: T,
       select,
-      insert,
+      insert: (table, columns, lines) => insert(table, columns, bodiesOf(lines)),
       unavailable: () => down,
       ...(options.metricLimits ? { limits: options.metricLimits } : {}),
     });
