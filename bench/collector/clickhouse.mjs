@@ -117,28 +117,41 @@ const threadShares = (before, after) =>
     .join(', ');
 
 /**
- * Cores for ClickHouse and for its collectors when they are kept apart (taskset; BENCH_PIN=0 turns
- * it off): ClickHouse gets the last core, its collectors the others. A collector's CPU time per span
- * is then its own work, as with ClickHouse on machines of its own; sharing cores with a busy
- * clickhouse-server it varied by 1.4× from run to run (cache and scheduler contention). The
+ * While a ClickHouse-backed collector's ingest is measured, ClickHouse and the collectors are kept
+ * on cores of their own (taskset; BENCH_PIN=0 turns it off): ClickHouse on the last core, the
+ * collectors on the others. A collector's CPU time per span is then its own work, as with ClickHouse
+ * on machines of its own; sharing both cores with a busy clickhouse-server it varied by 1.4× from run
+ * to run (cache and scheduler contention). Queries run with every process on every core again. The
  * SQLite-backed collector, which has no server beside it, is not pinned.
  */
+const CORES = os.cpus().length;
 const PIN =
-  process.env.BENCH_PIN !== '0' && os.cpus().length >= 2 && existsSync('/usr/bin/taskset')
-    ? { clickhouse: String(os.cpus().length - 1), collectors: `0-${os.cpus().length - 2}` }
+  process.env.BENCH_PIN !== '0' && CORES >= 2 && existsSync('/usr/bin/taskset')
+    ? { clickhouse: String(CORES - 1), collectors: CORES > 2 ? `0-${CORES - 2}` : '0', all: `0-${CORES - 1}` }
     : undefined;
 
-function startCollector(env, nodeArgs = [], cores = undefined) {
-  // taskset replaces itself with the command (exec), so the child's pid is the collector's.
-  const command = [...nodeArgs, MAIN];
-  const child = spawn(
-    cores ? '/usr/bin/taskset' : process.execPath,
-    cores ? ['-c', cores, process.execPath, ...command] : command,
-    {
-      env: { ...process.env, AGENTRT_COLLECTOR_PORT: '0', AGENTRT_RETENTION_HOURS: '0', ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+/** Sets the cores of every thread of `pid` (threads it starts later inherit them). */
+function pin(pid, cores) {
+  if (PIN) execFileSync('/usr/bin/taskset', ['-apc', cores, String(pid)], { stdio: 'ignore' });
+}
+
+/** Runs `fn` with ClickHouse and `collectors` pinned apart; every core for all of them afterwards. */
+async function pinnedApart(chPid, collectors, fn) {
+  pin(chPid, PIN?.clickhouse);
+  for (const c of collectors) pin(c.child.pid, PIN?.collectors);
+  try {
+    return await fn();
+  } finally {
+    pin(chPid, PIN?.all);
+    for (const c of collectors) pin(c.child.pid, PIN?.all);
+  }
+}
+
+function startCollector(env, nodeArgs = []) {
+  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
+    env: { ...process.env, AGENTRT_COLLECTOR_PORT: '0', AGENTRT_RETENTION_HOURS: '0', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout.on('data', (d) => {
@@ -306,9 +319,6 @@ async function replicate(chUrl, database, copies) {
 
 const dir = mkdtempSync(join(tmpdir(), 'agentrt-bench-ch-'));
 const ch = await startClickHouse();
-// Every thread of clickhouse-server (-a) on its core; threads it starts later inherit it.
-if (PIN)
-  execFileSync('/usr/bin/taskset', ['-apc', PIN.clickhouse, String(ch.nodes[0].pid())], { stdio: 'ignore' });
 const list = bodies(SPANS, 0);
 const rows = [];
 const results = {};
@@ -331,15 +341,14 @@ try {
             AGENTRT_STORE: `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_one`,
             AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS,
           };
-    const c = await startCollector(
-      env,
-      kind === 'clickhouse' ? PROFILE_ARGS : [],
-      kind === 'clickhouse' ? PIN?.collectors : undefined,
-    );
+    const c = await startCollector(env, kind === 'clickhouse' ? PROFILE_ARGS : []);
     const chPid = ch.nodes[0].pid();
     const before = [cpuSeconds(c.child.pid), cpuSeconds(chPid)];
     const threadsBefore = threadCpu(c.child.pid);
-    const rate = await ingest([c.url], list);
+    const rate =
+      kind === 'clickhouse'
+        ? await pinnedApart(chPid, [c], () => ingest([c.url], list))
+        : await ingest([c.url], list);
     const cpu = [cpuSeconds(c.child.pid) - before[0], cpuSeconds(chPid) - before[1]];
     log(
       `${kind}: ingest ${Math.round(rate)} spans/s; CPU per 1000 spans: collector ${((cpu[0] * 1e6) / SPANS).toFixed(1)} ms (by thread: ${threadShares(threadsBefore, threadCpu(c.child.pid))}), clickhouse-server ${((cpu[1] * 1e6) / SPANS).toFixed(1)} ms; refused and sent again: ${JSON.stringify(Object.fromEntries(refused))}`,
@@ -363,12 +372,12 @@ try {
     // Two collector processes on one ClickHouse, each taking half of the requests.
     const store = `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_two`;
     const two = { AGENTRT_STORE: store, AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS };
-    const a = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-a'), ...two }, [], PIN?.collectors);
-    const b = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-b'), ...two }, [], PIN?.collectors);
+    const a = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-a'), ...two });
+    const b = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-b'), ...two });
     const chPid = ch.nodes[0].pid();
     const before = [cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid), cpuSeconds(chPid)];
     const threadsBefore = [threadCpu(a.child.pid), threadCpu(b.child.pid)];
-    twoRate = await ingest([a.url, b.url], list);
+    twoRate = await pinnedApart(chPid, [a, b], () => ingest([a.url, b.url], list));
     const byThread = [a, b].map((c, i) => threadShares(threadsBefore[i], threadCpu(c.child.pid)));
     const cpu = [
       cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid) - before[0],
@@ -426,7 +435,7 @@ try {
       pair(big[key]),
     ]);
   }
-  const md = `${SPANS.toLocaleString('en')} spans (traces of 8, sessions of 4 traces, 6 hours), OTLP/JSON requests of ${BATCH} spans, ${CONCURRENCY} at a time per collector; each collector is its own \`node collector/dist/main.js\` process and ClickHouse (Debian 18.16.1, default settings) runs on the same 2-core machine. Query latencies are over ${QUERY_RUNS} runs each (or as many as fit in 30 s, at least 3), through the HTTP API, after ingest; the Agents page's two queries run over its 6-hour window. The last column is the ClickHouse database grown to ${SCALE}× inside ClickHouse after ingest (INSERT … SELECT of the ingested spans with new trace and session ids, so the materialized views fill as on ingest; sending ${millions(SPANS * SCALE)} through OTLP would take hours on this machine); the SQLite store is not grown, its ad-hoc stats already take seconds at ${millions(SPANS)}.
+  const md = `${SPANS.toLocaleString('en')} spans (traces of 8, sessions of 4 traces, 6 hours), OTLP/JSON requests of ${BATCH} spans, ${CONCURRENCY} at a time per collector; each collector is its own \`node collector/dist/main.js\` process and ClickHouse (Debian 18.16.1, default settings) runs on the same 2-core machine${PIN ? ` (while a ClickHouse-backed collector's ingest is measured, clickhouse-server runs on core ${PIN.clickhouse} and the collectors on ${CORES > 2 ? 'cores' : 'core'} ${PIN.collectors}, pinned with taskset; the SQLite-backed collector and all queries use every core)` : ''}. Query latencies are over ${QUERY_RUNS} runs each (or as many as fit in 30 s, at least 3), through the HTTP API, after ingest; the Agents page's two queries run over its 6-hour window. The last column is the ClickHouse database grown to ${SCALE}× inside ClickHouse after ingest (INSERT … SELECT of the ingested spans with new trace and session ids, so the materialized views fill as on ingest; sending ${millions(SPANS * SCALE)} through OTLP would take hours on this machine); the SQLite store is not grown, its ad-hoc stats already take seconds at ${millions(SPANS)}.
 
 ${table(['', `SQLite, ${millions(SPANS)}`, `ClickHouse, ${millions(SPANS)}`, 'ClickHouse / SQLite', `ClickHouse, ${millions(SPANS * SCALE)}`], rows)}
 
