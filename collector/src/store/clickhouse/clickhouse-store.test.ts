@@ -9,7 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Collector } from '../../http/collector.js';
 import { decodeTraceRequestJson } from '../../otlp/decode-json.js';
 import { hex, jsonRequest, jsonSpan, postJson, startCollector, tempDir } from '../../testing.test-util.js';
-import type { QueryResponse, SessionListResponse, TraceResponse } from '../../wire-types.js';
+import type {
+  QueryResponse,
+  SessionListResponse,
+  SessionResponse,
+  TraceListResponse,
+  TraceResponse,
+} from '../../wire-types.js';
 import { type ClickHouseLocation, parseStoreSetting } from '../store.js';
 import {
   type ClickHouseHarness,
@@ -642,6 +648,49 @@ describe.skipIf(clickHouseSkipReason)(
       const r = await query(b, 'filter attributes.session.id = "shared" | stats count(*) as n');
       expect(r.rows).toEqual([{ n: 20 }]);
       expect((await fetch(`${b.url}/api/traces/${ids[0]}`)).status).toBe(200);
+    });
+
+    it('reuses a trace summary only while its trace has not grown, whichever collector stored the new spans', async () => {
+      const traceId = hex(0x6b000, 16);
+      const span = (id: number, input: number) =>
+        jsonSpan({
+          traceId,
+          spanId: hex(id, 8),
+          ...(id > 1 ? { parentSpanId: hex(1, 8) } : {}),
+          name: id > 1 ? 'chat m' : 'invoke_agent a',
+          startMs: NOW + id,
+          durationMs: 5,
+          attributes: { 'session.id': 'known-1', ...(id > 1 ? { 'gen_ai.usage.input_tokens': input } : {}) },
+        });
+      const a = await clickHouseCollector('agentrt_known');
+      const b = await clickHouseCollector('agentrt_known');
+      const read = async (c: Collector) => {
+        const { session, traces } = (await (
+          await fetch(`${c.url}/api/sessions/known-1`)
+        ).json()) as SessionResponse;
+        const listed = (await (await fetch(`${c.url}/api/sessions`)).json()) as SessionListResponse;
+        const { traces: list } = (await (
+          await fetch(`${c.url}/api/traces?limit=5`)
+        ).json()) as TraceListResponse;
+        return {
+          spans: session.spanCount,
+          input: session.tokens.input,
+          trace: traces.map((t) => t.spanCount),
+          listed: listed.sessions.find((x) => x.sessionId === 'known-1')?.spanCount,
+          list: list.find((t) => t.traceId === traceId)?.spanCount,
+        };
+      };
+      await send(a, [jsonRequest('known', [span(1, 0), span(2, 100)])]);
+      expect(await read(a)).toEqual({ spans: 2, input: 100, trace: [2], listed: 2, list: 2 });
+      // The same again: summaries that a made are reused.
+      expect(await read(a)).toEqual({ spans: 2, input: 100, trace: [2], listed: 2, list: 2 });
+      // b stores a new span of the trace and a retried copy of one a stored.
+      await send(b, [jsonRequest('known', [span(3, 50), span(2, 100)])]);
+      const grown = { spans: 3, input: 150, trace: [3], listed: 3, list: 3 };
+      expect(await read(a)).toEqual(grown);
+      expect(await read(b)).toEqual(grown);
+      const c = await clickHouseCollector('agentrt_known');
+      expect(await read(c)).toEqual(grown);
     });
 
     it('answers 503 with Retry-After while ClickHouse is down, loses nothing acknowledged, and recovers by itself', async () => {

@@ -50,6 +50,8 @@ const QUERY_WORKER = new URL(
 ).href;
 /** A read decoding rows gives the event loop a turn this often (ms). */
 const BREATHE_EVERY_MS = 5;
+/** Trace summaries a collector keeps for reuse (about 1 KiB each). */
+const MAX_KNOWN_SUMMARIES = 20_000;
 
 export interface ClickHouseStoreOptions extends ClickHouseLocation {
   logger: Logger;
@@ -341,15 +343,17 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
 
   /**
    * Hands the spans of each trace (deduplicated by span id, in start order) to `each`, one trace at
-   * a time, so only one trace's records are held at once.
+   * a time, so only one trace's records are held at once; `rows`: the trace_spans rows they came from
+   * (a retried span's copies included).
    */
   async function eachTrace(
     ids: readonly string[],
-    each: (traceId: string, spans: SpanRecord[]) => void,
+    each: (traceId: string, spans: SpanRecord[], rows: number) => void,
   ): Promise<void> {
     if (!ids.length) return;
     let traceId = '';
     let spans: SpanRecord[] = [];
+    let rows = 0;
     let last = '';
     await eachRow<{ trace_id: string; span_id: string; doc: string }>(
       // PREWHERE: the docs of only the rows whose trace id matches are read (ClickHouse does not move
@@ -358,17 +362,19 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       `SELECT trace_id, span_id, doc FROM ${T('trace_spans')} PREWHERE trace_id IN (${ids.map(literal).join(', ')}) ORDER BY trace_id, start_ns, span_id`,
       (r) => {
         if (r.trace_id !== traceId) {
-          if (spans.length) each(traceId, spans);
+          if (spans.length) each(traceId, spans, rows);
           traceId = r.trace_id;
           spans = [];
+          rows = 0;
         }
+        rows++;
         const key = `${r.trace_id}/${r.span_id}`;
         if (key === last) return;
         last = key;
         spans.push(JSON.parse(r.doc) as SpanRecord);
       },
     );
-    if (spans.length) each(traceId, spans);
+    if (spans.length) each(traceId, spans, rows);
   }
 
   async function spansOfTrace(traceId: string): Promise<SpanRecord[]> {
@@ -377,9 +383,37 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     return out;
   }
 
+  /**
+   * Trace summaries worked out before, with how many trace_spans rows each was made from. Rows are
+   * only ever added (a retried span's copy too) or dropped with their whole day, so a trace with as
+   * many rows as its summary was made from has the same spans, whichever collector stored them: its
+   * summary is reused, and only new or grown traces have their records read. The Sessions and
+   * Traces pages ask again on every live update; at 10M spans reading the records of a session
+   * list's 400 traces was most of its time.
+   */
+  const known = new Map<string, { rows: number; summary: TraceSummary }>();
+
   async function summaries(ids: readonly string[]): Promise<Map<string, TraceSummary>> {
     const out = new Map<string, TraceSummary>();
-    await eachTrace(ids, (id, spans) => out.set(id, summarizeTrace(id, spans)));
+    if (!ids.length) return out;
+    // Only the trace_id column is read: no record is decompressed.
+    const counts = await select<{ trace_id: string; n: string }>(
+      `SELECT trace_id, count() AS n FROM ${T('trace_spans')} WHERE trace_id IN (${ids.map(literal).join(', ')}) GROUP BY trace_id`,
+    );
+    const read: string[] = [];
+    for (const { trace_id: id, n } of counts) {
+      const hit = known.get(id);
+      if (hit?.rows === Number(n)) out.set(id, hit.summary);
+      else read.push(id);
+    }
+    await eachTrace(read, (id, spans, rows) => {
+      const summary = summarizeTrace(id, spans);
+      out.set(id, summary);
+      known.delete(id);
+      // The oldest entries go first (a Map keeps insertion order).
+      if (known.size >= MAX_KNOWN_SUMMARIES) known.delete(known.keys().next().value!);
+      known.set(id, { rows, summary });
+    });
     return out;
   }
 
