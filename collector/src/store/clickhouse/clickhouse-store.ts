@@ -395,17 +395,19 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
 
   async function summaries(ids: readonly string[]): Promise<Map<string, TraceSummary>> {
     const out = new Map<string, TraceSummary>();
-    if (!ids.length) return out;
-    // Only the trace_id column is read: no record is decompressed.
-    const counts = await select<{ trace_id: string; n: string }>(
-      `SELECT trace_id, count() AS n FROM ${T('trace_spans')} WHERE trace_id IN (${ids.map(literal).join(', ')}) GROUP BY trace_id`,
-    );
-    const read: string[] = [];
+    // Only the row counts of traces with a summary kept are read (the trace_id column: no record is
+    // decompressed); with none kept, no extra round trip.
+    const kept = ids.filter((id) => known.has(id));
+    const counts = kept.length
+      ? await select<{ trace_id: string; n: string }>(
+          `SELECT trace_id, count() AS n FROM ${T('trace_spans')} WHERE trace_id IN (${kept.map(literal).join(', ')}) GROUP BY trace_id`,
+        )
+      : [];
     for (const { trace_id: id, n } of counts) {
       const hit = known.get(id);
       if (hit?.rows === Number(n)) out.set(id, hit.summary);
-      else read.push(id);
     }
+    const read = out.size ? ids.filter((id) => !out.has(id)) : ids;
     await eachTrace(read, (id, spans, rows) => {
       const summary = summarizeTrace(id, spans);
       out.set(id, summary);
