@@ -23,6 +23,7 @@ import { QueryError } from '../query/query-error.js';
 import { QueryFailure } from '../query/query-pool.js';
 import { type ClickHouseStore, createClickHouseStore } from '../store/clickhouse/clickhouse-store.js';
 import { traceResponse } from '../store/read-ops.js';
+import { summarizeTrace } from '../store/summaries.js';
 import { type SqliteStore, createSqliteStore } from '../store/sqlite-store.js';
 import {
   type CollectorStore,
@@ -345,10 +346,10 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
         if (!json) throw notFound();
         return sendBytes(res, json);
       }
-      const spans = await store.spansOfTrace(traceId);
+      // The spans and the logs at once; the summary from the spans in hand (not read again).
+      const [spans, logs] = await Promise.all([store.spansOfTrace(traceId), store.logsOfTrace(traceId)]);
       if (!spans.length) throw notFound();
-      const summary = (await store.traceSummary(traceId))!;
-      const out: TraceResponse = traceResponse(summary, spans, await store.logsOfTrace(traceId));
+      const out: TraceResponse = traceResponse(summarizeTrace(traceId, spans), spans, logs);
       return sendJson(res, 200, out);
     }
     if (path === '/api/sessions') {
