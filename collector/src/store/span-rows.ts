@@ -84,22 +84,22 @@ export function hotValues(attributes: Attributes, out: HotValue[]): 1 | null {
 }
 
 /**
- * A finite number as the exact decimal of its double (an epoch-ns time is past 2^53): what BigInt
- * writes, about 2.5× faster than the shortest form String() looks for, and read back as the same
- * double. Not finite: `fallback`.
+ * A number as JSON writes it, except that an integer past 2^53 (an epoch-ns time) is written as the
+ * exact decimal of its double: what BigInt writes, about 2.5× faster than the shortest form String()
+ * looks for, and read back as the same double.
  */
-export const exactInteger = (n: number, fallback: string): string =>
-  Number.isSafeInteger(n) ? String(n) : Number.isFinite(n) ? BigInt(Math.trunc(n)).toString() : fallback;
+const jsonNumber = (n: number): string =>
+  Number.isInteger(n) && !Number.isSafeInteger(n) ? BigInt(n).toString() : num(n);
 
 /**
  * Writes a span's stored JSON document, field by field: ids and enum names need no escaping,
  * numbers are finite, and the resource/scope JSON shared by a request's spans (the same objects) is
  * serialized once. The document parses to the same object as JSON.stringify(span). Both stores
- * keep this document; `exactTimes` writes its ns times with exactInteger (same value; ClickHouse's
+ * keep this document; `exactTimes` writes its ns times with jsonNumber (the same values: ClickHouse's
  * documents, which are only ever parsed, whereas SQLite's SQL reads fields of the text).
  */
 export function createDocWriter(exactTimes = false): (s: SpanRecord) => string {
-  const time = exactTimes ? (n: number) => exactInteger(n, 'null') : num;
+  const time = exactTimes ? jsonNumber : num;
   let cachedResource: object | undefined;
   let cachedResourceJson = '';
   let cachedScope: object | undefined;

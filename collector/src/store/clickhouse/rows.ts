@@ -4,7 +4,7 @@
 import { sessionIdOf } from '../../trace-model/genai.js';
 import type { AttributeValue, Attributes, LogRecord, SpanRecord } from '../../wire-types.js';
 import { HOT_ATTRIBUTES } from '../schema.js';
-import { type HotValue, createDocWriter, exactInteger, hotValues, nsToUs } from '../span-rows.js';
+import { type HotValue, createDocWriter, hotValues, nsToUs } from '../span-rows.js';
 
 /**
  * 2100-01-01 in µs: time ranges end there at the latest (a partition's Date ends in 2106, and
@@ -62,7 +62,8 @@ export function tsvNullable(v: string | number | null | undefined): string {
  * An epoch-ns number as the exact decimal integer of its double (a JSON number this large is
  * rounded by ClickHouse's parser; SQLite's µs columns are floor(ns / 1000) of the same double).
  */
-const int = (n: number): string => exactInteger(n, '0');
+const int = (n: number): string =>
+  Number.isSafeInteger(n) ? String(n) : Number.isFinite(n) ? BigInt(Math.trunc(n)).toString() : '0';
 
 /** The last day computed: most records of a batch fall on the same UTC day. */
 let lastDay = { n: NaN, text: '' };
