@@ -146,7 +146,11 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     write: (spans, logs) => store.write(spans, logs),
     unavailable: () => store.unavailable(),
     maxPendingRecords: options.maxPendingRecords ?? DEFAULTS.maxPendingRecords,
-    flushDelayMs: options.flushDelayMs ?? options.ingestLingerMs ?? DEFAULTS.ingestLingerMs,
+    // The linger has one owner: the ClickHouse store holds requests for it itself (and starts an
+    // INSERT early once enough wait), so there the queue does not hold them first.
+    flushDelayMs:
+      options.flushDelayMs ??
+      (store.kind === 'clickhouse' ? 0 : (options.ingestLingerMs ?? DEFAULTS.ingestLingerMs)),
     onCommit: (spans) => {
       lastCommitMs = Date.now();
       live.publish(spans);

@@ -73,7 +73,6 @@ export function createReadOps(db: DatabaseSync) {
     listSessions: (limit?: number) => reader.listSessions(limit),
     getSession: (sessionId: string) => reader.getSession(sessionId),
     services: () => reader.services(),
-    traceSummary: (traceId: string) => reader.traceSummary(traceId),
     spansOfTrace: (traceId: string) => reader.spansOfTrace(traceId),
     logsOfTrace: (traceId: string) => reader.logsOfTrace(traceId),
     /** The whole trace view, or undefined for a trace with no spans. */

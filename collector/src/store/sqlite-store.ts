@@ -167,7 +167,6 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
     queryJson: (query, range) => queries.run(query, range),
     spansOfTrace: (traceId) => read('spansOfTrace', [traceId]),
     logsOfTrace: (traceId) => read('logsOfTrace', [traceId]),
-    traceSummary: (traceId) => read('traceSummary', [traceId]),
     async listTraces(filter) {
       await refreshForRead();
       return read('listTraces', [filter]);

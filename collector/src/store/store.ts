@@ -28,7 +28,6 @@ export interface CollectorStore {
   queryJson(query: string, range?: Pick<QueryOptions, 'startMs' | 'endMs'>): Promise<Uint8Array>;
   spansOfTrace(traceId: string): Promise<SpanRecord[]>;
   logsOfTrace(traceId: string): Promise<LogRecord[]>;
-  traceSummary(traceId: string): Promise<TraceSummary | undefined>;
   listTraces(filter?: TraceListFilter): Promise<TraceSummary[]>;
   listSessions(limit?: number): Promise<SessionSummary[]>;
   getSession(sessionId: string): Promise<SessionResponse | undefined>;

@@ -22,6 +22,7 @@ import {
 } from '../../metrics/metric-store.js';
 import { type BucketTriple, ROLLUP_WIDTHS_US, bucketsOf, planSegments } from '../../metrics/rollups.js';
 import type { Attributes } from '../../wire-types.js';
+import { createBatcher } from '../batcher.js';
 import { LAST_US, dayOfUs, daysSql, literal, tsvNullable, tsvString } from './rows.js';
 
 /** What the metric tables need of the ClickHouse store. */
@@ -283,36 +284,8 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
   // One batch at a time, each reading the last points the one before it wrote; requests that come
   // while one runs go together in the next (a collector taking many exporters' metrics makes a few
   // round trips to ClickHouse per batch, not per request). A batch that fails fails its requests.
-  let waiting: {
-    points: readonly MetricPoint[];
-    resolve: (r: MetricIngestResult) => void;
-    reject: (e: unknown) => void;
-  }[] = [];
-  let running: Promise<void> | undefined;
-  const drain = async (): Promise<void> => {
-    while (waiting.length) {
-      const batch = waiting;
-      waiting = [];
-      try {
-        const results = await ingestBatch(batch.map((w) => w.points));
-        batch.forEach((w, i) => w.resolve(results[i]!));
-      } catch (error) {
-        for (const w of batch) w.reject(error);
-      }
-    }
-  };
-  const startDrain = (): void => {
-    running ??= drain().finally(() => {
-      running = undefined;
-      // A request queued between the drain's last look and here would otherwise wait for the next.
-      if (waiting.length) startDrain();
-    });
-  };
-  const ingest = (points: readonly MetricPoint[]): Promise<MetricIngestResult> =>
-    new Promise((resolve, reject) => {
-      waiting.push({ points, resolve, reject });
-      startDrain();
-    });
+  const batcher = createBatcher(ingestBatch);
+  const ingest = (points: readonly MetricPoint[]): Promise<MetricIngestResult> => batcher.add(points);
 
   return {
     location: ctx.location,
@@ -436,7 +409,7 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
       return 0;
     },
     async close() {
-      await running;
+      await batcher.flush();
     },
   };
 }

@@ -28,6 +28,7 @@ import type { LogQuery, LogQueryResult } from '../../logs/log-query.js';
 import { queryClickHouseLogs } from './clickhouse-logs.js';
 import { createClickHouseMetricStore } from './clickhouse-metrics.js';
 import type { MetricLimits, MetricStore } from '../../metrics/metric-store.js';
+import { createBatcher } from '../batcher.js';
 import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
 import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
@@ -93,13 +94,6 @@ export type ClickHouseStore = CollectorStore & {
 export function versionAtLeast(version: string, min: readonly [number, number]): boolean {
   const [major = 0, minor = 0] = version.split('.').map((p) => Number.parseInt(p, 10));
   return major > min[0] || (major === min[0] && minor >= min[1]);
-}
-
-interface Pending {
-  spans: SpanRecord[];
-  logs: LogRecord[];
-  resolve: () => void;
-  reject: (error: Error) => void;
 }
 
 /** Connects, checks the server version, creates or migrates the schema. */
@@ -230,8 +224,6 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
   let down: StoreUnavailableError | undefined;
   let probe: NodeJS.Timeout | undefined;
   let closed = false;
-  let queued: Pending[] = [];
-  let inFlight: Promise<void> | undefined;
   const maxBatch = options.maxBatchRecords ?? 100_000;
   const encodeSpans = createSpanEncoder();
   const insertSettings = options.cluster ? { insert_distributed_sync: 1 as const } : {};
@@ -287,55 +279,30 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     return bodies;
   }
 
-  /** Writes everything queued in one INSERT per table, then answers each request. */
-  async function drain(): Promise<void> {
-    while (queued.length) {
-      const batch = queued;
-      queued = [];
-      queuedRecords = 0;
-      try {
-        const spans = batch.length === 1 ? batch[0]!.spans : batch.flatMap((p) => p.spans);
-        const logs = batch.flatMap((p) => p.logs);
-        if (spans.length) await insert('spans', SPAN_COLUMNS, encodeSpans(spans, maxBatch));
-        if (logs.length) await insert('logs', LOG_COLUMNS, bodiesOf(logs.map(logLine)));
-        for (const p of batch) p.resolve();
-      } catch (error) {
-        for (const p of batch) p.reject(error as Error);
-      }
-    }
-  }
-
-  const lingerMs = options.lingerMs ?? 0;
-  const flushRecords = options.flushRecords ?? 10_000;
-  let queuedRecords = 0;
-  let lingering: NodeJS.Timeout | undefined;
-
-  function startDrain(): void {
-    clearTimeout(lingering);
-    lingering = undefined;
-    inFlight ??= drain().finally(() => {
-      inFlight = undefined;
-      // A write made between the drain's last look at the queue and here (a waiter resumed by the
-      // last INSERT writing again at once) saw the drain still running and left its records to it.
-      if (queued.length && !lingering) startDrain();
-    });
-  }
+  /**
+   * Requests that arrive while an INSERT runs go in the next (one INSERT per table for all of them);
+   * with AGENTRT_INGEST_LINGER_MS a request waits that long for others, unless `flushRecords` are
+   * waiting already.
+   */
+  const batcher = createBatcher<{ spans: SpanRecord[]; logs: LogRecord[] }, void>(
+    async (batch) => {
+      const spans = batch.length === 1 ? batch[0]!.spans : batch.flatMap((p) => p.spans);
+      const logs = batch.flatMap((p) => p.logs);
+      if (spans.length) await insert('spans', SPAN_COLUMNS, encodeSpans(spans, maxBatch));
+      if (logs.length) await insert('logs', LOG_COLUMNS, bodiesOf(logs.map(logLine)));
+      return batch.map(() => undefined);
+    },
+    {
+      lingerMs: options.lingerMs ?? 0,
+      flushSize: options.flushRecords ?? 10_000,
+      sizeOf: (p) => p.spans.length + p.logs.length,
+    },
+  );
 
   function write(spans: SpanRecord[], logs: LogRecord[]): Promise<void> {
     if (down) return Promise.reject(down);
     if (!spans.length && !logs.length) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      queued.push({ spans, logs, resolve, reject });
-      queuedRecords += spans.length + logs.length;
-      // A running INSERT takes whatever queued meanwhile when it returns; otherwise wait a moment
-      // for more requests, unless enough are here already.
-      if (inFlight || lingering) {
-        if (lingering && queuedRecords >= flushRecords) startDrain();
-        return;
-      }
-      if (lingerMs > 0 && queuedRecords < flushRecords) lingering = setTimeout(startDrain, lingerMs);
-      else startDrain();
-    });
+    return batcher.add({ spans, logs });
   }
 
   // ---- reads -----------------------------------------------------------------------------------
@@ -727,10 +694,6 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       docs<LogRecord>(
         await select(`SELECT doc FROM ${T('logs')} WHERE trace_id = ${literal(traceId)} ORDER BY time_ns`),
       ),
-    async traceSummary(traceId) {
-      const spans = await spansOfTrace(traceId);
-      return spans.length ? summarizeTrace(traceId, spans) : undefined;
-    },
     listTraces,
     listSessions,
     getSession,
@@ -743,8 +706,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     async close(): Promise<void> {
       closed = true;
       clearInterval(probe);
-      if (lingering) startDrain();
-      await inFlight;
+      await batcher.flush();
       await metrics.close();
       await pool.close();
       await client.close();
