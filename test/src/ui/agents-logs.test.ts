@@ -1,6 +1,5 @@
 // The Agents, Logs and cost views in Chromium, with data from a running collector + runtime + the
 // instrumented sdk-agent invoked through the official AWS SDK.
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +8,15 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '@agentrt/cli';
 import { type RuntimeStack, startRuntimeStack } from '../observability/runtime-stack.js';
-import { REPO_ROOT, hasChromium, launchBrowser, screenshot } from './browser.js';
+import {
+  REPO_ROOT,
+  buildUiIfStale,
+  hasChromium,
+  launchBrowser,
+  openPage,
+  reportPageOnFailure,
+  screenshot,
+} from './browser.js';
 
 let stack: RuntimeStack;
 let collector: Collector;
@@ -32,9 +39,7 @@ function poll<T>(read: () => Promise<T>) {
 
 beforeAll(async () => {
   if (!hasChromium) return;
-  execFileSync(process.execPath, [join(REPO_ROOT, 'collector', 'ui', 'build.mjs'), '--if-stale'], {
-    timeout: 60_000,
-  });
+  buildUiIfStale();
   const pricesFile = join(priceDir, 'prices.json');
   writeFileSync(pricesFile, JSON.stringify({ 'agentrt-offline-weather': PRICE }));
   stack = await startRuntimeStack({ name: 'ui_agent', collector: { pricesFile } });
@@ -43,9 +48,10 @@ beforeAll(async () => {
   await invoke(JSON.stringify({ prompt: 'hello again' }));
   await invoke('{not json').catch(() => undefined); // one user error (the agent answers 400 → 424)
   browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1440, height: 1000 }, colorScheme: 'light' });
-  page.setDefaultTimeout(30_000);
+  page = await openPage(browser, 1000);
 }, 120_000);
+
+reportPageOnFailure('agents-logs', () => page);
 
 afterAll(async () => {
   await browser?.close();

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { beforeEach } from 'vitest';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const SCREENSHOT_DIR = join(REPO_ROOT, 'test-results', 'ui');
@@ -35,11 +36,33 @@ export async function launchBrowser(): Promise<Browser> {
   });
 }
 
-/** A 1440×900 light-scheme page with a 30 s default timeout (a busy machine is slow to render). */
-export async function openPage(browser: Browser): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+/**
+ * A 1440-wide light-scheme page (900 high unless told) with a 30 s default timeout (a busy machine is
+ * slow to render), watched (watchPage) so that reportPageOnFailure can say what it did.
+ */
+export async function openPage(browser: Browser, height = 900): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1440, height }, colorScheme: 'light' });
   page.setDefaultTimeout(30_000);
+  watchers.set(page, watchPage(page));
   return page;
+}
+
+/** The watcher of each page openPage made. */
+const watchers = new WeakMap<Page, ReturnType<typeof watchPage>>();
+
+/**
+ * For every test of the calling suite: when one fails, prints what the page (from openPage) showed
+ * and did, and saves its screenshot (CI keeps no browser to look at).
+ */
+export function reportPageOnFailure(label: string, page: () => Page | undefined): void {
+  beforeEach(({ task, onTestFailed }) => {
+    onTestFailed(async () => {
+      const p = page();
+      const watcher = p && watchers.get(p);
+      if (watcher)
+        console.error(`[${label}] ${task.name}: the page\n${await watcher.report(`${label}-${task.name}`)}`);
+    });
+  });
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

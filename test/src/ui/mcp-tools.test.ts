@@ -11,7 +11,14 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RuntimeStack, startRuntimeStack, until } from '../observability/runtime-stack.js';
-import { buildUiIfStale, hasChromium, launchBrowser, openPage, screenshot } from './browser.js';
+import {
+  buildUiIfStale,
+  hasChromium,
+  launchBrowser,
+  openPage,
+  reportPageOnFailure,
+  screenshot,
+} from './browser.js';
 
 const TRACE_ID = '6e0c63257de34c92bf9efcd03927272e';
 const CALLER_SPAN = '53995c3f42cd8ad8';
@@ -59,6 +66,7 @@ describe.skipIf(!hasChromium)(
       browser = await launchBrowser();
       page = await openPage(browser);
     }, 120_000);
+    reportPageOnFailure('mcp-tools', () => page);
     afterAll(async () => {
       await browser?.close();
       await stack?.close();

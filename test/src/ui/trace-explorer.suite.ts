@@ -4,20 +4,26 @@
  * trace-explorer.test.ts on the SQLite store and by trace-explorer-clickhouse.test.ts on a
  * ClickHouse-backed collector (a real clickhouse-server on a free port).
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SpanStatusCode, context, trace as otelTrace } from '@opentelemetry/api';
 import { createCollector, type Collector } from '@agentrt/collector';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ClickHouseHarness,
   clickHouseSkipReason,
   startClickHouse,
 } from '../../../collector/dist/store/clickhouse/clickhouse-harness.test-util.js';
-import { REPO_ROOT, hasChromium, launchBrowser, screenshot, watchPage } from './browser.js';
+import {
+  buildUiIfStale,
+  hasChromium,
+  launchBrowser,
+  openPage,
+  reportPageOnFailure,
+  screenshot,
+} from './browser.js';
 import {
   MODEL,
   TURN_LAYOUT,
@@ -35,7 +41,6 @@ let collector: Collector;
 let telemetry: Telemetry;
 let browser: Browser;
 let page: Page;
-let watcher: ReturnType<typeof watchPage> | undefined;
 let dataDir: string;
 let clickHouse: ClickHouseHarness | undefined;
 const traceIds: string[] = [];
@@ -86,10 +91,7 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
 
   beforeAll(async () => {
     if (skip) return;
-    // The bundle is git-ignored build output: (re)build it when a UI source is newer.
-    execFileSync(process.execPath, [join(REPO_ROOT, 'collector', 'ui', 'build.mjs'), '--if-stale'], {
-      timeout: 60_000,
-    });
+    buildUiIfStale();
     dataDir = mkdtempSync(join(tmpdir(), 'agentrt-ui-'));
     if (store === 'clickhouse') clickHouse = await startClickHouse();
     collector = await createCollector({
@@ -102,19 +104,11 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
     });
     telemetry = createTelemetry(collector.url);
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-    page.setDefaultTimeout(30_000);
-    watcher = watchPage(page);
+    page = await openPage(browser);
     // Generous: on a busy 2-core machine the first Chromium start alone can take many seconds.
   }, 120_000);
 
-  // A failing test says what the page showed and did (CI keeps no browser to look at).
-  beforeEach(({ task, onTestFailed }) => {
-    onTestFailed(async () => {
-      if (watcher)
-        console.error(`[${store}] ${task.name}: the page\n${await watcher.report(`${store}-${task.name}`)}`);
-    });
-  });
+  reportPageOnFailure(store, () => page);
 
   afterAll(async () => {
     await browser?.close();
