@@ -5,7 +5,8 @@
 // Run after building: `npx tsc -b collector && node bench/collector/clickhouse.mjs`
 // (BENCH_SPANS, default 200000; BENCH_CONCURRENCY requests in flight per collector, default 4;
 // BENCH_CH_LINGER_MS for the ClickHouse collectors' AGENTRT_INGEST_LINGER_MS; BENCH_PROFILE=<dir> for a
-// CPU profile of the ClickHouse-backed collector). Prints CPU ms per 1000 spans of each process.
+// CPU profile of the ClickHouse-backed collector; BENCH_ROUNDS ingest rounds, default 3). Prints CPU
+// ms per 1000 spans of each process.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -287,6 +288,12 @@ async function lookups(url, copies = 1) {
   };
 }
 
+/** Drops a ClickHouse database (a later round's, once measured). */
+async function dropDatabase(chUrl, database) {
+  const res = await fetch(chUrl, { method: 'POST', body: `DROP DATABASE IF EXISTS ${database}` });
+  if (!res.ok) throw new Error(`drop ${database}: ${res.status} ${await res.text()}`);
+}
+
 /**
  * Grows a ClickHouse database of SPANS generated spans to `copies` × as many, inside ClickHouse
  * (INSERT … SELECT, so the materialized views fill as on ingest): copy k of a span has its trace id's
@@ -325,73 +332,93 @@ const ch = await startClickHouse();
 const list = bodies(SPANS, 0);
 const rows = [];
 const results = {};
-/** CPU ms per 1000 spans during ingest: [collector, clickhouse-server]. */
-const cpuPerKSpans = {};
 // BENCH_PROFILE=<dir>: the ClickHouse-backed collector writes a V8 CPU profile there (--cpu-prof).
 const PROFILE_ARGS = process.env.BENCH_PROFILE
   ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
   : [];
+// Ingest is measured ROUNDS times (SQLite, ClickHouse, two collectors, again and again) into fresh
+// stores: this machine's speed drifts by tens of percent within minutes, so a ratio is taken between
+// runs of the same round, and the table shows their median and range.
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+
+/**
+ * One measured ingest of every body into fresh collector processes: `kind` sqlite, clickhouse (one
+ * collector) or two (two collectors on one ClickHouse database). Returns the collectors (still
+ * running), spans/s, and CPU ms per 1000 spans of the collectors and of clickhouse-server.
+ */
+async function measuredIngest(kind, name) {
+  const store = `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/${name}`;
+  const envs =
+    kind === 'sqlite'
+      ? [{ AGENTRT_DATA_DIR: join(dir, name) }]
+      : (kind === 'two' ? ['a', 'b'] : ['']).map((x) => ({
+          AGENTRT_DATA_DIR: join(dir, name + x),
+          AGENTRT_STORE: store,
+          AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS,
+        }));
+  const collectors = [];
+  for (const env of envs)
+    collectors.push(
+      await startCollector(env, kind === 'clickhouse' && name === 'bench_one' ? PROFILE_ARGS : []),
+    );
+  const chPid = ch.nodes[0].pid();
+  const total = () => collectors.reduce((sum, c) => sum + cpuSeconds(c.child.pid), 0);
+  const before = [total(), cpuSeconds(chPid)];
+  const threadsBefore = collectors.map((c) => threadCpu(c.child.pid));
+  const urls = collectors.map((c) => c.url);
+  const rate =
+    kind === 'sqlite'
+      ? await ingest(urls, list)
+      : await pinnedApart(chPid, collectors, () => ingest(urls, list));
+  const cpu = [total() - before[0], cpuSeconds(chPid) - before[1]].map((sec) => (sec * 1e6) / SPANS);
+  const byThread = collectors
+    .map((c, i) => threadShares(threadsBefore[i], threadCpu(c.child.pid)))
+    .join('; ');
+  log(
+    `${name} (${kind}): ingest ${Math.round(rate)} spans/s; CPU per 1000 spans: collector${collectors.length > 1 ? 's' : ''} ${cpu[0].toFixed(1)} ms (by thread: ${byThread}), clickhouse-server ${kind === 'sqlite' ? '—' : `${cpu[1].toFixed(1)} ms`}; refused and sent again: ${JSON.stringify(Object.fromEntries(refused))}`,
+  );
+  return { collectors, rate, cpu };
+}
+
+/** CPU ms per 1000 spans during ingest, per round: { sqlite, clickhouse, two } of [collectors, clickhouse-server]. */
+const rounds = [];
 try {
-  log(`${SPANS} spans in requests of ${BATCH}; ClickHouse ${ch.url}`);
-  // BENCH_ONLY=clickhouse skips the SQLite store and the two-collector run (for quick query work).
+  log(`${SPANS} spans in requests of ${BATCH}; ClickHouse ${ch.url}; ${ROUNDS} ingest round(s)`);
+  // BENCH_ONLY=clickhouse skips the SQLite store, the two-collector run and the extra rounds (for
+  // quick query work).
   const only = process.env.BENCH_ONLY === 'clickhouse';
-  for (const kind of only ? ['clickhouse'] : ['sqlite', 'clickhouse']) {
-    const env =
-      kind === 'sqlite'
-        ? { AGENTRT_DATA_DIR: join(dir, 'sqlite') }
-        : {
-            AGENTRT_DATA_DIR: join(dir, 'ch-1'),
-            AGENTRT_STORE: `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_one`,
-            AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS,
-          };
-    const c = await startCollector(env, kind === 'clickhouse' ? PROFILE_ARGS : []);
-    const chPid = ch.nodes[0].pid();
-    const before = [cpuSeconds(c.child.pid), cpuSeconds(chPid)];
-    const threadsBefore = threadCpu(c.child.pid);
-    const rate =
-      kind === 'clickhouse'
-        ? await pinnedApart(chPid, [c], () => ingest([c.url], list))
-        : await ingest([c.url], list);
-    const cpu = [cpuSeconds(c.child.pid) - before[0], cpuSeconds(chPid) - before[1]];
-    log(
-      `${kind}: ingest ${Math.round(rate)} spans/s; CPU per 1000 spans: collector ${((cpu[0] * 1e6) / SPANS).toFixed(1)} ms (by thread: ${threadShares(threadsBefore, threadCpu(c.child.pid))}), clickhouse-server ${((cpu[1] * 1e6) / SPANS).toFixed(1)} ms; refused and sent again: ${JSON.stringify(Object.fromEntries(refused))}`,
-    );
-    cpuPerKSpans[kind] = cpu.map((s) => (s * 1e6) / SPANS);
-    const q = await lookups(c.url);
-    log(kind, JSON.stringify(q));
-    results[kind] = { rate, q };
-    if (kind === 'clickhouse' && SCALE > 1) {
-      // The same database grown to SCALE × SPANS inside ClickHouse, queried through the same collector.
-      const t = performance.now();
-      await replicate(ch.url, 'bench_one', SCALE);
-      log(`replicated to ${SCALE * SPANS} spans in ${((performance.now() - t) / 1000).toFixed(0)} s`);
-      results.scaled = { q: await lookups(c.url, SCALE) };
-      log('clickhouse scaled', JSON.stringify(results.scaled.q));
+  for (let round = 1; round <= (only ? 1 : ROUNDS); round++) {
+    const r = {};
+    for (const kind of only ? ['clickhouse'] : ['sqlite', 'clickhouse', 'two']) {
+      const name =
+        { sqlite: 'sqlite', clickhouse: 'bench_one', two: 'bench_two' }[kind] +
+        (round > 1 ? `_${round}` : '');
+      const m = await measuredIngest(kind, name);
+      r[kind] = m.cpu;
+      if (round === 1 && kind !== 'two') {
+        // The first round's stores answer the lookups.
+        const c = m.collectors[0];
+        const q = await lookups(c.url);
+        log(kind, JSON.stringify(q));
+        results[kind] = { rate: m.rate, q };
+        if (kind === 'clickhouse' && SCALE > 1) {
+          // The same database grown to SCALE × SPANS inside ClickHouse, queried through the same collector.
+          const t = performance.now();
+          await replicate(ch.url, 'bench_one', SCALE);
+          log(`replicated to ${SCALE * SPANS} spans in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+          results.scaled = { q: await lookups(c.url, SCALE) };
+          log('clickhouse scaled', JSON.stringify(results.scaled.q));
+        }
+      }
+      if (round === 1 && kind === 'two') results.two = { rate: m.rate };
+      await Promise.all(m.collectors.map(stop));
+      // Later rounds' databases go once measured: their merges would load the next runs.
+      if (round > 1 && kind !== 'sqlite') await dropDatabase(ch.url, name);
+      if (kind === 'sqlite') rmSync(join(dir, name), { recursive: true, force: true });
     }
-    await stop(c);
+    rounds.push(r);
   }
-  let twoRate = NaN;
-  if (!only) {
-    // Two collector processes on one ClickHouse, each taking half of the requests.
-    const store = `clickhouse://default:@127.0.0.1:${ch.nodes[0].httpPort}/bench_two`;
-    const two = { AGENTRT_STORE: store, AGENTRT_INGEST_LINGER_MS: CH_LINGER_MS };
-    const a = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-a'), ...two });
-    const b = await startCollector({ AGENTRT_DATA_DIR: join(dir, 'ch-b'), ...two });
-    const chPid = ch.nodes[0].pid();
-    const before = [cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid), cpuSeconds(chPid)];
-    const threadsBefore = [threadCpu(a.child.pid), threadCpu(b.child.pid)];
-    twoRate = await pinnedApart(chPid, [a, b], () => ingest([a.url, b.url], list));
-    const byThread = [a, b].map((c, i) => threadShares(threadsBefore[i], threadCpu(c.child.pid)));
-    const cpu = [
-      cpuSeconds(a.child.pid) + cpuSeconds(b.child.pid) - before[0],
-      cpuSeconds(chPid) - before[1],
-    ];
-    cpuPerKSpans.two = cpu.map((s) => (s * 1e6) / SPANS);
-    log(
-      `clickhouse, two collectors: ingest ${Math.round(twoRate)} spans/s; CPU per 1000 spans: collectors ${cpuPerKSpans.two[0].toFixed(1)} ms (by thread: ${byThread.join('; ')}), clickhouse-server ${cpuPerKSpans.two[1].toFixed(1)} ms; refused and sent again: ${JSON.stringify(Object.fromEntries(refused))}`,
-    );
-    await Promise.all([stop(a), stop(b)]);
-  }
+  const twoRate = results.two?.rate ?? NaN;
   const f = (x) => x.toFixed(1);
   const s = results.sqlite ?? { rate: NaN, q: {} };
   const c = results.clickhouse;
@@ -407,19 +434,28 @@ try {
   ]);
   // Spans per CPU-second of the collector processes: what one collector core ingests when the
   // store's own CPU is elsewhere (ClickHouse on its own machines; SQLite's writes are in-process).
-  const perCore = (kind) => (cpuPerKSpans[kind] ? 1e6 / cpuPerKSpans[kind][0] : NaN);
+  // Medians over the rounds; the ratio is the median of each round's own ratio, with its range.
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+  const perCore = (kind) => median(rounds.map((r) => (r[kind] ? 1e6 / r[kind][0] : NaN)));
+  const perCoreRatio = (kind) => {
+    const xs = rounds.map((r) => (r[kind] && r.sqlite ? r.sqlite[0] / r[kind][0] : NaN));
+    if (xs.some(Number.isNaN)) return '—';
+    return xs.length > 1
+      ? `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})`
+      : xs[0].toFixed(2);
+  };
   rows.push([
     'ingest per collector core (spans per CPU-second of the collector)',
     Math.round(perCore('sqlite')),
     Math.round(perCore('clickhouse')),
-    ratio(perCore('clickhouse'), perCore('sqlite')),
+    perCoreRatio('clickhouse'),
     '—',
   ]);
   rows.push([
     'ingest per collector core, two collectors',
     '—',
     Math.round(perCore('two')),
-    ratio(perCore('two'), perCore('sqlite')),
+    perCoreRatio('two'),
     '—',
   ]);
   rows.push([
@@ -438,11 +474,11 @@ try {
       pair(big[key]),
     ]);
   }
-  const md = `${SPANS.toLocaleString('en')} spans (traces of 8, sessions of 4 traces, 6 hours), OTLP/JSON requests of ${BATCH} spans, ${CONCURRENCY} at a time per collector; each collector is its own \`node collector/dist/main.js\` process and ClickHouse (Debian 18.16.1, default settings) runs on the same 2-core machine${PIN ? ` (while a ClickHouse-backed collector's ingest is measured, clickhouse-server runs on core ${PIN.clickhouse} and the collectors on ${CORES > 2 ? 'cores' : 'core'} ${PIN.collectors}, pinned with taskset; the SQLite-backed collector and all queries use every core)` : ''}. Query latencies are over ${QUERY_RUNS} runs each (or as many as fit in 30 s, at least 3), through the HTTP API, after ingest; the Agents page's two queries run over its 6-hour window. The last column is the ClickHouse database grown to ${SCALE}× inside ClickHouse after ingest (INSERT … SELECT of the ingested spans with new trace and session ids, so the materialized views fill as on ingest; sending ${millions(SPANS * SCALE)} through OTLP would take hours on this machine); the SQLite store is not grown, its ad-hoc stats already take seconds at ${millions(SPANS)}.
+  const md = `${SPANS.toLocaleString('en')} spans (traces of 8, sessions of 4 traces, 6 hours), OTLP/JSON requests of ${BATCH} spans, ${CONCURRENCY} at a time per collector; each collector is its own \`node collector/dist/main.js\` process and ClickHouse (Debian 18.16.1, default settings) runs on the same 2-core machine${PIN ? ` (while a ClickHouse-backed collector's ingest is measured, clickhouse-server runs on core ${PIN.clickhouse} and the collectors on ${CORES > 2 ? 'cores' : 'core'} ${PIN.collectors}, pinned with taskset; the SQLite-backed collector and all queries use every core)` : ''}. Ingest is measured in ${rounds.length} round${rounds.length > 1 ? 's' : ''} (SQLite, ClickHouse, two collectors; each into fresh stores)${rounds.length > 1 ? ": the per-core rows show the median over the rounds, and as ratio the median of each round's own ratio with their range in brackets (this machine's speed drifts between runs); the spans/s rows and all queries are from the first round" : ''}. Query latencies are over ${QUERY_RUNS} runs each (or as many as fit in 30 s, at least 3), through the HTTP API, after ingest; the Agents page's two queries run over its 6-hour window. The last column is the ClickHouse database grown to ${SCALE}× inside ClickHouse after ingest (INSERT … SELECT of the ingested spans with new trace and session ids, so the materialized views fill as on ingest; sending ${millions(SPANS * SCALE)} through OTLP would take hours on this machine); the SQLite store is not grown, its ad-hoc stats already take seconds at ${millions(SPANS)}.
 
 ${table(['', `SQLite, ${millions(SPANS)}`, `ClickHouse, ${millions(SPANS)}`, 'ClickHouse / SQLite', `ClickHouse, ${millions(SPANS * SCALE)}`], rows)}
 
-${only ? '' : `CPU per 1000 spans during ingest (/proc of each process): SQLite-backed collector ${cpuPerKSpans.sqlite[0].toFixed(1)} ms; ClickHouse-backed collector ${cpuPerKSpans.clickhouse[0].toFixed(1)} ms plus clickhouse-server ${cpuPerKSpans.clickhouse[1].toFixed(1)} ms; two collectors ${cpuPerKSpans.two[0].toFixed(1)} ms plus clickhouse-server ${cpuPerKSpans.two[1].toFixed(1)} ms. `}Load average at the end: ${os
+${only ? '' : `CPU ms per 1000 spans during ingest (/proc of each process), by round: ${rounds.map((r, i) => `${i + 1}: SQLite-backed collector ${f(r.sqlite[0])}; ClickHouse-backed collector ${f(r.clickhouse[0])} plus clickhouse-server ${f(r.clickhouse[1])}; two collectors ${f(r.two[0])} plus clickhouse-server ${f(r.two[1])}`).join('. ')}. `}Load average at the end: ${os
     .loadavg()
     .map((l) => l.toFixed(1))
     .join(', ')}.
