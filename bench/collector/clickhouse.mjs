@@ -5,8 +5,8 @@
 // Run after building: `npx tsc -b collector && node bench/collector/clickhouse.mjs`
 // (BENCH_SPANS, default 200000; BENCH_CONCURRENCY requests in flight per collector, default 4;
 // BENCH_CH_LINGER_MS for the ClickHouse collectors' AGENTRT_INGEST_LINGER_MS; BENCH_PROFILE=<dir> for a
-// CPU profile of the ClickHouse-backed collector; BENCH_ROUNDS ingest rounds, default 3). Prints CPU
-// ms per 1000 spans of each process.
+// CPU profile of the ClickHouse-backed collector; BENCH_ROUNDS ingest rounds, default 3;
+// BENCH_NODE_ARGS node options for every collector). Prints CPU ms per 1000 spans of each process.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -25,7 +25,9 @@ const QUERY_RUNS = 20;
 // The ClickHouse database is grown to SCALE × SPANS spans for a second set of query latencies.
 const SCALE = Number(process.env.BENCH_SCALE ?? 10);
 const MODELS = ['claude-sonnet', 'nova-pro', 'llama-70b'];
-const MAIN = fileURLToPath(new URL('../../collector/dist/main.js', import.meta.url));
+// BENCH_MAIN: another build's collector/dist/main.js (to compare two builds on the same machine state).
+const MAIN =
+  process.env.BENCH_MAIN ?? fileURLToPath(new URL('../../collector/dist/main.js', import.meta.url));
 const T0 = Date.now() - 6 * 3_600_000;
 const log = (...a) => console.log(...a);
 /**
@@ -148,8 +150,11 @@ async function pinnedApart(chPid, collectors, fn) {
   }
 }
 
+/** Node options for every collector process (BENCH_NODE_ARGS, space-separated). */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+
 function startCollector(env, nodeArgs = []) {
-  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
+  const child = spawn(process.execPath, [...NODE_ARGS, ...nodeArgs, MAIN], {
     env: { ...process.env, AGENTRT_COLLECTOR_PORT: '0', AGENTRT_RETENTION_HOURS: '0', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
