@@ -83,29 +83,37 @@ function bodies(count, offset) {
   return out;
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-function cpuSeconds(pid) {
+/** A /proc stat file's command name and CPU seconds (user + system); undefined once it ended. */
+function readStat(path) {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
+    return {
+      name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+      seconds: (Number(f[11]) + Number(f[12])) / 100,
+    };
   } catch {
-    return NaN;
+    return undefined;
   }
 }
+
+/** CPU seconds a process has used so far, from /proc (Linux). */
+const cpuSeconds = (pid) => readStat(`/proc/${pid}/stat`)?.seconds ?? NaN;
 
 /** CPU seconds per thread name of a process (/proc/<pid>/task): where a collector's CPU goes. */
 function threadCpu(pid) {
   const out = new Map();
+  let tids = [];
   try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/\d+$/, '#');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
-    }
+    tids = readdirSync(`/proc/${pid}/task`);
   } catch {
-    // the process or a thread ended meanwhile
+    // the process ended meanwhile
+  }
+  for (const tid of tids) {
+    const stat = readStat(`/proc/${pid}/task/${tid}/stat`);
+    if (!stat) continue; // the thread ended meanwhile
+    const name = stat.name.replace(/\d+$/, '#');
+    out.set(name, (out.get(name) ?? 0) + stat.seconds);
   }
   return out;
 }
@@ -293,7 +301,7 @@ async function lookups(url, copies = 1) {
   };
 }
 
-/** Drops a ClickHouse database (a later round's, once measured). */
+/** Drops a ClickHouse database (once measured). */
 async function dropDatabase(chUrl, database) {
   const res = await fetch(chUrl, { method: 'POST', body: `DROP DATABASE IF EXISTS ${database}` });
   if (!res.ok) throw new Error(`drop ${database}: ${res.status} ${await res.text()}`);
@@ -345,6 +353,8 @@ const PROFILE_ARGS = process.env.BENCH_PROFILE
 // stores: this machine's speed drifts by tens of percent within minutes, so a ratio is taken between
 // runs of the same round, and the table shows their median and range.
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+// BENCH_KEEP=1: ClickHouse (with bench_one, grown) stays up at the end for a look with clickhouse-client.
+const KEEP = process.env.BENCH_KEEP === '1';
 
 /**
  * One measured ingest of every body into fresh collector processes: `kind` sqlite, clickhouse (one
@@ -417,9 +427,10 @@ try {
       }
       if (round === 1 && kind === 'two') results.two = { rate: m.rate };
       await Promise.all(m.collectors.map(stop));
-      // Later rounds' databases go once measured: their merges would load the next runs.
-      if (round > 1 && kind !== 'sqlite') await dropDatabase(ch.url, name);
+      // Each store goes once measured and queried: its merges would load the next runs (the first
+      // round's grown database stays for BENCH_KEEP).
       if (kind === 'sqlite') rmSync(join(dir, name), { recursive: true, force: true });
+      else if (!(KEEP && name === 'bench_one')) await dropDatabase(ch.url, name);
     }
     rounds.push(r);
   }
@@ -479,7 +490,7 @@ try {
       pair(big[key]),
     ]);
   }
-  const md = `${SPANS.toLocaleString('en')} spans (traces of 8, sessions of 4 traces, 6 hours), OTLP/JSON requests of ${BATCH} spans, ${CONCURRENCY} at a time per collector; each collector is its own \`node collector/dist/main.js\` process and ClickHouse (Debian 18.16.1, default settings) runs on the same 2-core machine${PIN ? ` (while a ClickHouse-backed collector's ingest is measured, clickhouse-server runs on core ${PIN.clickhouse} and the collectors on ${CORES > 2 ? 'cores' : 'core'} ${PIN.collectors}, pinned with taskset; the SQLite-backed collector and all queries use every core)` : ''}. Ingest is measured in ${rounds.length} round${rounds.length > 1 ? 's' : ''} (SQLite, ClickHouse, two collectors; each into fresh stores)${rounds.length > 1 ? ": the per-core rows show the median over the rounds, and as ratio the median of each round's own ratio with their range in brackets (this machine's speed drifts between runs); the spans/s rows and all queries are from the first round" : ''}. Query latencies are over ${QUERY_RUNS} runs each (or as many as fit in 30 s, at least 3), through the HTTP API, after ingest; the Agents page's two queries run over its 6-hour window. The last column is the ClickHouse database grown to ${SCALE}× inside ClickHouse after ingest (INSERT … SELECT of the ingested spans with new trace and session ids, so the materialized views fill as on ingest; sending ${millions(SPANS * SCALE)} through OTLP would take hours on this machine); the SQLite store is not grown, its ad-hoc stats already take seconds at ${millions(SPANS)}.
+  const md = `${SPANS.toLocaleString('en')} spans (traces of 8, sessions of 4 traces, 6 hours), OTLP/JSON requests of ${BATCH} spans, ${CONCURRENCY} at a time per collector; each collector is its own \`node collector/dist/main.js\` process and ClickHouse (Debian 18.16.1, default settings) runs on the same 2-core machine${PIN ? ` (while a ClickHouse-backed collector's ingest is measured, clickhouse-server runs on core ${PIN.clickhouse} and the collectors on ${CORES > 2 ? 'cores' : 'core'} ${PIN.collectors}, pinned with taskset; the SQLite-backed collector and all queries use every core)` : ''}. Ingest is measured in ${rounds.length} round${rounds.length > 1 ? 's' : ''} (SQLite, ClickHouse, two collectors; each into fresh stores, dropped once measured and queried)${rounds.length > 1 ? ": the per-core rows show the median over the rounds, and as ratio the median of each round's own ratio with their range in brackets (this machine's speed drifts between runs); the spans/s rows and all queries are from the first round" : ''}. Query latencies are over ${QUERY_RUNS} runs each (or as many as fit in 30 s, at least 3), through the HTTP API, after ingest; the Agents page's two queries run over its 6-hour window. The last column is the ClickHouse database grown to ${SCALE}× inside ClickHouse after ingest (INSERT … SELECT of the ingested spans with new trace and session ids, so the materialized views fill as on ingest; sending ${millions(SPANS * SCALE)} through OTLP would take hours on this machine); the SQLite store is not grown, its ad-hoc stats already take seconds at ${millions(SPANS)}.
 
 ${table(['', `SQLite, ${millions(SPANS)}`, `ClickHouse, ${millions(SPANS)}`, 'ClickHouse / SQLite', `ClickHouse, ${millions(SPANS * SCALE)}`], rows)}
 
@@ -495,7 +506,7 @@ ${only ? '' : `CPU ms per 1000 spans during ingest (/proc of each process), by r
       'Collector: SQLite and ClickHouse stores (bench/collector/clickhouse.mjs)',
       md,
     );
-  if (process.env.BENCH_KEEP === '1') {
+  if (KEEP) {
     // For looking into the data with clickhouse-client: the server stays up until Ctrl-C.
     log(`ClickHouse stays up: clickhouse-client --port ${ch.nodes[0].tcpPort} (database bench_one)`);
     await new Promise((r) => process.once('SIGINT', r));

@@ -75,7 +75,7 @@ export async function screenshot(page: Page, name: string): Promise<void> {
  * test can say what the page was doing; `report()` gives the last events, the URL and the text of
  * `<main>`, and saves a screenshot as `failed-<name>.png`.
  */
-export function watchPage(page: Page): { report: (name: string) => Promise<string> } {
+function watchPage(page: Page): { report: (name: string) => Promise<string> } {
   const events: string[] = [];
   const started = Date.now();
   const note = (event: string): void => {

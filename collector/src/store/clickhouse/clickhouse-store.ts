@@ -286,7 +286,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
    */
   const batcher = createBatcher<{ spans: SpanRecord[]; logs: LogRecord[] }, void>(
     async (batch) => {
-      const spans = batch.length === 1 ? batch[0]!.spans : batch.flatMap((p) => p.spans);
+      const spans = batch.flatMap((p) => p.spans);
       const logs = batch.flatMap((p) => p.logs);
       if (spans.length) await insert('spans', SPAN_COLUMNS, encodeSpans(spans, maxBatch));
       if (logs.length) await insert('logs', LOG_COLUMNS, bodiesOf(logs.map(logLine)));
