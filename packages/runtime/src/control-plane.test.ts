@@ -268,6 +268,45 @@ describe('control plane through BedrockAgentCoreControlClient', () => {
     expect((short as Error).name).toBe('ValidationException');
     expect((short as Error).message).toContain('runtimeSessionId');
   });
+
+  it('refuses a filesystem mountPath that is not exactly one directory under /mnt', async () => {
+    const create = (name: string, mountPath: string) =>
+      rt.control.send(
+        new CreateAgentRuntimeCommand({
+          agentRuntimeName: name,
+          agentRuntimeArtifact: artifact('counter'),
+          roleArn: ROLE_ARN,
+          networkConfiguration: { networkMode: 'PUBLIC' },
+          filesystemConfigurations: [{ sessionStorage: { mountPath } }],
+        }),
+      );
+    const hostile = [
+      '/mnt/..',
+      '/mnt/../',
+      '/mnt/.',
+      '/mnt/../etc',
+      '/mnt/./x',
+      '/mnt//x',
+      '/mnt/',
+      '/mnt',
+      '/mntx',
+      'mnt/x',
+      '/mnt/x/y',
+      '/mnt/x\0',
+      `/mnt/${'a'.repeat(300)}`,
+    ];
+    for (const [i, mountPath] of hostile.entries()) {
+      const error = await create(`bad_mount_${i}`, mountPath).catch((e: unknown) => e);
+      expect(error, mountPath).toBeInstanceOf(ValidationException);
+      expect((error as ValidationException).fieldList?.[0]?.name, mountPath).toBe(
+        'filesystemConfigurations[0].sessionStorage.mountPath',
+      );
+    }
+    for (const [i, mountPath] of ['/mnt/workspace', '/mnt/data/', '/mnt/.cache'].entries()) {
+      const ok = await create(`good_mount_${i}`, mountPath);
+      expect((await pollStatus(rt.control, ok.agentRuntimeId!)).status, mountPath).toBe('READY');
+    }
+  });
 });
 
 describe('hostile and malformed HTTP input', () => {

@@ -10,7 +10,8 @@ const TAG_RE = /^[a-zA-Z0-9\s._:/=+@-]*$/;
 const HEADER_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]{0,255}$/;
 const SG_RE = /^sg-[0-9a-zA-Z]{8,17}$/;
 const SUBNET_RE = /^subnet-[0-9a-zA-Z]{8,17}$/;
-const MOUNT_RE = /^\/mnt\/[a-zA-Z0-9._-]+\/?$/;
+const MOUNT_DIR_RE = /^[a-zA-Z0-9._-]+$/;
+const MAX_MOUNT_PATH_CHARS = 200;
 
 export const DEFAULT_IDLE_S = 900;
 export const DEFAULT_MAX_LIFETIME_S = 28_800;
@@ -215,25 +216,38 @@ function environment(value: unknown): Record<string, string> | undefined {
   return value as Record<string, string>;
 }
 
+/**
+ * Why a filesystem `mountPath` is refused, or undefined when it is fine: a path is exactly one
+ * directory under `/mnt` (`/mnt/data`, a trailing `/` allowed), so no `.`/`..` or empty segment
+ * can point the mount at `/mnt` itself or outside it.
+ */
+function mountPathProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return 'must be a string';
+  if (value.length > MAX_MOUNT_PATH_CHARS) return `length ${value.length} is over ${MAX_MOUNT_PATH_CHARS}`;
+  if (value.includes('\0')) return 'must not contain NUL';
+  if (!value.startsWith('/mnt/')) return 'must be an absolute path under /mnt/ (e.g. /mnt/data)';
+  const dir = value.slice('/mnt/'.length).replace(/\/$/, '');
+  if (dir.includes('/') || dir === '')
+    return 'must name exactly one directory under /mnt/ (no empty segments)';
+  if (dir === '.' || dir === '..') return `must not use a ${dir} segment`;
+  if (!MOUNT_DIR_RE.test(dir))
+    return `directory name ${JSON.stringify(dir)} does not match ${MOUNT_DIR_RE.source}`;
+  return undefined;
+}
+
 function filesystems(value: unknown): unknown[] | undefined {
   if (value === undefined) return undefined;
   if (!Array.isArray(value) || value.length > 5)
     throw validationError('filesystemConfigurations', 'must be a list of at most 5 entries');
   value.forEach((entry, i) => {
-    const [, member] = singleUnionMember(`filesystemConfigurations[${i}]`, entry, [
+    const [kind, member] = singleUnionMember(`filesystemConfigurations[${i}]`, entry, [
       'sessionStorage',
       's3FilesAccessPoint',
       'efsAccessPoint',
       'capacityProviderVolume',
     ]);
-    const mountPath = member.mountPath;
-    if (
-      typeof mountPath !== 'string' ||
-      mountPath.length < 6 ||
-      mountPath.length > 200 ||
-      !MOUNT_RE.test(mountPath)
-    )
-      throw validationError(`filesystemConfigurations[${i}].mountPath`, `must match ${MOUNT_RE.source}`);
+    const problem = mountPathProblem(member.mountPath);
+    if (problem) throw validationError(`filesystemConfigurations[${i}].${kind}.mountPath`, problem);
   });
   return value;
 }
