@@ -3,7 +3,7 @@ import { GetAgentCardCommand, ResourceNotFoundException } from '@aws-sdk/client-
 import { Role } from '@a2a-js/sdk';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestRuntime, createReady, sessionId, startRuntime } from './test-support.js';
+import { type TestRuntime, createReady, sessionId, startRuntime, waitFor } from './test-support.js';
 
 function message(text: string) {
   return {
@@ -34,12 +34,19 @@ function textOf(parts: { content?: { $case: string; value?: unknown } }[]): stri
   return parts.map((p) => (p.content?.$case === 'text' ? String(p.content.value) : '')).join('');
 }
 
-/** The official A2A client, started from the card URL, sending the runtime session header. */
-async function a2aClient(baseUrl: string, runtimeSessionId?: string) {
-  const fetchImpl: typeof fetch = (input, init) => {
+const SESSION_HEADER = 'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id';
+
+/**
+ * The official A2A client, started from the card URL, sending the runtime session header; the
+ * session ids the runtime answers with go to `answered`.
+ */
+async function a2aClient(baseUrl: string, runtimeSessionId?: string, answered: (string | null)[] = []) {
+  const fetchImpl: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers);
-    if (runtimeSessionId) headers.set('X-Amzn-Bedrock-AgentCore-Runtime-Session-Id', runtimeSessionId);
-    return fetch(input, { ...init, headers });
+    if (runtimeSessionId) headers.set(SESSION_HEADER, runtimeSessionId);
+    const res = await fetch(input, { ...init, headers });
+    answered.push(res.headers.get(SESSION_HEADER));
+    return res;
   };
   const factory = new ClientFactory({
     transports: [new JsonRpcTransportFactory({ fetchImpl })],
@@ -93,6 +100,31 @@ describe('A2A runtimes through the official A2A SDK client and the AWS SDK', () 
     expect(textOf(value.parts)).toContain('echo: streamed');
     // Both calls reached the one worker of that session.
     expect(rt.server.sessions().filter((s) => s.sessionId === sid)).toHaveLength(1);
+  });
+
+  it('reads the card without a session id in a session of its own, never another caller’s', async () => {
+    const sid = sessionId('a2a-card-owner');
+    const owner = await a2aClient(base, sid);
+    await owner.sendMessage(message('mine'));
+    const ownerSession = () => rt.server.sessions().find((s) => s.sessionId === sid);
+    const lastActivityMs = ownerSession()!.lastActivityMs;
+    const answered: (string | null)[] = [];
+    await a2aClient(base, undefined, answered);
+    expect(answered).toHaveLength(1);
+    const cardSession = answered[0];
+    expect(cardSession).toBeTruthy();
+    // Neither served by the owner's worker nor told the owner's session id.
+    expect(cardSession).not.toBe(sid);
+    expect(ownerSession()!.lastActivityMs).toBe(lastActivityMs);
+    // The session the runtime minted for the read serves nothing else: it is stopped once it has.
+    await waitFor(
+      () => !rt.server.sessions().some((s) => s.sessionId === cardSession),
+      10_000,
+      'the card session to stop',
+    );
+    const viaAws = await rt.data.send(new GetAgentCardCommand({ agentRuntimeArn: arn }));
+    expect(viaAws.runtimeSessionId).not.toBe(sid);
+    expect(ownerSession()!.lastActivityMs).toBe(lastActivityMs);
   });
 
   it('relays a crashed agent as a JSON-RPC error with the runtime’s 424 code', async () => {

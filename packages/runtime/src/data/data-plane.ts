@@ -437,9 +437,19 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
     });
   });
 
+  /** Stops a session minted for one request once it is done, unless a caller has joined it since. */
+  const stopOneShot = (runtimeId: string, sessionId: string) => {
+    const session = sessions.get(runtimeId, sessionId);
+    if (!session || session.inflight > 0) return;
+    sessions.stop(runtimeId, sessionId).catch((error: unknown) =>
+      // Already stopping or gone (its worker exited): nothing is left to free.
+      logger.debug('one-shot session already stopping', { runtimeId, sessionId, error: String(error) }),
+    );
+  };
+
   // GetAgentCard and the A2A client's card fetch: the container's own card, relayed as it is. A
-  // caller without a session id reads it from a live session of the version when there is one
-  // rather than starting a worker just for the card.
+  // caller without a session id reads it in a session of its own, stopped once the card is sent:
+  // a card read never lands in another caller's session, nor learns its id.
   router.add('GET', '/runtimes/:runtime/invocations/.well-known/agent-card.json', async (ctx) => {
     const runtime = resolveRuntime(ctx);
     const version = resolveVersion(ctx, runtime);
@@ -449,15 +459,16 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
       throw notFound(
         `Agent runtime ${runtime.id} serves ${serverProtocolOf(version)}, not A2A: it has no agent card`,
       );
-    const live = sessions
-      .list()
-      .find((s) => s.runtimeId === runtime.id && s.version === version.version && s.state === 'ready');
     const given = header(ctx.req, SESSION_HEADER) ?? header(ctx.req, CLOUD_SESSION_HEADER);
-    const sessionId = given === undefined && live ? live.sessionId : sessionIdOf(ctx.req, false);
-    await onSession(ctx, runtime, version, sessionId, Buffer.alloc(0), () => ({
-      method: 'GET',
-      path: '/.well-known/agent-card.json',
-    }));
+    const sessionId = sessionIdOf(ctx.req, false);
+    try {
+      await onSession(ctx, runtime, version, sessionId, Buffer.alloc(0), () => ({
+        method: 'GET',
+        path: '/.well-known/agent-card.json',
+      }));
+    } finally {
+      if (given === undefined) stopOneShot(runtime.id, sessionId);
+    }
   });
 
   // MCP clients open a GET stream after `initialize` and DELETE to end a session; both accept 405,
