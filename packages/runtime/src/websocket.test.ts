@@ -1,9 +1,20 @@
 import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
 import { createHash, createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { type TestRuntime, createReady, sessionId, startIdp, startRuntime, waitFor } from './test-support.js';
+import { WS_BUFFER_BYTES } from './data/websocket.js';
+import {
+  type TestRuntime,
+  createReady,
+  invokeJson,
+  sessionId,
+  startIdp,
+  startRuntime,
+  waitFor,
+} from './test-support.js';
 
 /** SHA-256 / HMAC-SHA-256 from node:crypto in the shape SignatureV4 takes. */
 class Sha256 {
@@ -301,5 +312,123 @@ describe('an AG-UI runtime on the contract server (@agentrt/server /invocations 
     expect(rt.server.sessions().filter((s) => s.sessionId === sid)).toHaveLength(1);
     c.socket.close(1000);
     expect((await c.closed).code).toBe(1000);
+  });
+});
+
+/**
+ * The Buffer memory of this process (the runtime under test runs in it) still referenced: measured
+ * after a full collection, since the `ws` receiver leaves a copy of each frame that spans socket
+ * reads as garbage. `gc` is exposed at run time: vitest starts its workers without --expose-gc.
+ */
+async function liveBufferBytes(): Promise<number> {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+  // The backing stores are freed after the collection, off the main thread.
+  await new Promise((r) => setTimeout(r, 50));
+  return process.memoryUsage().arrayBuffers;
+}
+
+describe('back-pressure through /runtimes/{arn}/ws (a peer that does not read)', () => {
+  const FRAMES = 1000;
+  const FRAME_BYTES = 60_000;
+  const TOTAL = FRAMES * FRAME_BYTES;
+  let rt: TestRuntime;
+  let arn: string;
+  let wsUrl: string;
+  beforeAll(async () => {
+    // Floods exceed the hosted 250 frames/s, which would close the connection before it fills.
+    rt = await startRuntime({ wsMaxFrameBytes: 64 * 1024, wsMaxFramesPerSecond: 1_000_000 });
+    arn = (await createReady(rt.control, 'ws_flood', 'ws-echo')).agentRuntimeArn!;
+    wsUrl = `${rt.server.url.replace('http', 'ws')}/runtimes/${encodeURIComponent(arn)}/ws`;
+  }, 60_000);
+  afterAll(async () => {
+    await rt?.close();
+  }, 30_000);
+
+  /** The worker's own counters, read by invoking the same session. */
+  const counters = async (sid: string, payload: unknown = {}) =>
+    (await invokeJson(rt.data, arn, sid, payload)) as {
+      flushedBytes: number;
+      receivedFrames: number;
+      receivedBytes: number;
+    };
+
+  /** Samples `read` every 100 ms until it holds still for 500 ms; returns that value. */
+  async function settle(read: () => Promise<number> | number): Promise<number> {
+    let last = -1;
+    let stillSince = Date.now();
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
+      await new Promise((r) => setTimeout(r, 100));
+      const value = await read();
+      if (value !== last) [last, stillSince] = [value, Date.now()];
+      else if (Date.now() - stillSince >= 500) return value;
+    }
+    throw new Error(`never settled (last ${last})`);
+  }
+
+  /** A caller's connection to a session of its own, past the container's greeting. */
+  const connect = async (label: string) => {
+    const sid = sessionId(label);
+    const c = open(wsUrl, { headers: { 'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id': sid } });
+    await c.opened;
+    await c.next();
+    return { sid, c };
+  };
+
+  const released = (sid: string) =>
+    waitFor(() => rt.server.sessions().find((s) => s.sessionId === sid)?.inflight === 0, 5000, 'release');
+
+  it('stops reading the container while the caller does not read, then delivers every frame', async () => {
+    const { sid, c } = await connect('ws-flood-out');
+    const startBytes = await liveBufferBytes();
+    c.socket.pause(); // the caller stops reading its socket
+    c.socket.send(`flood:${FRAMES}:${FRAME_BYTES}`);
+    const handedOver = await settle(async () => (await counters(sid)).flushedBytes);
+    // The container could hand over no more than the bridge's budget and the sockets' kernel
+    // buffers, and the runtime holds the budget (and the frame it was reading), not the flood.
+    expect(handedOver).toBeLessThan(TOTAL / 2);
+    expect((await liveBufferBytes()) - startBytes).toBeLessThan(WS_BUFFER_BYTES + 1024 * 1024);
+    c.socket.resume();
+    const sequences: number[] = [];
+    for (let i = 0; i < FRAMES; i++) {
+      const { data } = await c.next();
+      sequences.push(data.length === FRAME_BYTES ? data.readUInt32BE(0) : -1);
+    }
+    expect(sequences).toEqual(Array.from({ length: FRAMES }, (_, i) => i));
+    expect((await counters(sid)).flushedBytes).toBe(TOTAL);
+    c.socket.close(1000);
+    expect((await c.closed).code).toBe(1000);
+    await released(sid);
+  });
+
+  it('stops reading the caller while the container does not read, then delivers every frame', async () => {
+    const { sid, c } = await connect('ws-flood-in');
+    c.socket.send('hold'); // the container stops reading its socket
+    for (let i = 0; i < FRAMES; i++) {
+      const frame = Buffer.alloc(FRAME_BYTES, 0x62);
+      frame.writeUInt32BE(i, 0);
+      c.socket.send(frame);
+    }
+    const accepted = await settle(() => TOTAL - c.socket.bufferedAmount);
+    expect(accepted).toBeLessThan(TOTAL / 2);
+    await counters(sid, { resume: true });
+    await waitFor(
+      async () => (await counters(sid)).receivedBytes === TOTAL + 'hold'.length,
+      20_000,
+      'delivery',
+    );
+    c.socket.close(1000);
+    expect((await c.closed).code).toBe(1000);
+    await released(sid);
+  });
+
+  it('ends the connection at once when a caller that stopped reading goes away', async () => {
+    const { sid, c } = await connect('ws-flood-gone');
+    c.socket.pause();
+    c.socket.send(`flood:${FRAMES}:${FRAME_BYTES}`);
+    await settle(async () => (await counters(sid)).flushedBytes);
+    c.socket.terminate();
+    // The paused container side still reads the close handshake, so the session is freed at once.
+    await released(sid);
   });
 });

@@ -47,6 +47,31 @@ export function relayableCloseCode(code: number): number {
 }
 
 /**
+ * What one direction of a bridged connection may hold in the runtime: frames received from one side
+ * and not yet handed to the other side's socket. Past it the bridge stops reading the sending side
+ * (TCP then slows the sender down) until half of it has gone out; so a connection holds at most
+ * twice this, plus what each side had already read when paused (a frame, a 64 KiB socket read).
+ */
+export const WS_BUFFER_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The sender of one bridge direction: relays a frame from `from` to `to`, counting its bytes until
+ * `to`'s socket has taken them, and pauses `from` while more than `budgetBytes` wait.
+ */
+function createFrameRelay(from: WebSocket, to: WebSocket, budgetBytes: number) {
+  let waitingBytes = 0;
+  return (data: Buffer, isBinary: boolean): void => {
+    if (to.readyState !== WebSocket.OPEN) return;
+    waitingBytes += data.length;
+    if (waitingBytes > budgetBytes) from.pause();
+    to.send(data, { binary: isBinary }, () => {
+      waitingBytes -= data.length;
+      if (from.isPaused && waitingBytes <= budgetBytes / 2) from.resume();
+    });
+  };
+}
+
+/**
  * Moves credentials that WebSocket callers cannot put in headers where the authenticator reads
  * them: a presigned URL's SigV4 query (`X-Amz-Credential`, …) becomes an `Authorization` header of
  * the same credential, a browser's `base64UrlBearerAuthorization.<token>` subprotocol a Bearer one.
@@ -129,6 +154,7 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
   ) =>
     new Promise<{ upstream: WebSocket; early: [Buffer, boolean][] }>((resolve, reject) => {
       const early: [Buffer, boolean][] = [];
+      let earlyBytes = 0;
       // A sandboxed worker is reachable only through its session's Unix socket.
       const address = worker.socketPath
         ? `ws+unix://${worker.socketPath}:/ws`
@@ -139,8 +165,13 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
         autoPong: false,
         handshakeTimeout: 10_000,
       });
-      // The container may speak first; nothing it sends before the bridge is wired may be lost.
-      upstream.on('message', (data: Buffer, isBinary) => early.push([data, isBinary]));
+      // The container may speak first; nothing it sends before the bridge is wired may be lost,
+      // and no more than the budget is kept (the bridge resumes it once they have gone out).
+      upstream.on('message', (data: Buffer, isBinary) => {
+        early.push([data, isBinary]);
+        earlyBytes += data.length;
+        if (earlyBytes > WS_BUFFER_BYTES) upstream.pause();
+      });
       upstream.once('open', () => resolve({ upstream, early }));
       upstream.once('unexpected-response', (_req, res) => {
         let text = '';
@@ -193,20 +224,22 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
       }
       return ++frames <= config.wsMaxFramesPerSecond;
     };
+    const toUpstream = createFrameRelay(client, upstream, WS_BUFFER_BYTES);
+    const toClient = createFrameRelay(upstream, client, WS_BUFFER_BYTES);
     client.on('message', (data, isBinary) => {
       if (!admit()) return client.close(1008, `more than ${config.wsMaxFramesPerSecond} frames per second`);
       operation.frame('in');
-      if (upstream.readyState === WebSocket.OPEN) upstream.send(data as Buffer, { binary: isBinary });
+      toUpstream(data as Buffer, isBinary);
     });
     upstream.removeAllListeners('message');
     for (const [data, isBinary] of early.splice(0)) {
       operation.frame('out');
-      client.send(data, { binary: isBinary });
+      toClient(data, isBinary);
     }
     upstream.on('message', (data, isBinary) => {
       touch();
       operation.frame('out');
-      if (client.readyState === WebSocket.OPEN) client.send(data as Buffer, { binary: isBinary });
+      toClient(data as Buffer, isBinary);
     });
     client.on('ping', (data) => upstream.readyState === WebSocket.OPEN && upstream.ping(data));
     client.on('pong', (data) => upstream.readyState === WebSocket.OPEN && upstream.pong(data));
@@ -216,6 +249,8 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
     // side hears the reason it failed.
     const failure = new Map<WebSocket, number>();
     const closeOther = (self: WebSocket, other: WebSocket) => (code: number, reason: Buffer) => {
+      // A side paused for back-pressure must read again to hear the answer to its close.
+      other.resume();
       if (other.readyState === WebSocket.OPEN || other.readyState === WebSocket.CONNECTING)
         other.close(relayableCloseCode(failure.get(self) ?? code), reason.subarray(0, 123));
     };
