@@ -1,19 +1,14 @@
-import {
-  InvokeAgentRuntimeCommandCommand,
-  ResourceNotFoundException,
-  ValidationException,
-} from '@aws-sdk/client-bedrock-agentcore';
+import { ResourceNotFoundException, ValidationException } from '@aws-sdk/client-bedrock-agentcore';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestRuntime, createReady, invokeJson, sessionId, startRuntime } from './test-support.js';
-
-interface Run {
-  started: boolean;
-  stdout: string;
-  stderr: string;
-  /** When each delta arrived (ms since the call). */
-  at: number[];
-  stop?: { exitCode: number; status: string };
-}
+import {
+  type CommandRun,
+  type TestRuntime,
+  createReady,
+  invokeJson,
+  runCommand,
+  sessionId,
+  startRuntime,
+} from './test-support.js';
 
 describe('InvokeAgentRuntimeCommand through the AWS SDK', () => {
   let rt: TestRuntime;
@@ -26,32 +21,8 @@ describe('InvokeAgentRuntimeCommand through the AWS SDK', () => {
     await rt?.close();
   }, 30_000);
 
-  const run = async (runtimeSessionId: string, command: string, timeout?: number): Promise<Run> => {
-    const t0 = Date.now();
-    const out = await rt.data.send(
-      new InvokeAgentRuntimeCommandCommand({
-        agentRuntimeArn: arn,
-        runtimeSessionId,
-        body: { command, ...(timeout !== undefined ? { timeout } : {}) },
-      }),
-    );
-    expect(out.contentType).toBe('application/vnd.amazon.eventstream');
-    expect(out.runtimeSessionId).toBe(runtimeSessionId);
-    const result: Run = { started: false, stdout: '', stderr: '', at: [] };
-    for await (const event of out.stream!) {
-      const chunk = event.chunk;
-      if (!chunk) throw new Error(`unexpected event ${JSON.stringify(event)}`);
-      if (chunk.contentStart) result.started = true;
-      if (chunk.contentDelta) {
-        result.at.push(Date.now() - t0);
-        result.stdout += chunk.contentDelta.stdout ?? '';
-        result.stderr += chunk.contentDelta.stderr ?? '';
-      }
-      if (chunk.contentStop)
-        result.stop = { exitCode: chunk.contentStop.exitCode!, status: chunk.contentStop.status! };
-    }
-    return result;
-  };
+  const run = (runtimeSessionId: string, command: string, timeout?: number): Promise<CommandRun> =>
+    runCommand(rt.data, arn, runtimeSessionId, command, timeout);
 
   it('runs in the session’s sandbox: same files and environment as its worker', async () => {
     const sid = sessionId('cmd-files');

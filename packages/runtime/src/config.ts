@@ -44,6 +44,8 @@ export interface RuntimeServerOptions {
   sessionMemoryMb?: number;
   sessionVcpus?: number;
   sessionPids?: number;
+  /** Size of a sandboxed session's scratch tmpfs (/tmp and its home) in MiB, charged to its memory. */
+  sessionDiskMb?: number;
   /** Faithful AWS 424 message (`Received error (N) from runtime...`) without the container's body. */
   terseErrors?: boolean;
   /** Accept session ids of 1–256 chars instead of 33–256. */
@@ -181,6 +183,7 @@ export function resolveRuntimeConfig(
     sessionMemoryMb: options.sessionMemoryMb ?? int('AGENTRT_SESSION_MEMORY_MB', 8192, 16),
     sessionVcpus: options.sessionVcpus ?? int('AGENTRT_SESSION_VCPUS', 2, 1),
     sessionPids: options.sessionPids ?? int('AGENTRT_SESSION_PIDS', 1024, 16),
+    sessionDiskMb: options.sessionDiskMb ?? int('AGENTRT_SESSION_DISK_MB', 1024, 1),
     terseErrors: options.terseErrors ?? bool('AGENTRT_TERSE_ERRORS', false),
     laxSessionIds: options.laxSessionIds ?? bool('AGENTRT_LAX_SESSION_IDS', false),
     lifecycleMinSeconds: options.lifecycleMinSeconds ?? int('AGENTRT_LIFECYCLE_MIN_S', 60, 1),

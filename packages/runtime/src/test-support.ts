@@ -6,7 +6,11 @@ import { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { BedrockAgentCoreClient, InvokeAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore';
+import {
+  BedrockAgentCoreClient,
+  InvokeAgentRuntimeCommand,
+  InvokeAgentRuntimeCommandCommand,
+} from '@aws-sdk/client-bedrock-agentcore';
 import {
   BedrockAgentCoreControlClient,
   CreateAgentRuntimeCommand,
@@ -111,6 +115,50 @@ export async function pollStatus(
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`runtime ${agentRuntimeId} never settled`);
+}
+
+/** What InvokeAgentRuntimeCommand streamed back, read to its end. */
+export interface CommandRun {
+  started: boolean;
+  stdout: string;
+  stderr: string;
+  /** When each delta arrived (ms since the call). */
+  at: number[];
+  stop?: { exitCode: number; status: string };
+}
+
+/** Runs a command in a session through the SDK's InvokeAgentRuntimeCommand and reads every event. */
+export async function runCommand(
+  data: BedrockAgentCoreClient,
+  agentRuntimeArn: string,
+  runtimeSessionId: string,
+  command: string,
+  timeout?: number,
+): Promise<CommandRun> {
+  const t0 = Date.now();
+  const out = await data.send(
+    new InvokeAgentRuntimeCommandCommand({
+      agentRuntimeArn,
+      runtimeSessionId,
+      body: { command, ...(timeout !== undefined ? { timeout } : {}) },
+    }),
+  );
+  if (out.contentType !== 'application/vnd.amazon.eventstream' || out.runtimeSessionId !== runtimeSessionId)
+    throw new Error(`unexpected answer: ${out.contentType} for ${out.runtimeSessionId}`);
+  const result: CommandRun = { started: false, stdout: '', stderr: '', at: [] };
+  for await (const event of out.stream!) {
+    const chunk = event.chunk;
+    if (!chunk) throw new Error(`unexpected event ${JSON.stringify(event)}`);
+    if (chunk.contentStart) result.started = true;
+    if (chunk.contentDelta) {
+      result.at.push(Date.now() - t0);
+      result.stdout += chunk.contentDelta.stdout ?? '';
+      result.stderr += chunk.contentDelta.stderr ?? '';
+    }
+    if (chunk.contentStop)
+      result.stop = { exitCode: chunk.contentStop.exitCode!, status: chunk.contentStop.status! };
+  }
+  return result;
 }
 
 /** Invokes with a JSON payload and parses the JSON answer. */

@@ -1,5 +1,6 @@
 import { AMZN_CUSTOM_HEADER_PREFIX, isRestrictedHeader, sessionIdProblem } from '@agentrt/propagation';
 import { RuntimeApiError, validationError } from '../errors.js';
+import { environmentVariableProblem } from './environment.js';
 import { type JwtAuthorizerConfig, type VersionConfig } from './store.js';
 
 type Body = Record<string, unknown>;
@@ -212,6 +213,8 @@ function environment(value: unknown): Record<string, string> | undefined {
       throw validationError(`environmentVariables.${key}`, 'key must be a valid variable name');
     if (typeof v !== 'string' || v.length > 5000)
       throw validationError(`environmentVariables.${key}`, 'value must be a string of at most 5000 chars');
+    const problem = environmentVariableProblem(key, v);
+    if (problem) throw validationError(`environmentVariables.${key}`, problem);
   }
   return value as Record<string, string>;
 }

@@ -1,8 +1,10 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { type ServerResponse } from 'node:http';
 import { EventStreamCodec } from '@smithy/core/event-streams';
 import { fromUtf8, toUtf8 } from '@smithy/core/serde';
 import { validationError } from '../errors.js';
+import { removeWhenEmpty } from '../sessions/cgroups.js';
+import { spawnHelper } from '../sessions/helpers.js';
 import { type Session, type SessionManager } from '../sessions/session-manager.js';
 
 /** The JSON body of InvokeAgentRuntimeCommand. */
@@ -63,8 +65,11 @@ const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = { SIGKILL: 9, SI
  * Runs one command as a fresh, non-interactive `bash -c` inside the session's sandbox (the same
  * isolation, working directory and environment as its worker) and streams it to `res` as the AWS
  * event stream: `contentStart`, `contentDelta` per stdout/stderr piece as it comes, `contentStop`
- * with the exit code and COMPLETED or TIMED_OUT (the process group is SIGKILLed at the timeout:
- * exit code 137). The command dies with the caller's connection and with the session.
+ * with the exit code and COMPLETED or TIMED_OUT (everything it started is SIGKILLed at the timeout:
+ * exit code 137). It runs in its own cgroup inside the session's, so the session's memory, process
+ * and CPU limits hold for it, and a `setsid` daemon it left behind ends with it. Its output is read
+ * only as fast as the caller reads the stream. The command dies with the caller's connection and
+ * with the session.
  */
 export function runCommand(
   sessions: SessionManager,
@@ -72,61 +77,81 @@ export function runCommand(
   request: CommandRequest,
   res: ServerResponse,
 ): Promise<void> {
-  const { argv, cwd, env } = sessions.commandSpawn(session, ['bash', '-c', request.command]);
+  const { argv, cwd, env, cgroup } = sessions.commandSpawn(session, ['bash', '-c', request.command]);
   return new Promise<void>((resolve) => {
-    const child = spawn(argv[0] as string, argv.slice(1), {
-      cwd,
-      env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawnHelper(argv, { cwd, tenantEnv: env, stdio: ['ignore', 'pipe', 'pipe'] });
     const write = (frame: Uint8Array) => {
-      if (!res.writableEnded && !res.destroyed) res.write(frame);
+      if (!res.writableEnded && !res.destroyed) return res.write(frame);
+      return true;
     };
-    const killGroup = () => {
+    const killAll = () => {
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL');
       } catch {
         // the group is already gone
       }
+      cgroup?.killAll();
     };
     write(chunkEvent({ contentStart: {} }));
-    for (const stream of ['stdout', 'stderr'] as const) {
-      child[stream].setEncoding('utf8'); // whole characters per event, never half of one
-      child[stream].on('data', (text: string) => {
-        for (let i = 0; i < text.length; i += MAX_EVENT_CHARS)
-          write(chunkEvent({ contentDelta: { [stream]: text.slice(i, i + MAX_EVENT_CHARS) } }));
-      });
-    }
+    streamOutput(child, res, write);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      killGroup();
+      killAll();
     }, request.timeoutS * 1000);
     // The worker outlives many commands: each one's exit listener goes when the command ends.
-    const stopWatchingWorker = session.worker?.onExit(() => killGroup());
+    const stopWatchingWorker = session.worker?.onExit(() => killAll());
     res.on('close', () => {
-      if (!res.writableFinished) killGroup();
+      if (!res.writableFinished) killAll();
     });
     let finished = false;
-    const finish = (exitCode: number) => {
+    const end = (frame: Uint8Array) => {
       if (finished) return;
       finished = true;
       clearTimeout(timer);
       stopWatchingWorker?.();
-      killGroup(); // anything the command left running in its group
-      write(chunkEvent({ contentStop: { exitCode, status: timedOut ? 'TIMED_OUT' : 'COMPLETED' } }));
+      killAll(); // anything the command left running
+      if (cgroup) removeWhenEmpty(cgroup);
+      write(frame);
       res.end();
       resolve();
     };
-    child.on('error', (error) => {
-      write(exceptionEvent('runtimeClientError', `The command could not start: ${error.message}`));
-      finished = true;
-      clearTimeout(timer);
-      stopWatchingWorker?.();
-      res.end();
-      resolve();
+    child.on('error', (error) =>
+      end(exceptionEvent('runtimeClientError', `The command could not start: ${error.message}`)),
+    );
+    child.on('close', (code, signal) => {
+      const exitCode = code ?? 128 + (signal ? (SIGNAL_NUMBERS[signal] ?? 1) : 1);
+      end(chunkEvent({ contentStop: { exitCode, status: timedOut ? 'TIMED_OUT' : 'COMPLETED' } }));
     });
-    child.on('close', (code, signal) => finish(code ?? 128 + (signal ? (SIGNAL_NUMBERS[signal] ?? 1) : 1)));
   });
+}
+
+/**
+ * Relays stdout and stderr as `contentDelta` events, whole characters per event. When the caller's
+ * socket buffer is full, both pipes pause until it drains: the command then blocks on its own
+ * writes instead of the runtime holding its output.
+ */
+function streamOutput(child: ChildProcess, res: ServerResponse, write: (frame: Uint8Array) => boolean): void {
+  const pipes = [child.stdout, child.stderr].filter((p) => p !== null);
+  let waiting = false;
+  const resume = () => {
+    waiting = false;
+    for (const pipe of pipes) pipe.resume();
+  };
+  for (const [stream, pipe] of [
+    ['stdout', child.stdout],
+    ['stderr', child.stderr],
+  ] as const) {
+    pipe?.setEncoding('utf8');
+    pipe?.on('data', (text: string) => {
+      let flowing = true;
+      for (let i = 0; i < text.length; i += MAX_EVENT_CHARS)
+        flowing =
+          write(chunkEvent({ contentDelta: { [stream]: text.slice(i, i + MAX_EVENT_CHARS) } })) && flowing;
+      if (flowing || waiting) return;
+      waiting = true;
+      for (const p of pipes) p.pause();
+      res.once('drain', resume);
+    });
+  }
 }

@@ -10,6 +10,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { requireHelper } from './helpers.js';
 
 /** Per-session resource limits (the hosted service's defaults: 2 vCPU, 8 GiB). */
 export interface SessionLimits {
@@ -45,9 +46,22 @@ export interface SessionCgroup {
   usage(): CgroupUsage;
   /** Removes the cgroup(s) once every process in them has exited. */
   remove(): void;
+  /** A cgroup below this one for one command: its processes count against the session's limits. */
+  child(name: string): CommandCgroup;
+}
+
+/** The cgroup(s) of one command inside its session's, so that all it started can be found and ended. */
+export interface CommandCgroup {
+  /** The `cgroup.procs` files a process writes its pid to, to join (one per v1 hierarchy). */
+  procsFiles: string[];
+  /** SIGKILLs every process in it, `setsid` daemons included. */
+  killAll(): void;
+  remove(): void;
 }
 
 const GROUP = 'agentrt';
+/** How often killAll looks again for processes forked while it was killing. */
+const KILL_ROUNDS = 20;
 const CFS_PERIOD_US = 100_000;
 
 function writable(path: string): boolean {
@@ -177,6 +191,7 @@ export function createSessionCgroup(layout: CgroupLayout, id: string, limits: Se
         memoryPeakBytes: Number(read(join(dir, 'memory.peak')).trim()) || 0,
       }),
       remove: () => rmdirSync(dir),
+      child: (name) => createCommandCgroup([join(dir, name)]),
     };
   }
   const dirs: Record<string, string> = {
@@ -209,5 +224,58 @@ export function createSessionCgroup(layout: CgroupLayout, id: string, limits: Se
     remove: () => {
       for (const dir of Object.values(dirs)) rmdirSync(dir);
     },
+    // The pids hierarchy first: the one whose members killAll reads.
+    child: (name) =>
+      createCommandCgroup(
+        [dirs.pids!, dirs.memory!, dirs.cpu!, ...(dirs.cpuacct ? [dirs.cpuacct] : [])].map((d) =>
+          join(d, name),
+        ),
+      ),
   };
+}
+
+/** Makes the command cgroup folders; the first one's members are the ones killed. */
+function createCommandCgroup(dirs: string[]): CommandCgroup {
+  for (const dir of dirs) mkdirSync(dir);
+  const members = join(dirs[0] as string, 'cgroup.procs');
+  const kill = join(dirs[0] as string, 'cgroup.kill');
+  return {
+    procsFiles: dirs.map((d) => join(d, 'cgroup.procs')),
+    killAll: () => {
+      if (existsSync(kill)) return writeFileSync(kill, '1'); // v2, Linux 5.14+: all at once
+      for (let round = 0; round < KILL_ROUNDS; round++) {
+        const pids = read(members).split('\n').filter(Boolean).map(Number);
+        if (pids.length === 0) return;
+        for (const pid of pids) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // exited meanwhile
+          }
+        }
+      }
+    },
+    remove: () => {
+      for (const dir of [...dirs].reverse()) rmdirSync(dir);
+    },
+  };
+}
+
+/**
+ * `argv` behind a shell that first moves itself into `procsFiles` (so does everything it execs and
+ * forks). The shell runs on the host by absolute path with HELPER_ENV; the files are the runtime's.
+ */
+export function joinCgroupArgv(procsFiles: readonly string[], argv: readonly string[]): string[] {
+  const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+  return [requireHelper('sh'), '-c', join, 'agentrt-join', ...procsFiles, '--', ...argv];
+}
+
+/** A cgroup can only go once its last process has: retry for a few seconds after it emptied. */
+export function removeWhenEmpty(group: { remove(): void }, attempt = 0): void {
+  try {
+    group.remove();
+  } catch {
+    // Processes still exiting (EBUSY): try again shortly.
+    if (attempt < 20) setTimeout(() => removeWhenEmpty(group, attempt + 1), 250).unref();
+  }
 }

@@ -2,15 +2,37 @@
 // session of the runnable service (dist/main.js), started as root and as an ordinary user. Each check
 // is what an attacker controlling that agent would try; each must fail, except the allowed paths.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { type IncomingMessage, type Server, createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import os from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
-import { createReady, invokeJson, sdkClients, sessionId, waitFor } from '../test-support.js';
+import {
+  InvokeAgentRuntimeCommandCommand,
+  StopRuntimeSessionCommand,
+} from '@aws-sdk/client-bedrock-agentcore';
+import { CreateAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
+import {
+  ROLE_ARN,
+  createReady,
+  invokeJson,
+  runCommand,
+  sdkClients,
+  sessionId,
+  waitFor,
+} from '../test-support.js';
 
 const main = resolve(fileURLToPath(import.meta.url), '..', '..', '..', 'dist', 'main.js');
 const isRoot = process.getuid?.() === 0;
@@ -36,6 +58,100 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('data', (c: string) => (text += c));
     req.on('end', () => done(text));
   });
+}
+
+/** The helpers a runtime runs in front of its workers and commands, planted to see whether any runs. */
+const HELPER_NAMES = [
+  'setpriv',
+  'bwrap',
+  'nsenter',
+  'socat',
+  'slirp4netns',
+  'nft',
+  'sh',
+  'cat',
+  'env',
+  'docker',
+];
+const FIXTURE = resolve(fileURLToPath(import.meta.url), '..', '..', '..', 'test-fixtures', 'hostile');
+
+/**
+ * The hostile agent with a fake of every helper beside it: each records who ran it in `markers`
+ * (a host folder, absent inside any sandbox) and then runs the real program.
+ */
+function plantedArtifact(root: string): { dir: string; markers: string } {
+  const dir = join(root, 'planted');
+  const markers = join(root, 'markers');
+  cpSync(FIXTURE, dir, { recursive: true });
+  mkdirSync(markers, { mode: 0o777 });
+  chmodSync(markers, 0o777);
+  chmodSync(dir, 0o755);
+  for (const name of HELPER_NAMES)
+    writeFileSync(
+      join(dir, name),
+      `#!/bin/sh
+id -u >> ${markers}/${name} 2>/dev/null
+exec /usr/bin/${name} "$@"
+`,
+      { mode: 0o755 },
+    );
+  return { dir, markers };
+}
+
+/** The same fakes, as shell lines a session runs to plant them in its own view of `bin`. */
+function plantInSession(bin: string): string {
+  return [
+    `mkdir -p ${bin}`,
+    ...HELPER_NAMES.map(
+      (name) =>
+        `printf '#!/bin/sh\\nid -u >> ${bin}/ran-${name}\\ngrep CapEff /proc/self/status >> ${bin}/ran-${name}\\nexec /usr/bin/${name} "$@"\\n' > ${bin}/${name} && chmod 755 ${bin}/${name}`,
+    ),
+    `ls ${bin} | wc -l`,
+  ].join(' && ');
+}
+
+/**
+ * A runtime whose `environmentVariables` put its artifact (holding a fake of every helper) first on
+ * PATH, after an empty element (the working directory, which is the artifact too): a session start,
+ * an invocation and a command must run none of the fakes.
+ */
+async function expectNoPlantedHelperRuns(
+  clients: ReturnType<typeof sdkClients>,
+  root: string,
+): Promise<void> {
+  const planted = plantedArtifact(root);
+  const nodeDir = dirname(process.execPath);
+  const pathArn = (
+    await createReady(clients.control, 'hostile_path', 'hostile', {
+      agentRuntimeArtifact: { containerConfiguration: { containerUri: pathToFileURL(planted.dir).href } },
+      environmentVariables: { PATH: `:${planted.dir}:${nodeDir}:/usr/bin:/bin` },
+    })
+  ).agentRuntimeArn!;
+  const sid = sessionId('planted-path');
+  const answer = (await invokeJson(clients.data, pathArn, sid, { sh: 'echo invoked' })) as Shell;
+  expect(answer.stdout.trim()).toBe('invoked');
+  const command = await runCommand(clients.data, pathArn, sid, 'echo done');
+  expect(command.stdout).toContain('done');
+  expect(readdirSync(planted.markers)).toEqual([]);
+}
+
+/** The runtime's resident memory (VmRSS) in bytes. */
+function rssBytes(pid: number): number {
+  const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match?.[1] ?? 0) * 1024;
+}
+
+/** A non-loopback address of this host (a service bound to 0.0.0.0 answers on it). */
+function hostAddress(): string | undefined {
+  for (const entries of Object.values(os.networkInterfaces()))
+    for (const entry of entries ?? []) if (entry.family === 'IPv4' && !entry.internal) return entry.address;
+  return undefined;
+}
+
+/** The cloud metadata address, put on loopback for the egress test (root only); false when it cannot be. */
+const METADATA_IP = '169.254.169.254';
+function addMetadataAddress(): boolean {
+  return spawnSync('ip', ['addr', 'add', `${METADATA_IP}/32`, 'dev', 'lo']).status === 0;
 }
 
 /** The ordinary user must be able to read the built runtime: a checkout under a 0700 folder (a `mktemp -d` clone) is not. */
@@ -88,6 +204,41 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
   const sh = async (session: string, command: string): Promise<Shell> =>
     (await invokeJson(clients.data, arn, sessionId(session), { sh: command })) as Shell;
 
+  /** Where a session plants its fake helpers: first on the runtime's PATH, absent on the host. */
+  const evilBin = `/tmp/agentrt-evil-${Math.random().toString(36).slice(2)}/bin`;
+  const exposed = createServer((_req, res) => res.end('a host service bound to every interface'));
+  let metadataAdded = false;
+
+  const startRuntimeProcess = async () => {
+    output = '';
+    const argv = [
+      ...(uid === undefined ? [] : ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--']),
+      process.execPath,
+      main,
+    ];
+    runtimeProcess = spawn(argv[0]!, argv.slice(1), {
+      env: {
+        // The README's PATH puts the checkout's .node/bin first; here a folder the session can create.
+        PATH: `${evilBin}:${process.env.PATH}`,
+        HOME: fakeHome,
+        AGENTRT_RUNTIME_PORT: '0',
+        AGENTRT_DATA_DIR: dataDir,
+        AGENTRT_SANDBOX_HOST_PORTS: String(ports.allowed),
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${ports.otlp}`,
+        AGENTRT_ISOLATION: 'bwrap',
+        AGENTRT_SESSION_MEMORY_MB: '128',
+        AGENTRT_SESSION_PIDS: '64',
+        AGENTRT_SESSION_DISK_MB: '64',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    runtimeProcess.stdout!.on('data', (c: Buffer) => (output += c.toString('utf8')));
+    await waitFor(() => output.includes('runtime listening'), 20_000, 'runtime listening');
+    url = (JSON.parse(output.split('\n').find((l) => l.includes('runtime listening'))!) as { url: string })
+      .url;
+    clients = sdkClients(url);
+  };
+
   beforeAll(async () => {
     mkdirSync(join(fakeHome, '.aws'), { recursive: true });
     writeFileSync(join(fakeHome, '.aws', 'credentials'), canary);
@@ -97,30 +248,9 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
       chmodSync(root, 0o755);
     }
     ports = { otlp: await listen(otlp), allowed: await listen(allowed), forbidden: await listen(forbidden) };
-    const argv = [
-      ...(uid === undefined ? [] : ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--']),
-      process.execPath,
-      main,
-    ];
-    runtimeProcess = spawn(argv[0]!, argv.slice(1), {
-      env: {
-        PATH: process.env.PATH,
-        HOME: fakeHome,
-        AGENTRT_RUNTIME_PORT: '0',
-        AGENTRT_DATA_DIR: dataDir,
-        AGENTRT_SANDBOX_HOST_PORTS: String(ports.allowed),
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${ports.otlp}`,
-        AGENTRT_ISOLATION: 'bwrap',
-        AGENTRT_SESSION_MEMORY_MB: '128',
-        AGENTRT_SESSION_PIDS: '64',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    runtimeProcess.stdout!.on('data', (c: Buffer) => (output += c.toString('utf8')));
-    await waitFor(() => output.includes('runtime listening'), 20_000, 'runtime listening');
-    url = (JSON.parse(output.split('\n').find((l) => l.includes('runtime listening'))!) as { url: string })
-      .url;
-    clients = sdkClients(url);
+    await new Promise<void>((done) => exposed.listen(0, '0.0.0.0', done));
+    metadataAdded = isRoot && addMetadataAddress();
+    await startRuntimeProcess();
     arn = (await createReady(clients.control, 'hostile', 'hostile')).agentRuntimeArn!;
   }, 60_000);
 
@@ -128,7 +258,8 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
     clients?.control.destroy();
     clients?.data.destroy();
     runtimeProcess?.kill('SIGKILL');
-    for (const server of [otlp, allowed, forbidden]) server.close();
+    for (const server of [otlp, allowed, forbidden, exposed]) server.close();
+    if (metadataAdded) spawnSync('ip', ['addr', 'del', `${METADATA_IP}/32`, 'dev', 'lo']);
     rmSync(root, { recursive: true, force: true });
   });
 
@@ -315,4 +446,183 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
     expect(output).toMatch(/isolation: per-session memory, CPU and process limits: cannot create cgroups/);
     expect(output).toMatch(/isolation: outbound network: slirp4netns needs a root runtime/);
   });
+
+  it('refuses loader variables and preloads from outside the artifact in environmentVariables', async () => {
+    for (const [name, value] of [
+      ['LD_PRELOAD', '/tmp/x.so'],
+      ['GCONV_PATH', '/tmp'],
+      ['NODE_OPTIONS', '--require /tmp/evil.js'],
+      ['NODE_OPTIONS', '--import=../../evil.mjs'],
+    ] as const) {
+      const created = clients.control.send(
+        new CreateAgentRuntimeCommand({
+          agentRuntimeName: 'hostile_loader',
+          agentRuntimeArtifact: { containerConfiguration: { containerUri: pathToFileURL(FIXTURE).href } },
+          roleArn: ROLE_ARN,
+          networkConfiguration: { networkMode: 'PUBLIC' },
+          environmentVariables: { [name]: value },
+        }),
+      );
+      await expect(created).rejects.toThrow(new RegExp(`environmentVariables\\.${name}`));
+    }
+  });
+
+  it("runs no program from a PATH in the runtime's environmentVariables, nor from an empty PATH element", () =>
+    expectNoPlantedHelperRuns(clients, root));
+
+  it('gains nothing by planting helpers where the runtime PATH points inside its own view', async () => {
+    const sid = sessionId('planted-view');
+    const planted = await sh('planted-view', plantInSession(evilBin));
+    expect(planted.stdout.trim()).toBe(String(HELPER_NAMES.length));
+    const command = await runCommand(clients.data, arn, sid, 'id -u; grep CapEff /proc/self/status');
+    expect(command.stdout.split('\n')[0]).not.toBe('0');
+    expect(command.stdout).toMatch(/CapEff:\s+0000000000000000/);
+    const ran = await sh('planted-view', `cat ${evilBin}/ran-* 2>/dev/null; echo end`);
+    expect(ran.stdout).toBe('end\n');
+  });
+
+  it("reaches neither the metadata address nor this host's other addresses", async () => {
+    const port = (exposed.address() as AddressInfo).port;
+    const address = hostAddress();
+    const targets = [
+      ...(metadataAdded ? [`http://${METADATA_IP}:${port}/`] : []),
+      ...(address ? [`http://${address}:${port}/`] : []),
+    ];
+    expect(targets.length).toBeGreaterThan(0);
+    const script = targets
+      .map(
+        (target) =>
+          `node -e "fetch('${target}',{signal:AbortSignal.timeout(3000)}).then(r=>r.text()).then(t=>console.log('OPEN ${target} '+t),e=>console.log('CLOSED ${target} '+(e.cause?.code??e.name)))"`,
+      )
+      .join('; ');
+    const out = await sh('egress', script);
+    for (const target of targets) expect(out.stdout).toContain(`CLOSED ${target}`);
+  });
+
+  it('keeps scratch files (/tmp and HOME) within the session disk budget, off the host disk', async () => {
+    const out = await sh(
+      'disk',
+      'dd if=/dev/zero of=/tmp/fill bs=1M count=200 2>&1 | grep -c "No space left on device"; ' +
+        'dd if=/dev/zero of="$HOME/fill" bs=1M count=200 2>&1 | grep -c "No space left on device"; ' +
+        'du -k /tmp/fill "$HOME/fill" | cut -f1',
+    );
+    const [tmpFull, homeFull, ...sizesKb] = out.stdout.trim().split('\n').map(Number);
+    expect([tmpFull, homeFull]).toEqual([1, 1]);
+    expect(sizesKb.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  it("holds the runtime's memory while a caller does not read a command's output", async () => {
+    const sid = sessionId('slow-reader');
+    await sh('slow-reader', 'true');
+    const pid = runtimeProcess!.pid!;
+    const before = rssBytes(pid);
+    const abort = new AbortController();
+    const out = await clients.data.send(
+      new InvokeAgentRuntimeCommandCommand({
+        agentRuntimeArn: arn,
+        runtimeSessionId: sid,
+        body: { command: 'head -c 3000000000 /dev/zero | base64', timeout: 60 },
+      }),
+      { abortSignal: abort.signal },
+    );
+    expect(out.stream).toBeDefined(); // never read
+    let peak = before;
+    for (let i = 0; i < 40; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      peak = Math.max(peak, rssBytes(pid));
+    }
+    abort.abort();
+    expect(peak - before).toBeLessThan(96 * 1024 * 1024);
+  });
+
+  it.runIf(uid === undefined)(
+    "holds commands to the session's memory, process and CPU limits and ends what they leave behind",
+    async () => {
+      const sid = sessionId('cmd-limits');
+      await sh('cmd-limits', 'true');
+      const memory = await runCommand(
+        clients.data,
+        arn,
+        sid,
+        'node -e "const k=[];for(let i=0;i<100;i++)k.push(Buffer.alloc(10<<20,1));console.log(\'allocated\')"',
+      );
+      expect(memory.stdout).not.toContain('allocated');
+      expect(memory.stop?.exitCode).not.toBe(0);
+      const forks = await runCommand(
+        clients.data,
+        arn,
+        sid,
+        'for i in $(seq 1 200); do sleep 3 & done; wait',
+      );
+      expect(forks.stderr).toMatch(/fork|Resource temporarily unavailable/i);
+      const left = await runCommand(clients.data, arn, sid, 'setsid sleep 300 & echo started; sleep 600', 2);
+      expect(left.stop?.status).toBe('TIMED_OUT');
+      const count = 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < $f; echo; done | grep -c "sleep 30[0]"';
+      await waitFor(
+        async () => (await sh('cmd-limits', count)).stdout.trim() === '0',
+        5000,
+        'setsid child ended',
+      );
+      await runCommand(clients.data, arn, sid, 'node -e "while (process.cpuUsage().user < 2e6);"');
+      const res = await fetch(`${url}/local/sessions`);
+      const body = (await res.json()) as { sessions: { sessionId: string; cpuSeconds: number | null }[] };
+      expect(body.sessions.find((s) => s.sessionId === sid)?.cpuSeconds).toBeGreaterThanOrEqual(2);
+    },
+  );
+
+  // Last: it restarts the runtime.
+  it('leaves no session folder behind a runtime killed with SIGKILL once it starts again', async () => {
+    await Promise.all(['crash-a', 'crash-b', 'crash-c'].map((label) => sh(label, 'true')));
+    const sessionsDir = join(dataDir, 'sessions');
+    expect(readdirSync(sessionsDir).length).toBeGreaterThanOrEqual(3);
+    runtimeProcess!.kill('SIGKILL');
+    await new Promise((r) => runtimeProcess!.once('exit', r));
+    clients.control.destroy();
+    clients.data.destroy();
+    await startRuntimeProcess();
+    expect(readdirSync(sessionsDir).filter((name) => name !== 'owner.pid')).toEqual([]);
+  });
+});
+
+// Without a sandbox (a developer's machine, trusted agents) the helpers still run by absolute path
+// with their own environment, and workers still listen on loopback only.
+describe('hostile agent in process-group mode (AGENTRT_ISOLATION=unsafe-process)', () => {
+  const root = mkdtempSync(join(os.tmpdir(), 'agentrt-hostile-pg-'));
+  let runtimeProcess: ChildProcess | undefined;
+  let clients: ReturnType<typeof sdkClients>;
+
+  beforeAll(async () => {
+    chmodSync(root, 0o755);
+    let output = '';
+    runtimeProcess = spawn(process.execPath, [main], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: root,
+        AGENTRT_RUNTIME_PORT: '0',
+        AGENTRT_DATA_DIR: join(root, 'data'),
+        AGENTRT_ISOLATION: 'unsafe-process',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    runtimeProcess.stdout!.on('data', (c: Buffer) => (output += c.toString('utf8')));
+    await waitFor(() => output.includes('runtime listening'), 20_000, 'runtime listening');
+    const line = output.split('\n').find((l) => l.includes('runtime listening'))!;
+    clients = sdkClients((JSON.parse(line) as { url: string }).url);
+  }, 60_000);
+
+  afterAll(() => {
+    clients?.control.destroy();
+    clients?.data.destroy();
+    runtimeProcess?.kill('SIGKILL');
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('binds a worker that would listen on every interface to loopback', async () => {
+    const arn = (await createReady(clients.control, 'hostile_pg', 'hostile')).agentRuntimeArn!;
+    const address = await invokeJson(clients.data, arn, sessionId('pg-address'), { address: true });
+    expect(address.address).toBe('127.0.0.1');
+  });
+
+  it("runs no program from a PATH in the runtime's environmentVariables, nor from an empty PATH element", () =>
+    expectNoPlantedHelperRuns(clients, root));
 });

@@ -1,8 +1,9 @@
-import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../test-support.js';
+import { SECURE_PATH, spawnHelper } from './helpers.js';
 import { detectIsolation } from './isolation.js';
 import { stampOtlp } from './otlp-relay.js';
 import { planSandbox, sandboxUserCannotRead } from './sandbox-session.js';
@@ -50,6 +51,7 @@ describe('planSandbox', () => {
         otlpPort: 4318,
         hiddenDirs: [],
         workerId: 'long',
+        scratchBytes: 64 * 1024 * 1024,
         limits: { memoryBytes: 1, vcpus: 1, pids: 1 },
       }),
     ).toThrow(/too long for its Unix sockets .*AGENTRT_DATA_DIR/);
@@ -88,6 +90,7 @@ describe('the sandbox user reading the artifact (root runtime)', () => {
           otlpPort: 4318,
           hiddenDirs: [],
           workerId: 'unreadable',
+          scratchBytes: 64 * 1024 * 1024,
           limits: { memoryBytes: 1, vcpus: 1, pids: 1 },
         });
       expect(plan).toThrow(
@@ -161,13 +164,36 @@ const isolation = (() => {
   }
 })();
 
+/** Without the runtime's fd 3/4 pipes: drop the info/block options bwrap would wait on. */
+function withoutRuntimeFds(argv: string[]): string[] {
+  const fdOptions = ['--info-fd', '--block-fd'];
+  return argv.filter((a, i, all) => !fdOptions.includes(a) && !fdOptions.includes(all[i - 1]!));
+}
+
+/** Starts a helper chain the way the runtime does (spawnHelper), collecting its output. */
+function runHelper(argv: string[], cwd: string, tenantEnv: Record<string, string>) {
+  const child = spawnHelper(argv, { cwd, tenantEnv, stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const done = new Promise<{ stdout: string; stderr: string }>((resolve) =>
+    child.on('close', () => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr });
+    }),
+  );
+  return { child, done, stdout: () => stdout };
+}
+
 // A checkout cloned under /tmp (as CI and `mktemp -d` do) must keep working inside the sandbox:
 // the artifact, and the node_modules above it, stay readable; the data dir does not.
 describe.skipIf(isolation?.mode !== 'bwrap')('bwrap sandbox with an artifact under /tmp', () => {
   const root = mkdtempSync('/tmp/agentrt-iso-');
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  it('runs the artifact, resolves its dependencies from above, and hides the data dir', () => {
+  it('runs the artifact, resolves its dependencies from above, and hides the data dir', async () => {
     const app = join(root, 'checkout', 'agents', 'app');
     const dep = join(root, 'checkout', 'node_modules', 'dep');
     const dataDir = join(root, 'checkout', '.data');
@@ -191,15 +217,40 @@ describe.skipIf(isolation?.mode !== 'bwrap')('bwrap sandbox with an artifact und
       otlpPort: 4318,
       hiddenDirs: [dataDir],
       workerId: 'iso-test',
+      scratchBytes: 64 * 1024 * 1024,
       limits: { memoryBytes: 256 * 1024 * 1024, vcpus: 1, pids: 64 },
     });
-    // Without the runtime's fd 3/4 pipes: drop the info/block options bwrap would wait on.
-    const argv = plan.argv.filter(
-      (a, i, all) =>
-        !['--info-fd', '--block-fd'].includes(a) && !['--info-fd', '--block-fd'].includes(all[i - 1]!),
-    );
-    const result = spawnSync(argv[0]!, argv.slice(1), { cwd: app, encoding: 'utf8', timeout: 20_000 });
+    const result = await runHelper(withoutRuntimeFds(plan.argv), app, {}).done;
     expect(result.stderr).toBe('');
     expect(result.stdout.trim().split('\n')).toEqual(['dep loaded', 'data hidden']);
+  });
+
+  it("hands the tenant's environment to the worker only, never to the helpers in front of it", async () => {
+    const envApp = join(root, 'env-app');
+    mkdirSync(envApp, { mode: 0o755 });
+    const plan = planSandbox({
+      isolation: { ...isolation!, network: 'allowlist-only' },
+      argv: ['/bin/sh', '-c', 'printf "%s\\n" "$SECRET_OF_THE_TENANT"; sleep 2'],
+      cwd: envApp,
+      sessionDir: join(root, 'env-session'),
+      readablePaths: [],
+      hostPorts: [],
+      otlpPort: 4318,
+      hiddenDirs: [],
+      workerId: 'iso-env',
+      scratchBytes: 64 * 1024 * 1024,
+      limits: { memoryBytes: 256 * 1024 * 1024, vcpus: 1, pids: 64 },
+    });
+    const value = "it's 'quoted' $HOME `id` \\n end";
+    const run = runHelper(withoutRuntimeFds(plan.argv), envApp, {
+      SECRET_OF_THE_TENANT: value,
+      LD_PRELOAD: '/nonexistent.so',
+    });
+    await waitFor(() => run.stdout().includes('\n'), 10_000, 'the worker printed');
+    // The helper the runtime spawned (setpriv, then bwrap in the same process) runs without it.
+    const helperEnv = readFileSync(`/proc/${run.child.pid}/environ`, 'utf8').split('\0');
+    expect(helperEnv.filter(Boolean).sort()).toEqual(['LANG=C', `PATH=${SECURE_PATH}`]);
+    const result = await run.done;
+    expect(result.stdout.trim()).toBe(value);
   });
 });

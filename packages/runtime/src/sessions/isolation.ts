@@ -1,7 +1,16 @@
 import { spawnSync } from 'node:child_process';
 import { type IsolationSetting } from '../config.js';
 import { type CgroupLayout, detectCgroups, sweepStaleCgroups } from './cgroups.js';
-import { SANDBOX_ID, SANDBOX_RUN_DIR, SANDBOX_WORKER_PORT } from './sandbox-view.js';
+import {
+  ENV_FD,
+  HELPER_ENV,
+  type HelperName,
+  sourceEnv,
+  helperPath,
+  requireHelper,
+  withTenantEnv,
+} from './helpers.js';
+import { SANDBOX_ID, SANDBOX_RUN_DIR, SANDBOX_WORKER_PORT, SCRATCH_HOME } from './sandbox-view.js';
 
 export type IsolationMode = 'bwrap' | 'process-group';
 
@@ -81,16 +90,18 @@ const PROBE_VIEW = [
   '/dev',
 ];
 
-function works(command: string, args: string[]): boolean {
-  const result = spawnSync(command, args, { stdio: 'ignore', timeout: 5000 });
-  return result.status === 0;
+/** Runs an installed helper (by absolute path, HELPER_ENV only); false when it is absent or fails. */
+function works(name: HelperName, args: string[]): boolean {
+  const path = helperPath(name);
+  if (!path) return false;
+  return spawnSync(path, args, { stdio: 'ignore', timeout: 5000, env: HELPER_ENV }).status === 0;
 }
 
 /** The setpriv prefix that drops a root runtime to the sandbox's host ids before bwrap runs. */
 export function dropPrivileges(ids: { uid: number; gid: number } | undefined, pdeathsig = false): string[] {
-  if (!ids) return pdeathsig ? ['setpriv', '--pdeathsig', 'KILL', '--'] : [];
+  if (!ids) return pdeathsig ? [requireHelper('setpriv'), '--pdeathsig', 'KILL', '--'] : [];
   return [
-    'setpriv',
+    requireHelper('setpriv'),
     // In the same setpriv: a later change of credentials would clear the parent-death signal.
     ...(pdeathsig ? ['--pdeathsig', 'KILL'] : []),
     `--reuid=${ids.uid}`,
@@ -142,15 +153,16 @@ export function detectIsolation({
   }
   let missing: string | undefined;
   if (process.platform !== 'linux') missing = `bwrap needs Linux (this is ${process.platform})`;
-  else if (!works('bwrap', ['--version'])) missing = 'bwrap is not on PATH';
-  else if (!works('socat', ['-V'])) missing = 'socat is not on PATH (it bridges the session network)';
+  else if (!works('bwrap', ['--version'])) missing = `bwrap is not installed (in ${HELPER_ENV.PATH})`;
+  else if (!works('socat', ['-V']))
+    missing = `socat is not installed (in ${HELPER_ENV.PATH}; it bridges the session network)`;
   else if (
     !works('bwrap', [
       ...(hostIds ? ROOT_SANDBOX_ARGS : SANDBOX_ARGS),
       ...PROBE_VIEW,
       '--',
       ...dropPrivileges(hostIds),
-      'true',
+      '/bin/true',
     ])
   )
     missing =
@@ -172,7 +184,11 @@ export function detectIsolation({
     );
   else if (!works('slirp4netns', ['--version']))
     off.push(
-      'outbound network: slirp4netns is not on PATH; sessions reach only the allowlisted host ports (AGENTRT_SANDBOX_HOST_PORTS) and the telemetry relay',
+      'outbound network: slirp4netns is not installed; sessions reach only the allowlisted host ports (AGENTRT_SANDBOX_HOST_PORTS) and the telemetry relay',
+    );
+  else if (!works('nft', ['--version']))
+    off.push(
+      'outbound network: nft (nftables) is not installed, so the private, link-local and host addresses cannot be closed; sessions reach only the allowlisted host ports (AGENTRT_SANDBOX_HOST_PORTS) and the telemetry relay',
     );
   else network = 'slirp4netns';
   const cgroups = detectCgroups();
@@ -197,16 +213,23 @@ export function detectIsolation({
  * the namespace to a Unix socket the runtime serves, then becomes the worker. `$1` is the
  * space-separated port list; the rest is the worker's argv. The worker bridge logs nowhere: until the
  * worker listens, every readiness probe is a refused connect, and its log lines would push the
- * worker's own start-up output out of the tail a failed start reports.
+ * worker's own start-up output out of the tail a failed start reports. The bridges start before the
+ * tenant's environment is read (ENV_FD), so nothing of it reaches them.
  */
-const BRIDGE_SCRIPT = [
-  'ports=$1; shift',
-  `socat -lf /dev/null UNIX-LISTEN:${SANDBOX_RUN_DIR}/worker.sock,fork,mode=600,unlink-early TCP:127.0.0.1:${SANDBOX_WORKER_PORT} &`,
-  'for p in $ports; do',
-  `  socat TCP-LISTEN:$p,bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${SANDBOX_RUN_DIR}/port-$p.sock &`,
-  'done',
-  'exec "$@"',
-].join('\n');
+function bridgeScript(): string {
+  const socat = requireHelper('socat');
+  return [
+    `mkdir -m 0700 ${SCRATCH_HOME}`,
+    'ports=$1; shift',
+    `${socat} -lf /dev/null UNIX-LISTEN:${SANDBOX_RUN_DIR}/worker.sock,fork,mode=600,unlink-early TCP:127.0.0.1:${SANDBOX_WORKER_PORT} ${ENV_FD}<&- &`,
+    'for p in $ports; do',
+    `  ${socat} TCP-LISTEN:$p,bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${SANDBOX_RUN_DIR}/port-$p.sock ${ENV_FD}<&- &`,
+    'done',
+    'unset ports p',
+    sourceEnv(),
+    'exec "$@"',
+  ].join('\n');
+}
 
 export interface IsolateOptions {
   /** bwrap's filesystem arguments (see sandboxViewArgs). */
@@ -218,63 +241,59 @@ export interface IsolateOptions {
 }
 
 /**
- * Wraps a worker command. Under bwrap the worker runs in its own PID, IPC, UTS, mount, network and
- * cgroup namespaces as an unprivileged user with no capabilities and `no_new_privs`: as the
- * sandbox's host uid when the runtime is root (setpriv inside the sandbox), else in a user namespace
- * mapped to the runtime's own uid. It sees only `viewArgs`; bwrap reports the sandbox pid on fd 3.
+ * Wraps a worker command. Every helper runs by absolute path with HELPER_ENV only; the tenant's
+ * environment reaches the worker through a shell that runs after privileges are dropped (it sources
+ * ENV_FD). Under bwrap the worker runs in its own PID, IPC, UTS, mount, network and cgroup
+ * namespaces as an unprivileged user with no capabilities and `no_new_privs`: as the sandbox's host
+ * uid when the runtime is root (setpriv inside the sandbox), else in a user namespace mapped to the
+ * runtime's own uid. It sees only `viewArgs`; bwrap reports the sandbox pid on fd 3.
  */
 export function isolate(isolation: Isolation, argv: string[], options?: IsolateOptions): string[] {
-  if (isolation.mode === 'bwrap' && options) {
-    return [
-      ...dropPrivileges(undefined, isolation.pdeathsig),
-      'bwrap',
-      ...(isolation.hostIds ? ROOT_SANDBOX_ARGS : SANDBOX_ARGS),
-      ...options.viewArgs,
-      '--info-fd',
-      '3',
-      ...(options.blockOnFd ? ['--block-fd', '4'] : []),
-      '--',
-      ...dropPrivileges(isolation.hostIds),
-      '/bin/sh',
-      '-c',
-      BRIDGE_SCRIPT,
-      'agentrt-sandbox',
-      options.bridgedPorts.join(' '),
-      ...argv,
-    ];
-  }
-  return [...dropPrivileges(undefined, isolation.pdeathsig), ...argv];
+  const first = dropPrivileges(undefined, isolation.pdeathsig);
+  if (isolation.mode !== 'bwrap' || !options) return [...first, ...withTenantEnv(argv, 'agentrt-worker')];
+  return [
+    ...first,
+    requireHelper('bwrap'),
+    ...(isolation.hostIds ? ROOT_SANDBOX_ARGS : SANDBOX_ARGS),
+    ...options.viewArgs,
+    '--info-fd',
+    '3',
+    ...(options.blockOnFd ? ['--block-fd', '4'] : []),
+    '--',
+    ...dropPrivileges(isolation.hostIds),
+    requireHelper('sh'),
+    '-c',
+    bridgeScript(),
+    'agentrt-sandbox',
+    options.bridgedPorts.join(' '),
+    ...argv,
+  ];
 }
 
 /**
  * Runs `argv` inside a live session's sandbox (InvokeAgentRuntimeCommand): the namespaces, root and
  * working directory of its first process, as the same unprivileged user with `no_new_privs`, as in
- * the hosted service where a command runs in the session's microVM.
+ * the hosted service where a command runs in the session's microVM. nsenter drops to that user
+ * (`--setuid`/`--setgid`, or the same uid in the sandbox's user namespace) before it executes
+ * anything, and then only by absolute path: nothing inside the session's filesystem ever runs with
+ * the runtime's privileges, whatever the session did to its own view.
  */
 export function enterSandbox(isolation: Isolation, sandboxPid: number, argv: string[]): string[] {
   const namespaces = ['--mount', '--uts', '--ipc', '--net', '--pid', '--root', '--wd'];
-  if (isolation.hostIds)
-    return [
-      'nsenter',
-      `--target=${sandboxPid}`,
-      ...namespaces,
-      '--',
-      ...dropPrivileges(isolation.hostIds),
-      ...argv,
-    ];
-  // Same uid as the sandbox's owner: join its user namespace keeping our ids (uid 1000 inside);
-  // the exec leaves no capabilities and no_new_privs keeps it so.
+  const credentials = isolation.hostIds
+    ? [`--setuid=${isolation.hostIds.uid}`, `--setgid=${isolation.hostIds.gid}`]
+    : // Same uid as the sandbox's owner: join its user namespace keeping our ids (uid 1000 inside).
+      ['--user', '--preserve-credentials'];
   return [
-    'nsenter',
+    requireHelper('nsenter'),
     `--target=${sandboxPid}`,
-    '--user',
-    '--preserve-credentials',
+    ...credentials,
     ...namespaces,
     '--',
-    'setpriv',
+    requireHelper('setpriv'),
     '--no-new-privs',
     '--inh-caps=-all',
     '--',
-    ...argv,
+    ...withTenantEnv(argv, 'agentrt-command'),
   ];
 }

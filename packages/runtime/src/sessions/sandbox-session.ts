@@ -1,16 +1,23 @@
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { type Server, connect, createServer } from 'node:net';
 import { dirname, isAbsolute, join, relative } from 'node:path';
-import { type CgroupUsage, type SessionCgroup, type SessionLimits, createSessionCgroup } from './cgroups.js';
+import {
+  type CgroupUsage,
+  type CommandCgroup,
+  type SessionCgroup,
+  type SessionLimits,
+  createSessionCgroup,
+  removeWhenEmpty,
+} from './cgroups.js';
+import { SLIRP_DNS, closeEgress } from './egress.js';
+import { HELPER_ENV, requireHelper } from './helpers.js';
 import { type Isolation, dropPrivileges, isolate } from './isolation.js';
 import { SANDBOX_ID, SANDBOX_WORKER_PORT, sandboxViewArgs } from './sandbox-view.js';
 
 /** sun_path holds 108 bytes including the terminating NUL. */
 const MAX_SOCKET_PATH_BYTES = 107;
-/** slirp4netns's built-in DNS forwarder inside the namespace. */
-const SLIRP_DNS = '10.0.2.3';
 
 export interface SandboxPlan {
   argv: string[];
@@ -24,6 +31,8 @@ export interface SandboxPlan {
   limitHit: () => string | undefined;
   /** The session cgroup's CPU and memory figures while it has one (no cgroups: undefined). */
   usage: () => CgroupUsage | undefined;
+  /** A new cgroup inside the session's for one command; undefined without cgroups. */
+  commandCgroup: () => CommandCgroup | undefined;
 }
 
 export interface SandboxSessionOptions {
@@ -42,6 +51,8 @@ export interface SandboxSessionOptions {
   storage?: { hostDir: string; mountPath: string } | undefined;
   /** Folders never shown even when inside a readable path (the data dir). */
   hiddenDirs: readonly string[];
+  /** Size of the session's scratch tmpfs (/tmp and its home). */
+  scratchBytes: number;
   /** The worker's id (names its cgroup) and limits. */
   workerId: string;
   limits: SessionLimits;
@@ -118,7 +129,7 @@ export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
     throw new Error(
       `the sandbox user (host uid ${ids.uid}) cannot read the artifact: ${unreadable}. Make it readable (chmod -R o+rX <dir>), or set AGENTRT_SANDBOX_UID/AGENTRT_SANDBOX_GID to a user that can read it`,
     );
-  for (const dir of ['home', 'tmp', 'run']) ownDir(join(sessionDir, dir), isolation);
+  ownDir(join(sessionDir, 'run'), isolation);
   mkdirSync(join(sessionDir, 'etc'), { recursive: true });
   const etcFiles = ['passwd', 'group'];
   writeFileSync(
@@ -137,6 +148,8 @@ export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
     readablePaths: options.readablePaths,
     sessionDir,
     storage: options.storage,
+    scratchBytes: options.scratchBytes,
+    ptys: isolation.hostIds !== undefined,
     etcFiles,
     hiddenDirs: options.hiddenDirs,
   });
@@ -174,7 +187,10 @@ export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
       }
       if (options.otlpRelay)
         cleanups.push(await options.otlpRelay(join(runDir, `port-${options.otlpPort}.sock`)));
-      if (isolation.network === 'slirp4netns') cleanups.push(await startSlirp(sandboxPid, isolation));
+      if (isolation.network === 'slirp4netns') {
+        await closeEgress(sandboxPid);
+        cleanups.push(await startSlirp(sandboxPid, isolation));
+      }
     } catch (error) {
       cleanup();
       throw error;
@@ -188,17 +204,8 @@ export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
     prepare,
     limitHit: () => cgroup?.limitHit() ?? lastLimitHit,
     usage: () => cgroup?.usage(),
+    commandCgroup: () => cgroup?.child(`cmd-${randomUUID()}`),
   };
-}
-
-/** A cgroup can only go once its last process has: retry for a few seconds after the worker exit. */
-function removeWhenEmpty(group: SessionCgroup, attempt = 0): void {
-  try {
-    group.remove();
-  } catch {
-    // Processes of the sandbox still exiting (EBUSY): try again shortly.
-    if (attempt < 20) setTimeout(() => removeWhenEmpty(group, attempt + 1), 250).unref();
-  }
 }
 
 /** A Unix socket (writable by the sandbox user) whose connections the runtime pipes to 127.0.0.1:<port>. */
@@ -221,13 +228,14 @@ function bridgeToHostPort(socketPath: string, port: number): Promise<Server> {
 /**
  * Connects the sandbox's network namespace to the outside through slirp4netns (user-mode TCP/IP):
  * a tap device with 10.0.2.100, DNS at 10.0.2.3, and the host's loopback closed
- * (--disable-host-loopback), so the host's own services are out of reach. Resolves once it is up.
+ * (--disable-host-loopback); the namespace's egress rules (closeEgress, loaded first) close the
+ * host's other addresses, private and link-local networks. Resolves once it is up.
  */
 function startSlirp(sandboxPid: number, isolation: Isolation): Promise<() => void> {
   return new Promise((resolve, reject) => {
     const argv = [
       ...dropPrivileges(undefined, isolation.pdeathsig),
-      'slirp4netns',
+      requireHelper('slirp4netns'),
       '--configure',
       '--mtu=65520',
       '--disable-host-loopback',
@@ -236,7 +244,10 @@ function startSlirp(sandboxPid: number, isolation: Isolation): Promise<() => voi
       `/proc/${sandboxPid}/ns/net`,
       'tap0',
     ];
-    const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+    const child = spawn(argv[0] as string, argv.slice(1), {
+      env: HELPER_ENV,
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
     const stop = () => {

@@ -5,6 +5,8 @@ import { dirname, isAbsolute, join, sep } from 'node:path';
 export const SANDBOX_RUN_DIR = '/run/agentrt';
 /** The port a sandboxed worker listens on inside its own network namespace, as in a real container. */
 export const SANDBOX_WORKER_PORT = 8080;
+/** The session's home inside its sandbox: in the scratch tmpfs, so it shares its size limit. */
+export const SCRATCH_HOME = '/tmp/.home';
 /** The user and group a worker has inside its user namespace. */
 export const SANDBOX_ID = 1000;
 
@@ -29,6 +31,29 @@ const ETC_ENTRIES = [
   'protocols',
   'services',
   'os-release',
+];
+
+/** The devices a worker needs, without ptys: what bwrap's --dev makes, less devpts. */
+const MINIMAL_DEV = [
+  '--tmpfs',
+  '/dev',
+  ...['null', 'zero', 'full', 'random', 'urandom', 'tty'].flatMap((d) => [
+    '--dev-bind',
+    `/dev/${d}`,
+    `/dev/${d}`,
+  ]),
+  ...['stdin', 'stdout', 'stderr'].flatMap((name, fd) => [
+    '--symlink',
+    `/proc/self/fd/${fd}`,
+    `/dev/${name}`,
+  ]),
+  '--symlink',
+  '/proc/self/fd',
+  '/dev/fd',
+  '--perms',
+  '1777',
+  '--dir',
+  '/dev/shm',
 ];
 
 /** The system's own programs and libraries (read-only); merged-/usr links stay links. */
@@ -107,6 +132,13 @@ export interface SandboxViewOptions {
   sessionDir: string;
   /** sessionStorage: a host folder mounted read-write at `mountPath` (under /mnt). */
   storage?: { hostDir: string; mountPath: string } | undefined;
+  /**
+   * bwrap's full /dev, with ptys (/dev/pts). Without root, its devpts mount makes bwrap nest a second
+   * user namespace that commands (nsenter) cannot enter, so a non-root runtime gets MINIMAL_DEV.
+   */
+  ptys: boolean;
+  /** Size of the session's scratch tmpfs (/tmp, and HOME inside it). */
+  scratchBytes: number;
   /** Generated /etc files (passwd, group, resolv.conf) in the session dir, bound read-only. */
   etcFiles: readonly string[];
   /** Folders hidden under an empty tmpfs when a readable path contains them (the data dir). */
@@ -116,12 +148,12 @@ export interface SandboxViewOptions {
 /**
  * The bwrap arguments of the filesystem a worker sees: the system's programs and libraries, a few
  * /etc files, the Node install, the artifact and its dependencies — all read-only — plus its own
- * home, /tmp and bridge dir, and its session storage. Nothing else of the host exists inside.
+ * bridge dir, a sized scratch tmpfs at /tmp holding its home, and its session storage. Nothing else of the host exists inside.
  */
 export function sandboxViewArgs(options: SandboxViewOptions): string[] {
   const args: string[] = [];
   const made = new Set(['/', '/tmp', '/run', '/etc', '/proc', '/dev', ...SYSTEM_DIRS]);
-  const bind = (source: string, dest: string, writable: boolean) => {
+  const place = (dest: string) => {
     // bwrap would create missing parents as 0700 root folders the worker could not pass through.
     const parents: string[] = [];
     for (let dir = dirname(dest); !made.has(dir); dir = dirname(dir)) parents.unshift(dir);
@@ -130,6 +162,9 @@ export function sandboxViewArgs(options: SandboxViewOptions): string[] {
       made.add(dir);
     }
     made.add(dest);
+  };
+  const bind = (source: string, dest: string, writable: boolean) => {
+    place(dest);
     args.push(writable ? '--bind' : '--ro-bind', source, dest);
   };
   for (const dir of SYSTEM_DIRS) {
@@ -144,9 +179,10 @@ export function sandboxViewArgs(options: SandboxViewOptions): string[] {
   }
   args.push('--perms', '0755', '--dir', '/etc');
   for (const name of ETC_ENTRIES) args.push('--ro-bind-try', join('/etc', name), join('/etc', name));
-  args.push('--proc', '/proc', '--dev', '/dev');
+  args.push('--proc', '/proc', ...(options.ptys ? ['--dev', '/dev'] : MINIMAL_DEV));
   for (const file of options.etcFiles) bind(join(options.sessionDir, 'etc', file), `/etc/${file}`, false);
-  bind(join(options.sessionDir, 'tmp'), '/tmp', true);
+  // The session's scratch space: a tmpfs of a fixed size (charged to its memory), never the host's disk.
+  args.push('--perms', '1777', '--size', String(options.scratchBytes), '--tmpfs', '/tmp');
   args.push('--tmpfs', '/run');
   bind(join(options.sessionDir, 'run'), SANDBOX_RUN_DIR, true);
   const program = options.argv[0];
@@ -159,8 +195,15 @@ export function sandboxViewArgs(options: SandboxViewOptions): string[] {
   for (const path of readable) bind(path, path, false);
   for (const dir of options.hiddenDirs ?? [])
     if (readable.some((p) => isUnder(dir, p) && dir !== p)) args.push('--tmpfs', dir);
-  // The session's own writable dirs, at the paths its HOME and TMPDIR name.
-  for (const dir of ['home', 'tmp']) bind(join(options.sessionDir, dir), join(options.sessionDir, dir), true);
+  // HOME and TMPDIR name these host paths: inside, they lead into the scratch tmpfs (the sandbox's
+  // first shell makes SCRATCH_HOME as the session's user before the worker runs).
+  for (const [name, target] of [
+    ['home', SCRATCH_HOME],
+    ['tmp', '/tmp'],
+  ] as const) {
+    place(join(options.sessionDir, name));
+    args.push('--symlink', target, join(options.sessionDir, name));
+  }
   if (options.storage) bind(options.storage.hostDir, options.storage.mountPath, true);
   args.push('--chdir', options.cwd);
   return args;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { type RuntimeConfig } from '../config.js';
@@ -8,6 +8,8 @@ import { RuntimeApiError, notFound, validationError } from '../errors.js';
 import { type Logger } from '../logger.js';
 import { type LaunchSpec, resolveArtifact } from './artifact.js';
 import { type Isolation, enterSandbox, isolate } from './isolation.js';
+import { type CommandCgroup, joinCgroupArgv } from './cgroups.js';
+import { HELPER_ENV, SECURE_PATH, helperPath } from './helpers.js';
 import { createOtlpRelay } from './otlp-relay.js';
 import { planSandbox, sealRunDir, storageDirOf } from './sandbox-session.js';
 import {
@@ -76,11 +78,15 @@ export interface SessionManager {
   close(): Promise<void>;
 }
 
-/** A command wrapped in a session's sandbox, ready for `child_process.spawn`. */
+/** A command wrapped in a session's sandbox, ready for `spawnHelper`. */
 export interface CommandSpawn {
+  /** Helpers by absolute path, ending with the shell that takes `env` from ENV_FD. */
   argv: string[];
   cwd: string;
+  /** The worker's environment, handed over on ENV_FD. */
   env: Record<string, string>;
+  /** The command's own cgroup inside the session's (joined before anything runs); none without cgroups. */
+  cgroup: CommandCgroup | undefined;
 }
 
 interface PooledWorker {
@@ -140,6 +146,69 @@ function findInstrumentPreload(): string | undefined {
   return undefined;
 }
 
+const OWNER_FILE = 'owner.pid';
+/** What a worker inherits from the runtime's own environment (before its runtime's variables). */
+const WORKER_RUNTIME_VARIABLES = [
+  'PATH',
+  'LANG',
+  'LC_ALL',
+  'TZ',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+];
+
+/** Whether a process with this pid is alive (EPERM: alive, someone else's). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Sessions never outlive their runtime: every session folder found at start was left by one that
+ * crashed or was killed, and goes (sessionStorage lives elsewhere and stays) — unless the runtime
+ * that wrote `owner.pid` is still running on the same data dir.
+ */
+function sweepSessionDirs(sessionsRoot: string, logger: Logger): void {
+  mkdirSync(sessionsRoot, { recursive: true });
+  const ownerFile = join(sessionsRoot, OWNER_FILE);
+  const owner = Number(readFileSync(ownerFile, { encoding: 'utf8', flag: 'a+' }).trim());
+  if (owner > 0 && owner !== process.pid && alive(owner))
+    return logger.warn('another runtime (pid ' + owner + ') uses this data dir: its session folders stay');
+  const left = readdirSync(sessionsRoot).filter((name) => name !== OWNER_FILE);
+  for (const name of left) rmSync(join(sessionsRoot, name), { recursive: true, force: true });
+  writeFileSync(ownerFile, String(process.pid));
+  if (left.length > 0)
+    logger.info('removed the session folders an earlier run left behind', { count: left.length });
+}
+
+/** The docker client's environment: how the operator reaches the engine, nothing of a tenant's. */
+function dockerClientEnv(): Record<string, string> {
+  const names = [
+    'HOME',
+    'DOCKER_HOST',
+    'DOCKER_CONFIG',
+    'DOCKER_CONTEXT',
+    'DOCKER_CERT_PATH',
+    'DOCKER_TLS_VERIFY',
+  ];
+  return { ...HELPER_ENV, ...fromRuntimeEnv(names) };
+}
+
+/** The named variables of the runtime's own environment that are set (blank counts as unset). */
+function fromRuntimeEnv(names: readonly string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of names) {
+    const value = process.env[name];
+    if (value) env[name] = value;
+  }
+  return env;
+}
+
 export function createSessionManager({
   config,
   isolation,
@@ -149,12 +218,18 @@ export function createSessionManager({
   const sessions = new Map<string, Session>();
   const sandboxes = new WeakMap<
     Worker,
-    { kind: LaunchSpec['kind']; cwd: string; sessionDir: string; env: Record<string, string> }
+    {
+      kind: LaunchSpec['kind'];
+      cwd: string;
+      sessionDir: string;
+      env: Record<string, string>;
+      commandCgroup?: () => CommandCgroup | undefined;
+    }
   >();
   const pools = new Map<string, PooledWorker[]>(); // key runtimeId#version
   const timers = new Map<Session, NodeJS.Timeout[]>();
   const sessionsRoot = join(config.dataDir, 'sessions');
-  mkdirSync(sessionsRoot, { recursive: true });
+  sweepSessionDirs(sessionsRoot, logger);
   let closing = false;
   const starting = new Set<Promise<void>>();
   let instrumentPath: string | undefined | null = null; // null = not resolved yet
@@ -198,19 +273,7 @@ export function createSessionManager({
     const { runtime, version } = target;
     const user = version.config.environmentVariables ?? {};
     const region = runtime.arn.split(':')[3] ?? config.region;
-    const env: Record<string, string> = {};
-    for (const name of [
-      'PATH',
-      'LANG',
-      'LC_ALL',
-      'TZ',
-      'AWS_ACCESS_KEY_ID',
-      'AWS_SECRET_ACCESS_KEY',
-      'AWS_SESSION_TOKEN',
-    ]) {
-      const value = process.env[name];
-      if (value) env[name] = value;
-    }
+    const env = fromRuntimeEnv(WORKER_RUNTIME_VARIABLES);
     Object.assign(env, user, {
       PORT: String(port),
       AWS_REGION: region,
@@ -221,6 +284,9 @@ export function createSessionManager({
         .filter(Boolean)
         .join(','),
     });
+    // Loopback only, whatever the artifact asks: in process-group mode 0.0.0.0 would open the worker
+    // to every other session and the network; a sandbox's own namespace is reached through its bridge.
+    if (launch.kind === 'process') Object.assign(env, { HOST: '127.0.0.1', AGENTRT_HOST: '127.0.0.1' });
     env.OTEL_SERVICE_NAME ??= runtime.name;
     // An A2A agent's card must point back through the runtime, as the hosted service's does.
     if (version.config.protocolConfiguration?.serverProtocol === 'A2A' && origin)
@@ -270,10 +336,12 @@ export function createSessionManager({
       const port = await freePort();
       const env = workerEnv(target, launch, port, sessionDir, false);
       const envArgs = Object.entries(env)
-        .filter(([k]) => !['PATH', 'TMPDIR', 'HOME', 'PORT'].includes(k))
+        .filter(([k]) => !['PATH', 'TMPDIR', 'HOME', 'PORT', 'HOST', 'AGENTRT_HOST'].includes(k))
         .flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+      const docker = helperPath('docker');
+      if (!docker) throw new WorkerStartError(`docker is not installed in ${SECURE_PATH}: ${containerUri}`);
       const argv = [
-        'docker',
+        docker,
         'run',
         '--rm',
         '--init',
@@ -288,7 +356,8 @@ export function createSessionManager({
         id,
         argv,
         cwd: sessionDir,
-        env: { ...process.env, ...env } as Record<string, string>,
+        env: {},
+        helperEnv: dockerClientEnv(),
         port,
         healthCheck,
         logger: workerLogger,
@@ -344,6 +413,7 @@ export function createSessionManager({
           : undefined,
       hiddenDirs: [config.dataDir],
       workerId: id,
+      scratchBytes: config.sessionDiskMb * 1024 * 1024,
       limits: {
         memoryBytes: config.sessionMemoryMb * 1024 * 1024,
         vcpus: config.sessionVcpus,
@@ -364,7 +434,13 @@ export function createSessionManager({
       limitHit: plan.limitHit,
       usage: plan.usage,
     });
-    sandboxes.set(worker, { kind: launch.kind, cwd: launch.cwd, sessionDir, env });
+    sandboxes.set(worker, {
+      kind: launch.kind,
+      cwd: launch.cwd,
+      sessionDir,
+      env,
+      commandCgroup: plan.commandCgroup,
+    });
     worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
     return { worker, sessionDir, adopt, seal: () => sealRunDir(sessionDir, isolation) };
   };
@@ -658,7 +734,13 @@ export function createSessionManager({
         isolation.mode === 'bwrap' && sandboxPid !== undefined
           ? enterSandbox(isolation, sandboxPid, argv)
           : isolate(isolation, argv);
-      return { argv: wrapped, cwd: sandbox.cwd, env: { ...sandbox.env } };
+      const cgroup = sandbox.commandCgroup?.();
+      return {
+        argv: cgroup ? joinCgroupArgv(cgroup.procsFiles, wrapped) : wrapped,
+        cwd: sandbox.cwd,
+        env: { ...sandbox.env },
+        cgroup,
+      };
     },
     async close() {
       closing = true;

@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { lstatSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { type Logger } from '../logger.js';
 import { type CgroupUsage } from './cgroups.js';
+import { spawnHelper } from './helpers.js';
 
 /** What the last `/ping` said. `timeOfLastUpdateMs` is absent when the worker does not send it. */
 export interface PingState {
@@ -73,9 +74,13 @@ function parseTimeOfLastUpdate(value: unknown): number | undefined {
 
 export interface SpawnWorkerOptions {
   id: string;
+  /** Starts with a helper by absolute path (see isolate), or the container engine. */
   argv: string[];
   cwd: string;
+  /** The worker's environment: handed over on ENV_FD, never given to the helpers in front of it. */
   env: Record<string, string>;
+  /** The helpers' own environment (default HELPER_ENV; a container engine gets the runtime's). */
+  helperEnv?: Readonly<Record<string, string>> | undefined;
   port: number;
   socketPath?: string | undefined;
   logger: Logger;
@@ -128,10 +133,10 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
   const { argv, port } = options;
   let logger = options.logger;
   const sandboxed = options.prepare !== undefined;
-  const child: ChildProcess = spawn(argv[0] as string, argv.slice(1), {
+  const child: ChildProcess = spawnHelper(argv, {
     cwd: options.cwd,
-    env: options.env,
-    detached: true,
+    tenantEnv: options.env,
+    helperEnv: options.helperEnv,
     stdio: sandboxed ? ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
   });
   let tail = '';

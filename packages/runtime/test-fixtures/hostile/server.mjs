@@ -18,6 +18,10 @@ const server = createServer((req, res) => {
     } catch {
       // not JSON: nothing to run
     }
+    if (input.address) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify(server.address()));
+    }
     if (input.allocMb) {
       // Grow this very process (the worker), as a leaking agent would.
       const kept = [];
@@ -41,5 +45,5 @@ const server = createServer((req, res) => {
     );
   });
 });
-// Loopback only: inside its namespace nothing else could reach it anyway.
-server.listen(Number(process.env.PORT ?? 8080), '127.0.0.1');
+// Where the runtime says (HOST), else every interface, as a container's agent would.
+server.listen(Number(process.env.PORT ?? 8080), process.env.HOST ?? '0.0.0.0');
