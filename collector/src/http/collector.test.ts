@@ -636,6 +636,67 @@ describe('collector with raw OTLP bodies', () => {
   });
 });
 
+describe('GET /api/logs on the query threads', () => {
+  const RECORDS = 20_000;
+  const logRequest = (from: number, n: number) => ({
+    resourceLogs: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'logs-load' } }] },
+        scopeLogs: [
+          {
+            logRecords: Array.from({ length: n }, (_, i) => ({
+              timeUnixNano: String((Date.now() - 60_000 + from + i) * 1e6),
+              severityNumber: 9,
+              body: { stringValue: `line ${from + i} ${'x'.repeat(200)}` },
+              attributes: [{ key: 'session.id', value: { stringValue: `s${(from + i) % 50}` } }],
+            })),
+          },
+        ],
+      },
+    ],
+  });
+  const fill = async (url: string) => {
+    for (let from = 0; from < RECORDS; from += 5000)
+      expect((await postJson(`${url}/v1/logs`, logRequest(from, 5000))).status).toBe(200);
+  };
+  const queries = async (url: string) =>
+    ((await (await fetch(`${url}/healthz`)).json()) as { queries?: { queries: number } }).queries?.queries;
+
+  it('runs each search on a query thread (the /healthz query count counts it)', async () => {
+    const c = await startCollector();
+    try {
+      await fill(c.url);
+      const before = await queries(c.url);
+      const res = await fetch(`${c.url}/api/logs?q=line%2019999&limit=10`);
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { logs: { body: string }[] }).logs.map((l) => l.body)).toEqual([
+        `line 19999 ${'x'.repeat(200)}`,
+      ]);
+      expect(await queries(c.url)).toBe(before! + 1);
+    } finally {
+      await c.cleanup();
+    }
+  });
+
+  it.skipIf(SQLITE_ONLY)(
+    'stops a search that scans every record at the query deadline with a 400',
+    async () => {
+      const c = await startCollector({ queryTimeoutMs: 1 });
+      try {
+        await fill(c.url);
+        const res = await fetch(`${c.url}/api/logs?q=no%20such%20text`);
+        expect(res.status).toBe(400);
+        expect((await res.json()) as { error: string; message: string }).toMatchObject({
+          error: 'query_stopped',
+          message: expect.stringMatching(/stopped|deadline/),
+        });
+      } finally {
+        await c.cleanup();
+      }
+    },
+  );
+});
+
 describe('collector web UI and export', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterEach(async () => {

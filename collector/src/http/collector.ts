@@ -16,12 +16,12 @@ import { OtlpDecodeError } from '../otlp/otlp-decode-error.js';
 import { DEFAULT_PRICES, parsePriceFile } from '../cost/prices.js';
 import { decodeMetricPoints, decodeMetricPointsJson } from '../metrics/decode-metrics.js';
 import { metricsAndLogsApi } from '../metrics/metric-routes.js';
-import { type MetricLimits, type MetricStore, createMetricStore } from '../metrics/metric-store.js';
+import type { MetricLimits, MetricStore } from '../metrics/metric-store.js';
 import { RECOVERY_HINT, isCorruption } from '../store/integrity.js';
 import { isMetricForm, runMetricForm } from '../query/metric-form.js';
 import { QueryError } from '../query/query-error.js';
 import { QueryFailure } from '../query/query-pool.js';
-import { type ClickHouseStore, createClickHouseStore } from '../store/clickhouse/clickhouse-store.js';
+import { createClickHouseStore } from '../store/clickhouse/clickhouse-store.js';
 import { traceResponse } from '../store/read-ops.js';
 import { summarizeTrace } from '../store/summaries.js';
 import { type SqliteStore, createSqliteStore } from '../store/sqlite-store.js';
@@ -120,24 +120,13 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           queryWorkers: options.queryWorkers ?? DEFAULTS.queryWorkers,
           queryTimeoutMs: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
           integrityCheckMinutes: options.integrityCheckMinutes ?? DEFAULTS.integrityCheckMinutes,
+          ...(options.metricLimits ? { metricLimits: options.metricLimits } : {}),
         });
   /** The SQLite store, for what only it has (writer thread, integrity checks). */
   const sqlite = store.kind === 'sqlite' ? (store as SqliteStore) : undefined;
   const writer = 'writer' in store ? (store.writer as WriterThread) : undefined;
-  let metrics: MetricStore;
-  try {
-    // On ClickHouse, metric points are in its tables too (every collector sees them all).
-    metrics =
-      store.kind === 'clickhouse'
-        ? (store as ClickHouseStore).metrics
-        : createMetricStore({
-            dataDir: options.dataDir,
-            ...(options.metricLimits ? { limits: options.metricLimits } : {}),
-          });
-  } catch (error) {
-    await store.close();
-    throw error;
-  }
+  // metrics.sqlite beside the span store, or ClickHouse's metric tables (every collector sees them all).
+  const metrics = store.metrics;
   const live = createLiveHub();
   const exporter = createExportStreamer(store.exportPage, {
     maxConcurrent: options.maxConcurrentExports ?? 2,
@@ -288,30 +277,27 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       const endMs = optionalNumber(body.endMs, 'endMs', 'body');
       if (startMs !== undefined) request.startMs = startMs;
       if (endMs !== undefined) request.endMs = endMs;
-      // `metric <name> …` reads the metric store (in this thread), not the span store.
-      if (isMetricForm(request.query)) {
-        try {
-          return sendJson(res, 200, await runMetricForm(request.query, metrics, request));
-        } catch (error) {
-          if (error instanceof QueryError) return sendJson(res, 400, error.toBody(request.query));
-          throw error;
-        }
-      }
       try {
-        return sendBytes(res, await store.queryJson(request.query, request));
+        // `metric <name> …` reads the metric store, not the span store (on a query thread either way).
+        return sendBytes(
+          res,
+          isMetricForm(request.query)
+            ? await runMetricForm(request.query, store.metricJson, request)
+            : await store.queryJson(request.query, request),
+        );
       } catch (error) {
+        if (error instanceof QueryError) return sendJson(res, 400, error.toBody(request.query));
         if (error instanceof QueryFailure) return sendJson(res, 400, error.body);
         throw error;
       }
     }
     if (!get) throw new HttpError(405, 'method_not_allowed', `use GET for ${path}`);
-    const spansDb = store.kind === 'sqlite' ? (store as SqliteStore).spans.db : undefined;
     const answer: unknown = await metricsAndLogsApi(path, params, {
-      metrics,
-      spansDb,
-      ...(store.kind === 'clickhouse' ? { logs: (store as ClickHouseStore).queryLogs } : {}),
+      metricJson: store.metricJson,
+      logsJson: store.logsJson,
       prices,
     });
+    if (answer instanceof Uint8Array) return sendBytes(res, answer);
     if (answer !== undefined) return sendJson(res, 200, answer);
     if (path === '/api/traces') {
       const status = params.get('status') || undefined;
@@ -411,7 +397,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       pendingRecords: queue.pendingRecords,
       forward: forwarder.stats,
       liveClients: live.size,
-      ...(sqlite ? { queries: sqlite.queryStats() } : {}),
+      queries: store.queryStats(),
       exportsRunning: exporter.running,
     };
   }
@@ -521,7 +507,6 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   } catch (error) {
     live.close();
     await store.close();
-    await metrics.close();
     throw error;
   }
   const address = server.address() as AddressInfo;
@@ -599,9 +584,8 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           setTimeout(() => server.closeAllConnections(), 2000).unref();
         });
         await drained;
+        // Its metric store with it.
         await store.close();
-        // The ClickHouse store closed its metric tables with itself.
-        if (store.kind !== 'clickhouse') await metrics.close();
       })();
       return closing;
     },

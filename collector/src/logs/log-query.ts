@@ -1,4 +1,5 @@
 import { type DatabaseSync } from 'node:sqlite';
+import { DEADLINE_GUARD_SQL } from '../query/sqlite-deadline.js';
 import type { LogRecord } from '../wire-types.js';
 
 /** Filters of GET /api/logs; every one given must hold. */
@@ -44,11 +45,13 @@ const SESSION = `coalesce(json_extract(doc, '$.attributes."session.id"'), json_e
 
 /**
  * Log records by session, trace, service, severity and text, newest first (oldest first with a
- * cursor, for a live tail). A session's records are the ones tagged with its `session.id` and the
+ * cursor, for a live tail). The collector runs it on a query thread (read-ops.ts). A session's records are the ones tagged with its `session.id` and the
  * ones of its traces, so runtime logs and agent logs of one conversation come together.
  */
 export function queryLogs(db: DatabaseSync, q: LogQuery): LogQueryResult {
-  const where: string[] = [];
+  // The deadline guard first: a search matching nothing scans every record (a query thread's
+  // deadline stops it there).
+  const where: string[] = [DEADLINE_GUARD_SQL];
   const args: (string | number)[] = [];
   if (q.afterCursor !== undefined) {
     where.push('id > ?');
@@ -84,9 +87,7 @@ export function queryLogs(db: DatabaseSync, q: LogQuery): LogQueryResult {
   }
   const order = q.afterCursor !== undefined ? 'ASC' : 'DESC';
   const rows = db
-    .prepare(
-      `SELECT id, doc FROM logs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${order} LIMIT ?`,
-    )
+    .prepare(`SELECT id, doc FROM logs WHERE ${where.join(' AND ')} ORDER BY id ${order} LIMIT ?`)
     .all(...args, q.limit) as { id: number; doc: string }[];
   let cursor = q.afterCursor ?? 0;
   const logs = rows.map((r) => {

@@ -48,6 +48,14 @@ export interface DecodedMetricPoints {
   rejectReason?: string;
 }
 
+/**
+ * Explicit bounds one histogram data point may have. SDK defaults have 15 (OpenTelemetry) or 11
+ * (Prometheus clients); every bound costs a stored bucket per point and per query cell.
+ */
+export const MAX_EXPLICIT_BOUNDS = 200;
+/** Buckets on each side of an exponential histogram point: twice the OpenTelemetry SDK's default maxSize (160). */
+export const MAX_EXPONENTIAL_BUCKETS = 320;
+
 /** 2100-01-01T00:00:00Z in ns. */
 const LAST_TIME_UNIX_NANO = Date.UTC(2100, 0, 1) * 1e6;
 
@@ -72,6 +80,8 @@ export function invalidReason(p: MetricPoint): string | undefined {
   if (!Number.isFinite(count) || count < 0) return `${where}: count is ${count}`;
   for (const v of [p.sum, p.min, p.max])
     if (v !== undefined && !Number.isFinite(v)) return `${where}: sum/min/max is ${v}`;
+  const tooMany = bucketLimitReason(p);
+  if (tooMany) return `${where}: ${tooMany}`;
   const counts =
     p.kind === 'histogram'
       ? (p.bucketCounts ?? [])
@@ -92,5 +102,21 @@ export function invalidReason(p: MetricPoint): string | undefined {
     return `${where}: scale ${p.scale} is outside -10..20`;
   if (counts.length && Math.abs(total - count) > 0.5)
     return `${where}: bucket counts add up to ${total}, count is ${count}`;
+  return undefined;
+}
+
+/** Why a histogram point has more buckets than a point may have (MAX_EXPLICIT_BOUNDS, …), or undefined. */
+function bucketLimitReason(p: MetricPoint): string | undefined {
+  const bounds = p.bounds?.length ?? 0;
+  if (bounds > MAX_EXPLICIT_BOUNDS)
+    return `explicitBounds has ${bounds} bounds, more than ${MAX_EXPLICIT_BOUNDS} (the limit per data point); use fewer buckets or an exponential histogram`;
+  for (const [side, b] of [
+    ['positive', p.positive],
+    ['negative', p.negative],
+  ] as const) {
+    const n = b?.counts.length ?? 0;
+    if (n > MAX_EXPONENTIAL_BUCKETS)
+      return `${side}.bucketCounts has ${n} buckets, more than ${MAX_EXPONENTIAL_BUCKETS} (the limit per data point); use a smaller maxSize`;
+  }
   return undefined;
 }

@@ -1,6 +1,6 @@
 import type { AttributeValue } from '../wire-types.js';
 import { type MetricKind } from './metric-point.js';
-import { type BucketTotals, type MetricSeries, type MetricStore } from './metric-store.js';
+import { type BucketTotals, type MetricReader, type MetricSeries } from './metric-store.js';
 import { type BucketTriple, mergeBuckets } from './rollups.js';
 
 /** A time-series question: one metric, filtered and grouped by attributes, in time buckets. */
@@ -46,16 +46,35 @@ export interface MetricQueryResult {
 /** Thrown for a query that cannot be answered as asked (HTTP 400 with the message). */
 export class MetricQueryError extends Error {
   override name = 'MetricQueryError';
-  constructor(
-    message: string,
-    readonly status = 400,
-  ) {
+  readonly status: number;
+  // A plain field, not a parameter property: the query threads load this file with Node's type
+  // stripping when running from src/ (tests), which has no parameter properties.
+  constructor(message: string, status = 400) {
     super(message);
+    this.status = status;
   }
 }
 
 export const MAX_BUCKETS = 5000;
 export const MAX_GROUPS = 200;
+/**
+ * Series × time buckets one query may read (its totals hold a row for each, and its answer a cell
+ * for each group and bucket): 1,666 series over the default 300 buckets, 138 over `every 1s since
+ * 1h`. More is refused before anything is read.
+ */
+export const MAX_SERIES_BUCKETS = 500_000;
+/**
+ * Histogram bucket values (one bucket's edges and count) one percentile may hold: 10,000
+ * series-buckets of 200 bounds. The store stops reading past it.
+ */
+export const MAX_BUCKET_VALUES = 2_000_000;
+
+/** The refusal of a percentile whose histograms hold more buckets than MAX_BUCKET_VALUES. */
+export function tooManyBucketValues(limit: number): MetricQueryError {
+  return new MetricQueryError(
+    `the percentile needs more than ${limit} histogram bucket values (series × time buckets × bucket bounds), the limit; narrow it with where, a longer step (every) or a shorter range (since)`,
+  );
+}
 const DEFAULT_BUCKETS = 300;
 
 const FNS_BY_KIND: Record<MetricKind, readonly string[]> = {
@@ -146,7 +165,7 @@ const newCell = (): Cell => ({
 });
 
 /** Answers a time-series query from the metric store. Throws MetricQueryError for a bad question. */
-export async function queryMetric(store: MetricStore, q: MetricQuery): Promise<MetricQueryResult> {
+export async function queryMetric(store: MetricReader, q: MetricQuery): Promise<MetricQueryResult> {
   if (!q.name) throw new MetricQueryError('name is required (GET /api/metrics lists the names)');
   if (!Number.isFinite(q.startMs) || !Number.isFinite(q.endMs) || q.endMs <= q.startMs)
     throw new MetricQueryError('startMs must be before endMs');
@@ -179,6 +198,10 @@ export async function queryMetric(store: MetricStore, q: MetricQuery): Promise<M
   const filters = parseWhere(q.where ?? []);
   const by = q.by ?? [];
   const chosen = all.filter((s) => filters.every((f) => f(s)));
+  if (chosen.length * buckets > MAX_SERIES_BUCKETS)
+    throw new MetricQueryError(
+      `${chosen.length} series × ${buckets} time buckets is ${chosen.length * buckets} to read, more than ${MAX_SERIES_BUCKETS}, the limit; narrow it with where, a longer step (every, stepMs) or a shorter range (since)`,
+    );
   const groupOf = new Map<number, string>();
   const groups = new Map<string, Record<string, string>>();
   for (const s of chosen) {
@@ -204,6 +227,7 @@ export async function queryMetric(store: MetricStore, q: MetricQuery): Promise<M
     firstIndex,
     oneBucket,
     buckets: wantBuckets,
+    ...(wantBuckets ? { maxBucketValues: MAX_BUCKET_VALUES } : {}),
     ...(q.rollups === false ? { rollups: false } : {}),
   });
   for (const { s, b, list } of answer.buckets) (cellOf(groupOf.get(s)!, b).buckets ??= []).push(list);

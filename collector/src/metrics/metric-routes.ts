@@ -1,10 +1,9 @@
 import { type Price } from '../cost/prices.js';
 import { HttpError } from '../http/http-error.js';
-import { type LogQuery, type LogQueryResult, SEVERITY_NAMES, queryLogs } from '../logs/log-query.js';
+import { type LogQuery, SEVERITY_NAMES } from '../logs/log-query.js';
 import { UNIT_MS } from '../query/parser.js';
-import { MetricQueryError, queryMetric } from './metric-query.js';
-import { type MetricStore } from './metric-store.js';
-import { type DatabaseSync } from 'node:sqlite';
+import { QueryFailure } from '../query/query-pool.js';
+import type { MetricRead } from './metric-read.js';
 
 const DURATION = /^(\d+(?:\.\d+)?)([a-z]+)$/;
 
@@ -39,38 +38,44 @@ const list = (params: URLSearchParams, name: string): string[] =>
 
 /**
  * The metrics and logs API (GET only): `/api/metrics` (names, kinds, units), `/api/metrics/query`
- * (time series), `/api/logs` and `/api/prices` (the model price table of the cost columns). Returns the JSON answer, or undefined for a path it does not own.
+ * (time series), `/api/logs` and `/api/prices` (the model price table of the cost columns). Returns
+ * the JSON answer (the store's reads as the bytes a query thread made), or undefined for a path it
+ * does not own.
  */
 export async function metricsAndLogsApi(
   path: string,
   params: URLSearchParams,
   deps: {
-    metrics: MetricStore;
-    spansDb: DatabaseSync | undefined;
-    /** Runs the log search where the store is not SQLite (ClickHouse). */
-    logs?: (q: LogQuery) => Promise<LogQueryResult>;
+    /** The store's metric reads (CollectorStore.metricJson). */
+    metricJson: (read: MetricRead) => Promise<Uint8Array>;
+    /** The store's log search (CollectorStore.logsJson). */
+    logsJson: (q: LogQuery) => Promise<Uint8Array>;
     prices: Readonly<Record<string, Price>>;
     nowMs?: number;
   },
 ): Promise<unknown> {
   const nowMs = deps.nowMs ?? Date.now();
   if (path === '/api/prices') return { prices: deps.prices };
-  if (path === '/api/metrics') return { metrics: await deps.metrics.names() };
+  if (path === '/api/metrics') return deps.metricJson({ type: 'names' });
   if (path === '/api/metrics/query') {
     const { startMs, endMs } = range(params, nowMs);
     const stepMs = number(params, 'stepMs');
     try {
-      return await queryMetric(deps.metrics, {
-        name: params.get('name') ?? '',
-        ...(params.get('fn') ? { fn: params.get('fn')! } : {}),
-        by: list(params, 'by'),
-        where: list(params, 'where'),
-        startMs,
-        endMs,
-        ...(stepMs !== undefined ? { stepMs } : {}),
+      return await deps.metricJson({
+        type: 'series',
+        query: {
+          name: params.get('name') ?? '',
+          ...(params.get('fn') ? { fn: params.get('fn')! } : {}),
+          by: list(params, 'by'),
+          where: list(params, 'where'),
+          startMs,
+          endMs,
+          ...(stepMs !== undefined ? { stepMs } : {}),
+        },
       });
     } catch (error) {
-      if (error instanceof MetricQueryError)
+      // A bad question, or one stopped at its deadline or a limit: the message says which.
+      if (error instanceof QueryFailure)
         throw new HttpError(error.status, error.status === 404 ? 'not_found' : 'bad_request', error.message);
       throw error;
     }
@@ -108,9 +113,7 @@ export async function metricsAndLogsApi(
     const after = number(params, 'after');
     if (after !== undefined) q.afterCursor = after;
     if (params.get('since') || params.get('startMs')) Object.assign(q, range(params, nowMs));
-    if (deps.logs) return deps.logs(q);
-    if (!deps.spansDb) throw new Error('the logs API needs the SQLite span store or a logs query');
-    return queryLogs(deps.spansDb, q);
+    return deps.logsJson(q);
   }
   return undefined;
 }

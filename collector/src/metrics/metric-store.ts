@@ -18,8 +18,8 @@ import {
   decodeTriples,
   encodeTriples,
   mergeBuckets,
-  planSegments,
 } from './rollups.js';
+import { createSqliteMetricReader } from './sqlite-metric-reader.js';
 
 export type { StoredBuckets };
 
@@ -127,6 +127,11 @@ export interface TotalsRequest {
   buckets: boolean;
   /** false: read every raw point, never roll-ups (what tests compare roll-up answers with). */
   rollups?: boolean;
+  /**
+   * Most bucket values (edges and count of one bucket) the answer may hold; past it the store stops
+   * reading and throws metric-query.ts's tooManyBucketValues.
+   */
+  maxBucketValues?: number;
 }
 
 /**
@@ -156,21 +161,26 @@ export interface SeriesTotals {
   buckets: { s: number; b: number; list: BucketTriple[] }[];
 }
 
-/**
- * Where metric points are kept: metrics.sqlite beside the span store (createMetricStore), or the
- * ClickHouse store's tables when several collectors share one database (clickhouse-metrics.ts).
- * Async throughout: the ClickHouse one answers over the network.
- */
-export interface MetricStore {
-  /** Where the points are (a file path, or the ClickHouse database). */
-  readonly location: string;
-  ingest(points: readonly MetricPoint[]): Promise<MetricIngestResult>;
+/** What a time-series query reads from a store (a query thread has its own, over its connection). */
+export interface MetricReader {
   /** Series of one metric name (all of them: bounded by maxSeriesPerMetric). */
   seriesOf(name: string): Promise<MetricSeries[]>;
   /** Every metric name with its kind, unit, description, series count and last point time. */
   names(): Promise<MetricName[]>;
   /** Per series and time bucket, the totals of the points a query reads. */
   totals(request: TotalsRequest): Promise<SeriesTotals>;
+}
+
+/**
+ * Where metric points are kept: metrics.sqlite beside the span store (createMetricStore), or the
+ * ClickHouse store's tables when several collectors share one database (clickhouse-metrics.ts).
+ * Async throughout: the ClickHouse one answers over the network. The collector runs its reads on
+ * the query threads (CollectorStore.metricJson); the store's own reads are for tests and benches.
+ */
+export interface MetricStore extends MetricReader {
+  /** Where the points are (a file path, or the ClickHouse database). */
+  readonly location: string;
+  ingest(points: readonly MetricPoint[]): Promise<MetricIngestResult>;
   /**
    * Deletes points older than maxAgeMs (and over maxBytes, oldest first) and series left without
    * points; returns points deleted.
@@ -246,6 +256,9 @@ export function seriesLimitReason(
   return undefined;
 }
 
+/** The embedded metrics store's file in a data dir. */
+export const metricsPath = (dataDir: string): string => join(dataDir, 'metrics.sqlite');
+
 /**
  * The embedded metrics store: one row per series, one row per data point with its increase over the
  * series' previous point already worked out (delta points as they come; cumulative ones minus the
@@ -257,7 +270,7 @@ export function createMetricStore(opts: {
   limits?: Partial<MetricLimits>;
 }): SqliteMetricStore {
   const limits = { ...DEFAULT_METRIC_LIMITS, ...opts.limits };
-  const path = join(opts.dataDir, 'metrics.sqlite');
+  const path = metricsPath(opts.dataDir);
   const db = openDatabase(path);
   const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
   if (version > SCHEMA_VERSION)
@@ -489,20 +502,6 @@ export function createMetricStore(opts: {
     return undefined;
   };
 
-  const parseSeries = (r: Record<string, unknown>): MetricSeries => ({
-    id: r.id as number,
-    name: r.name as string,
-    kind: r.kind as MetricKind,
-    unit: r.unit as string,
-    description: r.description as string,
-    temporality: r.temporality as Temporality,
-    monotonic: r.monotonic === 1,
-    service: r.service as string,
-    attributes: JSON.parse(r.attributes as string) as Attributes,
-    resource: JSON.parse(r.resource as string) as Attributes,
-  });
-  const seriesByName = db.prepare('SELECT * FROM metric_series WHERE name = ?');
-
   const unwrittenFromUs = (): number | undefined => {
     let from: number | undefined;
     for (const w of openWindows.values())
@@ -510,73 +509,7 @@ export function createMetricStore(opts: {
     return from;
   };
 
-  /**
-   * Roll-up rows where whole windows answer exactly (from the oldest point kept: a window retention
-   * cut through holds points that are gone; up to the windows still held in memory, whose rows lack
-   * points), raw points for the rest.
-   */
-  const totals = (q: TotalsRequest): SeriesTotals => {
-    const { t: oldestUs } = db.prepare('SELECT min(time_us) AS t FROM metric_points').get() as {
-      t: number | null;
-    };
-    const usable =
-      q.rollups === false ? [] : ROLLUP_WIDTHS_US.filter((w) => q.oneBucket || q.stepUs % w === 0);
-    const fromUs = Math.max(q.startUs, oldestUs ?? q.endUs);
-    const rolledToUs = Math.max(fromUs, Math.min(q.endUs, unwrittenFromUs() ?? q.endUs));
-    const segments = [
-      ...planSegments(fromUs, rolledToUs, usable),
-      ...(rolledToUs < q.endUs ? [{ widthUs: 0, fromUs: rolledToUs, toUs: q.endUs }] : []),
-    ];
-    const ids = JSON.stringify(q.ids);
-    const bucketIndex = (column: string) => `CAST(${column} / ? AS INTEGER) - ?`;
-    const statement = (widthUs: number, columns: string, grouped: boolean) =>
-      db.prepare(
-        widthUs === 0
-          ? `SELECT series_id AS s, ${bucketIndex('time_us')} AS b, ${columns} FROM metric_points
-             WHERE series_id IN (SELECT value FROM json_each(?)) AND time_us >= ? AND time_us < ?${grouped ? ' GROUP BY s, b' : ' AND buckets IS NOT NULL'}`
-          : `SELECT series_id AS s, ${bucketIndex('bucket_us')} AS b, ${columns} FROM metric_rollups
-             WHERE series_id IN (SELECT value FROM json_each(?)) AND width_us = ${widthUs} AND bucket_us >= ? AND bucket_us < ?`,
-      );
-    const out: SeriesTotals = { rows: [], buckets: [] };
-    for (const seg of segments) {
-      // Roll-up rows come one by one (a few per series and bucket; grouping them in SQL took a
-      // temporary B-tree), with their merged buckets when a percentile needs them.
-      const columns =
-        seg.widthUs === 0
-          ? 'sum(delta) AS d, sum(value) AS v, sum(count) AS c, count(*) AS n, min(coalesce(min, value)) AS mn, max(coalesce(max, value)) AS mx'
-          : `delta AS d, value AS v, count AS c, points AS n, min AS mn, max AS mx${q.buckets ? ', buckets' : ''}`;
-      // Rows as arrays: node:sqlite builds a row object per row by name, several times slower.
-      const stmt = statement(seg.widthUs, columns, seg.widthUs === 0);
-      stmt.setReturnArrays(true);
-      const arrays = stmt.all(q.stepUs, q.firstIndex, ids, seg.fromUs, seg.toUs) as unknown as [
-        number,
-        number,
-        number | null,
-        number,
-        number | null,
-        number,
-        number | null,
-        number | null,
-        (string | null)?,
-      ][];
-      for (const [s, b, d, v, c, n, mn, mx, json] of arrays) {
-        if (json) out.buckets.push({ s, b, list: decodeTriples(json) });
-        out.rows.push({ s, b, d, v, c, n, mn, mx });
-      }
-      if (q.buckets && seg.widthUs === 0) {
-        const rows = statement(0, 'buckets', false).iterate(
-          q.stepUs,
-          q.firstIndex,
-          ids,
-          seg.fromUs,
-          seg.toUs,
-        ) as Iterable<{ s: number; b: number; buckets: string }>;
-        for (const r of rows)
-          out.buckets.push({ s: r.s, b: r.b, list: bucketsOf(JSON.parse(r.buckets) as StoredBuckets) });
-      }
-    }
-    return out;
-  };
+  const reader = createSqliteMetricReader(db, unwrittenFromUs);
 
   return {
     db,
@@ -614,33 +547,10 @@ export function createMetricStore(opts: {
       }
       return rejectReason === undefined ? { stored, rejected } : { stored, rejected, rejectReason };
     },
-    seriesOf: async (name) => (seriesByName.all(name) as Record<string, unknown>[]).map(parseSeries),
-    names: async () =>
-      (
-        db
-          .prepare(
-            `SELECT name, kind, unit, max(description) AS description, count(*) AS series,
-               max((SELECT max(time_us) FROM metric_points WHERE series_id = metric_series.id)) AS last_us
-             FROM metric_series GROUP BY name, kind, unit ORDER BY name`,
-          )
-          .all() as {
-          name: string;
-          kind: MetricKind;
-          unit: string;
-          description: string;
-          series: number;
-          last_us: number;
-        }[]
-      ).map((r) => ({
-        name: r.name,
-        kind: r.kind,
-        unit: r.unit,
-        description: r.description,
-        series: r.series,
-        lastMs: Math.floor(r.last_us / 1000),
-      })),
+    seriesOf: reader.seriesOf,
+    names: reader.names,
     unwrittenFromUs,
-    totals: async (q) => totals(q),
+    totals: reader.totals,
     async applyRetention({ maxAgeMs, maxBytes }) {
       // Windows are read back from their rows after this: write what only memory holds.
       inTransaction(db, writeOpenWindows);

@@ -4,7 +4,7 @@ import { OTLPMetricExporter as ProtoExporter } from '@opentelemetry/exporter-met
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AggregationType, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCollector } from '../testing.test-util.js';
+import { SQLITE_ONLY, postJson, startCollector } from '../testing.test-util.js';
 import { type MetricQueryResult } from './metric-query.js';
 
 type Encoding = 'protobuf' | 'json';
@@ -217,5 +217,131 @@ describe('metrics from the real OpenTelemetry exporters: stored and queried', ()
     expect(wrongFn.body.message).toMatch(/does not apply to sum/);
     expect((await query({ name: 'requests', stepMs: '1' })).body.message).toMatch(/time buckets/);
     expect((await query({ name: 'requests', where: 'nonsense' })).body.message).toMatch(/key=value/);
+  });
+});
+
+describe('a hostile metric query (histograms of many bounds across many series)', () => {
+  const SERIES = 300;
+  const BOUNDS = 200;
+  let collector: Awaited<ReturnType<typeof startCollector>>;
+  const histogram = (bounds: number, series: number, timeMs: number) => ({
+    name: 'hist.evil',
+    unit: 'ms',
+    histogram: {
+      aggregationTemporality: 1,
+      dataPoints: Array.from({ length: series }, (_, i) => ({
+        startTimeUnixNano: String((timeMs - 60_000) * 1e6),
+        timeUnixNano: String(timeMs * 1e6),
+        count: String(bounds + 1),
+        sum: bounds,
+        bucketCounts: Array.from({ length: bounds + 1 }, () => '1'),
+        explicitBounds: Array.from({ length: bounds }, (_, b) => b + 1),
+        attributes: [{ key: 'session.id', value: { stringValue: `s${i}` } }],
+      })),
+    },
+  });
+  const post = async (metric: unknown, url = collector.url) => {
+    const res = await postJson(`${url}/v1/metrics`, {
+      resourceMetrics: [{ scopeMetrics: [{ metrics: [metric] }] }],
+    });
+    expect(res.status).toBe(200);
+    return (await res.json()) as { partialSuccess?: { rejectedDataPoints?: string; errorMessage?: string } };
+  };
+  /** /healthz answer times (ms) while `work` runs, and `work`'s result. */
+  const probed = async <T>(work: () => Promise<T>): Promise<{ result: T; healthMs: number[] }> => {
+    const healthMs: number[] = [];
+    let done = false;
+    const probe = (async () => {
+      while (!done) {
+        const t = performance.now();
+        expect((await fetch(`${collector.url}/healthz`)).status).toBe(200);
+        healthMs.push(performance.now() - t);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    try {
+      return { result: await work(), healthMs };
+    } finally {
+      done = true;
+      await probe;
+    }
+  };
+  const healthQueries = async () =>
+    ((await (await fetch(`${collector.url}/healthz`)).json()) as { queries?: { queries: number } }).queries
+      ?.queries;
+
+  beforeAll(async () => {
+    collector = await startCollector();
+    const now = Date.now();
+    // Three exports a few minutes apart of SERIES series with BOUNDS bounds each (the most a point may have).
+    for (const ago of [30, 20, 10]) await post(histogram(BOUNDS, SERIES, now - ago * 60_000));
+  }, 120_000);
+  afterAll(async () => {
+    await collector?.cleanup();
+  });
+
+  it('refuses a data point with more explicit bounds than the limit, naming explicitBounds and the limit', async () => {
+    const refused = await post(histogram(2000, 3, Date.now()));
+    expect(refused.partialSuccess).toMatchObject({ rejectedDataPoints: '3' });
+    expect(refused.partialSuccess?.errorMessage).toMatch(/hist\.evil.*explicitBounds has 2000 bounds.*200/);
+    const kept = await post(histogram(BOUNDS, 1, Date.now()));
+    expect(kept.partialSuccess?.rejectedDataPoints ?? '0').toBe('0');
+  });
+
+  it('answers `metric … p99 by session.id every 1s since 1h` 400 naming the limit, and /healthz stays fast', async () => {
+    const base = await probed(() => new Promise((r) => setTimeout(r, 500)));
+    const { result, healthMs } = await probed(async () => {
+      const answers = [];
+      for (let i = 0; i < 3; i++) {
+        const form = await postJson(`${collector.url}/api/query`, {
+          query: 'metric hist.evil p99 by session.id every 1s since 1h',
+        });
+        const api = await fetch(
+          `${collector.url}/api/metrics/query?name=hist.evil&fn=p99&by=session.id&stepMs=1000&since=1h`,
+        );
+        answers.push(
+          { status: form.status, body: (await form.json()) as { message: string } },
+          { status: api.status, body: (await api.json()) as { message: string } },
+        );
+      }
+      return answers;
+    });
+    for (const a of result) {
+      expect(a.status).toBe(400);
+      expect(a.body.message).toMatch(/series × \d+ time buckets .* more than 500000, the limit/);
+    }
+    // The collector is still up and answers a question within the limits.
+    const fine = await postJson(`${collector.url}/api/query`, {
+      query: 'metric hist.evil p99 every 10m since 1h',
+    });
+    expect(fine.status).toBe(200);
+    const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.ceil(0.99 * xs.length) - 1]!;
+    expect(p99(healthMs)).toBeLessThan(Math.max(100, 3 * p99(base.healthMs)));
+  });
+
+  it('runs metric reads on the query threads (the /healthz query count counts them)', async () => {
+    const before = await healthQueries();
+    expect((await fetch(`${collector.url}/api/metrics`)).status).toBe(200);
+    expect((await fetch(`${collector.url}/api/metrics/query?name=hist.evil&fn=count&since=1h`)).status).toBe(
+      200,
+    );
+    const form = await postJson(`${collector.url}/api/query`, { query: 'metric hist.evil count since 1h' });
+    expect(form.status).toBe(200);
+    expect(await healthQueries()).toBe(before! + 3);
+  });
+
+  it.skipIf(SQLITE_ONLY)('stops a metric read at the query deadline with a 400 saying so', async () => {
+    const strict = await startCollector({ queryTimeoutMs: 1 });
+    try {
+      for (const ago of [30, 20, 10])
+        await post(histogram(BOUNDS, SERIES, Date.now() - ago * 60_000), strict.url);
+      const res = await postJson(`${strict.url}/api/query`, {
+        query: 'metric hist.evil p99 every 10m since 1h',
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { message: string }).message).toMatch(/stopped|deadline|waited/);
+    } finally {
+      await strict.cleanup();
+    }
   });
 });

@@ -1,9 +1,8 @@
-import { MetricQueryError, type MetricQueryResult, queryMetric } from '../metrics/metric-query.js';
-import { type MetricStore } from '../metrics/metric-store.js';
-import type { AttributeValue, QueryResponse } from '../wire-types.js';
+import type { MetricRead } from '../metrics/metric-read.js';
 import { type Token, tokenize } from './lexer.js';
 import { UNIT_MS } from './parser.js';
 import { QueryError } from './query-error.js';
+import { QueryFailure } from './query-pool.js';
 
 /**
  * The metrics form of the query language, beside the span commands:
@@ -95,57 +94,37 @@ export function parseMetricForm(src: string): MetricForm {
   return form;
 }
 
-/** A metric time series as query rows: one row per bucket and group, the time column first. */
-export function metricRows(result: MetricQueryResult, by: string[], elapsedMs: number): QueryResponse {
-  const rows: Record<string, AttributeValue>[] = [];
-  for (const s of result.series)
-    for (const [time, value] of s.points) {
-      if (value === null) continue;
-      const row: Record<string, AttributeValue> = { time };
-      for (const key of by) row[key] = s.group[key] ?? '';
-      row[result.fn] = value;
-      rows.push(row);
-    }
-  rows.sort((a, b) => (a.time as number) - (b.time as number));
-  return {
-    kind: 'stats',
-    columns: ['time', ...by, result.fn],
-    rows,
-    scanned: rows.length,
-    elapsedMs,
-    timeColumn: 'time',
-  };
-}
-
 /**
- * Answers a metrics-form query from the metric store: over `since` back from the request's end (or
- * now), else the request's range, else the last hour. Bad questions are QueryErrors (HTTP 400).
+ * Answers a metrics-form query (on a query thread, through `run`): over `since` back from the
+ * request's end (or now), else the request's range, else the last hour. Resolves with the stats rows'
+ * JSON. Bad questions are QueryErrors (HTTP 400; an unknown name points at it) or QueryFailures.
  */
 export async function runMetricForm(
   src: string,
-  store: MetricStore,
+  run: (read: MetricRead) => Promise<Uint8Array>,
   range: { startMs?: number; endMs?: number },
   nowMs = Date.now(),
-): Promise<QueryResponse> {
-  const started = performance.now();
+): Promise<Uint8Array> {
   const form = parseMetricForm(src);
   const endMs = range.endMs ?? nowMs;
   const startMs =
     form.sinceMs !== undefined ? endMs - form.sinceMs : (range.startMs ?? endMs - DEFAULT_METRIC_RANGE_MS);
   try {
-    const result = await queryMetric(store, {
-      name: form.name,
-      by: form.by,
-      where: form.where,
-      startMs,
-      endMs,
-      ...(form.fn ? { fn: form.fn } : {}),
-      ...(form.stepMs ? { stepMs: form.stepMs } : {}),
+    return await run({
+      type: 'rows',
+      query: {
+        name: form.name,
+        by: form.by,
+        where: form.where,
+        startMs,
+        endMs,
+        ...(form.fn ? { fn: form.fn } : {}),
+        ...(form.stepMs ? { stepMs: form.stepMs } : {}),
+      },
     });
-    return metricRows(result, form.by, Math.round(performance.now() - started));
   } catch (error) {
-    if (error instanceof MetricQueryError)
-      throw new QueryError(error.message, error.status === 404 ? form.namePos : 0, [], 'QueryError');
+    if (error instanceof QueryFailure && error.status === 404)
+      throw new QueryError(error.message, form.namePos, [], 'QueryError');
     throw error;
   }
 }

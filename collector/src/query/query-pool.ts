@@ -12,12 +12,15 @@ import { StoreUnavailableError } from '../store/store.js';
 import { WORKER_BOOTSTRAP } from '../store/writer-thread.js';
 import type { QueryErrorBody } from '../wire-types.js';
 import type { QueryOptions } from './engine.js';
+import { narrowHint } from './sqlite-deadline.js';
 
 /** What a query thread starts with. */
 export interface QueryPoolData {
   entry: string;
   /** SQLite's database file ('' on another store's thread). */
   path: string;
+  /** SQLite's metrics.sqlite (metric reads), on SQLite's threads. */
+  metricsPath?: string;
   maxResultBytes: number;
   maxRows: number;
   /** What a thread of another store needs (the ClickHouse store's connection). */
@@ -39,13 +42,22 @@ export type QueryRequest =
 export type QueryReply =
   | { type: 'ready' }
   | { type: 'result'; id: number; json: Uint8Array }
-  | { type: 'error'; id: number; body?: QueryErrorBody; message?: string; unavailable?: boolean };
+  | {
+      type: 'error';
+      id: number;
+      body?: QueryErrorBody;
+      /** With `body`: the status other than 400 it answers (404: no such metric). */
+      status?: number;
+      message?: string;
+      unavailable?: boolean;
+    };
 
 /**
  * Whose threads these are: SQLite's (its query-worker over the database file, created and migrated
- * already), or another store's (its thread module, and what that starts with besides).
+ * already, and metrics.sqlite for metric reads), or another store's (its thread module, and what
+ * that starts with besides).
  */
-export type QueryThreads = { path: string } | { entry: string; extra: unknown };
+export type QueryThreads = { path: string; metricsPath?: string } | { entry: string; extra: unknown };
 
 export type QueryPoolOptions = QueryThreads & {
   logger: Logger;
@@ -65,11 +77,15 @@ export type QueryPoolOptions = QueryThreads & {
   maxHeapMb?: number;
 };
 
-/** A query the language refused or stopped: the 400 body. */
+/** A query the language refused or stopped: the 400 body (404 for an unknown metric name). */
 export class QueryFailure extends Error {
   override name = 'QueryFailure';
-  constructor(readonly body: QueryErrorBody) {
+  readonly body: QueryErrorBody;
+  readonly status: number;
+  constructor(body: QueryErrorBody, status = 400) {
     super(body.message);
+    this.body = body;
+    this.status = status;
   }
 }
 
@@ -118,7 +134,11 @@ export async function createQueryPool(options: QueryPoolOptions) {
   const maxQueued = options.maxQueued ?? 16;
   const data: QueryPoolData = {
     ...('path' in options
-      ? { entry: ENTRY, path: options.path }
+      ? {
+          entry: ENTRY,
+          path: options.path,
+          ...(options.metricsPath ? { metricsPath: options.metricsPath } : {}),
+        }
       : { entry: options.entry, path: '', extra: options.extra }),
     maxResultBytes: options.maxResultBytes ?? 64 * 1024 * 1024,
     maxRows: options.maxRows ?? 1_000_000,
@@ -151,7 +171,7 @@ export async function createQueryPool(options: QueryPoolOptions) {
         if (!job || job.id !== m.id) return;
         finish(slot);
         if (m.type === 'result') job.resolve(m.json);
-        else if (m.body) job.reject(new QueryFailure(m.body));
+        else if (m.body) job.reject(new QueryFailure(m.body, m.status));
         else if (m.unavailable)
           job.reject(new StoreUnavailableError(m.message ?? 'the store is not answering'));
         else job.reject(new HttpError(500, 'internal', `query failed: ${m.message}`));
@@ -242,7 +262,7 @@ export async function createQueryPool(options: QueryPoolOptions) {
         job.reject(
           new QueryFailure(
             stopped(
-              `${job.kind === 'check' ? 'integrity check' : job.kind === 'read' ? `${job.op} read` : 'query'} stopped at its ${job.timeoutMs} ms deadline; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
+              `${job.kind === 'check' ? 'integrity check' : job.kind === 'read' ? `${job.op} read` : 'query'} stopped at its ${job.timeoutMs} ms deadline; ${narrowHint(job.op)}`,
             ),
           ),
         );

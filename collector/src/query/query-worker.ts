@@ -2,6 +2,7 @@
 // runs one query at a time and answers with the response's JSON bytes (moved, not copied).
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
+import { metricFailure } from '../metrics/metric-read.js';
 import { createReadOps } from '../store/read-ops.js';
 import { runQuery } from './engine.js';
 import type { QueryPoolData, QueryReply, QueryRequest } from './query-pool.js';
@@ -10,18 +11,27 @@ import { resultBytes } from './result-bytes.js';
 import { deadlineError, isDeadlineStop, withDeadline } from './sqlite-deadline.js';
 
 const port = parentPort!;
-const { path, maxResultBytes, maxRows } = workerData as QueryPoolData;
-const db = new DatabaseSync(path, { readOnly: true });
-// Reads never wait on the writer in WAL mode; the timeout covers a checkpoint's brief lock.
-db.exec(`PRAGMA busy_timeout = 5000; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;
-  PRAGMA mmap_size = 268435456;`);
+const { path, metricsPath, maxResultBytes, maxRows } = workerData as QueryPoolData;
+
+/** A read-only connection; reads never wait on the writer in WAL mode (the timeout covers a checkpoint's brief lock). */
+function openReadOnly(file: string): DatabaseSync {
+  const connection = new DatabaseSync(file, { readOnly: true });
+  connection.exec(`PRAGMA busy_timeout = 5000; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;
+    PRAGMA mmap_size = 268435456;`);
+  return connection;
+}
+
+const db = openReadOnly(path);
+let metricsDb: DatabaseSync | undefined;
+const metrics = (): DatabaseSync => (metricsDb ??= openReadOnly(metricsPath!));
 const encoder = new TextEncoder();
-const reads = createReadOps(db);
+const reads = createReadOps(db, metrics);
 const reply = (message: QueryReply, transfer: ArrayBuffer[] = []): void =>
   port.postMessage(message, transfer);
 
 port.on('message', (m: QueryRequest) => {
   if (m.type === 'close') {
+    metricsDb?.close();
     db.close();
     port.close();
     return;
@@ -38,12 +48,18 @@ port.on('message', (m: QueryRequest) => {
     }
     return;
   }
+  void answer(m);
+});
+
+/** Runs a query or read (one at a time: the pool sends the next once this one is answered). */
+async function answer(m: Extract<QueryRequest, { type: 'query' | 'read' }>): Promise<void> {
   const started = performance.now();
   try {
     const response =
       m.type === 'read'
-        ? withDeadline(db, started + m.deadlineMs, () =>
-            (reads[m.op] as (...args: unknown[]) => unknown)(...m.args),
+        ? await withDeadline(db, started + m.deadlineMs, () =>
+            // A metric read's statements run on the metrics connection: the deadline is on it too.
+            m.op === 'metric' ? withDeadline(metrics(), started + m.deadlineMs, () => run(m)) : run(m),
           )
         : runQuery(db, m.query, { ...m.options, maxRows });
     const json = resultBytes(response, maxResultBytes, m.type);
@@ -51,10 +67,15 @@ port.on('message', (m: QueryRequest) => {
     reply({ type: 'result', id: m.id, json }, [json.buffer as ArrayBuffer]);
   } catch (error) {
     const query = m.type === 'read' ? '' : m.query;
-    if (m.type === 'read' && isDeadlineStop(error))
-      reply({ type: 'error', id: m.id, body: deadlineError(started).toBody(query) });
+    const metric = metricFailure(error);
+    if (metric) reply({ type: 'error', id: m.id, ...metric });
+    else if (m.type === 'read' && isDeadlineStop(error))
+      reply({ type: 'error', id: m.id, body: deadlineError(started, undefined, m.op).toBody(query) });
     else if (error instanceof QueryError) reply({ type: 'error', id: m.id, body: error.toBody(query) });
     else reply({ type: 'error', id: m.id, message: error instanceof Error ? error.message : String(error) });
   }
-});
+}
+
+const run = (m: Extract<QueryRequest, { type: 'read' }>): unknown =>
+  (reads[m.op] as (...args: unknown[]) => unknown)(...m.args);
 reply({ type: 'ready' });

@@ -37,6 +37,12 @@ export class DeadlinePassed extends Error {
  */
 export const DEADLINE_GUARD_SQL = `((id & ${DEADLINE_CHECK_ROWS - 1}) != 0 OR ${DEADLINE_FUNCTION}())`;
 
+/**
+ * The guard for tables without an integer id (the metric tables are WITHOUT ROWID): the check on
+ * one row in DEADLINE_CHECK_ROWS on average, picked by SQLite's random() (a C call, no JS).
+ */
+export const DEADLINE_GUARD_ANY_SQL = `((random() & ${DEADLINE_CHECK_ROWS - 1}) != 0 OR ${DEADLINE_FUNCTION}())`;
+
 /** Makes `db` able to run statements with the guard (outside withDeadline it never fires). */
 export function registerDeadlineCheck(db: DatabaseSync): void {
   stateOf(db);
@@ -63,7 +69,8 @@ function stateOf(db: DatabaseSync): DeadlineState {
 }
 
 /**
- * Runs `fn` with statements on `db` failing once `deadline` (performance.now() time) has passed.
+ * Runs `fn` with statements on `db` failing once `deadline` (performance.now() time) has passed
+ * (until the promise it returns settles, when it returns one).
  * A statement stopped by it throws; `fn`'s caller sees whatever `fn` throws then (the SQLite error
  * carries the DeadlinePassed message), so `passed()` says whether that was the deadline.
  */
@@ -71,11 +78,18 @@ export function withDeadline<T>(db: DatabaseSync, deadline: number, fn: () => T)
   const state = stateOf(db);
   const outer = state.at;
   state.at = Math.min(outer, deadline);
+  let result: T;
   try {
-    return fn();
-  } finally {
+    result = fn();
+  } catch (error) {
     state.at = outer;
+    throw error;
   }
+  // An async `fn` (a metric read awaits its store's steps) keeps the deadline until it settles; a
+  // query thread runs one read at a time, so nothing else runs on `db` meanwhile.
+  if (result instanceof Promise) return result.finally(() => (state.at = outer)) as T;
+  state.at = outer;
+  return result;
 }
 
 /** Whether `error` is a statement stopped by its deadline. */
@@ -86,10 +100,18 @@ export function isDeadlineStop(error: unknown): boolean {
   );
 }
 
-/** The QueryError a stopped statement becomes. */
-export function deadlineError(startedMs: number, scanned?: number): QueryError {
+/** How to narrow a query or read (by its read op) that ran into its deadline. */
+export function narrowHint(op?: string): string {
+  if (op === 'metric')
+    return 'narrow it with where, a longer step (every, stepMs) or a shorter range (since)';
+  if (op === 'logs') return 'narrow it with since, sessionId, traceId or service';
+  return 'narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)';
+}
+
+/** The QueryError a stopped statement becomes (`op`: the read it stopped, for its hint). */
+export function deadlineError(startedMs: number, scanned?: number, op?: string): QueryError {
   return new QueryError(
-    `query stopped after ${Math.round(performance.now() - startedMs)} ms${scanned === undefined ? '' : ` and ${scanned} records`}; narrow it with a time range or a filter on an indexed field (attributes.session.id, traceId, name, resource.attributes.service.name, durationNano, @timestamp)`,
+    `query stopped after ${Math.round(performance.now() - startedMs)} ms${scanned === undefined ? '' : ` and ${scanned} records`}; ${narrowHint(op)}`,
     0,
     [],
     'QueryError',

@@ -1,10 +1,13 @@
 // The store's reads as the query threads run them (query-worker.ts), each on the thread's own
 // read-only connection and under the query deadline: the trace list (with its free-text search, a
-// full scan), trace lookups, sessions, services and export ranges. Each answers with what the API
-// sends, so the main thread passes the bytes on without parsing them.
+// full scan), trace lookups, sessions, services, export ranges, the log search and metric reads.
+// Each answers with what the API sends, so the main thread passes the bytes on without parsing them.
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { EXPORT_CHUNK_RECORDS, type ExportKey, type ExportSelection, exportPageOf } from './export-page.js';
 import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
+import { type LogQuery, type LogQueryResult, queryLogs } from '../logs/log-query.js';
+import { type MetricRead, answerMetricRead } from '../metrics/metric-read.js';
+import { createSqliteMetricReader } from '../metrics/sqlite-metric-reader.js';
 import type { LogRecord, SpanNode, SpanRecord, TraceResponse, TraceSummary } from '../wire-types.js';
 import { type TraceListFilter, createSpanReader } from './span-store.js';
 
@@ -64,11 +67,25 @@ function createExportPager(db: DatabaseSync) {
   };
 }
 
-/** The reads a query thread runs, by name (the pool's `read` requests). */
-export function createReadOps(db: DatabaseSync) {
+/**
+ * The reads a query thread runs, by name (the pool's `read` requests). `metricsDb`: the thread's
+ * connection to metrics.sqlite (opened on the first metric read).
+ */
+export function createReadOps(db: DatabaseSync, metricsDb: () => DatabaseSync) {
   const reader = createSpanReader(db);
   const exportPage = createExportPager(db);
   return {
+    /** GET /api/logs. */
+    logs: (q: LogQuery): LogQueryResult => queryLogs(db, q),
+    /**
+     * A metric read; `unwrittenFromUs`: where the ingesting store's roll-up rows may lack points
+     * (SqliteMetricStore.unwrittenFromUs when the read was queued). ClickHouse threads take `read`.
+     */
+    metric: (read: MetricRead, unwrittenFromUs?: number) =>
+      answerMetricRead(
+        createSqliteMetricReader(metricsDb(), () => unwrittenFromUs),
+        read,
+      ),
     listTraces: (filter?: TraceListFilter) => reader.listTraces(filter),
     listSessions: (limit?: number) => reader.listSessions(limit),
     getSession: (sessionId: string) => reader.getSession(sessionId),

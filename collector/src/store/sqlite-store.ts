@@ -1,8 +1,10 @@
-// The embedded store behind the storage boundary: the SQLite span store (span-store.ts), read on
-// the query threads (query-pool.ts, read-ops.ts) and written by its writer thread (writer-thread.ts),
-// which also rebuilds the summaries and runs retention. The main thread's own connection creates and
-// migrates the schema at start.
+// The embedded store behind the storage boundary: the SQLite span store (span-store.ts) and the
+// metrics store beside it (metric-store.ts), both read on the query threads (query-pool.ts,
+// read-ops.ts); spans are written by the writer thread (writer-thread.ts), which also rebuilds the
+// summaries and runs retention, metric points by the main thread. The main thread's own connection
+// creates and migrates the span schema at start.
 import type { Logger } from '../logger.js';
+import { type MetricLimits, type SqliteMetricStore, createMetricStore } from '../metrics/metric-store.js';
 import { join } from 'node:path';
 import { type QueryPool, createQueryPool } from '../query/query-pool.js';
 import { RECOVERY_HINT, createIntegrityMonitor, isCorruption } from './integrity.js';
@@ -23,6 +25,8 @@ export interface SqliteStoreOptions {
   queryTimeoutMs: number;
   /** How often `PRAGMA quick_check` runs on a query thread (0: only at start). */
   integrityCheckMinutes: number;
+  /** Series limits of the metrics store (attribute cardinality). */
+  metricLimits?: Partial<MetricLimits>;
 }
 
 export type SqliteStore = CollectorStore & {
@@ -33,8 +37,8 @@ export type SqliteStore = CollectorStore & {
   readonly writer: WriterThread;
   /** Integrity checks of the database file (corrupt: ingest refused, /healthz 503). */
   readonly integrity: ReturnType<typeof createIntegrityMonitor>;
-  /** The query threads' counters, for /healthz. */
-  queryStats(): Record<string, number>;
+  /** metrics.sqlite beside the span store. */
+  readonly metrics: SqliteMetricStore;
   /** GET /api/traces/:traceId's body, built on a query thread; undefined: no such trace. */
   traceJson(traceId: string): Promise<Uint8Array | undefined>;
   /** GET /api/sessions/:sessionId's body, built on a query thread; undefined: no such session. */
@@ -76,6 +80,16 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       { cause: error },
     );
   }
+  let metrics: SqliteMetricStore;
+  try {
+    metrics = createMetricStore({
+      dataDir: options.dataDir,
+      ...(options.metricLimits ? { limits: options.metricLimits } : {}),
+    });
+  } catch (error) {
+    store.close();
+    throw error;
+  }
   let writer: WriterThread;
   try {
     writer = await startWriterThread({
@@ -84,6 +98,7 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       logger: options.logger,
     });
   } catch (error) {
+    await metrics.close();
     store.close();
     throw error;
   }
@@ -91,12 +106,14 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
   try {
     queries = await createQueryPool({
       path: store.path,
+      metricsPath: metrics.path,
       logger: options.logger,
       size: options.queryWorkers,
       timeoutMs: options.queryTimeoutMs,
     });
   } catch (error) {
     await writer.close();
+    await metrics.close();
     store.close();
     throw error;
   }
@@ -152,6 +169,7 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
     queryStats: () => ({ ...queries.stats, queued: queries.queued }),
     location: store.path,
     spans: store,
+    metrics,
     writer,
     async write(spans: SpanRecord[], logs: LogRecord[]): Promise<void> {
       const batch = store.encodeBatch(spans, logs);
@@ -180,6 +198,9 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       return read('getSession', [sessionId]);
     },
     services: () => read('services', []),
+    // The ingesting store's open roll-up windows as they are now: the thread reads raw points there.
+    metricJson: (metricRead) => queries.read('metric', [metricRead, metrics.unwrittenFromUs()]),
+    logsJson: (q) => queries.read('logs', [q]),
     // The encoder's key set, in memory (at most maxAttributeKeys): no SQL.
     attributeKeys: async () => store.attributeKeys(),
     traceJson: (traceId) => readBytes('trace', [traceId]),
@@ -212,6 +233,7 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       // WAL into the database and removes it.
       await writer.close();
       store.close();
+      await metrics.close();
     },
   };
 }

@@ -4,6 +4,9 @@
 // database).
 import type { ExportPageReader } from './export-page.js';
 import type { QueryOptions } from '../query/engine.js';
+import type { LogQuery } from '../logs/log-query.js';
+import type { MetricRead } from '../metrics/metric-read.js';
+import type { MetricStore } from '../metrics/metric-store.js';
 import type { LogRecord, SessionResponse, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
 import type { RetentionOptions, TraceListFilter } from './span-store.js';
 
@@ -39,6 +42,19 @@ export interface CollectorStore {
   refreshSummaries(limit: number): Promise<number>;
   /** Returns the number of records (or, for whole partitions, rows) deleted. */
   applyRetention(options: RetentionOptions): Promise<number>;
+  /** Metric points: metrics.sqlite in the data dir, or the ClickHouse store's metric tables. */
+  readonly metrics: MetricStore;
+  /**
+   * A metric read (names, or a time-series query) on a query thread, with a query's deadline, caps
+   * and 429; resolves with its answer as JSON bytes. A bad question rejects with QueryFailure (its
+   * status 404 for an unknown metric name).
+   */
+  metricJson(read: MetricRead): Promise<Uint8Array>;
+  /** GET /api/logs on a query thread, under the query deadline: the LogQueryResult as JSON bytes. */
+  logsJson(query: LogQuery): Promise<Uint8Array>;
+  /** The query threads' counters, for /healthz. */
+  queryStats(): Record<string, number>;
+  /** Closes the store and its metric store. */
   close(): Promise<void>;
 }
 

@@ -12,7 +12,7 @@ import {
   total,
 } from '../../metrics/metric-fixtures.test-util.js';
 import { queryMetric } from '../../metrics/metric-query.js';
-import { createMetricStore } from '../../metrics/metric-store.js';
+import { type MetricReader, createMetricStore } from '../../metrics/metric-store.js';
 import { postJson, startCollector, tempDir } from '../../testing.test-util.js';
 import { type ClickHouseLocation, parseStoreSetting } from '../store.js';
 import {
@@ -83,6 +83,22 @@ describe.skipIf(clickHouseSkipReason)(
         (q) => queryMetric(sqlite, { ...q, rollups: false }),
       );
       expect(await store.metrics.names()).toEqual(await sqlite.names());
+      // A percentile's buckets past the cap a query sets: both stores stop reading with one refusal.
+      const bucketsOf = async (m: MetricReader, maxBucketValues: number) =>
+        m.totals({
+          ids: (await m.seriesOf('h')).map((s) => s.id),
+          startUs: startMs * 1000,
+          endUs: endMs * 1000,
+          stepUs: MINUTE_MS * 1000,
+          firstIndex: Math.floor(startMs / MINUTE_MS),
+          oneBucket: false,
+          buckets: true,
+          maxBucketValues,
+        });
+      for (const m of [sqlite, store.metrics]) {
+        await expect(bucketsOf(m, 50)).rejects.toThrow(/more than 50 histogram bucket values/);
+        expect((await bucketsOf(m, 1e9)).buckets.length).toBeGreaterThan(50);
+      }
       // Every point is one row, as in SQLite (whose primary key keeps a retried point once): the
       // retried exports were skipped at ingest, not left for a merge.
       const { n } = sqlite.db.prepare('SELECT count(*) AS n FROM metric_points').get() as { n: number };

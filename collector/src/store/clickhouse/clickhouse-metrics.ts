@@ -9,11 +9,13 @@ import {
   storedPointOf,
 } from '../../metrics/increase.js';
 import { type MetricKind, type MetricPoint, type Temporality } from '../../metrics/metric-point.js';
+import { tooManyBucketValues } from '../../metrics/metric-query.js';
 import {
   type BucketTotals,
   DEFAULT_METRIC_LIMITS,
   type MetricIngestResult,
   type MetricLimits,
+  type MetricReader,
   type MetricSeries,
   type MetricStore,
   type SeriesTotals,
@@ -110,6 +112,7 @@ interface Known {
 export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext): Promise<MetricStore> {
   const limits = { ...DEFAULT_METRIC_LIMITS, ...ctx.limits };
   const T = ctx.table;
+  const reader = createClickHouseMetricReader(ctx);
   let known = new Map<string, Known>();
   let byId = new Map<number, Known>();
   let seriesPerName = new Map<string, number>();
@@ -290,6 +293,33 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
   return {
     location: ctx.location,
     ingest,
+    ...reader,
+    // Retention is the ClickHouse store's: the metric tables are dropped day by day with the spans.
+    // When the series there are not the ones counted (retention dropped some, other collectors
+    // stored more), they are read again: the limits count what is there, as on SQLite.
+    async applyRetention() {
+      const [row] = await ctx.select<{ n: number }>(
+        `SELECT uniqExact(series_id) AS n FROM ${T('metric_series')}`,
+      );
+      if (Number(row?.n ?? 0) !== byId.size) await readSeries();
+      return 0;
+    },
+    async close() {
+      await batcher.flush();
+    },
+  };
+}
+
+/** What the metric reads need of ClickHouse: the store's connection, or a query thread's own. */
+export interface ClickHouseMetricReadContext {
+  table(name: string): string;
+  select<T>(sql: string): Promise<T[]>;
+}
+
+/** The reads of the metric tables (a query thread runs them for the collector, under its deadline). */
+export function createClickHouseMetricReader(ctx: ClickHouseMetricReadContext): MetricReader {
+  const T = ctx.table;
+  return {
     async seriesOf(name) {
       const rows = await ctx.select<{
         id: number;
@@ -365,6 +395,8 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
             );
           })
           .join(' UNION ALL ');
+      /** Bucket values the answer may still hold (q.maxBucketValues, less what chunks read). */
+      let left = q.maxBucketValues;
       await inChunks(q.ids, async (chunk) => {
         // Nulls as 0 (the query adds them so) and the same column types in every part.
         const totals = parts(chunk, (where, bucket, widthUs) =>
@@ -384,11 +416,16 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
           ctx.select<BucketTotals>(totals),
           q.buckets
             ? ctx.select<{ s: number; b: number; lo: (number | null)[]; hi: (number | null)[]; c: number[] }>(
-                `SELECT s, b, groupArray(l) AS lo, groupArray(h) AS hi, groupArray(n) AS c FROM (SELECT s, b, l, h, sum(n) AS n FROM (${edges}) GROUP BY s, b, l, h) GROUP BY s, b`,
+                `SELECT s, b, groupArray(l) AS lo, groupArray(h) AS hi, groupArray(n) AS c FROM (SELECT s, b, l, h, sum(n) AS n FROM (${edges}) GROUP BY s, b, l, h${left === undefined ? '' : ` LIMIT ${left + 1}`}) GROUP BY s, b`,
               )
             : [],
         ]);
         for (const r of rows) out.rows.push(r);
+        // One more bucket value than the cap allows is what the LIMIT lets through when it is passed.
+        if (left !== undefined) {
+          left -= lists.reduce((n, r) => n + r.c.length, 0);
+          if (left < 0) throw tooManyBucketValues(q.maxBucketValues!);
+        }
         for (const r of lists)
           out.buckets.push({
             s: r.s,
@@ -397,19 +434,6 @@ export async function createClickHouseMetricStore(ctx: ClickHouseMetricsContext)
           });
       });
       return out;
-    },
-    // Retention is the ClickHouse store's: the metric tables are dropped day by day with the spans.
-    // When the series there are not the ones counted (retention dropped some, other collectors
-    // stored more), they are read again: the limits count what is there, as on SQLite.
-    async applyRetention() {
-      const [row] = await ctx.select<{ n: number }>(
-        `SELECT uniqExact(series_id) AS n FROM ${T('metric_series')}`,
-      );
-      if (Number(row?.n ?? 0) !== byId.size) await readSeries();
-      return 0;
-    },
-    async close() {
-      await batcher.flush();
     },
   };
 }

@@ -1,5 +1,5 @@
 // A query thread of the ClickHouse store (started by query/query-pool.ts, as SQLite's are): its own
-// HTTP client to ClickHouse; runs one query at a time — ClickHouse does the scan, this thread the
+// HTTP client to ClickHouse; runs one query or read (the log search, metric reads) at a time — ClickHouse does the scan, this thread the
 // parts the language evaluates in JS (regex filters, stats ClickHouse cannot group, sorting) — and
 // answers with the response's JSON bytes. On the main thread that work held up ingest and /healthz
 // for as long as a second per query; here the pool's deadline ends it with the thread.
@@ -8,6 +8,12 @@ import type { QueryPoolData, QueryReply, QueryRequest } from '../../query/query-
 import { resultBytes } from '../../query/result-bytes.js';
 import { type ClickHouseConnection, connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { clickHouseQueryFailure, runClickHouseQuery } from './clickhouse-query.js';
+import { queryClickHouseLogs } from './clickhouse-logs.js';
+import { createClickHouseMetricReader } from './clickhouse-metrics.js';
+import { tableName } from './schema.js';
+import type { LogQuery } from '../../logs/log-query.js';
+import { type MetricRead, answerMetricRead, metricFailure } from '../../metrics/metric-read.js';
+import type { ReadOp } from '../read-ops.js';
 
 /** What the store hands its query threads (QueryPoolData.extra). */
 export interface ClickHouseWorkerData extends ClickHouseConnection {
@@ -15,6 +21,8 @@ export interface ClickHouseWorkerData extends ClickHouseConnection {
   table: string;
   rollupTable: string;
   serverVersion: string;
+  /** The database: the tables the reads name (the Distributed ones with a cluster). */
+  database: string;
 }
 
 const port = parentPort!;
@@ -30,19 +38,38 @@ async function select<T>(sql: string): Promise<T[]> {
   return rs.json<T>();
 }
 
-/** Runs one query and answers it: its JSON bytes, or the 400 body, or why it could not run. */
-async function answer(m: Extract<QueryRequest, { type: 'query' }>): Promise<void> {
-  try {
-    const response = await runClickHouseQuery(
+const T = (name: string): string => tableName({ database: extra.database, replicated: false }, name);
+/** The store's reads these threads run (the pool's `read` requests), by name. */
+const reads: Partial<Record<ReadOp, (...args: never[]) => Promise<unknown>>> = {
+  logs: (q: LogQuery) =>
+    queryClickHouseLogs({ select, logs: T('logs'), sessionTraces: T('session_traces') }, q),
+  metric: (read: MetricRead) => answerMetricRead(createClickHouseMetricReader({ select, table: T }), read),
+};
+
+/** Runs one query's or read's work: its answer. */
+function run(m: Extract<QueryRequest, { type: 'query' | 'read' }>): Promise<unknown> {
+  if (m.type === 'query')
+    return runClickHouseQuery(
       { select, table: extra.table, rollupTable: extra.rollupTable, serverVersion: extra.serverVersion },
       m.query,
       { ...m.options, maxRows },
     );
-    const json = resultBytes(response, maxResultBytes, 'query');
+  const read = reads[m.op] as ((...args: unknown[]) => Promise<unknown>) | undefined;
+  if (!read) return Promise.reject(new Error(`${m.op} is not run on ClickHouse query threads`));
+  return read(...m.args);
+}
+
+/** Runs one query or read and answers it: its JSON bytes, or the 400 body, or why it could not run. */
+async function answer(m: Extract<QueryRequest, { type: 'query' | 'read' }>): Promise<void> {
+  try {
+    const json = resultBytes(await run(m), maxResultBytes, m.type);
     reply({ type: 'result', id: m.id, json }, [json.buffer as ArrayBuffer]);
   } catch (error) {
-    const body = clickHouseQueryFailure(error, m.query, extra.serverVersion, extra.queryTimeoutMs);
-    if (body) reply({ type: 'error', id: m.id, body });
+    const metric = metricFailure(error);
+    const query = m.type === 'query' ? m.query : '';
+    const body = clickHouseQueryFailure(error, query, extra.serverVersion, extra.queryTimeoutMs);
+    if (metric) reply({ type: 'error', id: m.id, ...metric });
+    else if (body) reply({ type: 'error', id: m.id, body });
     else
       reply({
         type: 'error',
@@ -58,8 +85,8 @@ port.on('message', (m: QueryRequest) => {
     void client.close().finally(() => port.close());
     return;
   }
-  if (m.type !== 'query') {
-    reply({ type: 'error', id: m.id, message: `${m.type} is not run on ClickHouse query threads` });
+  if (m.type === 'check') {
+    reply({ type: 'error', id: m.id, message: 'check is not run on ClickHouse query threads' });
     return;
   }
   void answer(m);

@@ -24,8 +24,6 @@ import {
   type TraceListFilter,
 } from '../store.js';
 import { summarizeSession, summarizeTrace } from '../summaries.js';
-import type { LogQuery, LogQueryResult } from '../../logs/log-query.js';
-import { queryClickHouseLogs } from './clickhouse-logs.js';
 import { createClickHouseMetricStore } from './clickhouse-metrics.js';
 import type { MetricLimits, MetricStore } from '../../metrics/metric-store.js';
 import { createBatcher } from '../batcher.js';
@@ -84,8 +82,6 @@ export type ClickHouseStore = CollectorStore & {
   readonly serverVersion: string;
   /** Raw SQL for tests and benchmarks (JSONEachRow rows). */
   select<T>(sql: string): Promise<T[]>;
-  /** GET /api/logs: the SQLite store's log search, on ClickHouse. */
-  queryLogs(query: LogQuery): Promise<LogQueryResult>;
   /** Metric points, in this database's metric tables (shared by every collector on it). */
   readonly metrics: MetricStore;
 };
@@ -669,6 +665,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
         table: T('spans'),
         rollupTable: T('span_rollup'),
         serverVersion,
+        database: target.database,
       } satisfies ClickHouseWorkerData,
       logger,
       size: options.queryWorkers ?? 1,
@@ -685,7 +682,11 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     serverVersion,
     select,
     metrics,
-    queryLogs: (q) => queryClickHouseLogs({ select, logs: T('logs'), sessionTraces: T('session_traces') }, q),
+    // The log search and metric reads run on the query threads, as on SQLite (the rows they decode
+    // and add up held up ingest and /healthz here).
+    metricJson: (read) => pool.read('metric', [read]),
+    logsJson: (q) => pool.read('logs', [q]),
+    queryStats: () => ({ ...pool.stats, queued: pool.queued }),
     write,
     unavailable: () => down,
     queryJson: (q, range) => pool.run(q, range),
