@@ -315,6 +315,30 @@ describe('collector with raw OTLP bodies', () => {
     expect(await count(c.url, 'name = "b"')).toBe(0);
   });
 
+  it('refuses spans starting at time 0 or in 2200 (outside what retention handles), naming the field', async () => {
+    const t = hex(0xa3, 16);
+    const span = (id: number, startMs: number) =>
+      jsonSpan({ traceId: t, spanId: hex(id, 8), name: `when${id}`, startMs, durationMs: 1 });
+    const res = await postJson(`${c.url}/v1/traces`, {
+      resourceSpans: [
+        {
+          scopeSpans: [
+            { spans: [span(1, 0), span(2, Date.UTC(2200, 0, 1)), span(3, Date.now()), span(4, 1000)] },
+          ],
+        },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const { partialSuccess } = (await res.json()) as {
+      partialSuccess: { rejectedSpans: string; errorMessage: string };
+    };
+    expect(partialSuccess.rejectedSpans).toBe('3');
+    expect(partialSuccess.errorMessage).toMatch(
+      /3 span\(s\) with startTimeUnixNano before 2000-01-01 or more than 24 h ahead/,
+    );
+    expect(await count(c.url, `traceId = "${t}"`)).toBe(1);
+  });
+
   it('answers malformed, truncated, oversized and wrong-type bodies with the right status and keeps stored data intact', async () => {
     const before = await count(c.url);
     const post = (b: string | Buffer, headers: Record<string, string>) =>

@@ -13,6 +13,7 @@ import {
   statusProtobuf,
 } from '../otlp/encode-response.js';
 import { OtlpDecodeError } from '../otlp/otlp-decode-error.js';
+import { spansInTimeWindow } from '../otlp/span-time.js';
 import { DEFAULT_PRICES, parsePriceFile } from '../cost/prices.js';
 import { decodeMetricPoints, decodeMetricPointsJson } from '../metrics/decode-metrics.js';
 import { metricsAndLogsApi } from '../metrics/metric-routes.js';
@@ -175,7 +176,10 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     let rejected = 0;
     let message: string | undefined;
     if (signal === 'traces') {
-      const d = encoding === 'protobuf' ? decodeTraceRequest(body) : decodeTraceRequestJson(body);
+      const d = spansInTimeWindow(
+        encoding === 'protobuf' ? decodeTraceRequest(body) : decodeTraceRequestJson(body),
+        Date.now(),
+      );
       rejected = d.rejected;
       message = d.rejectReason;
       await queue.enqueue(d.spans, []);
