@@ -18,7 +18,7 @@ import { DEFAULT_PRICES, parsePriceFile } from '../cost/prices.js';
 import { decodeMetricPoints, decodeMetricPointsJson } from '../metrics/decode-metrics.js';
 import { metricsAndLogsApi } from '../metrics/metric-routes.js';
 import type { MetricLimits, MetricStore } from '../metrics/metric-store.js';
-import { RECOVERY_HINT, isCorruption } from '../store/integrity.js';
+import { RECOVERY_HINT, corruptError, isCorruption } from '../store/integrity.js';
 import { isMetricForm, runMetricForm } from '../query/metric-form.js';
 import { QueryError } from '../query/query-error.js';
 import { QueryFailure } from '../query/query-pool.js';
@@ -430,7 +430,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           return sendJson(res, 503, {
             ...healthBody(),
             status: 'corrupt',
-            store: sqlite.integrity.state,
+            store: sqlite.integrity.publicState(),
             hint: RECOVERY_HINT,
           });
         }
@@ -452,11 +452,10 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   function onError(error: unknown, route: Route, res: ServerResponse): void {
     let err: HttpError;
     if (sqlite && (isCorruption(error) || (error instanceof HttpError && isCorruption(error.message)))) {
+      // markCorrupt logs the file; the client is told the store is corrupt, not where it is.
       sqlite.integrity.markCorrupt(error instanceof Error ? error.message : String(error));
-      err = new HttpError(503, 'store_corrupt', `the store ${sqlite.location} is corrupt; ${RECOVERY_HINT}`, {
-        cause: error,
-        expose: true,
-      });
+      err =
+        error instanceof HttpError && error.code === 'store_corrupt' ? error : corruptError(undefined, error);
     } else if (error instanceof HttpError) err = error;
     else if (error instanceof StoreUnavailableError)
       err = new HttpError(503, 'store_unavailable', `${error.message}; retry later`, {

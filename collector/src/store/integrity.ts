@@ -1,3 +1,4 @@
+import { basename } from 'node:path';
 import { HttpError } from '../http/http-error.js';
 import type { Logger } from '../logger.js';
 
@@ -12,6 +13,19 @@ export function isCorruption(error: unknown): boolean {
 
 /** Where the README says how to recover. */
 export const RECOVERY_HINT = 'see "Recovering a corrupt store" in the collector README';
+
+/**
+ * The 503 a client gets while the store is corrupt. It does not name the file: any OTLP client
+ * would learn a path on the host; the operator finds it in the log.
+ */
+export function corruptError(detail?: string, cause?: unknown): HttpError {
+  return new HttpError(
+    503,
+    'store_corrupt',
+    `the store is corrupt${detail ? ` (${detail})` : ''}; nothing is written to it. ${RECOVERY_HINT}`,
+    { expose: true, ...(cause === undefined ? {} : { cause }) },
+  );
+}
 
 export interface IntegrityState {
   status: 'ok' | 'checking' | 'corrupt';
@@ -35,7 +49,7 @@ export interface IntegrityMonitorOptions {
 /**
  * Knows whether the store is sound: a quick check at start and every `intervalMs`, and any
  * corruption error seen on the way (a write, a query) marks it corrupt at once. A corrupt store
- * makes /healthz unhealthy and writes answer 503 naming the file, instead of acknowledging records
+ * makes /healthz unhealthy and writes answer 503 (the log names the file), instead of acknowledging records
  * a damaged database may lose. It stays corrupt until the collector restarts on a sound file.
  */
 export function createIntegrityMonitor(options: IntegrityMonitorOptions) {
@@ -81,15 +95,17 @@ export function createIntegrityMonitor(options: IntegrityMonitorOptions) {
       }
       return run();
     },
-    /** Throws 503 naming the file while the store is corrupt. */
+    /**
+     * The state as clients see it (/healthz): the file by its name in the data dir, not its path on
+     * the host (the log, markCorrupt's line, has that).
+     */
+    publicState(): Readonly<IntegrityState> {
+      return { ...state, file: basename(state.file) };
+    },
+    /** Throws 503 while the store is corrupt (the file is named in the log, not to the client). */
     assertWritable(): void {
       if (state.status !== 'corrupt') return;
-      throw new HttpError(
-        503,
-        'store_corrupt',
-        `the store ${options.file} is corrupt (${state.detail}); nothing is written to it. ${RECOVERY_HINT}`,
-        { expose: true },
-      );
+      throw corruptError(state.detail);
     },
     close(): void {
       closed = true;
