@@ -3,13 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { type Isolation, detectIsolation, resolveRuntimeConfig } from '@agentrt/runtime';
+import type { Isolation } from '@agentrt/runtime';
 import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
 import { answersOk } from '../dev/http.js';
 import { chooseModelProvider } from '../dev/model-provider.js';
 import { findPortOwner, isPortFree } from '../dev/ports.js';
 import { findRepoRoot } from '../dev/repo-root.js';
-import { BUILT_ENTRIES, PORT_SETTINGS } from '../dev/stack.js';
+import type { BUILT_ENTRIES, PORT_SETTINGS } from '../dev/stack.js';
+import { NODE_FLOOR, nodeVersionProblem } from '../node-version.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -25,7 +26,7 @@ export interface Check {
 const usage = `Usage: agentrt doctor [--json] [--collector-url <url>] [--timeout-ms <ms>]
 
 Checks what the local stack and instrumented agents need, and says how to fix what is missing:
-  node        Node.js >= 22.15
+  node        Node.js >= ${NODE_FLOOR} (on an older Node, doctor says so and skips build, ports and bwrap)
   build       the built files agentrt dev runs (npm run build)
   ports       4318 collector, 8787 runtime, 8000 weather: free, or used by agentrt itself
   collector   reachable, and a test span sent over OTLP comes back through the query API
@@ -38,25 +39,31 @@ The collector is ${'OTEL_EXPORTER_OTLP_ENDPOINT'} (default http://127.0.0.1:4318
 Ports follow AGENTRT_COLLECTOR_PORT, AGENTRT_RUNTIME_PORT and AGENTRT_WEATHER_PORT.
 Exit code 1 when a required piece is missing (a ✖ line), 0 otherwise; --json prints the checks as JSON.`;
 
-const MIN_NODE: [number, number] = [22, 15];
-
 function checkNode(): Check {
-  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
-  const ok = major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1]);
-  return ok
-    ? { name: 'node', status: 'ok', detail: `v${process.versions.node} (>= ${MIN_NODE.join('.')} required)` }
+  const version = `v${process.versions.node}`;
+  return !nodeVersionProblem()
+    ? { name: 'node', status: 'ok', detail: `${version} (>= ${NODE_FLOOR} required)` }
     : {
         name: 'node',
         status: 'fail',
-        detail: `v${process.versions.node} is older than ${MIN_NODE.join('.')} (node:sqlite, require(esm) and the test runner need it)`,
-        fix: 'Install Node 22.15+ (or 24), or run `. scripts/ensure-node.sh` in the repo to put Node 24 on PATH.',
+        detail: `${version} is older than ${NODE_FLOOR} (node:sqlite, require(esm) and the test runner need it)`,
+        fix:
+          `Install Node ${NODE_FLOOR}+ (or 24). In the agentrt repo, npm start, npm test and npx agentrt ` +
+          'fetch Node 24 into .node/ and use it; `. scripts/ensure-node.sh` puts it on your PATH.',
       };
 }
 
-function checkBuild(): Check {
+/** The modules the build, port and bwrap checks read; they load node:sqlite, so need a new enough Node. */
+async function loadStackModules() {
+  const [stack, runtime] = await Promise.all([import('../dev/stack.js'), import('@agentrt/runtime')]);
+  return { stack, runtime };
+}
+type StackModules = Awaited<ReturnType<typeof loadStackModules>>;
+
+function checkBuild(builtEntries: typeof BUILT_ENTRIES): Check {
   const root = findRepoRoot();
   if (!root) return { name: 'build', status: 'ok', detail: 'not in an agentrt checkout; nothing to build' };
-  const needed = Object.values(BUILT_ENTRIES);
+  const needed = Object.values(builtEntries);
   const missing = needed.filter((file) => !existsSync(join(root, file)));
   return missing.length === 0
     ? { name: 'build', status: 'ok', detail: 'built (dist/ present)' }
@@ -70,6 +77,7 @@ function checkBuild(): Check {
 
 async function checkPort(
   service: keyof typeof PORT_SETTINGS,
+  setting: (typeof PORT_SETTINGS)[keyof typeof PORT_SETTINGS],
   port: number,
   ours: () => Promise<boolean>,
 ): Promise<Check> {
@@ -77,7 +85,6 @@ async function checkPort(
   if (await isPortFree('127.0.0.1', port)) return { name, status: 'ok', detail: `free (${service})` };
   if (await ours()) return { name, status: 'ok', detail: `in use by the agentrt ${service} (running)` };
   const owner = await findPortOwner(port);
-  const setting = PORT_SETTINGS[service];
   return {
     name,
     status: 'warn',
@@ -241,7 +248,10 @@ function run(command: string, args: string[], timeoutMs: number): Promise<{ code
   });
 }
 
-async function checkBwrap(timeoutMs: number): Promise<Check> {
+async function checkBwrap(
+  { detectIsolation, resolveRuntimeConfig }: StackModules['runtime'],
+  timeoutMs: number,
+): Promise<Check> {
   const version = await run('bwrap', ['--version'], timeoutMs);
   // The runtime's own decision, from the same env: what it says here is what sessions will get.
   const config = resolveRuntimeConfig();
@@ -312,29 +322,53 @@ export async function runChecks(options: {
   timeoutMs: number;
 }): Promise<Check[]> {
   const { env, timeoutMs } = options;
-  const collectorPort = envPort(env, 'AGENTRT_COLLECTOR_PORT', 4318);
-  const runtimePort = envPort(env, 'AGENTRT_RUNTIME_PORT', 8787);
-  const weatherPort = envPort(env, 'AGENTRT_WEATHER_PORT', 8000);
-  const [ports, collector, bwrap, docker] = await Promise.all([
-    Promise.all([
-      checkPort('collector', collectorPort, () => answersOk(`http://127.0.0.1:${collectorPort}/healthz`)),
-      checkPort('runtime', runtimePort, () => answersOk(`http://127.0.0.1:${runtimePort}/ping`)),
-      checkPort('weather', weatherPort, () => answersOk(`http://127.0.0.1:${weatherPort}/health`)),
-    ]),
+  const node = checkNode();
+  const [local, collector, docker] = await Promise.all([
+    node.status === 'ok' ? stackChecks(await loadStackModules(), env, timeoutMs) : notOnThisNode(),
     checkCollector(options.collectorUrl, env, timeoutMs),
-    checkBwrap(timeoutMs),
     checkDocker(timeoutMs),
   ]);
   return [
-    checkNode(),
-    checkBuild(),
-    ...ports,
+    node,
+    local.build,
+    ...local.ports,
     collector,
     checkTelemetrySwitches(env),
     checkModel(env),
-    bwrap,
+    local.bwrap,
     docker,
   ];
+}
+
+async function stackChecks(
+  { stack, runtime }: StackModules,
+  env: CliIO['env'],
+  timeoutMs: number,
+): Promise<{ build: Check; ports: Check[]; bwrap: Check }> {
+  const collectorPort = envPort(env, 'AGENTRT_COLLECTOR_PORT', 4318);
+  const runtimePort = envPort(env, 'AGENTRT_RUNTIME_PORT', 8787);
+  const weatherPort = envPort(env, 'AGENTRT_WEATHER_PORT', 8000);
+  const port = (service: keyof typeof PORT_SETTINGS, number: number, ours: string) =>
+    checkPort(service, stack.PORT_SETTINGS[service], number, () => answersOk(ours));
+  const [ports, bwrap] = await Promise.all([
+    Promise.all([
+      port('collector', collectorPort, `http://127.0.0.1:${collectorPort}/healthz`),
+      port('runtime', runtimePort, `http://127.0.0.1:${runtimePort}/ping`),
+      port('weather', weatherPort, `http://127.0.0.1:${weatherPort}/health`),
+    ]),
+    checkBwrap(runtime, timeoutMs),
+  ]);
+  return { build: checkBuild(stack.BUILT_ENTRIES), ports, bwrap };
+}
+
+/** On a Node below the floor the checks that load the runtime are named, not run. */
+function notOnThisNode(): { build: Check; ports: Check[]; bwrap: Check } {
+  const skipped = (name: string): Check => ({
+    name,
+    status: 'warn',
+    detail: `not checked: needs Node ${NODE_FLOOR}+ to load the runtime (see node)`,
+  });
+  return { build: skipped('build'), ports: [skipped('ports')], bwrap: skipped('bwrap') };
 }
 
 const MARKS: Record<CheckStatus, string> = { ok: '✔', warn: '⚠', fail: '✖' };
