@@ -650,6 +650,32 @@ describe.skipIf(clickHouseSkipReason)(
       expect((await fetch(`${b.url}/api/traces/${ids[0]}`)).status).toBe(200);
     });
 
+    it('stores a retried request once, as the SQLite store does, whichever collector the retry reaches', async () => {
+      const a = await clickHouseCollector('agentrt_retried');
+      const b = await clickHouseCollector('agentrt_retried');
+      const spans = Array.from({ length: 5 }, (_, i) =>
+        jsonSpan({
+          traceId: hex(0x7e000 + (i % 2), 16),
+          spanId: hex(i + 1, 8),
+          name: `retried-${i}`,
+          startMs: NOW + i,
+          durationMs: 1,
+        }),
+      );
+      // The first attempt, its retries (the answer was lost), and one request holding a span twice.
+      const requests = [
+        jsonRequest('retried', spans),
+        jsonRequest('retried', spans),
+        jsonRequest('retried', [spans[0]!, spans[0]!]),
+      ];
+      await send(a, requests);
+      await send(b, [requests[0]!]);
+      await send(sqlite, requests);
+      const n = 'filter resource.attributes.service.name = "retried" | stats count(*) as n';
+      expect((await query(sqlite, n)).rows).toEqual([{ n: 5 }]);
+      for (const c of [a, b]) expect((await query(c, n)).rows).toEqual([{ n: 5 }]);
+    });
+
     it('reuses a trace summary only while its trace has not grown, whichever collector stored the new spans', async () => {
       const traceId = hex(0x6b000, 16);
       const span = (id: number, input: number) =>

@@ -49,6 +49,8 @@ const QUERY_WORKER = new URL(
 ).href;
 /** A read decoding rows gives the event loop a turn this often (ms). */
 const BREATHE_EVERY_MS = 5;
+/** Trace ids per lookup of stored spans: each is ~36 bytes of a statement (max_query_size 256 KiB). */
+const TRACES_PER_LOOKUP = 4000;
 /** Trace summaries a collector keeps for reuse (about 1 KiB each). */
 const MAX_KNOWN_SUMMARIES = 20_000;
 
@@ -282,7 +284,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
    */
   const batcher = createBatcher<{ spans: SpanRecord[]; logs: LogRecord[] }, void>(
     async (batch) => {
-      const spans = batch.flatMap((p) => p.spans);
+      const spans = await notStoredYet(batch.flatMap((p) => p.spans));
       const logs = batch.flatMap((p) => p.logs);
       if (spans.length) await insert('spans', SPAN_COLUMNS, encodeSpans(spans, maxBatch));
       if (logs.length) await insert('logs', LOG_COLUMNS, bodiesOf(logs.map(logLine)));
@@ -294,6 +296,41 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       sizeOf: (p) => p.spans.length + p.logs.length,
     },
   );
+
+  /**
+   * The spans not stored already, each once. An exporter retries a request whose answer it did not
+   * get (the collector or the connection failed after ClickHouse took the INSERT): its spans are
+   * found by (trace id, span id) in trace_spans — ordered by trace id, so only the batch's traces'
+   * granules are read — and skipped, as SQLite's unique (trace, span) key skips them. ClickHouse
+   * 18.16 has no insert_deduplication_token, and a MergeTree that is not replicated no block
+   * deduplication. A retry racing its first attempt's INSERT (the same request at two collectors at
+   * once) can still be stored twice; readers of whole traces take each span once.
+   */
+  async function notStoredYet(spans: SpanRecord[]): Promise<SpanRecord[]> {
+    if (!spans.length) return spans;
+    const traces = [...new Set(spans.map((s) => s.traceId))];
+    const stored = new Set<string>();
+    try {
+      for (let i = 0; i < traces.length; i += TRACES_PER_LOOKUP) {
+        const rows = await select<{ t: string; s: string }>(
+          `SELECT trace_id AS t, span_id AS s FROM ${T('trace_spans')} PREWHERE trace_id IN (${traces
+            .slice(i, i + TRACES_PER_LOOKUP)
+            .map(literal)
+            .join(', ')})`,
+        );
+        for (const r of rows) stored.add(`${r.t}/${r.s}`);
+      }
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) markDown(error);
+      throw error;
+    }
+    return spans.filter((s) => {
+      const key = `${s.traceId}/${s.spanId}`;
+      if (stored.has(key)) return false;
+      stored.add(key);
+      return true;
+    });
+  }
 
   function write(spans: SpanRecord[], logs: LogRecord[]): Promise<void> {
     if (down) return Promise.reject(down);
