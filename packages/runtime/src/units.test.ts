@@ -25,10 +25,13 @@ describe('small pieces', () => {
     expect(splitPath('/runtimes/')).toEqual(['runtimes']);
   });
 
-  it('adds session.id to baggage once', () => {
+  it("sets the runtime's session.id in the worker's baggage, keeping the caller's other entries", () => {
     expect(withSessionBaggage(undefined, 's1')).toBe('session.id=s1');
     expect(withSessionBaggage('a=1, b=2', 's 1')).toBe('a=1,b=2,session.id=s%201');
-    expect(withSessionBaggage('session.id=keep', 's1')).toBe('session.id=keep');
+    // The session header decides: a caller's own session.id is replaced, its other entries kept.
+    expect(withSessionBaggage('session.id=other,a=1;prop', 's1')).toBe('session.id=s1,a=1;prop');
+    expect(withSessionBaggage('session.id=x,session.id=y', 's1')).toBe('session.id=s1');
+    expect(withSessionBaggage('not baggage at all,,=', 's1')).toBe('session.id=s1');
   });
 
   it('reads the region from a SigV4 credential scope', () => {

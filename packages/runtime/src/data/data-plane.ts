@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, request } from 'node:http';
+import { ROOT_CONTEXT, defaultTextMapSetter, propagation } from '@opentelemetry/api';
+import { W3CBaggagePropagator } from '@opentelemetry/core';
 import { type RuntimeConfig } from '../config.js';
 import { parseRuntimeArn } from '../control/arn.js';
 import { getEndpointOr404, getRuntimeOr404, getVersionOr404 } from '../control/control-plane.js';
@@ -82,14 +84,22 @@ export interface DataPlaneDeps {
   startWebSocket?: RuntimeTelemetry['startWebSocket'];
 }
 
-/** Adds `session.id=<id>` to a W3C baggage header unless it already names one. */
+const baggagePropagator = new W3CBaggagePropagator();
+
+/**
+ * The W3C `baggage` header the worker gets: the caller's entries, parsed and written back by the
+ * OpenTelemetry propagator, with `session.id` set to the runtime's session whatever the caller sent
+ * (the session header decides which session this is; a caller's own `session.id` would make the
+ * session's telemetry relay refuse every export of the worker).
+ */
 export function withSessionBaggage(baggage: string | undefined, sessionId: string): string {
-  const entries = (baggage ?? '')
-    .split(',')
-    .map((e) => e.trim())
-    .filter(Boolean);
-  if (entries.some((e) => e.split('=')[0]?.trim() === 'session.id')) return entries.join(',');
-  return [...entries, `session.id=${encodeURIComponent(sessionId)}`].join(',');
+  const getter = { get: () => baggage, keys: () => ['baggage'] };
+  const extracted = baggagePropagator.extract(ROOT_CONTEXT, {}, getter);
+  const caller = propagation.getBaggage(extracted) ?? propagation.createBaggage();
+  const ours = propagation.setBaggage(ROOT_CONTEXT, caller.setEntry('session.id', { value: sessionId }));
+  const carrier: Record<string, string> = {};
+  baggagePropagator.inject(ours, carrier, defaultTextMapSetter);
+  return carrier.baggage ?? '';
 }
 
 function first(headers: IncomingHttpHeaders, name: string): string | undefined {
