@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { join, resolve } from 'node:path';
+import { parseKeyPairsIntoRecord } from '@opentelemetry/core';
 import { type OtlpProtocol } from './telemetry/runtime-telemetry.js';
 
 /**
@@ -65,6 +66,15 @@ export interface RuntimeServerOptions {
   otlpProtocol?: OtlpProtocol;
   /** How often the runtime exports its metrics (OTEL_METRIC_EXPORT_INTERVAL, default 60000). */
   metricExportIntervalMs?: number;
+  /**
+   * Headers of the runtime's OTLP exports (OTEL_EXPORTER_OTLP_HEADERS, e.g. the collector's ingest
+   * token `Authorization=Bearer%20<token>`); sessions' telemetry relays forward with them.
+   */
+  otlpHeaders?: Record<string, string>;
+  /** Largest OTLP export a session's telemetry relay takes (AGENTRT_OTLP_MAX_EXPORT_BYTES). */
+  otlpRelayMaxExportBytes?: number;
+  /** Bytes of exports a session may have in its telemetry relay at once (AGENTRT_OTLP_SESSION_BYTES). */
+  otlpRelaySessionBytes?: number;
   maxBodyBytes?: number;
   /** Largest WebSocket frame relayed (AWS: 64 KiB); a bigger one closes the connection with 1009. */
   wsMaxFrameBytes?: number;
@@ -197,6 +207,11 @@ export function resolveRuntimeConfig(
     otlpEndpoint: options.otlpEndpoint ?? str('OTEL_EXPORTER_OTLP_ENDPOINT'),
     otlpProtocol: options.otlpProtocol ?? otlpProtocol,
     metricExportIntervalMs: options.metricExportIntervalMs ?? int('OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100),
+    otlpHeaders: options.otlpHeaders ?? parseKeyPairsIntoRecord(str('OTEL_EXPORTER_OTLP_HEADERS')),
+    otlpRelayMaxExportBytes:
+      options.otlpRelayMaxExportBytes ?? int('AGENTRT_OTLP_MAX_EXPORT_BYTES', 4 * 1024 * 1024, 1024),
+    otlpRelaySessionBytes:
+      options.otlpRelaySessionBytes ?? int('AGENTRT_OTLP_SESSION_BYTES', 16 * 1024 * 1024, 1024),
     maxBodyBytes: options.maxBodyBytes ?? int('AGENTRT_MAX_BODY_BYTES', 100_000_000, 1),
     wsMaxFrameBytes: options.wsMaxFrameBytes ?? int('AGENTRT_WS_MAX_FRAME_BYTES', 64 * 1024, 1),
     wsMaxFramesPerSecond: options.wsMaxFramesPerSecond ?? int('AGENTRT_WS_MAX_FRAMES_PER_S', 250, 1),

@@ -1,174 +1,486 @@
 import { chmodSync } from 'node:fs';
-import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { RuntimeApiError, validationError } from '../errors.js';
+import { header, readJsonObject, sendJson } from '../http/http-util.js';
+import { type Logger } from '../logger.js';
 
-/** The largest OTLP request a session may send through its relay. */
-const MAX_RELAY_BYTES = 16 * 1024 * 1024;
-const SIGNALS = new Map([
-  ['/v1/traces', { resources: 'resourceSpans', scopes: 'scopeSpans', items: 'spans' }],
-  ['/v1/logs', { resources: 'resourceLogs', scopes: 'scopeLogs', items: 'logRecords' }],
-  ['/v1/metrics', { resources: 'resourceMetrics', scopes: 'scopeMetrics', items: undefined }],
-] as const);
+/** Exports one session may have in its relay at once (read, checked, forwarded); more get 429. */
+const MAX_EXPORTS_IN_FLIGHT = 4;
+/** Exports a warm-pool worker may have waiting for its session; more get 429. */
+const MAX_HELD_EXPORTS = 64;
+/** Connections a worker may hold open to its relay; the exporters of one process need a few. */
+const MAX_CONNECTIONS = 16;
+const RETRY_AFTER_S = 1;
+const REQUEST_TIMEOUT_MS = 30_000;
+const UPSTREAM_TIMEOUT_MS = 10_000;
+/** How often a relay with held exports looks whether its worker was adopted. */
+const HOLD_POLL_MS = 100;
+/** Service names of agentrt's own processes (the runtime's is `agentrt-runtime`): never a tenant's. */
+const AGENTRT_SERVICE_PREFIX = 'agentrt-';
 
-type KeyValue = { key?: unknown; value?: { stringValue?: unknown } };
-type Attributed = { attributes?: KeyValue[] };
+const SIGNALS = {
+  '/v1/traces': { resources: 'resourceSpans', scopes: 'scopeSpans', items: 'spans' },
+  '/v1/logs': { resources: 'resourceLogs', scopes: 'scopeLogs', items: 'logRecords' },
+  '/v1/metrics': { resources: 'resourceMetrics', scopes: 'scopeMetrics', items: 'metrics' },
+} as const;
+type SignalPath = keyof typeof SIGNALS;
+const METRIC_KINDS = ['gauge', 'sum', 'histogram', 'exponentialHistogram', 'summary'] as const;
+/** The dimensions of the runtime's own metrics (Invocations, Latency, vCPU, …): the runtime's alone. */
+const RUNTIME_METRIC_DIMENSIONS = ['Resource', 'Name', 'Operation'] as const;
+
+type Json = Record<string, unknown>;
+/** Attribute key → the one value a session may send (`null`: it may send none). */
+type IdentityRule = ReadonlyMap<string, string | null>;
+/** Visits one part of an item that carries attributes; `item` parts get the session stamped. */
+type AttributeVisit = (holder: Json, field: string, level: string, item: boolean) => void;
+
+/** Who a session's telemetry is from: what the relay stamps, and the only values it lets through. */
+export interface RelayIdentity {
+  runtimeArn: string;
+  runtimeId: string;
+  runtimeName: string;
+  /** The tenant's `service.name` (see tenantServiceName). */
+  serviceName: string;
+}
 
 export interface OtlpRelayOptions {
   /** Unix socket path the relay listens on (bridged to 127.0.0.1:4318 inside the session). */
   socketPath: string;
   /** The runtime's OTLP/HTTP base endpoint. */
   upstream: string;
-  runtimeArn: string;
-  serviceName: string;
+  /** Headers of every forward: the runtime's own (OTEL_EXPORTER_OTLP_HEADERS), never the tenant's. */
+  upstreamHeaders?: Readonly<Record<string, string>> | undefined;
+  identity: RelayIdentity;
   /** The session the worker serves; undefined while it waits in the warm pool. */
   sessionId: () => string | undefined;
+  /** Largest single export. */
+  maxExportBytes: number;
+  /** Bytes of exports the session may have in the relay at once (in flight and held). */
+  sessionBytes: number;
+  logger: Logger;
 }
 
-export class OtlpRelayError extends Error {
-  override name = 'OtlpRelayError';
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
+export interface OtlpRelayStats {
+  /** Exports being read, checked or forwarded now. */
+  inFlight: number;
+  /** Bytes counted against the session's budget now. */
+  budgetBytes: number;
+  /** Exports of a warm-pool worker waiting for its session. */
+  held: number;
+  forwarded: number;
+  /** Forwards the OTLP endpoint refused or did not answer. */
+  failed: number;
 }
 
-function setAttribute(target: Attributed, key: string, value: string): void {
-  const attributes = (target.attributes = Array.isArray(target.attributes) ? target.attributes : []);
-  const kept = attributes.filter((a) => a?.key !== key);
-  kept.push({ key, value: { stringValue: value } });
-  target.attributes = kept;
-}
-
-function attribute(target: Attributed, key: string): unknown {
-  const found = Array.isArray(target.attributes) ? target.attributes.find((a) => a?.key === key) : undefined;
-  return found?.value?.stringValue ?? (found ? found.value : undefined);
+export interface OtlpRelay {
+  stats(): OtlpRelayStats;
+  /** Stops listening; held exports of a worker never adopted are dropped (logged). */
+  close(): void;
 }
 
 /**
- * Stamps one OTLP/JSON export: every resource gets the session's `session.id`, the runtime ARN
- * (`cloud.resource_id`) and the runtime's `service.name`; a span or log record that names another
- * session is refused (403), one that names none gets this session's id. Mutates and returns `body`.
+ * The `service.name` a tenant's telemetry carries: its configured OTEL_SERVICE_NAME, unless blank or
+ * the name of one of agentrt's own services, whose telemetry only agentrt writes; then the runtime's
+ * name (AWS runtime names have no `-`, so never one of those).
  */
-export function stampOtlp(
-  path: string,
-  body: unknown,
-  stamp: { sessionId: string | undefined; runtimeArn: string; serviceName: string },
-): unknown {
-  const signal = SIGNALS.get(path as '/v1/traces');
-  if (!signal)
-    throw new OtlpRelayError(
-      404,
-      `the telemetry relay serves /v1/traces, /v1/logs and /v1/metrics, not ${path}`,
-    );
-  if (typeof body !== 'object' || body === null)
-    throw new OtlpRelayError(400, 'the body must be an OTLP/JSON object');
-  const resources = (body as Record<string, unknown>)[signal.resources];
-  if (resources !== undefined && !Array.isArray(resources))
-    throw new OtlpRelayError(400, `${signal.resources} must be a list`);
-  for (const entry of (resources ?? []) as Record<string, unknown>[]) {
-    if (typeof entry !== 'object' || entry === null)
-      throw new OtlpRelayError(400, `${signal.resources}[] must be objects`);
-    const resource = (entry.resource ??= {}) as Attributed;
-    const claimed = attribute(resource, 'session.id');
-    if (claimed !== undefined && claimed !== stamp.sessionId)
-      throw new OtlpRelayError(403, 'telemetry from this session may not claim another session.id');
-    if (stamp.sessionId) setAttribute(resource, 'session.id', stamp.sessionId);
-    setAttribute(resource, 'cloud.resource_id', stamp.runtimeArn);
-    setAttribute(resource, 'service.name', stamp.serviceName);
-    if (!signal.items) continue;
-    for (const scope of (entry[signal.scopes] ?? []) as Record<string, unknown>[]) {
-      for (const item of (scope?.[signal.items] ?? []) as Attributed[]) {
-        const own = attribute(item, 'session.id');
-        if (own !== undefined && own !== stamp.sessionId)
-          throw new OtlpRelayError(403, 'telemetry from this session may not claim another session.id');
-        if (stamp.sessionId && own === undefined) setAttribute(item, 'session.id', stamp.sessionId);
+export function tenantServiceName(configured: string | undefined, runtimeName: string): string {
+  const name = configured?.trim();
+  return name && !name.startsWith(AGENTRT_SERVICE_PREFIX) ? name : runtimeName;
+}
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * OTLP/JSON spells its fields in lowerCamelCase. Other decoders also take the proto names
+ * (`resource_spans`, `data_points`): what such an alias carries would pass unchecked, so it is refused.
+ */
+function camelCaseOnly(o: Json, field: string): Json {
+  for (const key of Object.keys(o))
+    if (key.includes('_'))
+      throw validationError(
+        field,
+        `has ${JSON.stringify(key.slice(0, 64))}: OTLP/JSON fields are lowerCamelCase`,
+      );
+  return o;
+}
+
+/** The objects of an OTLP list (absent or null: none), refusing anything else (400). */
+function objects(value: unknown, field: string): Json[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw validationError(field, 'must be a list of objects');
+  for (const o of value as unknown[]) {
+    if (!isObject(o)) throw validationError(field, 'must be a list of objects');
+    camelCaseOnly(o, field);
+  }
+  return value as Json[];
+}
+
+function objectAt(holder: Json, field: string): Json {
+  const value = (holder[field] ??= {});
+  if (!isObject(value)) throw validationError(field, 'must be an object');
+  return camelCaseOnly(value, field);
+}
+
+function identityRule(path: SignalPath, who: RelayIdentity, sessionId: string | undefined): IdentityRule {
+  const rule = new Map<string, string | null>([
+    ['session.id', sessionId ?? null],
+    ['service.name', who.serviceName],
+    ['cloud.resource_id', who.runtimeArn],
+    ['aws.bedrock.agentcore.runtime.arn', who.runtimeArn],
+    ['aws.bedrock.agentcore.runtime.id', who.runtimeId],
+    ['aws.bedrock.agentcore.runtime.name', who.runtimeName],
+  ]);
+  if (path === '/v1/metrics') for (const key of RUNTIME_METRIC_DIMENSIONS) rule.set(key, null);
+  return rule;
+}
+
+function refused(key: string, allowed: string | null, level: string): RuntimeApiError {
+  let why = `only ${JSON.stringify(allowed)}, this session's own, is allowed`;
+  if (allowed === null)
+    why =
+      key === 'session.id'
+        ? 'this worker serves no session yet'
+        : `${key} is a dimension of the runtime's own metrics`;
+  return new RuntimeApiError('AccessDeniedException', `${level} attribute ${key} refused: ${why}`);
+}
+
+/**
+ * Checks every occurrence of an identity key in one attribute list (so a duplicate key cannot slip
+ * a second value past the first): its value must be exactly `{stringValue: <the allowed value>}`.
+ */
+function checkAttributes(holder: Json, field: string, rule: IdentityRule, level: string): void {
+  for (const kv of objects(holder[field], `${level}.${field}`)) {
+    if (typeof kv.key !== 'string' || !rule.has(kv.key)) continue;
+    const allowed = rule.get(kv.key) ?? null;
+    const value = kv.value;
+    const exact = isObject(value) && Object.keys(value).length === 1 && value.stringValue === allowed;
+    if (allowed === null || !exact) throw refused(kv.key, allowed, level);
+  }
+}
+
+/** Adds the keys the (already checked) attribute list lacks. */
+function stampAttributes(holder: Json, stamps: readonly (readonly [string, string])[]): void {
+  const list = (holder.attributes ??= []) as Json[];
+  for (const [key, value] of stamps)
+    if (!list.some((kv) => kv.key === key)) list.push({ key, value: { stringValue: value } });
+}
+
+/** Every part of one span, log record or metric that carries attributes. */
+function eachAttributeHolder(path: SignalPath, item: Json, visit: AttributeVisit): void {
+  if (path === '/v1/metrics') {
+    for (const kind of METRIC_KINDS) {
+      if (item[kind] === undefined || item[kind] === null) continue;
+      for (const point of objects(objectAt(item, kind).dataPoints, `${kind}.dataPoints`)) {
+        visit(point, 'attributes', 'data point', true);
+        for (const exemplar of objects(point.exemplars, 'exemplars'))
+          visit(exemplar, 'filteredAttributes', 'exemplar', false);
       }
+    }
+    return;
+  }
+  if (path === '/v1/logs') return visit(item, 'attributes', 'log record', true);
+  visit(item, 'attributes', 'span', true);
+  for (const event of objects(item.events, 'events')) visit(event, 'attributes', 'span event', false);
+  for (const link of objects(item.links, 'links')) visit(link, 'attributes', 'span link', false);
+}
+
+function signalOf(path: string): SignalPath {
+  if (Object.hasOwn(SIGNALS, path)) return path as SignalPath;
+  throw new RuntimeApiError(
+    'ResourceNotFoundException',
+    `the telemetry relay serves /v1/traces, /v1/logs and /v1/metrics, not ${path}`,
+  );
+}
+
+/**
+ * The relay's one rule, applied to one OTLP/JSON export of any signal: every attribute list in it
+ * (resource, scope, span, event, link, log record, data point, exemplar) may carry the identity keys
+ * only with this session's own values (403 naming the attribute otherwise, duplicates included), and
+ * a metric may not carry the runtime's metric dimensions. Every resource then gets the session's
+ * `session.id`, the runtime ARN (`cloud.resource_id`) and `service.name`; every span, log record and
+ * data point gets `session.id`. Without a session (a warm-pool worker) no `session.id` is allowed
+ * or stamped. Mutates and returns `body`.
+ */
+export function stampOtlp(path: string, body: Json, who: RelayIdentity, sessionId: string | undefined): Json {
+  const signal = signalOf(path);
+  const rule = identityRule(signal, who, sessionId);
+  const session = sessionId === undefined ? [] : ([['session.id', sessionId]] as const);
+  const resourceStamps = [
+    ...session,
+    ['cloud.resource_id', who.runtimeArn],
+    ['service.name', who.serviceName],
+  ] as const;
+  const { resources, scopes, items } = SIGNALS[signal];
+  camelCaseOnly(body, 'body');
+  const visit: AttributeVisit = (holder, field, level, item) => {
+    checkAttributes(holder, field, rule, level);
+    if (item) stampAttributes(holder, session);
+  };
+  for (const entry of objects(body[resources], resources)) {
+    const resource = objectAt(entry, 'resource');
+    checkAttributes(resource, 'attributes', rule, 'resource');
+    stampAttributes(resource, resourceStamps);
+    for (const scoped of objects(entry[scopes], scopes)) {
+      checkAttributes(objectAt(scoped, 'scope'), 'attributes', rule, 'scope');
+      for (const item of objects(scoped[items], items)) eachAttributeHolder(signal, item, visit);
     }
   }
   return body;
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_RELAY_BYTES) {
-        req.destroy();
-        reject(new OtlpRelayError(413, `OTLP export larger than ${MAX_RELAY_BYTES} bytes`));
-      } else chunks.push(chunk);
+/** JSON text of a checked export; one nested past what JSON.stringify can walk is refused (400). */
+function serialize(body: Json): string {
+  try {
+    return JSON.stringify(body);
+  } catch (error) {
+    throw new RuntimeApiError('ValidationException', 'body: nested too deeply', {}, { cause: error });
+  }
+}
+
+/** Refuses what is not an OTLP/JSON POST to a signal path; answers 415 itself (OTLP/HTTP says so). */
+function acceptRequest(req: IncomingMessage, res: ServerResponse): SignalPath | undefined {
+  if (req.method !== 'POST')
+    throw new RuntimeApiError('ValidationException', 'the telemetry relay accepts POST only');
+  const path = signalOf((req.url ?? '/').split('?')[0] ?? '/');
+  const type = header(req, 'content-type')?.split(';')[0]?.trim().toLowerCase();
+  const encoding = header(req, 'content-encoding')?.toLowerCase() ?? 'identity';
+  if (type === 'application/json' && encoding === 'identity') return path;
+  res.setHeader('connection', 'close'); // its body is not read
+  sendJson(res, 415, {
+    message:
+      'the telemetry relay accepts uncompressed OTLP/JSON only (OTEL_EXPORTER_OTLP_PROTOCOL=http/json, OTEL_EXPORTER_OTLP_COMPRESSION=none)',
+  });
+  return undefined;
+}
+
+/** The one way a relay error becomes a response (the runtime's AWS error shape). */
+function sendRelayError(res: ServerResponse, error: unknown, logger: Logger): void {
+  let err = error;
+  if (!(err instanceof RuntimeApiError)) {
+    logger.error('telemetry relay: internal error', { error: (error as Error).stack ?? String(error) });
+    err = new RuntimeApiError('InternalServerException', 'the telemetry relay failed; see the runtime log');
+  }
+  const { status, type, message, headers, extra } = err as RuntimeApiError;
+  if (res.headersSent) return void res.destroy();
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  res.setHeader('x-amzn-errortype', type);
+  sendJson(res, status, { message, ...extra });
+}
+
+function throttled(why: string): RuntimeApiError {
+  return new RuntimeApiError(
+    'ThrottlingException',
+    `${why}; retry after ${RETRY_AFTER_S} s`,
+    {},
+    { headers: { 'retry-after': String(RETRY_AFTER_S) } },
+  );
+}
+
+/** What a forward got back, to pass on to the worker as it is. */
+interface UpstreamAnswer {
+  status: number;
+  contentType: string;
+  body: Buffer;
+}
+
+async function post(url: string, text: string, headers: Record<string, string>): Promise<UpstreamAnswer> {
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: text,
+      signal: AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
     });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
+    const body = Buffer.from(await res.arrayBuffer());
+    return { status: res.status, contentType: res.headers.get('content-type') ?? 'application/json', body };
+  } catch (error) {
+    const message = `the OTLP endpoint did not answer (${(error as Error).message})`;
+    return { status: 502, contentType: 'application/json', body: Buffer.from(JSON.stringify({ message })) };
+  }
+}
+
+/** What one session has in its relay: exports in flight (a slot each) and bytes, held ones included. */
+function createBudget(maxBytes: number) {
+  const counts = { inFlight: 0, budgetBytes: 0 };
+  return {
+    counts,
+    reserve(bytes: number, slot: boolean): boolean {
+      if (slot && counts.inFlight >= MAX_EXPORTS_IN_FLIGHT) return false;
+      if (counts.budgetBytes + bytes > maxBytes) return false;
+      counts.inFlight += slot ? 1 : 0;
+      counts.budgetBytes += bytes;
+      return true;
+    },
+    release(bytes: number, slot: boolean): void {
+      counts.inFlight -= slot ? 1 : 0;
+      counts.budgetBytes -= bytes;
+    },
+  };
+}
+
+/**
+ * Sends checked exports to the runtime's endpoint with the runtime's headers (its ingest token, never
+ * the tenant's). Counts what the endpoint refuses; the first refusal with each status is logged.
+ */
+function createForwarder(options: OtlpRelayOptions) {
+  const base = options.upstream.replace(/\/+$/, '');
+  const headers = { ...options.upstreamHeaders };
+  const counts = { forwarded: 0, failed: 0 };
+  const logged = new Set<number>();
+  const forward = async (path: SignalPath, text: string, sessionId: string): Promise<UpstreamAnswer> => {
+    const answer = await post(`${base}${path}`, text, headers);
+    if (answer.status < 300) counts.forwarded++;
+    else counts.failed++;
+    if (answer.status >= 300 && !logged.has(answer.status)) {
+      logged.add(answer.status);
+      options.logger.warn('telemetry relay: the OTLP endpoint refused an export of this session', {
+        sessionId,
+        status: answer.status,
+        detail: answer.body.toString('utf8', 0, 300),
+      });
+    }
+    return answer;
+  };
+  return { counts, forward };
+}
+
+/**
+ * The exports of a warm-pool worker, kept (within its session's budget) until a session adopts the
+ * worker; then stamped with that session and forwarded. Checked on arrival like any other export.
+ */
+function createHoldQueue(
+  options: OtlpRelayOptions,
+  identity: RelayIdentity,
+  budget: ReturnType<typeof createBudget>,
+  forwarder: ReturnType<typeof createForwarder>,
+) {
+  const held: { path: SignalPath; text: Buffer }[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const release = async (sessionId: string) => {
+    for (const { path, text } of held.splice(0)) {
+      try {
+        const body = JSON.parse(text.toString('utf8')) as Json;
+        await forwarder.forward(path, serialize(stampOtlp(path, body, identity, sessionId)), sessionId);
+      } catch (error) {
+        forwarder.counts.failed++;
+        options.logger.error('telemetry relay: a held export could not be released', {
+          error: String(error),
+        });
+      } finally {
+        budget.release(text.length, false);
+      }
+    }
+  };
+  /** Releases what is held once the worker serves a session. */
+  const poll = () => {
+    const sessionId = options.sessionId();
+    if (sessionId === undefined || held.length === 0) return;
+    clearInterval(timer);
+    timer = undefined;
+    void release(sessionId); // its failures are counted and logged inside
+  };
+  const hold = (path: SignalPath, body: Json): void => {
+    const text = Buffer.from(serialize(stampOtlp(path, body, identity, undefined)));
+    if (held.length >= MAX_HELD_EXPORTS || !budget.reserve(text.length, false))
+      throw throttled('this worker waits for its session and holds all the telemetry it may');
+    held.push({ path, text });
+    timer ??= setInterval(poll, HOLD_POLL_MS).unref();
+  };
+  const drop = () => {
+    clearInterval(timer);
+    if (held.length > 0)
+      options.logger.warn('telemetry relay: dropped the exports of a warm-pool worker no session adopted', {
+        exports: held.splice(0).length,
+      });
+  };
+  return { hold, poll, drop, size: () => held.length };
+}
+
+function listen(server: Server, options: OtlpRelayOptions): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.socketPath, () => {
+      server.off('error', reject);
+      server.on('error', (error) =>
+        options.logger.error('telemetry relay: server error', { error: String(error) }),
+      );
+      chmodSync(options.socketPath, 0o666); // the sandbox user connects; only its sandbox sees the folder
+      resolve();
+    });
   });
 }
 
 /**
  * The per-session telemetry relay: the only OTLP endpoint a sandboxed worker can reach. It accepts
- * OTLP/JSON exports, stamps and checks them (see stampOtlp) and forwards them to the runtime's OTLP
- * endpoint. Anything else of the collector (its query API, other sessions' spans) stays out of reach.
- * Resolves with a close function once it listens.
+ * OTLP/JSON exports, checks and stamps them (stampOtlp) and forwards them to the runtime's OTLP
+ * endpoint (createForwarder). A session has at most MAX_EXPORTS_IN_FLIGHT exports and `sessionBytes`
+ * bytes in the relay at once (an export of unknown length counts as `maxExportBytes`); beyond that
+ * it gets 429 with Retry-After, which OTLP exporters retry. A warm-pool worker's exports wait for
+ * its session (createHoldQueue).
  */
-export function createOtlpRelay(options: OtlpRelayOptions): Promise<() => void> {
-  const base = options.upstream.replace(/\/+$/, '');
+export async function createOtlpRelay(options: OtlpRelayOptions): Promise<OtlpRelay> {
+  const { serviceName, runtimeName } = options.identity;
+  const identity = { ...options.identity, serviceName: tenantServiceName(serviceName, runtimeName) };
+  // The budget holds at least one export of the largest size, or such an export would never pass.
+  const budget = createBudget(Math.max(options.sessionBytes, options.maxExportBytes));
+  const forwarder = createForwarder(options);
+  const queue = createHoldQueue(options, identity, budget, forwarder);
+
+  // The parsed export is never kept in a variable: only its JSON text outlives the check.
+  const relay = async (path: SignalPath, req: IncomingMessage, res: ServerResponse) => {
+    const sessionId = options.sessionId();
+    if (sessionId === undefined) {
+      queue.hold(path, await readJsonObject(req, options.maxExportBytes));
+      return sendJson(res, 200, {});
+    }
+    queue.poll();
+    const text = serialize(
+      stampOtlp(path, await readJsonObject(req, options.maxExportBytes), identity, sessionId),
+    );
+    const answer = await forwarder.forward(path, text, sessionId);
+    res.writeHead(answer.status, { 'content-type': answer.contentType });
+    res.end(answer.body);
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const path = acceptRequest(req, res);
+    if (path === undefined) return;
+    const declared = Number(header(req, 'content-length') ?? Number.NaN);
+    const bytes = Math.min(Number.isFinite(declared) ? declared : Infinity, options.maxExportBytes);
+    if (!budget.reserve(bytes, true))
+      throw throttled(`this session has ${budget.counts.inFlight} exports in the telemetry relay already`);
     try {
-      const path = (req.url ?? '/').split('?')[0] ?? '/';
-      if (req.method !== 'POST') throw new OtlpRelayError(405, 'the telemetry relay accepts POST only');
-      if (!SIGNALS.has(path as '/v1/traces'))
-        throw new OtlpRelayError(
-          404,
-          `the telemetry relay serves /v1/traces, /v1/logs and /v1/metrics, not ${path}`,
-        );
-      const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-      if (type !== 'application/json')
-        throw new OtlpRelayError(
-          415,
-          'the telemetry relay accepts OTLP/JSON only (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)',
-        );
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse((await readBody(req)).toString('utf8'));
-      } catch (error) {
-        if (error instanceof OtlpRelayError) throw error;
-        throw new OtlpRelayError(400, 'the body is not valid JSON');
-      }
-      const stamped = stampOtlp(path, parsed, {
-        sessionId: options.sessionId(),
-        runtimeArn: options.runtimeArn,
-        serviceName: options.serviceName,
-      });
-      const upstream = await fetch(`${base}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(stamped),
-        signal: AbortSignal.timeout(10_000),
-      });
-      res.writeHead(upstream.status, {
-        'content-type': upstream.headers.get('content-type') ?? 'application/json',
-      });
-      res.end(Buffer.from(await upstream.arrayBuffer()));
-    } catch (error) {
-      const status = error instanceof OtlpRelayError ? error.status : 502;
-      const message =
-        error instanceof OtlpRelayError
-          ? error.message
-          : `the OTLP endpoint did not answer (${(error as Error).message})`;
-      if (!res.headersSent) res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ code: status, message }));
+      await relay(path, req, res);
+    } finally {
+      budget.release(bytes, true);
     }
   };
-  const server = createServer((req, res) => void handle(req, res));
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.socketPath, () => {
-      chmodSync(options.socketPath, 0o666); // the sandbox user connects; only its sandbox sees the folder
-      resolve(() => {
-        server.close();
-        server.closeAllConnections();
-      });
+
+  const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      // A worker that went away mid-export left nobody to answer.
+      if (res.destroyed) return;
+      // The rest of a refused body is not read (it may never end): the connection ends instead.
+      if (!req.complete) res.setHeader('connection', 'close');
+      sendRelayError(res, error, options.logger);
     });
   });
+  server.maxConnections = MAX_CONNECTIONS;
+  await listen(server, options);
+  return {
+    stats: () => ({ ...budget.counts, ...forwarder.counts, held: queue.size() }),
+    close() {
+      queue.drop();
+      if (forwarder.counts.failed > 0)
+        options.logger.warn(
+          'telemetry relay closed; the OTLP endpoint refused some exports of this session',
+          {
+            sessionId: options.sessionId(),
+            ...forwarder.counts,
+          },
+        );
+      server.close();
+      server.closeAllConnections();
+    },
+  };
 }
