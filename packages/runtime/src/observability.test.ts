@@ -1,14 +1,15 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type TestRuntime,
   createReady,
+  fixtureUri,
   invokeJson,
   sdkClients,
   sessionId,
@@ -114,6 +115,29 @@ describe('worker logs and telemetry', () => {
       // The preloaded SDK exports the worker's own telemetry (its console output at least) to the
       // same endpoint; the runtime's own exports are JSON from service agentrt-runtime.
       await waitFor(() => fromWorkers > 0, 20_000, 'telemetry exported by the instrumented worker');
+    }
+  });
+
+  it('preloads it into workers of an artifact outside the checkout, whose folders hold no node_modules', async () => {
+    // The launcher's own dependencies must be visible in the sandbox, not only the launcher.
+    const outside = mkdtempSync(join(os.tmpdir(), 'agentrt-outside-'));
+    try {
+      chmodSync(outside, 0o755);
+      cpSync(fileURLToPath(fixtureUri('counter')), outside, { recursive: true });
+      const runtime = await createReady(instrumented!.control, 'instrumented_outside', 'counter', {
+        agentRuntimeArtifact: { containerConfiguration: { containerUri: pathToFileURL(outside).href } },
+      });
+      const out = (await invokeJson(
+        instrumented!.data,
+        runtime.agentRuntimeArn!,
+        sessionId('outside'),
+        {},
+      )) as {
+        env: Record<string, string>;
+      };
+      expect(out.env.NODE_OPTIONS).toMatch(/--require \S+instrument\S+\.js/);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
     }
   });
 });

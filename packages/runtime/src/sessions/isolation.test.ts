@@ -5,7 +5,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../test-support.js';
 import { SECURE_PATH, spawnHelper } from './helpers.js';
 import { detectIsolation } from './isolation.js';
-import { stampOtlp } from './otlp-relay.js';
 import { planSandbox, sandboxUserCannotRead } from './sandbox-session.js';
 import { dependencyPaths, outermost } from './sandbox-view.js';
 
@@ -109,50 +108,6 @@ describe('the sandbox user reading the artifact (root runtime)', () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
-  });
-});
-
-describe('stampOtlp (the per-session telemetry relay)', () => {
-  const stamp = { sessionId: 'session-a', runtimeArn: 'arn:rt', serviceName: 'svc' };
-  const attrs = (entry: unknown) =>
-    Object.fromEntries(
-      ((entry as { attributes?: { key: string; value: { stringValue?: string } }[] }).attributes ?? []).map(
-        (a) => [a.key, a.value.stringValue],
-      ),
-    );
-
-  it('stamps session, runtime ARN and service on resources and session on unmarked spans', () => {
-    const body = {
-      resourceSpans: [
-        {
-          resource: { attributes: [{ key: 'service.name', value: { stringValue: 'forged' } }] },
-          scopeSpans: [{ spans: [{ name: 'a' }] }],
-        },
-      ],
-    };
-    stampOtlp('/v1/traces', body, stamp);
-    expect(attrs(body.resourceSpans[0]!.resource)).toEqual({
-      'service.name': 'svc',
-      'session.id': 'session-a',
-      'cloud.resource_id': 'arn:rt',
-    });
-    expect(attrs(body.resourceSpans[0]!.scopeSpans[0]!.spans[0]!)).toEqual({ 'session.id': 'session-a' });
-  });
-
-  it('refuses another session on the resource or on one span, and paths other than OTLP', () => {
-    const other = [{ key: 'session.id', value: { stringValue: 'session-b' } }];
-    expect(() =>
-      stampOtlp('/v1/traces', { resourceSpans: [{ resource: { attributes: other } }] }, stamp),
-    ).toThrow(/another session/);
-    expect(() =>
-      stampOtlp(
-        '/v1/logs',
-        { resourceLogs: [{ scopeLogs: [{ logRecords: [{ attributes: other }] }] }] },
-        stamp,
-      ),
-    ).toThrow(/another session/);
-    expect(() => stampOtlp('/api/query', {}, stamp)).toThrow(/serves \/v1\/traces/);
-    expect(() => stampOtlp('/v1/traces', { resourceSpans: 3 }, stamp)).toThrow(/must be a list/);
   });
 });
 

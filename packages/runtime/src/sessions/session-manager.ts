@@ -10,8 +10,9 @@ import { type LaunchSpec, resolveArtifact } from './artifact.js';
 import { type Isolation, enterSandbox, isolate } from './isolation.js';
 import { type CommandCgroup, joinCgroupArgv } from './cgroups.js';
 import { HELPER_ENV, SECURE_PATH, helperPath } from './helpers.js';
-import { createOtlpRelay } from './otlp-relay.js';
+import { createOtlpRelay, tenantServiceName } from './otlp-relay.js';
 import { planSandbox, sealRunDir, storageDirOf } from './sandbox-session.js';
+import { dependencyPaths } from './sandbox-view.js';
 import {
   type PingState,
   type Worker,
@@ -384,6 +385,9 @@ export function createSessionManager({
     }
     const mountPath = sessionStorageMount(target);
     const env = workerEnv(target, launch, 0, sessionDir, true);
+    // The name its relay stamps, so that the worker's own exporter sends the same one.
+    const serviceName = tenantServiceName(env.OTEL_SERVICE_NAME, target.runtime.name);
+    env.OTEL_SERVICE_NAME = serviceName;
     const upstream = config.otlpEndpoint;
     const plan = planSandbox({
       isolation,
@@ -392,7 +396,10 @@ export function createSessionManager({
       sessionDir,
       readablePaths: [
         dirname(dirname(process.execPath)),
-        ...(instrumentPath ? [dirname(dirname(instrumentPath))] : []),
+        // The launcher and the node_modules it resolves its own dependencies from.
+        ...(instrumentPath
+          ? [dirname(dirname(instrumentPath)), ...dependencyPaths(dirname(instrumentPath))]
+          : []),
       ],
       hostPorts: config.sandboxHostPorts,
       otlpPort: RELAY_PORT,
@@ -402,10 +409,18 @@ export function createSessionManager({
               createOtlpRelay({
                 socketPath,
                 upstream,
-                runtimeArn: target.runtime.arn,
-                serviceName: env.OTEL_SERVICE_NAME ?? target.runtime.name,
+                upstreamHeaders: config.otlpHeaders,
+                identity: {
+                  runtimeArn: target.runtime.arn,
+                  runtimeId: target.runtime.id,
+                  runtimeName: target.runtime.name,
+                  serviceName,
+                },
                 sessionId: () => servedSession,
-              })
+                maxExportBytes: config.otlpRelayMaxExportBytes,
+                sessionBytes: config.otlpRelaySessionBytes,
+                logger: workerLogger,
+              }).then((relay) => () => relay.close())
           : undefined,
       storage:
         mountPath && sessionId
