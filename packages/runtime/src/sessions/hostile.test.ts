@@ -135,6 +135,55 @@ async function expectNoPlantedHelperRuns(
   expect(readdirSync(planted.markers)).toEqual([]);
 }
 
+const INGEST_TOKEN = 'ingest-secret';
+
+/** OTLP/JSON attributes from key/value pairs. */
+function kvs(pairs: readonly (readonly [string, string])[]) {
+  return pairs.map(([key, value]) => ({ key, value: { stringValue: value } }));
+}
+
+/** One resource with one span `name`, its resource attributes as given. */
+function spans(resource: readonly (readonly [string, string])[], name = 'forged') {
+  return {
+    resourceSpans: [
+      {
+        resource: { attributes: kvs(resource) },
+        scopeSpans: [
+          { scope: { name: 'hostile' }, spans: [{ name, traceId: '0'.repeat(32), spanId: '1'.repeat(16) }] },
+        ],
+      },
+    ],
+  };
+}
+
+/** One `Invocations` data point with the given attributes, as the runtime's own metric looks. */
+function invocations(attributes: readonly (readonly [string, string])[]) {
+  const point = { asInt: '1000', timeUnixNano: String(Date.now() * 1e6), attributes: kvs(attributes) };
+  const sum = { isMonotonic: true, aggregationTemporality: 1, dataPoints: [point] };
+  return {
+    resourceMetrics: [
+      { resource: { attributes: [] }, scopeMetrics: [{ metrics: [{ name: 'Invocations', sum }] }] },
+    ],
+  };
+}
+
+/** 64 exports of 15 MiB at once to the session's relay, each written as the relay reads it. */
+const EXPORT_BURST = [
+  'const http=require("http");const chunk=Buffer.alloc(65536,32);',
+  'const one=()=>new Promise(done=>{',
+  'const req=http.request({host:"127.0.0.1",port:4318,path:"/v1/traces",method:"POST",',
+  'headers:{"content-type":"application/json","content-length":15*1048576}},',
+  'res=>{res.resume();done(res.statusCode)});',
+  'req.on("error",()=>done("closed"));let left=240;',
+  'const write=()=>{while(left>0){left--;if(!req.write(chunk))return req.once("drain",write)}req.end()};write()});',
+  'Promise.all(Array.from({length:64},one)).then(s=>console.log(JSON.stringify(s)))',
+].join('');
+
+/** The shell line a session runs to POST `body` to its telemetry relay; it prints the status. */
+function otlpPost(path: string, body: unknown): string {
+  return `node -e 'fetch("http://127.0.0.1:4318${path}",{method:"POST",headers:{"content-type":"application/json"},body:${JSON.stringify(JSON.stringify(body))}}).then(r=>console.log(r.status))'`;
+}
+
 /** The runtime's resident memory (VmRSS) in bytes. */
 function rssBytes(pid: number): number {
   const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -188,11 +237,15 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
   let url = '';
   let arn = '';
   let clients: ReturnType<typeof sdkClients>;
-  const received: { path: string; body: string }[] = [];
+  const received: { path: string; body: string; authorization: string | undefined }[] = [];
+  // A collector with an ingest token (AGENTRT_INGEST_TOKEN): exports without it are refused.
   const otlp = createServer((req, res) => {
     void readBody(req).then((body) => {
-      received.push({ path: req.url ?? '', body });
-      res.writeHead(200, { 'content-type': 'application/json' });
+      const authorization = req.headers.authorization;
+      received.push({ path: req.url ?? '', body, authorization });
+      res.writeHead(authorization === `Bearer ${INGEST_TOKEN}` ? 200 : 401, {
+        'content-type': 'application/json',
+      });
       res.end('{}');
     });
   });
@@ -225,6 +278,7 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
         AGENTRT_DATA_DIR: dataDir,
         AGENTRT_SANDBOX_HOST_PORTS: String(ports.allowed),
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${ports.otlp}`,
+        OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer%20${INGEST_TOKEN}`,
         AGENTRT_ISOLATION: 'bwrap',
         AGENTRT_SESSION_MEMORY_MB: '128',
         AGENTRT_SESSION_PIDS: '64',
@@ -336,25 +390,8 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
   });
 
   it('sends telemetry only as itself: the relay stamps its session and refuses spans claiming another', async () => {
-    const post = (resourceSession: string | undefined) => {
-      const attributes = resourceSession
-        ? [{ key: 'session.id', value: { stringValue: resourceSession } }]
-        : [];
-      const body = JSON.stringify({
-        resourceSpans: [
-          {
-            resource: { attributes },
-            scopeSpans: [
-              {
-                scope: { name: 'hostile' },
-                spans: [{ name: 'forged', traceId: '0'.repeat(32), spanId: '1'.repeat(16) }],
-              },
-            ],
-          },
-        ],
-      });
-      return `node -e 'fetch("http://127.0.0.1:4318/v1/traces",{method:"POST",headers:{"content-type":"application/json"},body:${JSON.stringify(body)}}).then(r=>console.log(r.status))'`;
-    };
+    const post = (resourceSession: string | undefined) =>
+      otlpPost('/v1/traces', spans(resourceSession ? [['session.id', resourceSession]] : []));
     const forged = await sh('telemetry', post(sessionId('someone-else')));
     expect(forged.stdout.trim()).toBe('403');
     const read = await sh(
@@ -375,6 +412,49 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
     expect(attrs['session.id']).toBe(sessionId('telemetry'));
     expect(attrs['cloud.resource_id']).toBe(arn);
     expect(attrs['service.name']).toBe('hostile');
+  });
+
+  it("sends no telemetry as another session, the runtime or its metrics; forwards with the runtime's ingest token", async () => {
+    const own = sessionId('forging');
+    const other = sessionId('forged-victim');
+    const attempts = {
+      'duplicate session.id keys': otlpPost(
+        '/v1/traces',
+        spans([
+          ['session.id', own],
+          ['session.id', other],
+        ]),
+      ),
+      "the runtime's service name": otlpPost('/v1/traces', spans([['service.name', 'agentrt-runtime']])),
+      "the runtime's metric dimensions": otlpPost(
+        '/v1/metrics',
+        invocations([
+          ['Operation', 'InvokeAgentRuntime'],
+          ['Resource', 'arn:aws:victim'],
+        ]),
+      ),
+      'a data point of another session': otlpPost('/v1/metrics', invocations([['session.id', other]])),
+    };
+    for (const [label, script] of Object.entries(attempts))
+      expect((await sh('forging', script)).stdout.trim(), label).toBe('403');
+    expect((await sh('forging', otlpPost('/v1/traces', spans([], 'signed')))).stdout.trim()).toBe('200');
+    const forwarded = received.find((r) => r.path === '/v1/traces' && r.body.includes('signed'));
+    expect(forwarded?.authorization).toBe(`Bearer ${INGEST_TOKEN}`);
+    expect(received.filter((r) => r.body.includes(other))).toEqual([]);
+  });
+
+  it("keeps the runtime's memory bounded under a burst of 64 exports of 15 MiB from one session", async () => {
+    await sh('burst', 'true');
+    const pid = runtimeProcess!.pid!;
+    const before = rssBytes(pid);
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
+    // Each export streamed from one 64 KiB chunk: the session's own memory limit is not what stops it.
+    const burst = await sh('burst', `node -e '${EXPORT_BURST}'`);
+    clearInterval(sampler);
+    const statuses = JSON.parse(burst.stdout) as (number | string)[];
+    expect(statuses.filter((status) => status === 200)).toEqual([]);
+    expect(peak - before).toBeLessThan(100 * 1024 * 1024);
   });
 
   it('keeps sessionStorage across StopRuntimeSession, removes the rest, and shows it to no other session', async () => {
