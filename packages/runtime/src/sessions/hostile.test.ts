@@ -156,14 +156,12 @@ function spans(resource: readonly (readonly [string, string])[], name = 'forged'
   };
 }
 
-/** One `Invocations` data point with the given attributes, as the runtime's own metric looks. */
-function invocations(attributes: readonly (readonly [string, string])[]) {
+/** One counter data point with the given attributes (by default the runtime's own `Invocations`). */
+function counter(attributes: readonly (readonly [string, string])[], name = 'Invocations') {
   const point = { asInt: '1000', timeUnixNano: String(Date.now() * 1e6), attributes: kvs(attributes) };
   const sum = { isMonotonic: true, aggregationTemporality: 1, dataPoints: [point] };
   return {
-    resourceMetrics: [
-      { resource: { attributes: [] }, scopeMetrics: [{ metrics: [{ name: 'Invocations', sum }] }] },
-    ],
+    resourceMetrics: [{ resource: { attributes: [] }, scopeMetrics: [{ metrics: [{ name, sum }] }] }],
   };
 }
 
@@ -428,12 +426,19 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
       "the runtime's service name": otlpPost('/v1/traces', spans([['service.name', 'agentrt-runtime']])),
       "the runtime's metric dimensions": otlpPost(
         '/v1/metrics',
-        invocations([
-          ['Operation', 'InvokeAgentRuntime'],
-          ['Resource', 'arn:aws:victim'],
-        ]),
+        counter(
+          [
+            ['Operation', 'InvokeAgentRuntime'],
+            ['Resource', 'arn:aws:victim'],
+          ],
+          'tenant.calls',
+        ),
       ),
-      'a data point of another session': otlpPost('/v1/metrics', invocations([['session.id', other]])),
+      "the runtime's metric names": otlpPost('/v1/metrics', counter([['session.id', own]])),
+      'a data point of another session': otlpPost(
+        '/v1/metrics',
+        counter([['session.id', other]], 'tenant.calls'),
+      ),
     };
     for (const [label, script] of Object.entries(attempts))
       expect((await sh('forging', script)).stdout.trim(), label).toBe('403');

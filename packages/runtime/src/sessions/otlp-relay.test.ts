@@ -70,7 +70,7 @@ function metrics(point: KeyValue[], resource: KeyValue[] = []): Json {
     resourceMetrics: [
       {
         resource: { attributes: resource },
-        scopeMetrics: [{ metrics: [{ name: 'Invocations', sum: { dataPoints, isMonotonic: true } }] }],
+        scopeMetrics: [{ metrics: [{ name: 'tenant.calls', sum: { dataPoints, isMonotonic: true } }] }],
       },
     ],
   };
@@ -332,6 +332,11 @@ describe('the per-session telemetry relay', () => {
       { filteredAttributes: [kv('session.id', OTHER)] },
     ];
     expect((await sendJson(socketPath, '/v1/metrics', exemplar)).status).toBe(403);
+    // The runtime's own metric names, even with nothing but this session's own attributes.
+    for (const name of ['Invocations', 'agent.runtime.vcpu.seconds.used', 'ActiveSessionCount']) {
+      const own = await exportMetric(socketPath, name, { 'session.id': SESSION });
+      expect(own.code, name).toBe(ExportResultCode.FAILED);
+    }
     expect(upstream.received).toHaveLength(0);
   });
 

@@ -3,6 +3,7 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import { RuntimeApiError, validationError } from '../errors.js';
 import { header, readJsonObject, sendJson } from '../http/http-util.js';
 import { type Logger } from '../logger.js';
+import { RUNTIME_METRIC_NAMES } from '../telemetry/metric-names.js';
 
 /** Exports one session may have in its relay at once (read, checked, forwarded); more get 429. */
 const MAX_EXPORTS_IN_FLIGHT = 4;
@@ -158,6 +159,15 @@ function checkAttributes(holder: Json, field: string, rule: IdentityRule, level:
   }
 }
 
+/** A tenant metric may not take the name of one of the runtime's own (Invocations, vCPU, …). */
+function refuseRuntimeMetricName(metric: Json): void {
+  if (typeof metric.name === 'string' && RUNTIME_METRIC_NAMES.has(metric.name))
+    throw new RuntimeApiError(
+      'AccessDeniedException',
+      `metric ${metric.name} refused: the name is one of the runtime's own metrics`,
+    );
+}
+
 /** Adds the keys the (already checked) attribute list lacks. */
 function stampAttributes(holder: Json, stamps: readonly (readonly [string, string])[]): void {
   const list = (holder.attributes ??= []) as Json[];
@@ -222,7 +232,10 @@ export function stampOtlp(path: string, body: Json, who: RelayIdentity, sessionI
     stampAttributes(resource, resourceStamps);
     for (const scoped of objects(entry[scopes], scopes)) {
       checkAttributes(objectAt(scoped, 'scope'), 'attributes', rule, 'scope');
-      for (const item of objects(scoped[items], items)) eachAttributeHolder(signal, item, visit);
+      for (const item of objects(scoped[items], items)) {
+        if (signal === '/v1/metrics') refuseRuntimeMetricName(item);
+        eachAttributeHolder(signal, item, visit);
+      }
     }
   }
   return body;

@@ -32,6 +32,7 @@ import { type LogRecord } from '../logger.js';
 import { type StartPhaseRecorder } from '../sessions/session-manager.js';
 import { DATA_PLANE_OPERATIONS } from './operations.js';
 import { type CgroupFigures, type UsageSampler, createUsageSampler } from './process-usage.js';
+import { RUNTIME_METRIC } from './metric-names.js';
 
 export const RUNTIME_SERVICE_NAME = 'agentrt-runtime';
 const SCOPE = '@agentrt/runtime';
@@ -230,30 +231,33 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
   // AgentCore's runtime metrics, with its names; dimensions Resource (runtime ARN), Name
   // (`<runtime name>::<endpoint>`), Operation.
   const counters = {
-    Invocations: meter.createCounter('Invocations', {
+    Invocations: meter.createCounter(RUNTIME_METRIC.invocations, {
       unit: '{call}',
       description: 'Calls to the data plane',
     }),
-    Throttles: meter.createCounter('Throttles', { unit: '{call}', description: 'Calls refused with 429' }),
-    SystemErrors: meter.createCounter('SystemErrors', {
+    Throttles: meter.createCounter(RUNTIME_METRIC.throttles, {
+      unit: '{call}',
+      description: 'Calls refused with 429',
+    }),
+    SystemErrors: meter.createCounter(RUNTIME_METRIC.systemErrors, {
       unit: '{call}',
       description: 'Calls that failed with 5xx',
     }),
-    UserErrors: meter.createCounter('UserErrors', {
+    UserErrors: meter.createCounter(RUNTIME_METRIC.userErrors, {
       unit: '{call}',
       description: 'Calls that failed with 4xx other than 429 (caller or container errors, 424)',
     }),
-    TotalErrors: meter.createCounter('TotalErrors', {
+    TotalErrors: meter.createCounter(RUNTIME_METRIC.totalErrors, {
       unit: '{call}',
       description: 'SystemErrors + UserErrors',
     }),
   };
-  const latency = meter.createHistogram('Latency', {
+  const latency = meter.createHistogram(RUNTIME_METRIC.latency, {
     unit: 'ms',
     description: 'Request received to last response byte',
     advice: { explicitBucketBoundaries: LATENCY_BUCKETS_MS },
   });
-  const sessionCount = meter.createCounter('SessionCount', {
+  const sessionCount = meter.createCounter(RUNTIME_METRIC.sessionCount, {
     unit: '{session}',
     description: 'Sessions started',
   });
@@ -448,19 +452,19 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
   let usage: UsageSampler | undefined;
   const observeSessions: RuntimeTelemetry['observeSessions'] = (list, runtimeOf) => {
     usage = createUsageSampler();
-    const active = meter.createObservableGauge('ActiveSessionCount', {
+    const active = meter.createObservableGauge(RUNTIME_METRIC.activeSessionCount, {
       unit: '{session}',
       description: 'Sessions alive',
     });
-    const cpu = meter.createObservableCounter('agent.runtime.vcpu.seconds.used', {
+    const cpu = meter.createObservableCounter(RUNTIME_METRIC.vcpuSeconds, {
       unit: 's',
       description: "CPU time of the session's processes (user + system)",
     });
-    const memoryGbHours = meter.createObservableCounter('agent.runtime.memory.gb_hours.used', {
+    const memoryGbHours = meter.createObservableCounter(RUNTIME_METRIC.memoryGbHours, {
       unit: 'GBh',
       description: "Resident memory of the session's processes integrated over time",
     });
-    const memory = meter.createObservableGauge('agent.runtime.memory.used', {
+    const memory = meter.createObservableGauge(RUNTIME_METRIC.memoryUsed, {
       unit: 'By',
       description: "Resident memory of the session's processes",
     });
