@@ -20,6 +20,16 @@ export type HelperName =
 /** The descriptor a worker's or command's environment arrives on, read by its first unprivileged shell. */
 export const ENV_FD = 5;
 
+/** The named variables of the runtime's own environment that are set (blank counts as unset). */
+export function fromRuntimeEnv(names: readonly string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of names) {
+    const value = process.env[name];
+    if (value) env[name] = value;
+  }
+  return env;
+}
+
 export class HelperMissingError extends Error {
   override name = 'HelperMissingError';
 }

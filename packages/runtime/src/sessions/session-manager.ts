@@ -3,24 +3,23 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, wr
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { type RuntimeConfig } from '../config.js';
-import { type RuntimeRecord, type VersionRecord } from '../control/store.js';
-import { RuntimeApiError, notFound, validationError } from '../errors.js';
+import { RuntimeApiError, notFound } from '../errors.js';
 import { type Logger } from '../logger.js';
 import { type LaunchSpec, resolveArtifact } from './artifact.js';
-import { type Isolation, enterSandbox, isolate } from './isolation.js';
-import { type CommandCgroup, joinCgroupArgv } from './cgroups.js';
-import { HELPER_ENV, SECURE_PATH, helperPath } from './helpers.js';
-import { createOtlpRelay, tenantServiceName } from './otlp-relay.js';
-import { planSandbox, sealRunDir, storageDirOf } from './sandbox-session.js';
-import { dependencyPaths } from './sandbox-view.js';
 import {
-  type PingState,
-  type Worker,
-  type WorkerExit,
-  WorkerStartError,
-  freePort,
-  spawnWorker,
-} from './worker.js';
+  type CommandSpawn,
+  type SessionBackend,
+  type SessionTarget,
+  sessionStorageMount,
+} from './backend.js';
+import { RELAY_PORT, createBwrapBackend } from './backends/bwrap.js';
+import { createDockerBackend } from './backends/docker.js';
+import { createProcessGroupBackend } from './backends/process-group.js';
+import { fromRuntimeEnv } from './helpers.js';
+import { type Isolation } from './isolation.js';
+import { type PingState, type Worker, type WorkerExit, WorkerStartError } from './worker.js';
+
+export type { CommandSpawn, SessionTarget } from './backend.js';
 
 /** Hears one step of a session start: its name and wall-clock bounds (epoch ms). */
 export type StartPhaseRecorder = (
@@ -49,12 +48,6 @@ export interface Session {
   warm: boolean;
 }
 
-/** A runtime version the session manager can start workers for. */
-export interface SessionTarget {
-  runtime: RuntimeRecord;
-  version: VersionRecord;
-}
-
 export interface SessionManager {
   /**
    * The ready session for this id, starting a worker on first use. Throws 402/409/424 as the spec
@@ -79,17 +72,6 @@ export interface SessionManager {
   close(): Promise<void>;
 }
 
-/** A command wrapped in a session's sandbox, ready for `spawnHelper`. */
-export interface CommandSpawn {
-  /** Helpers by absolute path, ending with the shell that takes `env` from ENV_FD. */
-  argv: string[];
-  cwd: string;
-  /** The worker's environment, handed over on ENV_FD. */
-  env: Record<string, string>;
-  /** The command's own cgroup inside the session's (joined before anything runs); none without cgroups. */
-  cgroup: CommandCgroup | undefined;
-}
-
 interface PooledWorker {
   worker: Worker;
   sessionDir: string;
@@ -108,17 +90,6 @@ export interface SessionManagerOptions {
 }
 
 const CONSECUTIVE_PING_FAILURES_TO_STOP = 3;
-/** Where a sandboxed worker's OTLP exporter points inside its namespace (the per-session relay). */
-const RELAY_PORT = 4318;
-
-/** The `mountPath` of the version's sessionStorage filesystem, if it has one. */
-function sessionStorageMount(target: SessionTarget): string | undefined {
-  for (const entry of target.version.config.filesystemConfigurations ?? []) {
-    const storage = (entry as { sessionStorage?: { mountPath?: unknown } } | null)?.sessionStorage;
-    if (typeof storage?.mountPath === 'string') return storage.mountPath.replace(/\/+$/, '');
-  }
-  return undefined;
-}
 
 /**
  * The built CommonJS-loadable preload of @agentrt/instrument (its `require` export), found from the
@@ -187,29 +158,6 @@ function sweepSessionDirs(sessionsRoot: string, logger: Logger): void {
     logger.info('removed the session folders an earlier run left behind', { count: left.length });
 }
 
-/** The docker client's environment: how the operator reaches the engine, nothing of a tenant's. */
-function dockerClientEnv(): Record<string, string> {
-  const names = [
-    'HOME',
-    'DOCKER_HOST',
-    'DOCKER_CONFIG',
-    'DOCKER_CONTEXT',
-    'DOCKER_CERT_PATH',
-    'DOCKER_TLS_VERIFY',
-  ];
-  return { ...HELPER_ENV, ...fromRuntimeEnv(names) };
-}
-
-/** The named variables of the runtime's own environment that are set (blank counts as unset). */
-function fromRuntimeEnv(names: readonly string[]): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const name of names) {
-    const value = process.env[name];
-    if (value) env[name] = value;
-  }
-  return env;
-}
-
 export function createSessionManager({
   config,
   isolation,
@@ -217,16 +165,17 @@ export function createSessionManager({
   origin,
 }: SessionManagerOptions): SessionManager {
   const sessions = new Map<string, Session>();
-  const sandboxes = new WeakMap<
-    Worker,
-    {
-      kind: LaunchSpec['kind'];
-      cwd: string;
-      sessionDir: string;
-      env: Record<string, string>;
-      commandCgroup?: () => CommandCgroup | undefined;
-    }
-  >();
+  /** How to run a command beside each live worker (its backend's exec). */
+  const execs = new WeakMap<Worker, (argv: string[]) => CommandSpawn>();
+  const backends = {
+    docker: createDockerBackend(),
+    process:
+      isolation.mode === 'bwrap'
+        ? createBwrapBackend({ config, isolation, instrumentPath: () => instrumentPath ?? undefined })
+        : createProcessGroupBackend(isolation),
+  };
+  const backendFor = (launch: LaunchSpec): SessionBackend =>
+    launch.kind === 'docker' ? backends.docker : backends.process;
   const pools = new Map<string, PooledWorker[]>(); // key runtimeId#version
   const timers = new Map<Session, NodeJS.Timeout[]>();
   const sessionsRoot = join(config.dataDir, 'sessions');
@@ -269,7 +218,7 @@ export function createSessionManager({
     launch: LaunchSpec,
     port: number,
     sessionDir: string,
-    sandboxed: boolean,
+    relayed: boolean,
   ): Record<string, string> => {
     const { runtime, version } = target;
     const user = version.config.environmentVariables ?? {};
@@ -293,7 +242,7 @@ export function createSessionManager({
     if (version.config.protocolConfiguration?.serverProtocol === 'A2A' && origin)
       env.AGENTCORE_RUNTIME_URL ??= `${origin()}/runtimes/${encodeURIComponent(runtime.arn)}/invocations/`;
     if (config.otlpEndpoint && !user.OTEL_EXPORTER_OTLP_ENDPOINT) {
-      if (sandboxed) {
+      if (relayed) {
         // The only OTLP endpoint a sandboxed worker reaches: its session's relay (JSON only).
         env.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${RELAY_PORT}`;
         env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
@@ -307,8 +256,8 @@ export function createSessionManager({
   };
 
   /**
-   * Spawns a worker for the version; resolves once it is spawned (not yet ready). `sessionId` is
-   * known for a direct start and learnt later (`adopt`) by a warm-pool worker.
+   * Spawns a worker for the version through its backend; resolves once it is spawned (not yet
+   * ready). `sessionId` is known for a direct start and learnt later (`adopt`) by a warm-pool worker.
    */
   const startWorker = async (target: SessionTarget, tag: Record<string, string>, sessionId?: string) => {
     const containerUri =
@@ -320,144 +269,30 @@ export function createSessionManager({
     chmodSync(sessionDir, 0o700);
     mkdirSync(join(sessionDir, 'tmp'), { recursive: true });
     mkdirSync(join(sessionDir, 'home'), { recursive: true });
-    const sandboxed = launch.kind === 'process' && isolation.mode === 'bwrap';
     let servedSession = sessionId;
+    const started = await backendFor(launch).start({
+      id,
+      target,
+      launch,
+      sessionDir,
+      sessionId,
+      servedSession: () => servedSession,
+      healthCheck: target.version.config.protocolConfiguration?.serverProtocol === 'MCP' ? 'connect' : 'ping',
+      logger: logger.child({
+        runtimeId: target.runtime.id,
+        runtimeArn: target.runtime.arn,
+        workerId: id,
+        ...tag,
+      }),
+      env: (port, relayed) => workerEnv(target, launch, port, sessionDir, relayed),
+    });
+    const { worker } = started;
+    execs.set(worker, started.exec);
+    worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
     const adopt = (sid: string) => {
       servedSession = sid;
     };
-    const healthCheck =
-      target.version.config.protocolConfiguration?.serverProtocol === 'MCP' ? 'connect' : 'ping';
-    const workerLogger = logger.child({
-      runtimeId: target.runtime.id,
-      runtimeArn: target.runtime.arn,
-      workerId: id,
-      ...tag,
-    });
-    if (launch.kind === 'docker') {
-      const port = await freePort();
-      const env = workerEnv(target, launch, port, sessionDir, false);
-      const envArgs = Object.entries(env)
-        .filter(([k]) => !['PATH', 'TMPDIR', 'HOME', 'PORT', 'HOST', 'AGENTRT_HOST'].includes(k))
-        .flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-      const docker = helperPath('docker');
-      if (!docker) throw new WorkerStartError(`docker is not installed in ${SECURE_PATH}: ${containerUri}`);
-      const argv = [
-        docker,
-        'run',
-        '--rm',
-        '--init',
-        '-p',
-        `127.0.0.1:${port}:8080`,
-        '-e',
-        'PORT=8080',
-        ...envArgs,
-        launch.image,
-      ];
-      const worker = spawnWorker({
-        id,
-        argv,
-        cwd: sessionDir,
-        env: {},
-        helperEnv: dockerClientEnv(),
-        port,
-        healthCheck,
-        logger: workerLogger,
-      });
-      sandboxes.set(worker, { kind: launch.kind, cwd: sessionDir, sessionDir, env });
-      worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
-      return { worker, sessionDir, adopt, seal: undefined };
-    }
-    if (!sandboxed) {
-      const port = await freePort();
-      const env = workerEnv(target, launch, port, sessionDir, false);
-      const worker = spawnWorker({
-        id,
-        argv: isolate(isolation, [launch.command, ...launch.args]),
-        cwd: launch.cwd,
-        env,
-        port,
-        healthCheck,
-        logger: workerLogger,
-      });
-      sandboxes.set(worker, { kind: launch.kind, cwd: launch.cwd, sessionDir, env });
-      worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
-      return { worker, sessionDir, adopt, seal: undefined };
-    }
-    const mountPath = sessionStorageMount(target);
-    const env = workerEnv(target, launch, 0, sessionDir, true);
-    // The name its relay stamps, so that the worker's own exporter sends the same one.
-    const serviceName = tenantServiceName(env.OTEL_SERVICE_NAME, target.runtime.name);
-    env.OTEL_SERVICE_NAME = serviceName;
-    const upstream = config.otlpEndpoint;
-    const plan = planSandbox({
-      isolation,
-      argv: [launch.command, ...launch.args],
-      cwd: launch.cwd,
-      sessionDir,
-      readablePaths: [
-        dirname(dirname(process.execPath)),
-        // The launcher and the node_modules it resolves its own dependencies from.
-        ...(instrumentPath
-          ? [dirname(dirname(instrumentPath)), ...dependencyPaths(dirname(instrumentPath))]
-          : []),
-      ],
-      hostPorts: config.sandboxHostPorts,
-      otlpPort: RELAY_PORT,
-      otlpRelay:
-        upstream && !target.version.config.environmentVariables?.OTEL_EXPORTER_OTLP_ENDPOINT
-          ? (socketPath) =>
-              createOtlpRelay({
-                socketPath,
-                upstream,
-                upstreamHeaders: config.otlpHeaders,
-                identity: {
-                  runtimeArn: target.runtime.arn,
-                  runtimeId: target.runtime.id,
-                  runtimeName: target.runtime.name,
-                  serviceName,
-                },
-                sessionId: () => servedSession,
-                maxExportBytes: config.otlpRelayMaxExportBytes,
-                sessionBytes: config.otlpRelaySessionBytes,
-                logger: workerLogger,
-              }).then((relay) => () => relay.close())
-          : undefined,
-      storage:
-        mountPath && sessionId
-          ? { hostDir: storageDirOf(config.dataDir, target.runtime.id, sessionId), mountPath }
-          : undefined,
-      hiddenDirs: [config.dataDir],
-      workerId: id,
-      scratchBytes: config.sessionDiskMb * 1024 * 1024,
-      limits: {
-        memoryBytes: config.sessionMemoryMb * 1024 * 1024,
-        vcpus: config.sessionVcpus,
-        pids: config.sessionPids,
-      },
-    });
-    env.PORT = String(plan.port);
-    const worker = spawnWorker({
-      id,
-      argv: plan.argv,
-      cwd: launch.cwd,
-      env,
-      port: plan.port,
-      socketPath: plan.socketPath,
-      healthCheck,
-      logger: workerLogger,
-      prepare: plan.prepare,
-      limitHit: plan.limitHit,
-      usage: plan.usage,
-    });
-    sandboxes.set(worker, {
-      kind: launch.kind,
-      cwd: launch.cwd,
-      sessionDir,
-      env,
-      commandCgroup: plan.commandCgroup,
-    });
-    worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
-    return { worker, sessionDir, adopt, seal: () => sealRunDir(sessionDir, isolation) };
+    return { worker, sessionDir, adopt, seal: started.seal };
   };
 
   /**
@@ -734,28 +569,10 @@ export function createSessionManager({
         .filter(([k]) => runtimeId === undefined || k.startsWith(`${runtimeId}#`))
         .reduce((n, [, p]) => n + p.filter((e) => e.isReady).length, 0),
     commandSpawn(session, argv) {
-      const sandbox = session.worker && sandboxes.get(session.worker);
-      if (!sandbox)
+      const exec = session.worker && execs.get(session.worker);
+      if (!exec)
         throw notFound(`Session ${session.sessionId} has no running worker on runtime ${session.runtimeId}`);
-      if (sandbox.kind === 'docker')
-        throw validationError(
-          'command',
-          'sessions of container images cannot run commands here (only file:// artifacts)',
-        );
-      const sandboxPid = session.worker?.sandboxPid;
-      if (isolation.mode === 'bwrap' && sandboxPid === undefined)
-        throw notFound(`Session ${session.sessionId} has no running sandbox on runtime ${session.runtimeId}`);
-      const wrapped =
-        isolation.mode === 'bwrap' && sandboxPid !== undefined
-          ? enterSandbox(isolation, sandboxPid, argv)
-          : isolate(isolation, argv);
-      const cgroup = sandbox.commandCgroup?.();
-      return {
-        argv: cgroup ? joinCgroupArgv(cgroup.procsFiles, wrapped) : wrapped,
-        cwd: sandbox.cwd,
-        env: { ...sandbox.env },
-        cgroup,
-      };
+      return exec(argv);
     },
     async close() {
       closing = true;
