@@ -47,6 +47,8 @@ export interface RuntimeServerOptions {
   sessionPids?: number;
   /** Size of a sandboxed session's scratch tmpfs (/tmp and its home) in MiB, charged to its memory. */
   sessionDiskMb?: number;
+  /** Size of a session's storage volume (`sessionStorage` under /mnt) in MiB, root runtime. */
+  sessionStorageMb?: number;
   /** Faithful AWS 424 message (`Received error (N) from runtime...`) without the container's body. */
   terseErrors?: boolean;
   /** Accept session ids of 1–256 chars instead of 33–256. */
@@ -194,6 +196,7 @@ export function resolveRuntimeConfig(
     sessionVcpus: options.sessionVcpus ?? int('AGENTRT_SESSION_VCPUS', 2, 1),
     sessionPids: options.sessionPids ?? int('AGENTRT_SESSION_PIDS', 1024, 16),
     sessionDiskMb: options.sessionDiskMb ?? int('AGENTRT_SESSION_DISK_MB', 1024, 1),
+    sessionStorageMb: options.sessionStorageMb ?? int('AGENTRT_SESSION_STORAGE_MB', 1024, 8),
     terseErrors: options.terseErrors ?? bool('AGENTRT_TERSE_ERRORS', false),
     laxSessionIds: options.laxSessionIds ?? bool('AGENTRT_LAX_SESSION_IDS', false),
     lifecycleMinSeconds: options.lifecycleMinSeconds ?? int('AGENTRT_LIFECYCLE_MIN_S', 60, 1),

@@ -15,7 +15,18 @@ export const SECURE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 export const HELPER_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: SECURE_PATH, LANG: 'C' });
 
 export type HelperName =
-  'setpriv' | 'bwrap' | 'nsenter' | 'slirp4netns' | 'socat' | 'nft' | 'sh' | 'cat' | 'docker';
+  | 'setpriv'
+  | 'bwrap'
+  | 'nsenter'
+  | 'slirp4netns'
+  | 'socat'
+  | 'nft'
+  | 'sh'
+  | 'cat'
+  | 'docker'
+  | 'mkfs.ext4'
+  | 'mount'
+  | 'umount';
 
 /** The descriptor a worker's or command's environment arrives on, read by its first unprivileged shell. */
 export const ENV_FD = 5;

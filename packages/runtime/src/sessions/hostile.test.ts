@@ -24,6 +24,7 @@ import {
   StopRuntimeSessionCommand,
 } from '@aws-sdk/client-bedrock-agentcore';
 import { CreateAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
+import { sweepStorageVolumes } from './storage-volume.js';
 import {
   ROLE_ARN,
   createReady,
@@ -281,6 +282,7 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
         AGENTRT_SESSION_MEMORY_MB: '128',
         AGENTRT_SESSION_PIDS: '64',
         AGENTRT_SESSION_DISK_MB: '64',
+        AGENTRT_SESSION_STORAGE_MB: '32',
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -306,10 +308,12 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
     arn = (await createReady(clients.control, 'hostile', 'hostile')).agentRuntimeArn!;
   }, 60_000);
 
-  afterAll(() => {
+  afterAll(async () => {
     clients?.control.destroy();
     clients?.data.destroy();
     runtimeProcess?.kill('SIGKILL');
+    // A killed runtime leaves its sessions' storage volumes mounted (the next start unmounts them).
+    await sweepStorageVolumes(root);
     for (const server of [otlp, allowed, forbidden, exposed]) server.close();
     if (metadataAdded) spawnSync('ip', ['addr', 'del', `${METADATA_IP}/32`, 'dev', 'lo']);
     rmSync(root, { recursive: true, force: true });
@@ -486,6 +490,31 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
     const other = await run('storage-b', 'ls -A /mnt/workspace; echo listed');
     expect(other.stdout.trim()).toBe('listed');
   });
+
+  it.runIf(uid === undefined)(
+    "keeps session storage within its own volume, off the data dir's disk, across a stop",
+    async () => {
+      const quota = (
+        await createReady(clients.control, 'hostile_quota', 'hostile', {
+          filesystemConfigurations: [{ sessionStorage: { mountPath: '/mnt/data' } }],
+        })
+      ).agentRuntimeArn!;
+      const run = async (command: string): Promise<Shell> =>
+        (await invokeJson(clients.data, quota, sessionId('quota'), { sh: command })) as Shell;
+      const fill = await run(
+        'echo kept > /mnt/data/kept.txt; dd if=/dev/zero of=/mnt/data/fill bs=1M count=100 2>&1 | grep -c "No space left"; du -k /mnt/data/fill | cut -f1',
+      );
+      const [full, sizeKb] = fill.stdout.trim().split('\n').map(Number);
+      expect(full).toBe(1);
+      expect(sizeKb).toBeLessThanOrEqual(32 * 1024);
+      await clients.data.send(
+        new StopRuntimeSessionCommand({ agentRuntimeArn: quota, runtimeSessionId: sessionId('quota') }),
+      );
+      expect((await run('cat /mnt/data/kept.txt; rm /mnt/data/fill && echo freed')).stdout).toBe(
+        'kept\nfreed\n',
+      );
+    },
+  );
 
   // cgroups need a root runtime here; as an ordinary user the runtime says the limits are off.
   it.runIf(uid === undefined)('enforces the memory and process limits with errors naming them', async () => {

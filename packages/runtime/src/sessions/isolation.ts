@@ -10,6 +10,7 @@ import {
   requireHelper,
   withTenantEnv,
 } from './helpers.js';
+import { storageQuotaProblem } from './storage-volume.js';
 import { SANDBOX_ID, SANDBOX_RUN_DIR, SANDBOX_WORKER_PORT, SCRATCH_HOME } from './sandbox-view.js';
 
 export type IsolationMode = 'bwrap' | 'process-group';
@@ -36,6 +37,8 @@ export interface Isolation {
   hostIds: { uid: number; gid: number } | undefined;
   /** Where per-session cgroups (memory, CPU, process limits) go; undefined when they are off. */
   cgroups: CgroupLayout | undefined;
+  /** Session storage is a loop-mounted volume of a fixed size (root runtime); else a plain folder. */
+  storageVolumes?: boolean;
 }
 
 /**
@@ -191,6 +194,8 @@ export function detectIsolation({
       'outbound network: nft (nftables) is not installed, so the private, link-local and host addresses cannot be closed; sessions reach only the allowlisted host ports (AGENTRT_SANDBOX_HOST_PORTS) and the telemetry relay',
     );
   else network = 'slirp4netns';
+  const storageProblem = storageQuotaProblem(isRoot);
+  if (storageProblem) off.push(`session storage size limit (AGENTRT_SESSION_STORAGE_MB): ${storageProblem}`);
   const cgroups = detectCgroups();
   if (cgroups.layout) sweepStaleCgroups(cgroups.layout);
   else off.push(`per-session memory, CPU and process limits: ${cgroups.reason ?? 'no cgroups'}`);
@@ -204,6 +209,7 @@ export function detectIsolation({
     pdeathsig,
     hostIds,
     cgroups: cgroups.layout,
+    storageVolumes: storageProblem === undefined,
   };
 }
 

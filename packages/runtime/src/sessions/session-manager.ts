@@ -17,6 +17,7 @@ import { createDockerBackend } from './backends/docker.js';
 import { createProcessGroupBackend } from './backends/process-group.js';
 import { fromRuntimeEnv } from './helpers.js';
 import { type Isolation } from './isolation.js';
+import { sweepStorageVolumes } from './storage-volume.js';
 import { type PingState, type Worker, type WorkerExit, WorkerStartError } from './worker.js';
 
 export type { CommandSpawn, SessionTarget } from './backend.js';
@@ -142,20 +143,25 @@ function alive(pid: number): boolean {
 
 /**
  * Sessions never outlive their runtime: every session folder found at start was left by one that
- * crashed or was killed, and goes (sessionStorage lives elsewhere and stays) — unless the runtime
- * that wrote `owner.pid` is still running on the same data dir.
+ * crashed or was killed, and goes (sessionStorage lives elsewhere and stays; its volumes left
+ * mounted are unmounted) — unless the runtime that wrote `owner.pid` still runs on the data dir.
  */
-function sweepSessionDirs(sessionsRoot: string, logger: Logger): void {
+function sweepSessionDirs(sessionsRoot: string, logger: Logger): Promise<void> {
   mkdirSync(sessionsRoot, { recursive: true });
   const ownerFile = join(sessionsRoot, OWNER_FILE);
   const owner = Number(readFileSync(ownerFile, { encoding: 'utf8', flag: 'a+' }).trim());
-  if (owner > 0 && owner !== process.pid && alive(owner))
-    return logger.warn('another runtime (pid ' + owner + ') uses this data dir: its session folders stay');
+  if (owner > 0 && owner !== process.pid && alive(owner)) {
+    logger.warn('another runtime (pid ' + owner + ') uses this data dir: its session folders stay');
+    return Promise.resolve();
+  }
   const left = readdirSync(sessionsRoot).filter((name) => name !== OWNER_FILE);
   for (const name of left) rmSync(join(sessionsRoot, name), { recursive: true, force: true });
   writeFileSync(ownerFile, String(process.pid));
   if (left.length > 0)
     logger.info('removed the session folders an earlier run left behind', { count: left.length });
+  return sweepStorageVolumes(join(dirname(sessionsRoot), 'session-storage')).then((count) => {
+    if (count > 0) logger.info('unmounted the storage volumes an earlier run left mounted', { count });
+  });
 }
 
 export function createSessionManager({
@@ -179,7 +185,8 @@ export function createSessionManager({
   const pools = new Map<string, PooledWorker[]>(); // key runtimeId#version
   const timers = new Map<Session, NodeJS.Timeout[]>();
   const sessionsRoot = join(config.dataDir, 'sessions');
-  sweepSessionDirs(sessionsRoot, logger);
+  // Sessions start once what an earlier run left is gone (a stale volume mount included).
+  const swept = sweepSessionDirs(sessionsRoot, logger);
   let closing = false;
   const starting = new Set<Promise<void>>();
   let instrumentPath: string | undefined | null = null; // null = not resolved yet
@@ -263,6 +270,7 @@ export function createSessionManager({
     const containerUri =
       target.version.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
     const launch = await resolveArtifact(containerUri);
+    await swept;
     const id = randomUUID();
     const sessionDir = join(sessionsRoot, id);
     mkdirSync(sessionDir, { recursive: true, mode: 0o700 });

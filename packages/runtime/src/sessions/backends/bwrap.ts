@@ -7,6 +7,7 @@ import { type Isolation, enterSandbox } from '../isolation.js';
 import { createOtlpRelay, tenantServiceName } from '../otlp-relay.js';
 import { type SandboxPlan, planSandbox, sealRunDir, storageDirOf } from '../sandbox-session.js';
 import { dependencyPaths } from '../sandbox-view.js';
+import { mountStorageVolume } from '../storage-volume.js';
 import { spawnWorker } from '../worker.js';
 
 /** Where a sandboxed worker's OTLP exporter points inside its namespace (the per-session relay). */
@@ -84,6 +85,13 @@ export function createBwrapBackend({
       },
     });
   };
+  /** The session's storage volume mounted on its folder (root runtime); resolves with the unmount. */
+  const mountStorage = async ({ target, sessionId }: WorkerRequest): Promise<() => void> => {
+    if (!sessionStorageMount(target) || !sessionId || !isolation.storageVolumes || !isolation.hostIds)
+      return () => undefined;
+    const dir = storageDirOf(config.dataDir, target.runtime.id, sessionId);
+    return mountStorageVolume(dir, config.sessionStorageMb * 1024 * 1024, isolation.hostIds);
+  };
   return {
     name: 'bwrap',
     async start(request) {
@@ -92,7 +100,14 @@ export function createBwrapBackend({
       const env = request.env(0, true);
       // The name its relay stamps, so that the worker's own exporter sends the same one.
       env.OTEL_SERVICE_NAME = tenantServiceName(env.OTEL_SERVICE_NAME, target.runtime.name);
-      const sandbox = plan(request, env);
+      const unmount = await mountStorage(request);
+      let sandbox: SandboxPlan;
+      try {
+        sandbox = plan(request, env);
+      } catch (error) {
+        unmount();
+        throw error;
+      }
       env.PORT = String(sandbox.port);
       const worker = spawnWorker({
         id,
@@ -107,6 +122,7 @@ export function createBwrapBackend({
         limitHit: sandbox.limitHit,
         usage: sandbox.usage,
       });
+      worker.onExit(unmount);
       const exec = (argv: string[]) => {
         const pid = worker.sandboxPid;
         if (pid === undefined) throw notFound(`Worker ${id} has no running sandbox`);
