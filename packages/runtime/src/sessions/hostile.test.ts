@@ -507,9 +507,13 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
       const [full, sizeKb] = fill.stdout.trim().split('\n').map(Number);
       expect(full).toBe(1);
       expect(sizeKb).toBeLessThanOrEqual(32 * 1024);
+      const volumes = join(dataDir, 'session-storage', quota.split('/').pop()!);
+      const mounted = () => readFileSync('/proc/self/mountinfo', 'utf8').includes(volumes);
+      expect(mounted()).toBe(true);
       await clients.data.send(
         new StopRuntimeSessionCommand({ agentRuntimeArn: quota, runtimeSessionId: sessionId('quota') }),
       );
+      await waitFor(() => !mounted(), 5000, 'the storage volume unmounted once its session stopped');
       expect((await run('cat /mnt/data/kept.txt; rm /mnt/data/fill && echo freed')).stdout).toBe(
         'kept\nfreed\n',
       );
