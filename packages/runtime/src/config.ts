@@ -2,6 +2,7 @@ import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseKeyPairsIntoRecord } from '@opentelemetry/core';
 import { type OtlpProtocol } from './telemetry/runtime-telemetry.js';
+import { type ContainerEngineSetting } from './sessions/container-engine.js';
 
 /**
  * How workers are isolated: `auto` uses the bubblewrap sandbox when it works (Linux), `bwrap` fails
@@ -49,6 +50,10 @@ export interface RuntimeServerOptions {
   sessionDiskMb?: number;
   /** Size of a session's storage volume (`sessionStorage` under /mnt) in MiB, root runtime. */
   sessionStorageMb?: number;
+  /** Which engine runs image artifacts: `auto` (podman, else Docker), `podman` or `docker`. */
+  containerEngine?: ContainerEngineSetting;
+  /** The OCI runtime of podman's session containers: `runc` (default) or `runsc` (gVisor). */
+  ociRuntime?: 'runc' | 'runsc';
   /** Faithful AWS 424 message (`Received error (N) from runtime...`) without the container's body. */
   terseErrors?: boolean;
   /** Accept session ids of 1–256 chars instead of 33–256. */
@@ -130,24 +135,23 @@ export function resolveRuntimeConfig(
     warnings.push(`${name}=${raw} is not a boolean; using ${fallback}`);
     return fallback;
   };
-  const isolationRaw = str('AGENTRT_ISOLATION');
-  let isolation: IsolationSetting = 'auto';
-  if (
-    isolationRaw === 'auto' ||
-    isolationRaw === 'bwrap' ||
-    isolationRaw === 'none' ||
-    isolationRaw === 'unsafe-process'
-  )
-    isolation = isolationRaw;
-  else if (isolationRaw !== undefined)
-    warnings.push(`AGENTRT_ISOLATION=${isolationRaw} is not auto|bwrap|none|unsafe-process; using auto`);
-  const protocolRaw = str('OTEL_EXPORTER_OTLP_PROTOCOL');
-  let otlpProtocol: OtlpProtocol = 'http/protobuf';
-  if (protocolRaw === 'http/json' || protocolRaw === 'http/protobuf') otlpProtocol = protocolRaw;
-  else if (protocolRaw !== undefined)
-    warnings.push(
-      `OTEL_EXPORTER_OTLP_PROTOCOL=${protocolRaw} is not http/protobuf|http/json; using http/protobuf`,
-    );
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const raw = str(name);
+    if (raw === undefined) return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    warnings.push(`${name}=${raw} is not ${allowed.join('|')}; using ${fallback}`);
+    return fallback;
+  };
+  const isolation = oneOf<IsolationSetting>(
+    'AGENTRT_ISOLATION',
+    ['auto', 'bwrap', 'none', 'unsafe-process'],
+    'auto',
+  );
+  const otlpProtocol = oneOf<OtlpProtocol>(
+    'OTEL_EXPORTER_OTLP_PROTOCOL',
+    ['http/protobuf', 'http/json'],
+    'http/protobuf',
+  );
   const ports = (name: string): number[] => {
     const out: number[] = [];
     for (const part of (str(name) ?? '')
@@ -160,12 +164,7 @@ export function resolveRuntimeConfig(
     }
     return out;
   };
-  const levelRaw = str('AGENTRT_LOG_LEVEL');
-  let logLevel: LogLevel = 'info';
-  if (levelRaw === 'debug' || levelRaw === 'info' || levelRaw === 'warn' || levelRaw === 'error')
-    logLevel = levelRaw;
-  else if (levelRaw !== undefined)
-    warnings.push(`AGENTRT_LOG_LEVEL=${levelRaw} is not debug|info|warn|error; using info`);
+  const logLevel = oneOf<LogLevel>('AGENTRT_LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info');
 
   const config: RuntimeConfig = {
     host: options.host ?? str('AGENTRT_RUNTIME_HOST') ?? '127.0.0.1',
@@ -197,6 +196,11 @@ export function resolveRuntimeConfig(
     sessionPids: options.sessionPids ?? int('AGENTRT_SESSION_PIDS', 1024, 16),
     sessionDiskMb: options.sessionDiskMb ?? int('AGENTRT_SESSION_DISK_MB', 1024, 1),
     sessionStorageMb: options.sessionStorageMb ?? int('AGENTRT_SESSION_STORAGE_MB', 1024, 8),
+    containerEngine:
+      options.containerEngine ??
+      oneOf<ContainerEngineSetting>('AGENTRT_CONTAINER_ENGINE', ['auto', 'podman', 'docker'], 'auto'),
+    ociRuntime:
+      options.ociRuntime ?? oneOf<'runc' | 'runsc'>('AGENTRT_OCI_RUNTIME', ['runc', 'runsc'], 'runc'),
     terseErrors: options.terseErrors ?? bool('AGENTRT_TERSE_ERRORS', false),
     laxSessionIds: options.laxSessionIds ?? bool('AGENTRT_LAX_SESSION_IDS', false),
     lifecycleMinSeconds: options.lifecycleMinSeconds ?? int('AGENTRT_LIFECYCLE_MIN_S', 60, 1),

@@ -108,7 +108,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
     const key = `${runtimeId}#${version}`;
     const record = store.get('version', key);
     const uri = record?.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
-    void resolveArtifact(uri).then(
+    void resolveArtifact(uri, config.containerEngine).then(
       () => finish(undefined),
       (error: unknown) =>
         finish(error instanceof ArtifactError ? error.message : `artifact check failed: ${String(error)}`),

@@ -1,12 +1,17 @@
-import { execFile } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  type ContainerEngine,
+  type ContainerEngineSetting,
+  chooseContainerEngine,
+  ensureImage,
+} from './container-engine.js';
 
 /** How to start one worker for a runtime version. */
 export type LaunchSpec =
   | { kind: 'process'; command: string; args: string[]; cwd: string; node: boolean }
-  | { kind: 'docker'; image: string };
+  | { kind: 'image'; image: string; engine: ContainerEngine };
 
 /** The artifact cannot be started; `message` is the CREATE_FAILED reason. */
 export class ArtifactError extends Error {
@@ -14,24 +19,6 @@ export class ArtifactError extends Error {
 }
 
 const IMAGE_RE = /^[a-z0-9][a-z0-9._\-/:@]*$/i;
-
-let dockerProbe: Promise<string | undefined> | undefined;
-
-/** Resolves to undefined when a Docker engine answers, else to the reason it did not. Probed once. */
-export function probeDocker(): Promise<string | undefined> {
-  dockerProbe ??= new Promise((resolve) => {
-    execFile(
-      'docker',
-      ['version', '--format', '{{.Server.Version}}'],
-      { timeout: 5000 },
-      (error, stdout, stderr) => {
-        if (!error && stdout.trim()) resolve(undefined);
-        else resolve((stderr || error?.message || 'no server version').trim().split('\n')[0]);
-      },
-    );
-  });
-  return dockerProbe;
-}
 
 async function readJson(path: string): Promise<Record<string, unknown> | undefined> {
   let text: string;
@@ -50,9 +37,12 @@ async function readJson(path: string): Promise<Record<string, unknown> | undefin
 /**
  * Turns a `containerUri` into a launch spec. `file://<absolute dir>` runs the directory as the
  * container: `agentrt.json` `{"command": [...]}` first, else `node <package.json main>`. Any other
- * URI is a registry image, which needs a Docker engine.
+ * URI is an image: in the container engine's local store, else pulled from its registry.
  */
-export async function resolveArtifact(containerUri: string): Promise<LaunchSpec> {
+export async function resolveArtifact(
+  containerUri: string,
+  engineSetting: ContainerEngineSetting = 'auto',
+): Promise<LaunchSpec> {
   if (containerUri.startsWith('file:')) {
     let dir: string;
     try {
@@ -97,10 +87,18 @@ export async function resolveArtifact(containerUri: string): Promise<LaunchSpec>
   }
   if (!IMAGE_RE.test(containerUri))
     throw new ArtifactError(`containerUri ${containerUri} is neither file://<dir> nor an image reference`);
-  const noDocker = await probeDocker();
-  if (noDocker !== undefined)
+  let engine: ContainerEngine;
+  try {
+    engine = await chooseContainerEngine(engineSetting);
+  } catch (error) {
     throw new ArtifactError(
-      `containerUri ${containerUri} is a registry image and needs a Docker engine, but none answered (${noDocker}). Use file://<absolute dir> to run a directory without Docker.`,
+      `containerUri ${containerUri} is an image and needs a container engine (podman, or a Docker engine), but none answered (${(error as Error).message}). Use file://<absolute dir> to run a directory without one.`,
     );
-  return { kind: 'docker', image: containerUri };
+  }
+  try {
+    await ensureImage(engine, containerUri);
+  } catch (error) {
+    throw new ArtifactError(`containerUri ${containerUri}: ${(error as Error).message}`);
+  }
+  return { kind: 'image', image: containerUri, engine };
 }

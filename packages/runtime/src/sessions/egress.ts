@@ -36,10 +36,11 @@ export function hostAddresses(): string[] {
 
 /**
  * The nftables ruleset of a session's network namespace: loopback (its bridges to the allowlisted
- * host ports and its telemetry relay) and slirp's DNS stay open; every closed range and every
+ * host ports and its telemetry relay) and its DNS servers' port 53 (slirp's by default) stay open; every closed range and every
  * address of the host is refused at once (a reject, not a silent drop, so a client fails fast).
+ * Only new connections are refused: answers to connections made to the session still leave.
  */
-export function egressRuleset(host: readonly string[]): string {
+export function egressRuleset(host: readonly string[], dns: readonly string[] = [SLIRP_DNS]): string {
   const v4 = [...CLOSED_V4, ...host.filter((a) => isIPv4(a))];
   const v6 = [...CLOSED_V6, ...host.filter((a) => isIPv6(a))];
   return [
@@ -47,8 +48,14 @@ export function egressRuleset(host: readonly string[]): string {
     '  chain out {',
     '    type filter hook output priority 0; policy accept;',
     '    oifname "lo" accept',
-    `    ip daddr ${SLIRP_DNS} udp dport 53 accept`,
-    `    ip daddr ${SLIRP_DNS} tcp dport 53 accept`,
+    // Answers to connections made to the session (a container's published port) go back out.
+    '    ct state established,related accept',
+    ...dns
+      .filter((a) => isIPv4(a))
+      .flatMap((a) => [`    ip daddr ${a} udp dport 53 accept`, `    ip daddr ${a} tcp dport 53 accept`]),
+    ...dns
+      .filter((a) => isIPv6(a))
+      .flatMap((a) => [`    ip6 daddr ${a} udp dport 53 accept`, `    ip6 daddr ${a} tcp dport 53 accept`]),
     `    ip daddr { ${v4.join(', ')} } reject with icmp type admin-prohibited`,
     `    ip6 daddr { ${v6.join(', ')} } reject with icmpv6 type admin-prohibited`,
     '  }',
@@ -66,7 +73,11 @@ export class EgressRulesError extends Error {
  * worker runs and before slirp4netns connects the namespace to the outside. nft runs by absolute
  * path, with HELPER_ENV, in the host's mount namespace (only the network namespace is joined).
  */
-export function closeEgress(sandboxPid: number, host = hostAddresses()): Promise<void> {
+export function closeEgress(
+  sandboxPid: number,
+  host = hostAddresses(),
+  dns: readonly string[] = [SLIRP_DNS],
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       requireHelper('nsenter'),
@@ -76,7 +87,7 @@ export function closeEgress(sandboxPid: number, host = hostAddresses()): Promise
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
     child.stdin.on('error', () => undefined); // nft exits early on a bad ruleset: its status says why
-    child.stdin.end(egressRuleset(host));
+    child.stdin.end(egressRuleset(host, dns));
     child.once('error', (error) => reject(new EgressRulesError(`nft did not start: ${error.message}`)));
     child.once('exit', (code) =>
       code === 0

@@ -24,6 +24,8 @@ export type HelperName =
   | 'sh'
   | 'cat'
   | 'docker'
+  | 'podman'
+  | 'runsc'
   | 'mkfs.ext4'
   | 'mount'
   | 'umount';

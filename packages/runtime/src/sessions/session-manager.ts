@@ -14,6 +14,7 @@ import {
 } from './backend.js';
 import { RELAY_PORT, createBwrapBackend } from './backends/bwrap.js';
 import { createDockerBackend } from './backends/docker.js';
+import { createPodmanBackend } from './backends/podman.js';
 import { createProcessGroupBackend } from './backends/process-group.js';
 import { fromRuntimeEnv } from './helpers.js';
 import { type Isolation } from './isolation.js';
@@ -175,18 +176,34 @@ export function createSessionManager({
   const execs = new WeakMap<Worker, (argv: string[]) => CommandSpawn>();
   const backends = {
     docker: createDockerBackend(),
+    // Rootful podman: its session containers get egress rules and a relay bridged in from outside.
+    podman: isolation.hostIds ? createPodmanBackend({ config, hostIds: isolation.hostIds }) : undefined,
     process:
       isolation.mode === 'bwrap'
         ? createBwrapBackend({ config, isolation, instrumentPath: () => instrumentPath ?? undefined })
         : createProcessGroupBackend(isolation),
   };
-  const backendFor = (launch: LaunchSpec): SessionBackend =>
-    launch.kind === 'docker' ? backends.docker : backends.process;
+  const backendFor = (launch: LaunchSpec): SessionBackend => {
+    if (launch.kind === 'process') return backends.process;
+    if (launch.engine === 'docker') return backends.docker;
+    if (!backends.podman)
+      throw new WorkerStartError(
+        `${launch.image} runs on podman, whose session containers need a root runtime with the bwrap sandbox available (their egress rules and telemetry relay are set up from outside)`,
+      );
+    return backends.podman;
+  };
   const pools = new Map<string, PooledWorker[]>(); // key runtimeId#version
   const timers = new Map<Session, NodeJS.Timeout[]>();
   const sessionsRoot = join(config.dataDir, 'sessions');
   // Sessions start once what an earlier run left is gone (a stale volume mount included).
-  const swept = sweepSessionDirs(sessionsRoot, logger);
+  const swept = Promise.all([
+    sweepSessionDirs(sessionsRoot, logger),
+    backends.podman
+      ?.sweep?.()
+      .catch((error: unknown) =>
+        logger.warn('podman: could not remove earlier containers', { error: String(error) }),
+      ),
+  ]);
   let closing = false;
   const starting = new Set<Promise<void>>();
   let instrumentPath: string | undefined | null = null; // null = not resolved yet
@@ -269,7 +286,7 @@ export function createSessionManager({
   const startWorker = async (target: SessionTarget, tag: Record<string, string>, sessionId?: string) => {
     const containerUri =
       target.version.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
-    const launch = await resolveArtifact(containerUri);
+    const launch = await resolveArtifact(containerUri, config.containerEngine);
     await swept;
     const id = randomUUID();
     const sessionDir = join(sessionsRoot, id);

@@ -1,21 +1,24 @@
 // The session-backend contract: what the session manager relies on from every backend, run against
 // each one this machine can run (process-group always; bwrap where bubblewrap works; docker where a
 // Docker engine answers). Real workers (the runtime's test fixtures), real processes, no fakes.
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import { type AddressInfo } from 'node:net';
 import os from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveRuntimeConfig } from '../../config.js';
 import { createLogger } from '../../logger.js';
 import { fixtureUri } from '../../test-support.js';
-import { resolveArtifact } from '../artifact.js';
+import { type LaunchSpec, resolveArtifact } from '../artifact.js';
 import { type SessionBackend, type SessionTarget, type StartedWorker } from '../backend.js';
-import { spawnHelper } from '../helpers.js';
+import { helperPath, spawnHelper } from '../helpers.js';
 import { type Isolation, detectIsolation } from '../isolation.js';
 import { type Worker } from '../worker.js';
 import { createBwrapBackend } from './bwrap.js';
+import { createPodmanBackend } from './podman.js';
 import { createProcessGroupBackend } from './process-group.js';
 
 const root = mkdtempSync(join(os.tmpdir(), 'agentrt-backend-'));
@@ -42,18 +45,62 @@ const processGroup: Isolation = {
   cgroups: undefined,
 };
 
-const backends: { name: string; backend: SessionBackend }[] = [
-  { name: 'process-group', backend: createProcessGroupBackend(processGroup) },
+/** Builds the fixture into an image FROM the local Node base image (scripts/build-node-image.sh). */
+function imageOf(dir: string): string {
+  const tag = `localhost/agentrt-contract/${basename(dir).toLowerCase()}:1`;
+  const { command } = JSON.parse(readFileSync(join(dir, 'agentrt.json'), 'utf8')) as { command: string[] };
+  writeFileSync(
+    join(dir, 'Containerfile'),
+    `FROM ${BASE_IMAGE}\nCOPY . /app\nCMD ${JSON.stringify(command)}\n`,
+  );
+  const built = spawnSync(helperPath('podman')!, ['build', '-q', '-t', tag, dir], { encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`podman build: ${built.stderr}`);
+  return tag;
+}
+
+const BASE_IMAGE = 'localhost/agentrt/node:24';
+const repo = fileURLToPath(new URL('../../../../..', import.meta.url));
+/** Rootful podman with the base image (built here when missing), or why the podman backend is left out. */
+const podmanProblem = ((): string | undefined => {
+  if (process.getuid?.() !== 0 || !sandbox?.hostIds) return 'needs a root runtime with the bwrap sandbox';
+  const podman = helperPath('podman');
+  if (!podman) return 'podman is not installed';
+  if (spawnSync(podman, ['image', 'exists', BASE_IMAGE]).status === 0) return undefined;
+  const built = spawnSync('sh', [join(repo, 'scripts', 'build-node-image.sh')], { encoding: 'utf8' });
+  return built.status === 0 ? undefined : `scripts/build-node-image.sh failed: ${built.stderr.trim()}`;
+})();
+
+interface Case {
+  name: string;
+  backend: SessionBackend;
+  launch: (dir: string) => Promise<LaunchSpec>;
+}
+const fromDir = (dir: string) => resolveArtifact(`file://${dir}`);
+const backends: Case[] = [
+  { name: 'process-group', backend: createProcessGroupBackend(processGroup), launch: fromDir },
   ...(sandbox
     ? [
         {
           name: 'bwrap',
           backend: createBwrapBackend({ config, isolation: sandbox, instrumentPath: () => undefined }),
+          launch: fromDir,
         },
       ]
     : []),
+  ...(podmanProblem === undefined && sandbox?.hostIds
+    ? (['runc', 'runsc'] as const).map((ociRuntime) => ({
+        name: `podman + ${ociRuntime}`,
+        backend: createPodmanBackend({ config: { ...config, ociRuntime }, hostIds: sandbox.hostIds! }),
+        launch: async (dir: string): Promise<LaunchSpec> => ({
+          kind: 'image',
+          image: imageOf(dir),
+          engine: 'podman',
+        }),
+      }))
+    : []),
 ];
-if (!sandbox) console.warn('backend contract: bwrap is not usable here; only the process-group backend runs');
+if (!sandbox) console.warn('backend contract: bwrap is not usable here; its cases are left out');
+if (podmanProblem) console.warn(`backend contract: podman is left out: ${podmanProblem}`);
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -90,7 +137,7 @@ function target(dir: string, environmentVariables: Record<string, string>): Sess
 let started: StartedWorker[] = [];
 afterAll(() => Promise.all(started.map((s) => s.worker.stop(0))));
 
-async function start(backend: SessionBackend, fixture: string, env: Record<string, string> = {}) {
+async function start({ backend, launch }: Case, fixture: string, env: Record<string, string> = {}) {
   const dir = artifact(fixture);
   const id = `w${Math.random().toString(36).slice(2, 10)}`;
   const sessionDir = join(config.dataDir, 'sessions', id);
@@ -99,7 +146,7 @@ async function start(backend: SessionBackend, fixture: string, env: Record<strin
   const one = await backend.start({
     id,
     target: target(dir, env),
-    launch: await resolveArtifact(`file://${dir}`),
+    launch: await launch(dir),
     sessionDir,
     sessionId: 'contract-session-00000000000000000001',
     servedSession: () => 'contract-session-00000000000000000001',
@@ -145,7 +192,7 @@ function run(one: StartedWorker, script: string): Promise<{ code: number | null;
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout })));
 }
 
-describe.each(backends)('session backend contract: $name', ({ backend }) => {
+describe.each(backends)('session backend contract: $name', (backend) => {
   it('starts a worker that answers /ping and invocations through the transport it names', async () => {
     const one = await start(backend, 'echo');
     await one.worker.waitReady(20_000);
@@ -165,7 +212,7 @@ describe.each(backends)('session backend contract: $name', ({ backend }) => {
     expect(out.code).toBe(0);
     const [secret, cwd, leaked] = out.stdout.trim().split('|');
     expect(secret).toBe("it's here");
-    expect(cwd).toMatch(/echo-/);
+    expect(cwd).not.toBe('');
     expect(leaked).toBe('unset');
   });
 
@@ -186,5 +233,46 @@ describe.each(backends)('session backend contract: $name', ({ backend }) => {
     const one = await start(backend, 'failing');
     await expect(one.worker.waitReady(20_000)).rejects.toThrow(/exited with code 3.*boom before listening/s);
     started = started.filter((s) => s !== one);
+  });
+});
+
+// What a sandboxing backend promises on top: run inside the worker's isolation (its exec), the
+// hostile agent's first probes fail on every one of them.
+describe.each(backends.filter((b) => b.name !== 'process-group'))('sandboxing backend: $name', (backend) => {
+  const exposed = createServer((_req, res) => res.end('a host service bound to every interface'));
+  afterAll(() => exposed.close());
+
+  it('holds no capabilities, is not root, cannot gain privileges, and sees none of the host files', async () => {
+    const secret = join(config.dataDir, 'runtime-secret.txt');
+    writeFileSync(secret, 'the runtime store');
+    const one = await start(backend, 'echo');
+    await one.worker.waitReady(20_000);
+    const out = await run(
+      one,
+      'id -u; grep -E "^(CapEff|NoNewPrivs)" /proc/self/status; ' +
+        `cat /etc/shadow 2>/dev/null && echo LEAK-shadow; cat ${secret} 2>/dev/null && echo LEAK-data; true`,
+    );
+    expect(out.stdout.split('\n')[0]).not.toBe('0');
+    expect(out.stdout).toMatch(/CapEff:\s+0000000000000000/);
+    // gVisor's own /proc/self/status has no NoNewPrivs line (podman asks for it in the OCI spec).
+    if (!backend.name.includes('runsc')) expect(out.stdout).toMatch(/NoNewPrivs:\s+1/);
+    expect(out.stdout).not.toContain('LEAK');
+  });
+
+  it.runIf(process.getuid?.() === 0)("reaches none of this host's addresses", async () => {
+    await new Promise<void>((done) => exposed.listen(0, '0.0.0.0', done));
+    const port = (exposed.address() as AddressInfo).port;
+    const address = Object.values(os.networkInterfaces())
+      .flat()
+      .find((entry) => entry?.family === 'IPv4' && !entry.internal)?.address;
+    expect(address).toBeDefined();
+    const one = await start(backend, 'echo');
+    await one.worker.waitReady(20_000);
+    const target = `http://${address}:${port}/`;
+    const out = await run(
+      one,
+      `node -e "fetch('${target}',{signal:AbortSignal.timeout(3000)}).then(r=>console.log('OPEN'),e=>console.log('CLOSED '+(e.cause?.code??e.name)))"`,
+    );
+    expect(out.stdout).toMatch(/^CLOSED/);
   });
 });

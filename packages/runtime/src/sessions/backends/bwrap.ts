@@ -20,11 +20,21 @@ export interface BwrapBackendOptions {
   instrumentPath: () => string | undefined;
 }
 
-/** The per-session telemetry relay's factory, when the runtime exports telemetry and the agent does not. */
-function relayFor(request: WorkerRequest, config: Readonly<RuntimeConfig>, serviceName: string) {
+/** Whether a session's telemetry goes through its relay: the runtime exports, the agent sends none elsewhere. */
+export function isRelayed({ target }: WorkerRequest, config: Readonly<RuntimeConfig>): boolean {
+  return (
+    Boolean(config.otlpEndpoint) && !target.version.config.environmentVariables?.OTEL_EXPORTER_OTLP_ENDPOINT
+  );
+}
+
+/**
+ * The per-session telemetry relay's factory when the session's telemetry is relayed: the runtime
+ * exports telemetry and the agent does not send its own elsewhere. Shared by the sandboxing backends.
+ */
+export function relayFor(request: WorkerRequest, config: Readonly<RuntimeConfig>, serviceName: string) {
   const { target, logger, servedSession } = request;
   const upstream = config.otlpEndpoint;
-  if (!upstream || target.version.config.environmentVariables?.OTEL_EXPORTER_OTLP_ENDPOINT) return undefined;
+  if (!upstream || !isRelayed(request, config)) return undefined;
   return (socketPath: string) =>
     createOtlpRelay({
       socketPath,

@@ -25,7 +25,7 @@ export function createDockerBackend(): SessionBackend {
   return {
     name: 'docker',
     async start({ id, launch, sessionDir, env: envFor, healthCheck, logger }) {
-      if (launch.kind !== 'docker') throw new Error(`the docker backend cannot run ${launch.kind}`);
+      if (launch.kind !== 'image') throw new Error(`the docker backend cannot run ${launch.kind}`);
       const docker = helperPath('docker');
       if (!docker) throw new WorkerStartError(`docker is not installed in ${SECURE_PATH}: ${launch.image}`);
       const port = await freePort();

@@ -1,0 +1,161 @@
+// Image artifacts end to end, with the official AWS SDK clients only: a runtime created from an
+// image in podman's local store (built here FROM the local Node base image, no registry), its
+// sessions one container each, on runc and on gVisor (runsc).
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
+import { CreateAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
+import { podmanLabel } from './sessions/backends/podman.js';
+import { helperPath } from './sessions/helpers.js';
+import { detectIsolation } from './sessions/isolation.js';
+import {
+  ROLE_ARN,
+  type TestRuntime,
+  createReady,
+  fixtureUri,
+  invokeJson,
+  pollStatus,
+  runCommand,
+  sessionId,
+  startRuntime,
+  waitFor,
+} from './test-support.js';
+
+const BASE_IMAGE = 'localhost/agentrt/node:24';
+const repo = fileURLToPath(new URL('../../..', import.meta.url));
+const podman = helperPath('podman');
+
+/** Why image artifacts cannot run here, or undefined (the base image is built when missing). */
+const problem = ((): string | undefined => {
+  if (process.getuid?.() !== 0) return 'podman session containers need a root runtime';
+  if (!podman) return 'podman is not installed';
+  try {
+    if (detectIsolation({ setting: 'auto', sandboxIds: { uid: 65534, gid: 65534 } }).mode !== 'bwrap')
+      return 'the bwrap sandbox is not usable';
+  } catch (error) {
+    return (error as Error).message;
+  }
+  if (spawnSync(podman, ['image', 'exists', BASE_IMAGE]).status === 0) return undefined;
+  const built = spawnSync('sh', [join(repo, 'scripts', 'build-node-image.sh')], { encoding: 'utf8' });
+  return built.status === 0 ? undefined : `scripts/build-node-image.sh failed: ${built.stderr.trim()}`;
+})();
+if (problem) console.warn(`image artifacts: skipped: ${problem}`);
+
+/** The echo fixture as an image in podman's local store. */
+function buildEcho(tag: string): void {
+  const dir = mkdtempSync(join(os.tmpdir(), 'agentrt-image-'));
+  cpSync(fileURLToPath(fixtureUri('echo')), dir, { recursive: true });
+  const { command } = JSON.parse(readFileSync(join(dir, 'agentrt.json'), 'utf8')) as { command: string[] };
+  writeFileSync(
+    join(dir, 'Containerfile'),
+    `FROM ${BASE_IMAGE}\nCOPY . /app\nCMD ${JSON.stringify(command)}\n`,
+  );
+  const built = spawnSync(podman!, ['build', '-q', '-t', tag, dir], { encoding: 'utf8' });
+  rmSync(dir, { recursive: true, force: true });
+  if (built.status !== 0) throw new Error(`podman build: ${built.stderr}`);
+}
+
+/** The session containers of a runtime (by its data dir) still alive. */
+function containers(dataDir: string): string[] {
+  const out = spawnSync(podman!, ['ps', '-q', '--filter', `label=${podmanLabel(dataDir)}`], {
+    encoding: 'utf8',
+  });
+  return out.stdout.trim().split('\n').filter(Boolean);
+}
+
+describe.skipIf(problem !== undefined).each(['runc', 'runsc'] as const)(
+  'image artifacts on podman + %s',
+  (ociRuntime) => {
+    const image = `localhost/agentrt-test/echo-${ociRuntime}:1`;
+    let rt: TestRuntime;
+    const received: { path: string; body: string }[] = [];
+    const collector = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        received.push({ path: req.url ?? '', body });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    beforeAll(async () => {
+      buildEcho(image);
+      await new Promise<void>((done) => collector.listen(0, '127.0.0.1', done));
+      const otlpEndpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+      rt = await startRuntime({
+        containerEngine: 'podman',
+        ociRuntime,
+        otlpEndpoint,
+        otlpProtocol: 'http/json',
+      });
+    }, 120_000);
+    afterAll(async () => {
+      await rt?.close();
+      collector.close();
+      spawnSync(podman!, ['rmi', '-f', image]);
+    }, 60_000);
+
+    it('creates a runtime from a local image and runs each session in a container of its own', async () => {
+      const arn = (
+        await createReady(rt.control, `image_${ociRuntime}`, 'echo', {
+          agentRuntimeArtifact: { containerConfiguration: { containerUri: image } },
+        })
+      ).agentRuntimeArn!;
+      const live = () => containers(rt.dataDir).length;
+      const before = live();
+      expect(await invokeJson(rt.data, arn, sessionId('image-a'), { hello: 'a' })).toEqual({ hello: 'a' });
+      expect(await invokeJson(rt.data, arn, sessionId('image-b'), { hello: 'b' })).toEqual({ hello: 'b' });
+      expect(live()).toBe(before + 2);
+      await rt.data.send(
+        new StopRuntimeSessionCommand({ agentRuntimeArn: arn, runtimeSessionId: sessionId('image-a') }),
+      );
+      await waitFor(() => live() === before + 1, 15_000, 'the stopped session container removed');
+    });
+
+    it('sends telemetry only through its session relay, stamped with its session; refuses another', async () => {
+      const arn = (
+        await createReady(rt.control, `image_otlp_${ociRuntime}`, 'echo', {
+          agentRuntimeArtifact: { containerConfiguration: { containerUri: image } },
+        })
+      ).agentRuntimeArn!;
+      const sid = sessionId('image-otlp');
+      await invokeJson(rt.data, arn, sid, {});
+      const post = (claimed: string, name: string) => {
+        const attributes = claimed ? [{ key: 'session.id', value: { stringValue: claimed } }] : [];
+        const spans = [{ name, traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8) }];
+        const body = JSON.stringify({
+          resourceSpans: [{ resource: { attributes }, scopeSpans: [{ spans }] }],
+        });
+        return `node -e 'fetch("http://127.0.0.1:4318/v1/traces",{method:"POST",headers:{"content-type":"application/json"},body:${JSON.stringify(body)}}).then(r=>console.log(r.status),e=>console.log("CLOSED"))'`;
+      };
+      expect(
+        (await runCommand(rt.data, arn, sid, post(sessionId('someone-else'), 'forged'))).stdout.trim(),
+      ).toBe('403');
+      expect((await runCommand(rt.data, arn, sid, post('', 'own-span'))).stdout.trim()).toBe('200');
+      const forwarded = received.find((r) => r.body.includes('own-span'));
+      expect(forwarded?.body).toContain(sid);
+      expect(received.some((r) => r.body.includes('forged'))).toBe(false);
+    });
+
+    it('fails CreateAgentRuntime with the engine’s own words for an image no registry has', async () => {
+      const created = await rt.control.send(
+        new CreateAgentRuntimeCommand({
+          agentRuntimeName: `image_missing_${ociRuntime}`,
+          agentRuntimeArtifact: {
+            containerConfiguration: { containerUri: 'localhost/agentrt-test/nowhere:1' },
+          },
+          roleArn: ROLE_ARN,
+          networkConfiguration: { networkMode: 'PUBLIC' },
+        }),
+      );
+      const got = await pollStatus(rt.control, created.agentRuntimeId!);
+      expect(got.status).toBe('CREATE_FAILED');
+      expect(got.failureReason).toMatch(/localhost\/agentrt-test\/nowhere:1: podman pull: /);
+    }, 60_000);
+  },
+);
