@@ -1,11 +1,12 @@
 // Benchmarks the local hosting runtime (@agentrt/runtime, from dist/ — build first):
 //   - session cold start p50/p95: bare `node agent` spawn + /ping (the floor), runtime without
-//     isolation, runtime with bwrap, runtime with bwrap + warm pool
+//     isolation, runtime with bwrap, runtime with bwrap + warm pool, and (root, podman) image artifacts
+//     on podman + runc and podman + runsc (gVisor)
 //   - warm invoke overhead: the same session through the runtime vs the worker's port directly
 //   - 100 sessions started at once (time, sessions/s) and RSS per session → sessions in 24 GB
 // Loopback only; writes its table into docs/benchmarks.md.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -96,7 +97,7 @@ async function bareColdStarts(n) {
   return times;
 }
 
-async function withRuntime(options, fn) {
+async function withRuntime(options, fn, containerUri = pathToFileURL(fixture).href) {
   const dataDir = mkdtempSync(join(os.tmpdir(), 'agentrt-bench-runtime-'));
   const server = await createRuntimeServer({
     port: 0,
@@ -113,7 +114,7 @@ async function withRuntime(options, fn) {
       '/runtimes/',
       JSON.stringify({
         agentRuntimeName: 'bench_counter',
-        agentRuntimeArtifact: { containerConfiguration: { containerUri: pathToFileURL(fixture).href } },
+        agentRuntimeArtifact: { containerConfiguration: { containerUri } },
         roleArn: ROLE,
       }),
     );
@@ -178,6 +179,24 @@ const groupStats = (pgid) => procStats((_, fields) => Number(fields[2]) === pgid
 /** This process's children named `comm` (the sandboxes' slirp4netns). */
 const helperStats = (comm) => procStats((name, fields) => name === comm && Number(fields[1]) === process.pid);
 
+/** The echo agent as a podman image (scripts/build-node-image.sh first), or undefined without podman/root. */
+function podmanImage() {
+  if (process.getuid?.() !== 0 || spawnSync('podman', ['--version']).status !== 0) return undefined;
+  const repo = join(here, '..', '..');
+  if (spawnSync('sh', [join(repo, 'scripts', 'build-node-image.sh')], { stdio: 'ignore' }).status !== 0)
+    return undefined;
+  const dir = mkdtempSync(join(os.tmpdir(), 'agentrt-bench-image-'));
+  cpSync(fixture, dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'Containerfile'),
+    'FROM localhost/agentrt/node:24\nCOPY . /app\nCMD ["node", "server.mjs"]\n',
+  );
+  const tag = 'localhost/agentrt-bench/echo:1';
+  const built = spawnSync('podman', ['build', '-q', '-t', tag, dir]);
+  rmSync(dir, { recursive: true, force: true });
+  return built.status === 0 ? tag : undefined;
+}
+
 const rows = [];
 const loadBefore = os.loadavg()[0];
 const started = performance.now();
@@ -240,6 +259,21 @@ rows.push(
     pct(cold.pooled, 50) < 300 ? 'goal < 300 ms p50: met' : 'goal < 300 ms p50: missed',
   ),
 );
+
+// Image artifacts on podman (root, with the bwrap sandbox): the same agent built into an image FROM
+// the local Node base image, cold starts on runc and on gVisor's runsc.
+const image = podmanImage();
+if (image) {
+  for (const ociRuntime of ['runc', 'runsc']) {
+    const times = await withRuntime(
+      { isolation: 'auto', containerEngine: 'podman', ociRuntime },
+      (rt) => coldStarts(rt, Math.min(COLD, 10), false),
+      image,
+    );
+    rows.push(coldRow(`cold start: runtime, podman + ${ociRuntime} (image artifact)`, times));
+  }
+  spawnSync('podman', ['rmi', '-f', image]);
+} else rows.push(['cold start: podman', '—', '', '', 'not measured: needs root and podman']);
 
 // Warm invokes: same session, through the runtime vs straight to the worker, interleaved batches.
 const warm = await withRuntime({ isolation: 'auto' }, async ({ server, invoke }) => {

@@ -99,6 +99,11 @@ export interface SpawnWorkerOptions {
   limitHit?: (() => string | undefined) | undefined;
   /** Reads the worker's cgroup figures (a sandboxed worker with cgroups). */
   usage?: (() => CgroupUsage | undefined) | undefined;
+  /**
+   * How to stop what the worker process stands for, when signalling its group is not enough (a
+   * container engine's client: the container outlives it). Awaited before the group is signalled.
+   */
+  stopWith?: ((graceMs: number) => Promise<void>) | undefined;
 }
 
 /** Resolves once something accepts a TCP connection on the loopback port. */
@@ -317,6 +322,7 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
     stop: async (graceMs) => {
       agent.destroy();
       if (exited) return exited;
+      await options.stopWith?.(graceMs).catch(() => undefined); // the group's signals follow anyway
       signal('SIGTERM');
       const timer = setTimeout(() => signal('SIGKILL'), graceMs);
       const exit = await exitPromise;

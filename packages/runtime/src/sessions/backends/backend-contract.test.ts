@@ -55,10 +55,16 @@ function imageOf(dir: string): string {
   );
   const built = spawnSync(helperPath('podman')!, ['build', '-q', '-t', tag, dir], { encoding: 'utf8' });
   if (built.status !== 0) throw new Error(`podman build: ${built.stderr}`);
+  images.push(tag);
   return tag;
 }
 
 const BASE_IMAGE = 'localhost/agentrt/node:24';
+/** The fixture images built here, removed once the suite is done. */
+const images: string[] = [];
+afterAll(() => {
+  if (images.length > 0) spawnSync(helperPath('podman')!, ['rmi', '-f', ...images]);
+});
 const repo = fileURLToPath(new URL('../../../../..', import.meta.url));
 /** Rootful podman with the base image (built here when missing), or why the podman backend is left out. */
 const podmanProblem = ((): string | undefined => {

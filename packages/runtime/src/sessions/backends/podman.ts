@@ -29,17 +29,20 @@ export interface PodmanBackendOptions {
   hostIds: { uid: number; gid: number };
 }
 
+/** Where the runsc wrapper lives: root's, and as long-lived as the containers that name it. */
+const OCI_WRAPPER_DIR = '/var/lib/agentrt/oci';
+
 /**
  * `runsc` (gVisor: its own user-space kernel) on the ptrace platform, its netstack handing over to
  * podman's network namespace (from the root namespace it refuses to start). podman passes
- * `--runtime-flag`s to `runsc create` but not to `runsc start`, so the flags live in a wrapper the
- * runtime writes into its data dir (root's, like the dir), named as the OCI runtime.
+ * `--runtime-flag`s to `runsc create` but not to `runsc start`, so the flags live in a wrapper named
+ * as the OCI runtime. podman needs that path for as long as a container names it (removing one
+ * included), so it is a fixed one of root's, not a data dir that may go first.
  */
-function ociRuntimeArgs(runtime: 'runc' | 'runsc', dataDir: string): string[] {
+function ociRuntimeArgs(runtime: 'runc' | 'runsc'): string[] {
   if (runtime === 'runc') return [];
-  const dir = join(dataDir, 'oci');
-  const wrapper = join(dir, 'runsc-agentrt');
-  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const wrapper = join(OCI_WRAPPER_DIR, 'runsc-agentrt');
+  mkdirSync(OCI_WRAPPER_DIR, { recursive: true, mode: 0o755 });
   const script = `#!/bin/sh\nexec ${requireHelper('runsc')} --platform=ptrace --network=host "$@"\n`;
   writeFileSync(wrapper, script, { mode: 0o755 });
   chmodSync(wrapper, 0o755);
@@ -67,7 +70,7 @@ function envArgs(env: Record<string, string>, file: string): string[] {
 export function createPodmanBackend({ config, hostIds }: PodmanBackendOptions): SessionBackend {
   const label = podmanLabel(config.dataDir);
   const podman = (args: string[]) => engineCommand('podman', args);
-  const ociRuntime = ociRuntimeArgs(config.ociRuntime, config.dataDir);
+  const ociRuntime = ociRuntimeArgs(config.ociRuntime);
 
   const createArgs = (
     request: WorkerRequest,
@@ -179,6 +182,9 @@ export function createPodmanBackend({ config, hostIds }: PodmanBackendOptions): 
           port,
           healthCheck,
           logger,
+          // The container outlives a signalled `podman start`: stop it, then its client ends.
+          stopWith: (graceMs) =>
+            podman(['stop', '--time', String(Math.ceil(graceMs / 1000)), name]).then(() => undefined),
         });
         worker.onExit(cleanup);
         const exec = (argv: string[]) => ({
