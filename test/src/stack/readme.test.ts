@@ -211,7 +211,17 @@ async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
       return problems;
     }
     case '.':
-      return existsSync(join(repoRoot, args[0] ?? '')) ? [] : [`. ${args[0]}: no such file`];
+    case 'sh':
+      return existsSync(join(repoRoot, args[0] ?? '')) ? [] : [`${program} ${args[0]}: no such file`];
+    case 'printf':
+      return [];
+    case 'podman': {
+      if (args[0] !== 'build') return [`podman ${args[0]}: only podman build is used`];
+      const context = args.at(-1) ?? '';
+      return context.startsWith('/tmp/') || existsSync(join(repoRoot, context))
+        ? []
+        : [`podman build: no build context ${context}`];
+    }
     default:
       return [`${program}: a command the README test does not know; add a check for it`];
   }
