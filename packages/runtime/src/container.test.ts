@@ -1,7 +1,7 @@
 // Image artifacts end to end, with the official AWS SDK clients only: a runtime created from an
 // image in podman's local store (built here FROM the local Node base image, no registry), its
 // sessions one container each, on runc and on gVisor (runsc).
-import { spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
@@ -22,6 +22,7 @@ import {
   invokeJson,
   pollStatus,
   runCommand,
+  sdkClients,
   sessionId,
   startRuntime,
   waitFor,
@@ -159,3 +160,50 @@ describe.skipIf(problem !== undefined).each(['runc', 'runsc'] as const)(
     }, 60_000);
   },
 );
+
+// A runtime killed with SIGKILL cannot stop its containers; the next one on that data dir does.
+describe.skipIf(problem !== undefined)('image sessions of a runtime killed with SIGKILL', () => {
+  const image = 'localhost/agentrt-test/echo-orphan:1';
+  const dataDir = mkdtempSync(join(os.tmpdir(), 'agentrt-orphans-'));
+  const main = join(repo, 'packages', 'runtime', 'dist', 'main.js');
+  let child: ChildProcess | undefined;
+
+  const startMain = async (): Promise<ReturnType<typeof sdkClients>> => {
+    let output = '';
+    child = spawn(process.execPath, [main], {
+      env: { PATH: process.env.PATH, HOME: dataDir, AGENTRT_RUNTIME_PORT: '0', AGENTRT_DATA_DIR: dataDir },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+    await waitFor(() => output.includes('runtime listening'), 20_000, 'runtime listening');
+    const line = output.split('\n').find((l) => l.includes('runtime listening'))!;
+    return sdkClients((JSON.parse(line) as { url: string }).url);
+  };
+
+  afterAll(() => {
+    child?.kill('SIGKILL');
+    spawnSync(podman!, ['rm', '-f', '--filter', `label=${podmanLabel(dataDir)}`]);
+    spawnSync(podman!, ['rmi', '-f', image]);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('leaves its containers running, and the next start on its data dir removes them', async () => {
+    buildEcho(image);
+    const clients = await startMain();
+    const arn = (
+      await createReady(clients.control, 'orphans', 'echo', {
+        agentRuntimeArtifact: { containerConfiguration: { containerUri: image } },
+      })
+    ).agentRuntimeArn!;
+    await invokeJson(clients.data, arn, sessionId('orphan-a'), {});
+    await invokeJson(clients.data, arn, sessionId('orphan-b'), {});
+    expect(containers(dataDir)).toHaveLength(2);
+    child!.kill('SIGKILL');
+    await new Promise((r) => child!.once('exit', r));
+    expect(containers(dataDir)).toHaveLength(2);
+    const again = await startMain();
+    await waitFor(() => containers(dataDir).length === 0, 20_000, 'the orphaned containers removed');
+    again.control.destroy();
+    again.data.destroy();
+  }, 120_000);
+});
