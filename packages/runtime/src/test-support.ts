@@ -182,15 +182,7 @@ export async function invokeJson(
   return JSON.parse(await out.response!.transformToString()) as Record<string, unknown>;
 }
 
-/** True while a process with this pid exists. */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { alive } from './sessions/leftovers.js';
 
 export async function waitFor(
   check: () => boolean | Promise<boolean>,

@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import { isIPv4, isIPv6 } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { HELPER_ENV, requireHelper } from './helpers.js';
+import { requireHelper, runHelper } from './helpers.js';
 
 /** slirp4netns's DNS forwarder inside the session's namespace: the one private address left open. */
 export const SLIRP_DNS = '10.0.2.3';
@@ -64,10 +63,6 @@ export function egressRuleset(host: readonly string[], dns: readonly string[] = 
   ].join('\n');
 }
 
-export class EgressRulesError extends Error {
-  override name = 'EgressRulesError';
-}
-
 /**
  * Loads the egress ruleset into the network namespace of a sandbox's first process, before the
  * worker runs and before slirp4netns connects the namespace to the outside. nft runs by absolute
@@ -78,21 +73,13 @@ export function closeEgress(
   host = hostAddresses(),
   dns: readonly string[] = [SLIRP_DNS],
 ): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      requireHelper('nsenter'),
-      [`--net=/proc/${sandboxPid}/ns/net`, '--', requireHelper('nft'), '-f', '-'],
-      { env: HELPER_ENV, stdio: ['pipe', 'ignore', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
-    child.stdin.on('error', () => undefined); // nft exits early on a bad ruleset: its status says why
-    child.stdin.end(egressRuleset(host, dns));
-    child.once('error', (error) => reject(new EgressRulesError(`nft did not start: ${error.message}`)));
-    child.once('exit', (code) =>
-      code === 0
-        ? resolve()
-        : reject(new EgressRulesError(`nft refused the session's egress rules (${code}): ${stderr.trim()}`)),
-    );
-  });
+  const nft = [
+    requireHelper('nsenter'),
+    `--net=/proc/${sandboxPid}/ns/net`,
+    '--',
+    requireHelper('nft'),
+    '-f',
+    '-',
+  ];
+  return runHelper(nft, "nft (the session's egress rules)", egressRuleset(host, dns));
 }

@@ -146,3 +146,28 @@ export function spawnHelper(argv: readonly string[], options: SpawnHelperOptions
   envPipe?.end(envScript(options.tenantEnv));
   return child;
 }
+
+export class HelperFailedError extends Error {
+  override name = 'HelperFailedError';
+}
+
+/**
+ * Runs a helper chain (argv[0] an absolute path) with HELPER_ENV and `input` on its stdin; resolves
+ * when it exits 0, else rejects with what `what` failed and the helper's own last words (stderr).
+ */
+export function runHelper(argv: readonly string[], what: string, input?: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0] as string, argv.slice(1), {
+      env: HELPER_ENV,
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+    child.stdin?.on('error', () => undefined); // it may exit before reading it all: its status says why
+    child.stdin?.end(input);
+    child.once('error', (error) => reject(new HelperFailedError(`${what}: ${error.message}`)));
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new HelperFailedError(`${what} failed (${code}): ${stderr.trim()}`)),
+    );
+  });
+}

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { type RuntimeConfig } from '../config.js';
 import { RuntimeApiError, notFound } from '../errors.js';
 import { type Logger } from '../logger.js';
@@ -17,8 +16,9 @@ import { createDockerBackend } from './backends/docker.js';
 import { createPodmanBackend } from './backends/podman.js';
 import { createProcessGroupBackend } from './backends/process-group.js';
 import { fromRuntimeEnv } from './helpers.js';
+import { findInstrumentPreload } from './instrument-preload.js';
 import { type Isolation } from './isolation.js';
-import { sweepStorageVolumes } from './storage-volume.js';
+import { sweepSessionDirs } from './leftovers.js';
 import { type PingState, type Worker, type WorkerExit, WorkerStartError } from './worker.js';
 
 export type { CommandSpawn, SessionTarget } from './backend.js';
@@ -93,34 +93,6 @@ export interface SessionManagerOptions {
 
 const CONSECUTIVE_PING_FAILURES_TO_STOP = 3;
 
-/**
- * The built CommonJS-loadable preload of @agentrt/instrument (its `require` export), found from the
- * package's own manifest so that the condition flags of the current process (e.g. a test runner's
- * source condition) cannot send a worker to a .ts file.
- */
-function findInstrumentPreload(): string | undefined {
-  let entry: string;
-  try {
-    entry = createRequire(import.meta.url).resolve('@agentrt/instrument');
-  } catch {
-    return undefined; // not installed
-  }
-  for (let dir = dirname(entry); dir !== dirname(dir); dir = dirname(dir)) {
-    const manifest = join(dir, 'package.json');
-    if (!existsSync(manifest)) continue;
-    const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as {
-      name?: string;
-      exports?: Record<string, Record<string, string>>;
-    };
-    if (pkg.name !== '@agentrt/instrument') return undefined;
-    const target = pkg.exports?.['./register'] ?? pkg.exports?.['.'];
-    const file = target?.require ?? target?.default;
-    return file && existsSync(join(dir, file)) ? join(dir, file) : undefined;
-  }
-  return undefined;
-}
-
-const OWNER_FILE = 'owner.pid';
 /** What a worker inherits from the runtime's own environment (before its runtime's variables). */
 const WORKER_RUNTIME_VARIABLES = [
   'PATH',
@@ -131,39 +103,6 @@ const WORKER_RUNTIME_VARIABLES = [
   'AWS_SECRET_ACCESS_KEY',
   'AWS_SESSION_TOKEN',
 ];
-
-/** Whether a process with this pid is alive (EPERM: alive, someone else's). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * Sessions never outlive their runtime: every session folder found at start was left by one that
- * crashed or was killed, and goes (sessionStorage lives elsewhere and stays; its volumes left
- * mounted are unmounted) — unless the runtime that wrote `owner.pid` still runs on the data dir.
- */
-function sweepSessionDirs(sessionsRoot: string, logger: Logger): Promise<void> {
-  mkdirSync(sessionsRoot, { recursive: true });
-  const ownerFile = join(sessionsRoot, OWNER_FILE);
-  const owner = Number(readFileSync(ownerFile, { encoding: 'utf8', flag: 'a+' }).trim());
-  if (owner > 0 && owner !== process.pid && alive(owner)) {
-    logger.warn('another runtime (pid ' + owner + ') uses this data dir: its session folders stay');
-    return Promise.resolve();
-  }
-  const left = readdirSync(sessionsRoot).filter((name) => name !== OWNER_FILE);
-  for (const name of left) rmSync(join(sessionsRoot, name), { recursive: true, force: true });
-  writeFileSync(ownerFile, String(process.pid));
-  if (left.length > 0)
-    logger.info('removed the session folders an earlier run left behind', { count: left.length });
-  return sweepStorageVolumes(join(dirname(sessionsRoot), 'session-storage')).then((count) => {
-    if (count > 0) logger.info('unmounted the storage volumes an earlier run left mounted', { count });
-  });
-}
 
 export function createSessionManager({
   config,

@@ -1,17 +1,11 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join, sep } from 'node:path';
-import { HELPER_ENV, helperPath, requireHelper } from './helpers.js';
+import { helperPath, requireHelper, runHelper } from './helpers.js';
 
-/**
- * A session's storage (`sessionStorage` under `/mnt/…`) as a volume of its own: an ext4 image file
- * (sparse, `<dir>.img`) loop-mounted on `<dir>` while the session runs, so that a session fills
- * its own volume (`No space left on device`), never the data dir's disk. Needs a root runtime;
- * without one the folder is used as it is, without a size limit.
- */
-export class StorageVolumeError extends Error {
-  override name = 'StorageVolumeError';
-}
+// A session's storage (`sessionStorage` under `/mnt/…`) as a volume of its own: an ext4 image file
+// (sparse, `<dir>.img`) loop-mounted on `<dir>` while the session runs, so that a session fills
+// its own volume (`No space left on device`), never the data dir's disk. Needs a root runtime;
+// without one the folder is used as it is, without a size limit.
 
 /** Why a root runtime cannot give session storage a size limit, or undefined when it can. */
 export function storageQuotaProblem(isRoot: boolean): string | undefined {
@@ -23,20 +17,7 @@ export function storageQuotaProblem(isRoot: boolean): string | undefined {
 }
 
 function run(argv: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(argv[0] as string, argv.slice(1), {
-      env: HELPER_ENV,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
-    child.once('error', (error) => reject(new StorageVolumeError(`${argv[0]}: ${error.message}`)));
-    child.once('exit', (code) =>
-      code === 0
-        ? resolve()
-        : reject(new StorageVolumeError(`${argv[0]} failed (${code}): ${stderr.trim()}`)),
-    );
-  });
+  return runHelper(argv, argv[0] as string);
 }
 
 /**
