@@ -32,7 +32,8 @@ export interface MetricSeriesResult {
 
 export interface MetricQueryResult {
   name: string;
-  kind: MetricKind;
+  /** null: no point of this name was ever stored (then no series, not an error). */
+  kind: MetricKind | null;
   unit: string;
   fn: string;
   startMs: number;
@@ -164,13 +165,28 @@ const newCell = (): Cell => ({
   raw: 0,
 });
 
+function unseenMetric(q: MetricQuery): MetricQueryResult {
+  return {
+    name: q.name,
+    kind: null,
+    unit: '',
+    fn: q.fn ?? '',
+    startMs: q.startMs,
+    endMs: q.endMs,
+    stepMs: q.stepMs ?? q.endMs - q.startMs,
+    series: [],
+  };
+}
+
 /** Answers a time-series query from the metric store. Throws MetricQueryError for a bad question. */
 export async function queryMetric(store: MetricReader, q: MetricQuery): Promise<MetricQueryResult> {
   if (!q.name) throw new MetricQueryError('name is required (GET /api/metrics lists the names)');
   if (!Number.isFinite(q.startMs) || !Number.isFinite(q.endMs) || q.endMs <= q.startMs)
     throw new MetricQueryError('startMs must be before endMs');
   const all = await store.seriesOf(q.name);
-  if (!all.length) throw new MetricQueryError(`no metric named ${JSON.stringify(q.name)}`, 404);
+  // A name no exporter has sent yet (a stack with spans but no runtime metrics) is an empty
+  // answer: a dashboard asks for the names it knows before any point of them arrives.
+  if (!all.length) return unseenMetric(q);
   const kind = all[0]!.kind;
   const allowed = FNS_BY_KIND[kind];
   const fn = q.fn ?? allowed[0]!;

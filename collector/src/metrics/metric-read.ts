@@ -40,6 +40,8 @@ export async function answerMetricRead(
   const started = performance.now();
   const result = await queryMetric(reader, read.query);
   if (read.type === 'series') return result;
+  // The `metric` form of the query language points at a name it does not know (a typo, most often).
+  if (result.kind === null) throw new MetricQueryError(`no metric named ${JSON.stringify(result.name)}`, 404);
   return metricRows(result, read.query.by ?? [], Math.round(performance.now() - started));
 }
 

@@ -116,7 +116,7 @@ export function isQueryError(body: unknown): body is QueryErrorBody {
 /** One time series answer of GET /api/metrics/query. */
 export interface MetricSeriesAnswer {
   name: string;
-  kind: string;
+  kind: string | null;
   unit: string;
   fn: string;
   stepMs: number;
@@ -142,12 +142,9 @@ export async function queryMetric(params: {
   if (params.by) p.set('by', params.by);
   if (params.stepMs) p.set('stepMs', String(params.stepMs));
   for (const w of params.where ?? []) p.append('where', w);
-  try {
-    return await request<MetricSeriesAnswer>(`/api/metrics/query?${p.toString()}`);
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 404) return undefined;
-    throw error;
-  }
+  const answer = await request<MetricSeriesAnswer>(`/api/metrics/query?${p.toString()}`);
+  // kind null: no point of this name has arrived yet (the runtime has not exported any).
+  return answer.kind === null ? undefined : answer;
 }
 
 /** One log record as GET /api/logs answers it. */

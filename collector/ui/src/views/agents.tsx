@@ -5,7 +5,8 @@
 import { useState } from 'preact/hooks';
 import { type MetricSeriesAnswer, getPrices, queryMetric, runQuery } from '../api.js';
 import { type ChartPoint, StatsChart } from '../components/chart.js';
-import { EmptyState, ErrorBox, Loading } from '../components/common.js';
+import { ErrorBox, Loading } from '../components/common.js';
+import { RecentActivity } from '../components/recent-activity.js';
 import { formatCount, formatDuration } from '../format.js';
 import { useAsync } from '../hooks.js';
 import { costOf, formatUsd } from '../../../src/cost/prices.js';
@@ -217,12 +218,7 @@ export function AgentsView() {
       </div>
       {state.error && <ErrorBox error={state.error} retry={state.reload} />}
       {!data && !state.error && <Loading what="agents" />}
-      {data && data.rows.length === 0 && data.tokens.length === 0 && (
-        <EmptyState title="No agent runtime metrics in this range">
-          Invoke an agent through the runtime (<code>agentrt invoke</code>); the runtime exports its AgentCore
-          metrics every few seconds.
-        </EmptyState>
-      )}
+      {data && data.rows.length === 0 && <RecentActivity />}
       {data && data.rows.length > 0 && (
         <>
           <table class="list" data-testid="agents-table">

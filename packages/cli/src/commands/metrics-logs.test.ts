@@ -141,6 +141,9 @@ describe('agentrt metrics / logs against a running collector', () => {
     expect(bad.code).not.toBe(0);
     expect(bad.err).toContain('does not apply to sum');
     expect((await run(['metrics', 'Invocations', '--since', 'yesterday', '--url', c.url])).code).toBe(2);
+    const unseen = await run(['metrics', 'SessionCount', '--url', c.url]);
+    expect(unseen.code).toBe(0);
+    expect(unseen.out).toContain('no points of SessionCount yet');
   });
 
   it('agentrt traces query takes the metrics form of the query language', async () => {

@@ -76,6 +76,12 @@ export const metricsCommand: Command = {
       io.stdout(`${JSON.stringify(result, null, 2)}\n`);
       return 0;
     }
+    if (result.kind === null) {
+      io.stdout(
+        `no points of ${result.name} yet ('agentrt metrics' lists the metrics the collector holds)\n`,
+      );
+      return 0;
+    }
     const by = Object.keys(result.series[0]?.group ?? {});
     const rows = result.series.flatMap((s) =>
       s.points
