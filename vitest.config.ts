@@ -59,6 +59,8 @@ const FAST_TIER = [
   'packages/propagation/src/request-guard.test.ts',
   'packages/propagation/src/server-span.test.ts',
   'packages/runtime/src/data/relay-body.test.ts',
+  'packages/runtime/src/evaluate/judge/parse-answer.test.ts',
+  'packages/runtime/src/evaluate/trajectory.test.ts',
   'packages/runtime/src/units.test.ts',
 ];
 

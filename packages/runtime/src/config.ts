@@ -3,6 +3,8 @@ import { join, resolve } from 'node:path';
 import { parseKeyPairsIntoRecord } from '@opentelemetry/core';
 import { type OtlpProtocol } from './telemetry/runtime-telemetry.js';
 import { type ContainerEngineSetting } from './sessions/container-engine.js';
+import { type EvaluationSettings } from './evaluate/evaluation-service.js';
+import { type JudgeProviderName } from './evaluate/judge/judge-model.js';
 
 /**
  * How workers are isolated: `auto` uses the bubblewrap sandbox when it works (Linux), `bwrap` fails
@@ -90,6 +92,8 @@ export interface RuntimeServerOptions {
   /** Longest a command from InvokeAgentRuntimeCommand may ask for, in seconds (AWS: 3600). */
   commandMaxTimeoutS?: number;
   logLevel?: LogLevel;
+  /** Evaluate's judge model, collector and prompts (see evaluate/evaluation-service.ts). */
+  evaluation?: EvaluationSettings;
   /** Where JSON log lines go (default: stdout). */
   logSink?: (line: string) => void;
 }
@@ -224,8 +228,54 @@ export function resolveRuntimeConfig(
     wsMaxFramesPerSecond: options.wsMaxFramesPerSecond ?? int('AGENTRT_WS_MAX_FRAMES_PER_S', 250, 1),
     commandMaxTimeoutS: options.commandMaxTimeoutS ?? int('AGENTRT_COMMAND_MAX_TIMEOUT_S', 3600, 1),
     logLevel: options.logLevel ?? logLevel,
+    evaluation: options.evaluation ?? evaluationSettings({ str, int, oneOf }, options.otlpEndpoint),
     logSink: options.logSink ?? ((line) => process.stdout.write(line)),
     warnings,
   };
   return Object.freeze(config);
+}
+
+interface EnvReaders {
+  str(name: string): string | undefined;
+  int(name: string, fallback: number, min?: number): number;
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T;
+}
+
+/**
+ * Evaluate's settings: the judge (AGENTRT_JUDGE_PROVIDER, else AGENTRT_MODEL_PROVIDER, else the
+ * offline judge; AGENTRT_JUDGE_MODEL_ID; the OpenAI and AWS variables the examples read), the
+ * collector that holds session spans (AGENTRT_COLLECTOR_URL, else the OTLP endpoint) and prompts.
+ */
+function evaluationSettings(env: EnvReaders, otlpEndpoint?: string): EvaluationSettings {
+  const providers: readonly JudgeProviderName[] = ['offline', 'openai', 'bedrock'];
+  const settings: EvaluationSettings = {
+    judge: {
+      provider: env.oneOf(
+        'AGENTRT_JUDGE_PROVIDER',
+        providers,
+        env.oneOf('AGENTRT_MODEL_PROVIDER', providers, 'offline'),
+      ),
+      timeoutMs: env.int('AGENTRT_JUDGE_TIMEOUT_MS', 60_000, 1),
+    },
+  };
+  const judge = settings.judge;
+  const set = (
+    key: 'modelId' | 'openaiBaseUrl' | 'openaiApiKey' | 'awsRegion' | 'bedrockEndpoint',
+    ...names: string[]
+  ) => {
+    const value = names.map((n) => env.str(n)).find((v) => v !== undefined);
+    if (value !== undefined) judge[key] = value;
+  };
+  set('modelId', 'AGENTRT_JUDGE_MODEL_ID');
+  set('openaiBaseUrl', 'OPENAI_BASE_URL');
+  set('openaiApiKey', 'OPENAI_API_KEY');
+  set('awsRegion', 'AWS_REGION', 'AWS_DEFAULT_REGION');
+  set('bedrockEndpoint', 'AWS_ENDPOINT_URL_BEDROCK_RUNTIME');
+  const collectorUrl =
+    env.str('AGENTRT_COLLECTOR_URL') ?? otlpEndpoint ?? env.str('OTEL_EXPORTER_OTLP_ENDPOINT');
+  const token = env.str('AGENTRT_QUERY_TOKEN');
+  if (collectorUrl) settings.collector = { url: collectorUrl, ...(token ? { token } : {}) };
+  const promptsDir = env.str('AGENTRT_EVAL_PROMPTS_DIR');
+  if (promptsDir) settings.promptsDir = promptsDir;
+  return settings;
 }

@@ -7,6 +7,7 @@ import { registerControlPlane } from './control/control-plane.js';
 import { createStore } from './control/store.js';
 import { createAuthenticator } from './data/auth.js';
 import { registerDataPlane } from './data/data-plane.js';
+import { registerEvaluate } from './data/evaluate-route.js';
 import { registerActiveSessions } from './local/active-sessions.js';
 import { RuntimeApiError } from './errors.js';
 import { guardRuntimeRequest } from './http/request-guard.js';
@@ -100,6 +101,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   const deps = { config, store, sessions, auth, logger, startWebSocket: telemetry.startWebSocket };
   registerControlPlane(router, deps);
   const webSockets = registerDataPlane(router, deps);
+  registerEvaluate(router, deps); // POST /evaluations/evaluate/{evaluatorId}
   registerActiveSessions(router, deps); // GET /local/sessions: local only, not an AWS API
   // Health of the runtime host itself (not part of the AWS API): what `agentrt dev`, compose and
   // load balancers probe. Same shape as the container contract's /ping.

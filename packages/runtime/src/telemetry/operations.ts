@@ -27,6 +27,7 @@ const OPERATIONS: Record<string, string | null> = {
   'POST /runtimes/:runtime/stopruntimesession': 'StopRuntimeSession',
   'POST /runtimes/:runtime/commands': 'InvokeAgentRuntimeCommand',
   'GET /runtimes/:runtime/invocations/.well-known/agent-card.json': 'GetAgentCard',
+  'POST /evaluations/evaluate/:evaluatorId': 'Evaluate',
 };
 
 /** The operation of a matched route; `null` for an untraced route; `undefined` when none matched. */

@@ -1,0 +1,79 @@
+/**
+ * `Evaluate` end to end: the request's spans (inline, or the session's from the local collector),
+ * read as a session, scored by the evaluator the id names.
+ */
+import { validationError } from '../errors.js';
+import { type EvaluatorSpec, builtinEvaluator } from './catalog.js';
+import { type CollectorLocation, sessionDocuments, traceDocuments } from './collector-spans.js';
+import { type EvaluationDeps, type EvaluationResult, runEvaluator } from './evaluate.js';
+import { type EvaluateRequest } from './evaluate-request.js';
+import { createJudgeModel } from './judge/index.js';
+import { type JudgeSettings } from './judge/judge-model.js';
+import { createPromptSource } from './judge/prompts.js';
+import { type SessionView, parseSessionSpans, readSession } from './session-spans.js';
+
+export interface EvaluationSettings {
+  judge: JudgeSettings;
+  /** Where session spans are read by session id (the local collector). */
+  collector?: CollectorLocation;
+  /** AGENTRT_EVAL_PROMPTS_DIR: prompt files replacing the packaged ones, file by file. */
+  promptsDir?: string;
+}
+
+export interface EvaluationService {
+  readonly deps: EvaluationDeps;
+  /** The evaluator an id names; an unknown id is a ValidationException naming `evaluatorId`. */
+  evaluator(id: string): EvaluatorSpec;
+  /** The spans of the request as a session. */
+  session(request: EvaluateRequest): Promise<SessionView>;
+  evaluate(request: EvaluateRequest): Promise<EvaluationResult[]>;
+}
+
+const SPANS_FIELD = 'evaluationInput.sessionSpans';
+
+export function createEvaluationService(settings: EvaluationSettings): EvaluationService {
+  const deps: EvaluationDeps = {
+    judge: createJudgeModel(settings.judge),
+    prompts: createPromptSource(settings.promptsDir),
+    judgeTimeoutMs: settings.judge.timeoutMs,
+  };
+
+  /** Spans from the collector: the session a reference input names, else the target's traces. */
+  async function storedDocuments(request: EvaluateRequest): Promise<unknown[]> {
+    const sessionId = request.references[0]?.context.sessionId;
+    const collector = settings.collector;
+    if (!sessionId && !request.target?.traceIds)
+      throw validationError(
+        SPANS_FIELD,
+        'is empty: give spans, or a session id in evaluationReferenceInputs[0].context',
+      );
+    if (!collector)
+      throw validationError(
+        SPANS_FIELD,
+        'is empty and no collector is configured to read the session from (AGENTRT_COLLECTOR_URL)',
+      );
+    return sessionId
+      ? sessionDocuments(collector, sessionId)
+      : traceDocuments(collector, request.target!.traceIds!);
+  }
+
+  const service: EvaluationService = {
+    deps,
+    evaluator(id) {
+      const spec = builtinEvaluator(id);
+      if (!spec) throw validationError('evaluatorId', `no evaluator ${JSON.stringify(id)}`);
+      return spec;
+    },
+    async session(request) {
+      if (request.sessionSpans.length > 0)
+        return readSession(parseSessionSpans(request.sessionSpans), request.references[0]?.context.sessionId);
+      const docs = await storedDocuments(request);
+      return readSession(parseSessionSpans(docs, Infinity), request.references[0]?.context.sessionId);
+    },
+    async evaluate(request) {
+      const spec = service.evaluator(request.evaluatorId);
+      return runEvaluator(spec, await service.session(request), request, deps);
+    },
+  };
+  return service;
+}
