@@ -19,14 +19,15 @@ export interface McpServerConfig {
 }
 
 /**
- * PORT (default 8000, the MCP container contract's), HOST (0.0.0.0), MCP_JSON_RESPONSE,
+ * PORT (default 8001: the MCP container contract's 8000 is the weather service's in the local stack,
+ * so the image and the runtime set PORT=8000 themselves), HOST (0.0.0.0), MCP_JSON_RESPONSE,
  * AGENTRT_LOG_LEVEL and WEATHER_API_*. The only reader of `process.env` here.
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): McpServerConfig {
   const warnings: string[] = [];
   const weatherApi = readWeatherApiConfig(env);
   return Object.freeze({
-    port: envInteger(env, 'PORT', 8000, warnings, { max: 65_535 }),
+    port: envInteger(env, 'PORT', 8001, warnings, { max: 65_535 }),
     host: envString(env, 'HOST') ?? '0.0.0.0',
     jsonResponse: envBoolean(env, 'MCP_JSON_RESPONSE', false, warnings),
     logLevel: parseLogLevel(envString(env, 'AGENTRT_LOG_LEVEL')),

@@ -1,6 +1,6 @@
 /**
  * The weather MCP server: `node --require @agentrt/instrument dist/main.js`. Streamable HTTP at
- * POST /mcp on HOST:PORT (default 0.0.0.0:8000, the MCP container contract).
+ * POST /mcp on HOST:PORT (default 0.0.0.0:8001; the image and the runtime give it the MCP container contract's 8000).
  */
 import { createServer } from 'node:http';
 import { createLogger } from '@agentrt/example-models';

@@ -6,6 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from './config.js';
 import { createMcpHandler } from './mcp-server.js';
 
 const exporter = new InMemorySpanExporter();
@@ -112,5 +113,12 @@ describe('weather MCP server (official MCP SDK client)', () => {
       body: '{not json',
     });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('loadConfig', () => {
+  it("listens on 8001 by default, clear of the local stack's weather service on 8000", () => {
+    expect(loadConfig({}).port).toBe(8001);
+    expect(loadConfig({ PORT: '8000' }).port).toBe(8000);
   });
 });

@@ -29,3 +29,16 @@ describe('agentrt', () => {
     expect(c.err()).toContain("unknown command 'nope'");
   });
 });
+
+describe('agentrt dev --help', () => {
+  it('names every reference agent it registers and the calls --demo sends', async () => {
+    const c = capture();
+    expect(await main(['dev', '--help'], c.io)).toBe(0);
+    expect(c.out()).toContain(
+      'registers 4 reference agents in the runtime: sdk_agent, custom_agent, weather_mcp, weather_a2a',
+    );
+    expect(c.out()).toContain(
+      '--demo                   send 8 sample invocations: single, streaming, multi-turn, weather question, failing tool, A2A message, MCP tool call',
+    );
+  });
+});

@@ -222,6 +222,13 @@ async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
         ? []
         : [`podman build: no build context ${context}`];
     }
+    case 'clickhouse-server': {
+      // Debian's package config, with the data paths moved out of /var/lib after `--`.
+      const config = args.find((a) => a.startsWith('--config-file='))?.slice('--config-file='.length);
+      if (config !== '/etc/clickhouse-server/config.xml')
+        return ['clickhouse-server: not the package config'];
+      return args.includes('--') ? [] : ['clickhouse-server: no data paths of its own (after --)'];
+    }
     default:
       return [`${program}: a command the README test does not know; add a check for it`];
   }

@@ -1,19 +1,22 @@
 import { resolve } from 'node:path';
 import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
+import { DEMO_CALLS, REFERENCE_AGENTS } from '../dev/reference-agents.js';
 import { findRepoRoot } from '../dev/repo-root.js';
 import { runDevStack, PORT_SETTINGS } from '../dev/stack.js';
 
+const demoCalls = DEMO_CALLS.reduce((n, c) => n + c.calls, 0);
 const usage = `Usage: agentrt dev [options]
 
 Starts the whole local stack and keeps it running until Ctrl-C:
   collector   OTLP/HTTP ingest, query API and trace UI         (default port 4318)
-  runtime     hosting runtime with sdk_agent and custom_agent  (default port 8787)
+  runtime     hosting runtime                                  (default port 8787)
   weather     the weather service, 2 workers                   (default port 8000)
   weather-api fixture weather API, when the model is offline   (any free port)
+and registers ${REFERENCE_AGENTS.length} reference agents in the runtime: ${REFERENCE_AGENTS.map((a) => a.name).join(', ')}.
 Every agent runs under @agentrt/instrument and exports to the collector.
 
 Options:
-  --demo                   send sample invocations (single, streaming, multi-turn, failing tool)
+  --demo                   send ${demoCalls} sample invocations: ${DEMO_CALLS.map((c) => c.kind).join(', ')}
   --data-dir <dir>         where data and logs live (env AGENTRT_DATA_DIR; default <repo>/.data)
   --no-ui                  leave the trace UI links out of the summary (headless use, scripts)
   --host <addr>            address the services bind to (env AGENTRT_DEV_HOST; default 127.0.0.1)

@@ -8,6 +8,7 @@ import {
   createRuntimeServer,
 } from '@agentrt/runtime';
 import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
+import { REFERENCE_AGENTS } from '../dev/reference-agents.js';
 import { runtimeEndpoints, runtimeVersions } from './runtime-endpoints.js';
 import { jwtAuthorizerFrom } from './runtime-flags.js';
 
@@ -23,8 +24,8 @@ Runs and manages the local hosting runtime (AgentCore-compatible control + data 
           [--max-lifetime <s>] [--protocol HTTP|MCP|A2A|AGUI] [--jwt-discovery-url <url>
           --jwt-audience <aud,...> --jwt-client <id,...>] [--description <text>] [--role-arn <arn>] [--no-wait]
           Creates a runtime from a directory (file://, e.g. file://$PWD/examples/sdk-agent, or just the
-          path) or an image URI and waits until it is READY. The name must be new: \`agentrt dev\`
-          registers sdk_agent and custom_agent; \`update\` deploys a new version of an existing one.
+          path) or an image URI and waits until it is READY. The name must be new (\`agentrt dev\`
+          registers ${REFERENCE_AGENTS.map((a) => a.name).join(', ')}); \`update\` deploys a new version of an existing one.
   update  <runtime> (<uri> | <dir> | --dir <path> | --uri <uri>) [same options as create]
           New version; DEFAULT moves to it.
   list                          One line per runtime.
@@ -221,7 +222,7 @@ export const runtimeCommand: Command = {
           throw error instanceof RuntimeClientRequestError && error.type === 'ConflictException'
             ? new Error(
                 `${error.message}. Pick another name, or deploy a new version of it with ` +
-                  `\`agentrt runtime update ${name} <uri>\` (\`agentrt dev\` registers sdk_agent and custom_agent).`,
+                  `\`agentrt runtime update ${name} <uri>\` (\`agentrt dev\` registers ${REFERENCE_AGENTS.map((a) => a.name).join(', ')}).`,
                 { cause: error },
               )
             : error;

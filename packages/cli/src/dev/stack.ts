@@ -8,6 +8,7 @@ import { answersHttp, answersOk } from './http.js';
 import { chooseModelProvider, type ModelProviderChoice } from './model-provider.js';
 import { findFreePort, findPortOwner, isPortFree } from './ports.js';
 import { createProgress } from './progress.js';
+import { REFERENCE_AGENTS } from './reference-agents.js';
 import { registerAgents, type RegisteredRuntime } from './runtime-registration.js';
 import { createSupervisor, ServiceStartError, type ServiceSpec } from './supervisor.js';
 
@@ -359,34 +360,13 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
       try {
         runtimes = await registerAgents(
           urls['runtime']!,
-          [
-            {
-              name: 'sdk_agent',
-              dir: join(repoRoot, 'examples/sdk-agent'),
-              description: 'SDK-integration example on @agentrt/server',
-              environmentVariables: agentEnv('sdk-agent'),
-            },
-            {
-              name: 'custom_agent',
-              dir: join(repoRoot, 'examples/custom-agent'),
-              description: 'Custom agent on plain Koa with the agentContext() middleware',
-              environmentVariables: agentEnv('custom-agent'),
-            },
-            {
-              name: 'weather_mcp',
-              dir: join(repoRoot, 'examples/mcp-server'),
-              description: 'Weather MCP server (official MCP SDK): get_forecast, get_alerts',
-              environmentVariables: agentEnv('mcp-server'),
-              serverProtocol: 'MCP',
-            },
-            {
-              name: 'weather_a2a',
-              dir: join(repoRoot, 'examples/a2a-agent'),
-              description: 'Weather agent behind the official A2A SDK server',
-              environmentVariables: agentEnv('a2a-agent'),
-              serverProtocol: 'A2A',
-            },
-          ],
+          REFERENCE_AGENTS.map((agent) => ({
+            name: agent.name,
+            dir: join(repoRoot, 'examples', agent.example),
+            description: agent.description,
+            environmentVariables: agentEnv(agent.serviceName),
+            ...(agent.serverProtocol ? { serverProtocol: agent.serverProtocol } : {}),
+          })),
           options.readyTimeoutMs,
         );
         step.done(runtimes.map((r) => `${r.name}${r.reused ? ' (reused)' : ''}`).join(', '));
