@@ -48,6 +48,7 @@ import { HttpError } from './http-error.js';
 import { createIngestQueue } from './ingest-queue.js';
 import { createLiveHub } from './live-hub.js';
 import { readBody } from './read-body.js';
+import { SESSION_SPANS_PATH, streamSessionSpans } from './session-spans.js';
 import { DEFAULT_UI_DIR, serveUi } from './static-ui.js';
 
 /** Options of createCollector: the config fields (all optional) plus library-only knobs. */
@@ -350,6 +351,9 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       const out: SessionListResponse = { sessions: await store.listSessions(limitParam(params, 100, 1000)) };
       return sendJson(res, 200, out);
     }
+    const sessionSpans = SESSION_SPANS_PATH.exec(path);
+    if (sessionSpans)
+      return await streamSessionSpans(store, exporter, decodePathSegment(sessionSpans[1]!, 'sessionId'), res);
     const session = /^\/api\/sessions\/([^/]+)$/.exec(path);
     if (session) {
       const id = decodePathSegment(session[1]!, 'sessionId');

@@ -37,6 +37,25 @@ export function createExportStreamer(readPage: ExportPageReader, options: Export
     return !res.destroyed;
   }
 
+  /** Runs an export in a slot of its kind, or refuses it with 429 when they are all taken. */
+  async function inSlot(kind: 'ranges' | 'traces', run: () => Promise<void>): Promise<void> {
+    const busy = running[kind];
+    if (busy >= maxConcurrent) {
+      throw new HttpError(
+        429,
+        'too_many_exports',
+        `${busy} ${kind === 'traces' ? 'trace exports' : 'exports'} are running; retry shortly`,
+        { headers: { 'retry-after': '2' } },
+      );
+    }
+    running[kind]++;
+    try {
+      await run();
+    } finally {
+      running[kind]--;
+    }
+  }
+
   return {
     /** Exports running now. */
     get running(): number {
@@ -45,18 +64,7 @@ export function createExportStreamer(readPage: ExportPageReader, options: Export
     async stream(sel: ExportSelection, res: ServerResponse): Promise<void> {
       // One trace (the UI's "export trace") is not held up by exports of whole time ranges: it
       // has slots of its own, as many again as there are for ranges
-      const kind = 'traceId' in sel ? 'traces' : 'ranges';
-      const busy = running[kind];
-      if (busy >= maxConcurrent) {
-        throw new HttpError(
-          429,
-          'too_many_exports',
-          `${busy} ${kind === 'traces' ? 'trace exports' : 'exports'} are running; retry shortly`,
-          { headers: { 'retry-after': '2' } },
-        );
-      }
-      running[kind]++;
-      try {
+      await inSlot('traceId' in sel ? 'traces' : 'ranges', async () => {
         let page = await readPage('spans', sel, [-Infinity, 0]);
         if ('traceId' in sel && !page)
           throw new HttpError(404, 'not_found', `trace ${sel.traceId} not found`);
@@ -69,9 +77,25 @@ export function createExportStreamer(readPage: ExportPageReader, options: Export
           }
         }
         res.end();
-      } finally {
-        running[kind]--;
-      }
+      });
+    },
+    /**
+     * Every span of these traces (a session's), one stored span record a line, trace after trace
+     * and each in start order: a page at a time, like any export, so a session of any size streams
+     * in the memory of a page. Takes a slot of the single-trace exports.
+     */
+    async streamSpanRecords(traceIds: readonly string[], res: ServerResponse): Promise<void> {
+      await inSlot('traces', async () => {
+        res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+        for (const traceId of traceIds) {
+          let page = await readPage('spans', { traceId }, [-Infinity, 0], 'records');
+          while (page) {
+            if (!(await write(res, page.line))) return;
+            page = await readPage('spans', { traceId }, page.last, 'records');
+          }
+        }
+        res.end();
+      });
     },
   };
 }

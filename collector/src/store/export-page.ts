@@ -12,12 +12,18 @@ export type ExportSelection = { traceId: string } | { startUs: number; endUs: nu
  */
 export type ExportKey = [number, number | string];
 
+/**
+ * How a page is written: one OTLP/JSON request (a line `traces import` or any OTLP receiver takes),
+ * or the stored records themselves, one JSON object a line (GET /api/sessions/{id}/spans).
+ */
+export type ExportShape = 'otlp' | 'records';
+
 /** Records per export line at most. */
 export const EXPORT_CHUNK_RECORDS = 1000;
 /** An export line ends once its records' JSON passes this many characters (1 MiB). */
 export const EXPORT_CHUNK_CHARS = 1 << 20;
 
-/** One page: its OTLP/JSON line (newline included) and the key of its last record. */
+/** One page: its line(s) (newline included) and the key of its last record. */
 export interface ExportPage {
   line: Uint8Array;
   last: ExportKey;
@@ -32,26 +38,32 @@ export type ExportPageReader = (
   table: 'spans' | 'logs',
   sel: ExportSelection,
   after: ExportKey,
+  shape?: ExportShape,
 ) => Promise<ExportPage | undefined>;
 
 /**
  * One page from the rows a store read after the key, in (time, id) order: as many as fit in
- * EXPORT_CHUNK_CHARS of JSON (big records, prompts and tool output, make shorter lines), encoded as
- * one OTLP/JSON request (without the newline), and the key of its last record; undefined for none.
+ * EXPORT_CHUNK_CHARS of JSON (big records, prompts and tool output, make shorter lines), written
+ * in `shape` (without the final newline), and the key of its last record; undefined for none.
+ * Records go out as stored (no parse) in the `records` shape.
  */
 export function exportPageOf(
   table: 'spans' | 'logs',
   rows: Iterable<{ t: number; id: number | string; doc: string }>,
-): { body: unknown; last: ExportKey } | undefined {
-  const docs: (SpanRecord & LogRecord)[] = [];
+  shape: ExportShape = 'otlp',
+): { text: string; last: ExportKey } | undefined {
+  const docs: string[] = [];
   let last: ExportKey | undefined;
   let chars = 0;
   for (const r of rows) {
-    docs.push(JSON.parse(r.doc) as SpanRecord & LogRecord);
+    docs.push(r.doc);
     last = [r.t, r.id];
     chars += r.doc.length;
     if (chars >= EXPORT_CHUNK_CHARS) break;
   }
   if (!last) return undefined;
-  return { body: table === 'spans' ? spansToOtlpJson(docs) : logsToOtlpJson(docs), last };
+  if (shape === 'records') return { text: docs.join('\n'), last };
+  const records = docs.map((d) => JSON.parse(d) as SpanRecord & LogRecord);
+  const body = table === 'spans' ? spansToOtlpJson(records) : logsToOtlpJson(records);
+  return { text: JSON.stringify(body), last };
 }

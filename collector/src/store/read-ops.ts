@@ -3,7 +3,13 @@
 // full scan), trace lookups, sessions, services, export ranges, the log search and metric reads.
 // Each answers with what the API sends, so the main thread passes the bytes on without parsing them.
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { EXPORT_CHUNK_RECORDS, type ExportKey, type ExportSelection, exportPageOf } from './export-page.js';
+import {
+  EXPORT_CHUNK_RECORDS,
+  type ExportKey,
+  type ExportSelection,
+  type ExportShape,
+  exportPageOf,
+} from './export-page.js';
 import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
 import { type LogQuery, type LogQueryResult, queryLogs } from '../logs/log-query.js';
 import { type MetricRead, answerMetricRead } from '../metrics/metric-read.js';
@@ -49,10 +55,21 @@ export function traceResponse(summary: TraceSummary, spans: SpanRecord[], logs: 
 function createExportPager(db: DatabaseSync) {
   const statements = new Map<string, StatementSync>();
   const encoder = new TextEncoder();
-  return (table: 'spans' | 'logs', sel: ExportSelection, after: ExportKey): Uint8Array | undefined => {
+  return (
+    table: 'spans' | 'logs',
+    sel: ExportSelection,
+    after: ExportKey,
+    shape: ExportShape = 'otlp',
+  ): Uint8Array | undefined => {
     const time = table === 'spans' ? 'start_us' : 'time_us';
     const where = 'traceId' in sel ? 'trace_id = ?' : `${time} >= ? AND ${time} < ?`;
-    const sql = `SELECT id, ${time} AS t, doc FROM ${table} WHERE ${where} AND (${time}, id) > (?, ?) ORDER BY ${time}, id LIMIT ?`;
+    const pageIds = `SELECT id FROM ${table} WHERE ${where} AND (${time}, id) > (?, ?) ORDER BY ${time}, id LIMIT ?`;
+    // A trace's records are found by its index, then sorted: the sort carries the keys only (not
+    // every record of a trace of 50,000 spans per page), the page's records are read by row id.
+    const sql =
+      'traceId' in sel
+        ? `SELECT id, ${time} AS t, doc FROM ${table} WHERE id IN (${pageIds}) ORDER BY ${time}, id`
+        : `SELECT id, ${time} AS t, doc FROM ${table} WHERE ${where} AND (${time}, id) > (?, ?) ORDER BY ${time}, id LIMIT ?`;
     let stmt = statements.get(sql);
     if (!stmt) statements.set(sql, (stmt = db.prepare(sql)));
     const args = 'traceId' in sel ? [sel.traceId] : [sel.startUs, sel.endUs];
@@ -61,9 +78,9 @@ function createExportPager(db: DatabaseSync) {
       t: number;
       doc: string;
     }>;
-    const page = exportPageOf(table, rows);
+    const page = exportPageOf(table, rows, shape);
     if (!page) return undefined;
-    return encoder.encode(`${JSON.stringify({ last: page.last })}\n${JSON.stringify(page.body)}\n`);
+    return encoder.encode(`${JSON.stringify({ last: page.last })}\n${page.text}\n`);
   };
 }
 

@@ -208,9 +208,9 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       await refreshForRead();
       return readBytes('getSession', [sessionId]);
     },
-    async exportPage(table, sel, after) {
+    async exportPage(table, sel, after, shape) {
       // An export admitted (http/export.ts) is not refused half-way: its pages go ahead of queries.
-      const bytes = await readBytes('exportPage', [table, sel, after], after[0] !== -Infinity);
+      const bytes = await readBytes('exportPage', [table, sel, after, shape], after[0] !== -Infinity);
       if (!bytes) return undefined;
       const cut = bytes.indexOf(10);
       const { last } = JSON.parse(decoder.decode(bytes.subarray(0, cut))) as { last: ExportKey };

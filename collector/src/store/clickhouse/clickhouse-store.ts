@@ -9,6 +9,7 @@ import {
   type ExportKey,
   type ExportPage,
   type ExportSelection,
+  type ExportShape,
   exportPageOf,
 } from '../export-page.js';
 import type { Logger } from '../../logger.js';
@@ -592,6 +593,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     table: 'spans' | 'logs',
     selection: ExportSelection,
     after: ExportKey,
+    shape?: ExportShape,
   ): Promise<ExportPage | undefined> {
     // a range's end past 2100 (the API's default is the end of JS time) is ClickHouse's DateTime's
     const sel =
@@ -629,8 +631,9 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     const page = exportPageOf(
       table,
       unique.map((r) => ({ t: Number(r.t), id: r.k, doc: r.doc })),
+      shape,
     );
-    return page && { last: page.last, line: encoder.encode(`${JSON.stringify(page.body)}\n`) };
+    return page && { last: page.last, line: encoder.encode(`${page.text}\n`) };
   }
 
   /**

@@ -14,10 +14,12 @@ import {
   renderTable,
 } from '../collector-client.js';
 import { BEARER_OPTIONS } from '../bearer.js';
+import { printSessionSpans } from './session-spans.js';
 import { listActiveSessions, stopSession } from './sessions-runtime.js';
 import { DEFAULT_WAIT_SECONDS, fetchWhenArrived, parseWaitSeconds } from '../wait-for-spans.js';
 
-const usage = `Usage: agentrt sessions [<sessionId>] [--limit <n>] [--wait <s>] [--json] [--url <collector>]
+const usage = `Usage: agentrt sessions [[get] <sessionId>] [--limit <n>] [--wait <s>] [--json] [--url <collector>]
+       agentrt sessions get <sessionId> --spans [--json] [--wait <s>] [--url <collector>]
        agentrt sessions --active [--runtime <name>] [--json] [--runtime-url <url>]
        agentrt sessions stop <sessionId> [--runtime <name>] [--bearer <token> | --bearer-env <var>]
                              [--json] [--runtime-url <url>]
@@ -27,6 +29,8 @@ token totals, cost (tokens × the collector's price table) and last activity. Wi
   --limit <n>   how many sessions to list (default 50, at most 1000)
   --wait <s>    with an id the collector does not know yet: wait this long for its spans (default
                 ${DEFAULT_WAIT_SECONDS}; exporters send in batches, so spans arrive seconds after the answer; 0 = no wait)
+  --spans       every span of the session's traces, streamed (--json: the collector's span
+                records, one JSON object a line)
   --json        print the API response as JSON
   --url <url>   the collector (default $AGENTRT_COLLECTOR_URL or http://127.0.0.1:4318)
 
@@ -65,6 +69,7 @@ export const sessionsCommand: Command = {
         limit: { type: 'string' },
         wait: { type: 'string' },
         active: { type: 'boolean', default: false },
+        spans: { type: 'boolean', default: false },
         runtime: { type: 'string' },
         'runtime-url': { type: 'string' },
         'api-key': { type: 'string' },
@@ -77,7 +82,13 @@ export const sessionsCommand: Command = {
       if (positionals.length > 2) throw new UsageError(`unexpected argument '${positionals[2]}'`);
       return stopSession(positionals[1], values, io);
     }
+    // `sessions get <id>` reads like `traces get <id>`; `sessions <id>` is the same.
+    if (positionals[0] === 'get') {
+      if (!positionals[1]) throw new UsageError('sessions get needs a session id');
+      positionals.shift();
+    }
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
+    if (values.spans && !positionals[0]) throw new UsageError('--spans goes with a session id');
     if (values.active) {
       if (positionals.length)
         throw new UsageError(`--active lists every live session; drop '${positionals[0]}'`);
@@ -97,6 +108,7 @@ export const sessionsCommand: Command = {
         parseWaitSeconds(values.wait),
         io,
       );
+      if (values.spans) return printSessionSpans(base, id, values.json, io);
       if (values.json) {
         io.stdout(`${JSON.stringify(s, null, 2)}\n`);
         return 0;

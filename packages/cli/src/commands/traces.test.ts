@@ -188,6 +188,37 @@ describe('agentrt traces / sessions against a running collector', () => {
     expect(JSON.parse((await run(['sessions', '--json', '--url', c.url])).out).sessions).toHaveLength(1);
   });
 
+  it('prints every span of a session with sessions get --spans (records with --json), and names a missing session', async () => {
+    const json = await run(['sessions', 'get', 'cli-session', '--spans', '--json', '--url', c.url]);
+    expect(json.code).toBe(0);
+    const records = json.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { traceId: string; name: string });
+    expect(records.map((r) => r.name)).toEqual([
+      'invoke_agent weather',
+      'chat claude',
+      'execute_tool get_weather',
+    ]);
+    expect(new Set(records.map((r) => r.traceId))).toEqual(new Set([TRACE]));
+    const text = await run(['sessions', 'get', 'cli-session', '--spans', '--url', c.url]);
+    expect(text.out.trim().split('\n')).toHaveLength(4);
+    expect(text.out).toMatch(/execute_tool get_weather {2}ERROR\n/);
+    const missing = await run([
+      'sessions',
+      'get',
+      'no-such-session',
+      '--spans',
+      '--wait',
+      '0',
+      '--url',
+      c.url,
+    ]);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain('collector answered 404: session "no-such-session" not found');
+    expect((await run(['sessions', '--spans', '--url', c.url])).code).toBe(2);
+  });
+
   it('exports a trace to OTLP/JSON lines and imports it into another collector', async () => {
     const file = join(dir, 'trace.jsonl');
     const exp = await run(['traces', 'export', file, '--trace', TRACE, '--url', c.url]);
