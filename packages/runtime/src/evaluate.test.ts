@@ -5,7 +5,7 @@ import {
   type EvaluateCommandInput,
   ValidationException,
 } from '@aws-sdk/client-bedrock-agentcore';
-import { spansToOtlpJson } from '@agentrt/collector';
+import { type SpanRecord, spansToOtlpJson } from '@agentrt/collector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCollector } from '../../../collector/src/testing.test-util.js';
 import { BUILTIN_EVALUATORS } from './evaluate/catalog.js';
@@ -135,6 +135,41 @@ describe('Evaluate through the AWS SDK EvaluateCommand', () => {
       )
       .catch((e: unknown) => e as Error);
     expect((missing as Error).name).toBe('ResourceNotFoundException');
+  });
+
+  it('stores every result beside the traces as a GenAI evaluation span the query language aggregates', async () => {
+    const query =
+      'filter ispresent(attributes.gen_ai.evaluation.name) | stats avg(attributes.gen_ai.evaluation.score.value) as score, count(*) as n by attributes.gen_ai.evaluation.name as evaluator';
+    let rows: Record<string, unknown>[] = [];
+    for (let i = 0; i < 100 && rows.length < BUILTIN_EVALUATORS.length; i++) {
+      const res = await fetch(`${collector.url}/api/query`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query }),
+      });
+      rows = ((await res.json()) as { rows: Record<string, unknown>[] }).rows;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const byName = new Map(rows.map((r) => [r.evaluator, r]));
+    expect([...byName.keys()].sort()).toEqual(BUILTIN_EVALUATORS.map((e) => e.id).sort());
+    const helpful = byName.get('Builtin.Helpfulness')!;
+    expect(helpful.n).toBeGreaterThanOrEqual(2);
+    expect(helpful.score).toBeGreaterThan(0);
+    // 4 matches out of 7 calls: the first test's and the trajectory test's 3 + 3.
+    expect(byName.get('Builtin.TrajectoryExactOrderMatch')).toMatchObject({ score: 4 / 7, n: 7 });
+    const spansRes = await fetch(`${collector.url}/api/query`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query: 'filter attributes.gen_ai.evaluation.name = "Builtin.ToolSelectionAccuracy" | limit 1',
+      }),
+    });
+    const span = ((await spansRes.json()) as { rows: { '@message': SpanRecord }[] }).rows[0]!['@message'];
+    expect(span.attributes['session.id']).toBe(SESSION);
+    expect(span.attributes['agentrt.evaluation.span_id']).toMatch(/^[0-9a-f]{16}$/);
+    expect(span.attributes['agentrt.evaluation.judge.provider']).toBe('offline');
+    expect(span.events[0]!.name).toBe('gen_ai.evaluation.result');
+    expect(span.links[0]!.spanId).toBe(span.attributes['agentrt.evaluation.span_id']);
   });
 
   it('refuses an unknown evaluator and malformed input with a ValidationException naming the field', async () => {

@@ -3,6 +3,7 @@ import { type EvaluationService, createEvaluationService } from '../evaluate/eva
 import { parseEvaluateRequest } from '../evaluate/evaluate-request.js';
 import { readJsonObject, sendJson } from '../http/http-util.js';
 import { type Router } from '../http/router.js';
+import { type Logger } from '../logger.js';
 import { type Authenticator } from './auth.js';
 
 /**
@@ -11,14 +12,25 @@ import { type Authenticator } from './auth.js';
  */
 export function registerEvaluate(
   router: Router,
-  deps: { config: Readonly<RuntimeConfig>; auth: Authenticator },
+  deps: { config: Readonly<RuntimeConfig>; auth: Authenticator; logger: Logger },
 ): EvaluationService {
-  const service = createEvaluationService(deps.config.evaluation);
-  router.add('POST', '/evaluations/evaluate/:evaluatorId', async ({ req, res, params }) => {
+  const { evaluation, otlpHeaders } = deps.config;
+  const collector = evaluation.collector && { ingestHeaders: otlpHeaders, ...evaluation.collector };
+  const service = createEvaluationService({ ...evaluation, ...(collector ? { collector } : {}) });
+  router.add('POST', '/evaluations/evaluate/:evaluatorId', async ({ req, res, params, requestId }) => {
     await deps.auth.authenticate(req);
+    const startedMs = Date.now();
     const body = await readJsonObject(req, deps.config.maxBodyBytes);
     const request = parseEvaluateRequest(params.evaluatorId ?? '', body);
-    sendJson(res, 200, { evaluationResults: await service.evaluate(request) });
+    const results = await service.evaluate(request);
+    sendJson(res, 200, { evaluationResults: results });
+    // Stored after answering: a collector that is down costs the caller nothing but a log line.
+    const run = { runId: requestId, endMs: Date.now(), durationMs: Date.now() - startedMs };
+    service
+      .record(results, run)
+      .catch((error: unknown) =>
+        deps.logger.warn('evaluation results not stored', { requestId, error: (error as Error).message }),
+      );
   });
   return service;
 }

@@ -10,6 +10,8 @@ export interface CollectorLocation {
   url: string;
   /** AGENTRT_QUERY_TOKEN of the collector, when it asks for one. */
   token?: string;
+  /** Headers of OTLP exports to it (its ingest token), for storing results. */
+  ingestHeaders?: Record<string, string>;
 }
 
 const TIMEOUT_MS = 30_000;

@@ -10,6 +10,7 @@ import { type EvaluateRequest } from './evaluate-request.js';
 import { createJudgeModel } from './judge/index.js';
 import { type JudgeSettings } from './judge/judge-model.js';
 import { createPromptSource } from './judge/prompts.js';
+import { type EvaluationRecord, postResults, resultsToOtlp } from './results-otlp.js';
 import { type SessionView, parseSessionSpans, readSession } from './session-spans.js';
 
 export interface EvaluationSettings {
@@ -27,6 +28,8 @@ export interface EvaluationService {
   /** The spans of the request as a session. */
   session(request: EvaluateRequest): Promise<SessionView>;
   evaluate(request: EvaluateRequest): Promise<EvaluationResult[]>;
+  /** Stores results in the collector as evaluation spans (nothing without a collector). */
+  record(results: readonly EvaluationResult[], run: Omit<EvaluationRecord, 'judge'>): Promise<void>;
 }
 
 const SPANS_FIELD = 'evaluationInput.sessionSpans';
@@ -73,6 +76,15 @@ export function createEvaluationService(settings: EvaluationSettings): Evaluatio
     async evaluate(request) {
       const spec = service.evaluator(request.evaluatorId);
       return runEvaluator(spec, await service.session(request), request, deps);
+    },
+    async record(results, run) {
+      const collector = settings.collector;
+      if (!collector || results.length === 0) return;
+      await postResults(
+        collector.url,
+        resultsToOtlp(results, { ...run, judge: deps.judge }),
+        collector.ingestHeaders,
+      );
     },
   };
   return service;
