@@ -118,7 +118,13 @@ export interface SpanNode {
 export interface TraceSummary {
   traceId: string;
   rootName: string;
+  /** The main span's `service.name` (what `service=` filters on). */
   serviceName: string;
+  /**
+   * Set when the trace is a call to a hosted agent: the runtime's name (`sdk_agent`), where the
+   * main span's service is the hosting runtime's. Lists show it in place of the service.
+   */
+  agentName?: string;
   sessionId?: string;
   startTimeUnixNano: number;
   endTimeUnixNano: number;
@@ -152,6 +158,7 @@ export interface TraceListResponse {
 
 export interface SessionSummary {
   sessionId: string;
+  /** Who its traces are the work of: each trace's agent (agentName), else its service. */
   serviceNames: string[];
   traceCount: number;
   spanCount: number;

@@ -1,3 +1,4 @@
+import { hostedAgentOf } from '../trace-model/agent-name.js';
 import { sessionIdOf } from '../trace-model/genai.js';
 import { traceNoise } from '../trace-model/noise.js';
 import { sumTokens, sumTokensByModel, traceTokenUsage } from '../trace-model/tokens.js';
@@ -48,6 +49,8 @@ export function summarizeTrace(traceId: string, spans: readonly SpanRecord[]): T
     inProgress: !root && !(fallback && continuesRemoteTrace(fallback)),
   };
   if (sessionId) summary.sessionId = sessionId;
+  const agent = hostedAgentOf(main);
+  if (agent) summary.agentName = agent;
   if (Object.keys(usage.byModel).length > 0) summary.tokensByModel = usage.byModel;
   const noise = traceNoise(main, spans);
   if (noise) summary.noise = noise;
@@ -60,7 +63,8 @@ export function summarizeSession(sessionId: string, traces: readonly TraceSummar
   let first = Infinity;
   let last = -Infinity;
   for (const t of traces) {
-    if (t.serviceName) services.add(t.serviceName);
+    const name = t.agentName ?? t.serviceName;
+    if (name) services.add(name);
     if (t.startTimeUnixNano < first) first = t.startTimeUnixNano;
     if (t.endTimeUnixNano > last) last = t.endTimeUnixNano;
   }

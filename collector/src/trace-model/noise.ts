@@ -27,6 +27,13 @@ export const INTERNAL_SERVICES: ReadonlySet<string> = new Set(['agentrt-collecto
 /** `agentrt doctor`'s service name: its round-trip spans are synthetic even without the marker (older CLIs). */
 export const DOCTOR_SERVICE = 'agentrt-doctor';
 
+/**
+ * `rpc.service` of the hosting runtime's control plane (create, get, list, update runtimes): the
+ * stack's housekeeping — `agentrt dev` registering its agents, `agentrt invoke` looking a name up —
+ * not an agent's work.
+ */
+export const CONTROL_PLANE_RPC_SERVICE = 'BedrockAgentCoreControl';
+
 /** OTLP/HTTP export paths: a span of a call to them is telemetry shipping, not the user's work. */
 const OTLP_PATHS = new Set(['/v1/traces', '/v1/metrics', '/v1/logs']);
 
@@ -65,6 +72,8 @@ export function traceNoise(
   const service = String(main.resource.attributes['service.name'] ?? '');
   if (service === DOCTOR_SERVICE) return 'synthetic';
   if (INTERNAL_SERVICES.has(service)) return 'internal';
+  if (main.kind === 'SERVER' && main.attributes['rpc.service'] === CONTROL_PLANE_RPC_SERVICE)
+    return 'internal';
   const path = httpPath(main);
   if (path === undefined) {
     // An HTTP span named only by method and path (`GET /healthz`) without attributes.

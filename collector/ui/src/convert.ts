@@ -89,6 +89,7 @@ export function toTraceSummaryView(t: TraceSummary): TraceSummaryView {
     inProgress: t.inProgress,
   };
   if (t.sessionId) view.sessionId = t.sessionId;
+  if (t.agentName) view.agent = t.agentName;
   if (t.noise) view.noise = t.noise;
   if (t.tokensByModel) view.tokensByModel = t.tokensByModel;
   return view;

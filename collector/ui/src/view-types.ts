@@ -58,6 +58,8 @@ export interface TraceSummaryView {
   traceId: string;
   rootName: string;
   service: string;
+  /** The hosted agent (its runtime's name) a call through the runtime went to. */
+  agent?: string;
   sessionId?: string;
   startMs: number;
   durationMs: number;

@@ -114,6 +114,23 @@ describe.skipIf(!hasChromium)(
       await screenshot(page, 'agents');
     });
 
+    it('the session list and trace list name the hosted agent; the control plane stays out of the trace list', async () => {
+      await page.goto(`${collector.url}/#/sessions`);
+      const session = page.locator('tr', { has: page.locator(`a:text-is("${SESSION}")`) });
+      await session.waitFor();
+      expect(await session.locator('[data-testid=session-agents]').textContent()).toBe('ui_agent');
+      await page.goto(`${collector.url}/#/traces`);
+      const agents = page.locator('[data-testid=traces-table] [data-testid=trace-agent]');
+      await poll(() => agents.count()).toBeGreaterThan(0);
+      expect(new Set(await agents.allTextContents())).toEqual(new Set(['ui_agent']));
+      // Creating the runtime (CreateAgentRuntime, GetAgentRuntime) is housekeeping: listed as noise only.
+      const roots = await page
+        .locator('[data-testid=traces-table] tbody tr td:nth-child(2) a')
+        .allTextContents();
+      expect(roots.filter((r) => /AgentRuntime$/.test(r) && r !== 'InvokeAgentRuntime')).toEqual([]);
+      await screenshot(page, 'traces-hosted-agent');
+    });
+
     it('every chart point links to the traces behind it: that runtime, that time bucket, errors only on the error chart', async () => {
       await page.goto(`${collector.url}/#/agents`);
       const errorChart = page.locator('[data-testid=stats-chart]', {
@@ -137,7 +154,8 @@ describe.skipIf(!hasChromium)(
       const listed = page.locator('[data-testid=traces-table] tbody tr');
       await poll(() => listed.count()).toBe(1);
       expect(await listed.first().locator('.pill-error').count()).toBe(1);
-      expect(await listed.first().locator('td').nth(2).textContent()).toBe('agentrt-runtime');
+      // Listed under the hosted agent it called, not the hosting runtime.
+      expect(await listed.first().locator('[data-testid=trace-agent]').textContent()).toBe('ui_agent');
       // An invocations point lists the bucket's calls, ok and failed alike.
       await page.goto(`${collector.url}/#/agents`);
       const invocationsChart = page.locator('[data-testid=stats-chart]', {
@@ -153,8 +171,8 @@ describe.skipIf(!hasChromium)(
         await page.locator('[data-testid=time-window]').waitFor();
         // Each point with calls lists the runtime's traces of its bucket.
         await poll(() => listed.count()).toBeGreaterThan(0);
-        for (const service of await listed.locator('td:nth-child(3)').allTextContents())
-          expect(service).toBe('agentrt-runtime');
+        for (const agent of await listed.locator('[data-testid=trace-agent]').allTextContents())
+          expect(agent).toBe('ui_agent');
       }
     });
 

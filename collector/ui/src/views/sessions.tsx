@@ -62,7 +62,7 @@ export function SessionsView() {
                   {s.sessionId}
                 </a>
               </td>
-              <td>{s.services.join(', ')}</td>
+              <td data-testid="session-agents">{s.services.join(', ')}</td>
               <td class="num">{s.traceCount}</td>
               <td class="num">{s.spanCount}</td>
               <td class="num">{formatDuration(s.durationMs)}</td>
@@ -143,7 +143,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         <Card label="errors" value={session.errorCount} tone={session.errorCount > 0 ? 'bad' : undefined} />
         <Card label="tokens in / out" value={<Tokens tokens={session.tokens} />} />
         <Card label="cost" value={<Cost byModel={session.tokensByModel} prices={prices} />} />
-        <Card label="services" value={session.services.join(', ')} />
+        <Card label="agents" value={session.services.join(', ')} />
       </div>
       <ol class="conversation" data-testid="conversation">
         {turns.map(({ summary, turn }, i) => (

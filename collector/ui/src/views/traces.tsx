@@ -155,7 +155,7 @@ export function TracesView({ filters }: { filters: TraceFilters }) {
               <tr>
                 <th title="pick two to compare">⇄</th>
                 <th>root</th>
-                <th>service</th>
+                <th>agent</th>
                 <th>started</th>
                 <th class="num">duration</th>
                 <th class="num">spans</th>
@@ -192,7 +192,12 @@ export function TracesView({ filters }: { filters: TraceFilters }) {
                       </span>
                     )}
                   </td>
-                  <td>{t.service}</td>
+                  <td
+                    data-testid="trace-agent"
+                    title={t.agent ? `hosted agent, called through ${t.service}` : `service ${t.service}`}
+                  >
+                    {t.agent ?? t.service}
+                  </td>
                   <td title={formatDateTime(t.startMs)}>{formatAgo(t.startMs)}</td>
                   <td class="num">{formatDuration(t.durationMs)}</td>
                   <td class="num">{t.spanCount}</td>

@@ -117,7 +117,7 @@ export const sessionsCommand: Command = {
       const { prices } = await collectorJson<{ prices: Record<string, Price> }>(base, '/api/prices');
       const sessionCost = cost(x.tokensByModel, prices);
       io.stdout(
-        `session ${x.sessionId}  services ${x.serviceNames.join(', ') || '-'}\n` +
+        `session ${x.sessionId}  agents ${x.serviceNames.join(', ') || '-'}\n` +
           `${x.traceCount} traces, ${x.spanCount} spans, ${x.errorCount} errors, tokens in/out ${x.tokens.input}/${x.tokens.output}${sessionCost ? `, cost ${sessionCost}` : ''}\n` +
           `${formatTime(x.firstSeenUnixNano / 1e6)} → ${formatTime(x.lastSeenUnixNano / 1e6)}\n\n`,
       );
@@ -148,7 +148,7 @@ export const sessionsCommand: Command = {
     const { prices } = await collectorJson<{ prices: Record<string, Price> }>(base, '/api/prices');
     io.stdout(
       renderTable(
-        ['last seen', 'session', 'services', 'traces', 'spans', 'errors', 'tokens in/out', 'cost'],
+        ['last seen', 'session', 'agents', 'traces', 'spans', 'errors', 'tokens in/out', 'cost'],
         list.sessions.map((s) => [
           formatTime(s.lastSeenUnixNano / 1e6),
           s.sessionId,

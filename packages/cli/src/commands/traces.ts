@@ -154,7 +154,7 @@ export function renderWaterfall(trace: TraceResponse, width = BAR_WIDTH): string
     l.length > labelWidth ? `${l.slice(0, labelWidth - 1)}…` : l.padEnd(labelWidth);
   const durWidth = Math.max(...rows.map((r) => r.dur.length));
   const head =
-    `trace ${s.traceId}  ${s.serviceName}  ${formatTime(t0 / 1e6)}\n` +
+    `trace ${s.traceId}  ${s.agentName ?? s.serviceName}  ${formatTime(t0 / 1e6)}\n` +
     `${s.rootName}: ${formatDurationNano(s.durationNano)}, ${s.spanCount} spans, ${s.errorCount} errors` +
     `${s.tokens.total ? `, tokens in/out ${s.tokens.input}/${s.tokens.output}` : ''}` +
     `${s.sessionId ? `, session ${s.sessionId}` : ''}${s.inProgress ? ' (in progress: no root span yet)' : ''}\n\n`;
@@ -255,11 +255,11 @@ export const tracesCommand: Command = {
         }
         io.stdout(
           renderTable(
-            ['start', 'trace', 'service', 'root', 'duration', 'spans', 'errors', 'session'],
+            ['start', 'trace', 'agent', 'root', 'duration', 'spans', 'errors', 'session'],
             list.traces.map((t) => [
               formatTime(t.startTimeUnixNano / 1e6),
               t.traceId,
-              t.serviceName,
+              t.agentName ?? t.serviceName,
               t.rootName,
               formatDurationNano(t.durationNano),
               t.spanCount,

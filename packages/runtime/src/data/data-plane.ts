@@ -487,6 +487,8 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
     router.add(method, '/runtimes/:runtime/invocations', async (ctx) => {
       const runtime = resolveRuntime(ctx);
       const version = resolveVersion(ctx, runtime);
+      // Counted for its runtime like any invocation (its metrics' Name), not as a nameless one.
+      setOperationTarget(ctx, runtime, version);
       await authenticate(ctx, runtime, version);
       if (serverProtocolOf(version) !== 'MCP')
         throw new RuntimeApiError(

@@ -232,6 +232,21 @@ describe('the runtime observes itself (spans, AgentCore metrics, logs as OTLP)',
     await waitFor(() => (usage('agent.runtime.memory.gb_hours.used') ?? 0) > 0, 10_000, 'session GB-hours');
   });
 
+  it("counts an MCP client's GET stream (answered 405) under its runtime's Name, never a nameless one", async () => {
+    const runtime = await createReady(rt.control, 'mcp_named', 'mcp', {
+      protocolConfiguration: { serverProtocol: 'MCP' },
+    });
+    const arn = runtime.agentRuntimeArn!;
+    const res = await fetch(`${rt.server.url}/runtimes/${encodeURIComponent(arn)}/invocations`, {
+      headers: { accept: 'text/event-stream' },
+    });
+    expect(res.status).toBe(405);
+    await waitFor(() => latest('Invocations', arn) === 1, 10_000, 'Invocations of mcp_named = 1');
+    const points = metricBatches.flat().flatMap((m) => m.sum?.dataPoints ?? []);
+    const named = points.filter((p) => attr(p.attributes, 'Resource') === arn);
+    expect(named.every((p) => attr(p.attributes, 'Name') === 'mcp_named::DEFAULT')).toBe(true);
+  });
+
   it('gives each WebSocket connection a SERVER span: caller trace (header or query), session, close code, frames', async () => {
     const runtime = await createReady(rt.control, 'observed_ws', 'ws-echo');
     const arn = runtime.agentRuntimeArn!;
