@@ -84,8 +84,8 @@ function makeRequests() {
 
 /** Points stored: metrics.sqlite's rows, or those of the ClickHouse database `store` names. */
 async function storedPoints(collector, store) {
-  if (!store) return collector.metrics.db.prepare('SELECT count(*) AS n FROM metric_points').get().n;
-  const [row] = await collector.store.select(
+  if (!store) return collector.backend.metrics.db.prepare('SELECT count(*) AS n FROM metric_points').get().n;
+  const [row] = await collector.backend.select(
     `SELECT count() AS n FROM ${parseStoreSetting(store).database}.metric_points`,
   );
   return Number(row.n);

@@ -25,10 +25,10 @@ import {
   runQuery,
   silentLogger,
 } from '../../collector/dist/index.js';
-import { createQueryPool } from '../../collector/dist/query/query-pool.js';
-import { GENAI_INDEX, SCHEMA as STORE_SCHEMA } from '../../collector/dist/store/schema.js';
-import { SPAN_INSERT_COLUMNS, createRowEncoder } from '../../collector/dist/store/span-rows.js';
-import { openDatabase } from '../../collector/dist/store/span-writer.js';
+import { createQueryPool } from '../../collector/dist/store/reader-pool.js';
+import { GENAI_INDEX, SCHEMA as STORE_SCHEMA } from '../../collector/dist/store/sqlite/schema.js';
+import { SPAN_INSERT_COLUMNS, createRowEncoder } from '../../collector/dist/store/sqlite/span-rows.js';
+import { openDatabase } from '../../collector/dist/store/sqlite/span-writer.js';
 import { table, writeSection } from '../lib/report.mjs';
 
 const BATCH = 512;

@@ -21,18 +21,22 @@ export {
   isTraceIndexed,
   type SpanStore,
   type SpanStoreOptions,
-  type TraceListFilter,
-  type RetentionOptions,
-} from './store/span-store.js';
+} from './store/sqlite/span-store.js';
+export type { TraceListFilter, RetentionOptions } from './store/read-options.js';
 export {
   parseStoreSetting,
   StoreUnavailableError,
   StoreConfigError,
-  type CollectorStore,
+  StoreCorruptError,
+  type Backend,
+  type SpanBackend,
+  type LogBackend,
+  type MetricBackend,
   type StoreSetting,
   type ClickHouseLocation,
 } from './store/store.js';
-export { createSqliteStore, type SqliteStore } from './store/sqlite-store.js';
+export { openBackend, type BackendOptions } from './store/backend.js';
+export { createSqliteStore, type SqliteStore } from './store/sqlite/sqlite-store.js';
 export {
   createClickHouseStore,
   type ClickHouseStore,

@@ -20,7 +20,7 @@ try {
   logger.info('listening', {
     url: collector.url,
     dataDir: config.dataDir,
-    store: collector.store.location,
+    store: collector.backend.location,
     traceIndexPercent: config.traceIndexPercent,
   });
   let stopping = false;

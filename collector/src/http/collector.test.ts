@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ProtobufReader } from '../otlp/protobuf-reader.js';
+import type { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import {
   SQLITE_ONLY,
   hex,
@@ -547,7 +548,7 @@ describe('collector with raw OTLP bodies', () => {
           postJson(`${crashy.url}/v1/traces`, body(hex(0xc10 + i, 16), 200, 'crash')),
         );
         await new Promise((resolve) => setTimeout(resolve, 5));
-        await crashy.writer!.terminateForTest();
+        await (crashy.backend as SqliteStore).writer.terminateForTest();
         const answers = await Promise.all(inFlight);
         expect(answers.every((r) => r.status === 200 || r.status === 503)).toBe(true);
         const refused = await postJson(`${crashy.url}/v1/traces`, body(hex(0xc2, 16), 1, 'crash'));

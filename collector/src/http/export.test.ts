@@ -37,7 +37,7 @@ describe('export', () => {
           attributes: { 'gen_ai.prompt': prompt },
         }),
       );
-      await a.store.write(decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans, []);
+      await a.backend.write(decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans, []);
     }
   }, 60_000);
   afterAll(async () => {
@@ -115,7 +115,7 @@ describe('export', () => {
           attributes: { prompt },
         }),
       );
-      await c.store.write(decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans, []);
+      await c.backend.write(decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans, []);
       expect((await fetch(`${c.url}/api/export?traceId=${hex(8, 16)}`)).status).toBe(404);
       expect((await fetch(`${c.url}/api/export?traceId=xyz`)).status).toBe(400);
       // A client that reads nothing: the export waits on back-pressure and keeps its slot.

@@ -7,7 +7,7 @@
 import { appendFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeTraceRequestJson } from '../otlp/decode-json.js';
-import { createSpanStore } from '../store/span-store.js';
+import { createSpanStore } from '../store/sqlite/span-store.js';
 import {
   TEST_STORE,
   hex,
@@ -128,7 +128,7 @@ describe('hostile queries under ingest load (collector process)', () => {
       );
       const records = decodeTraceRequestJson(JSON.stringify(jsonRequest('stored', spans))).spans;
       if (sqlite) sqlite.insertBatch(records);
-      else await other!.store.write(records, []);
+      else await other!.backend.write(records, []);
     }
     sqlite?.close();
     await other?.close();

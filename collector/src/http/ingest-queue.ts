@@ -1,13 +1,14 @@
 import type { LogRecord, SpanRecord } from '../wire-types.js';
 import { HttpError } from './http-error.js';
+import { StoreCorruptError } from '../store/store.js';
 
 export interface IngestQueueOptions {
   /**
    * Stores one request's records (all or nothing); resolves once they are committed. Requests that
-   * reach the writer while it is busy are committed together (writer-worker.ts).
+   * reach the writer while it is busy are committed together.
    */
   write: (spans: SpanRecord[], logs: LogRecord[]) => Promise<void>;
-  /** Why the store cannot take writes right now (its writer thread is down), or undefined. */
+  /** Why the store cannot take writes right now (Backend.unwritable), or undefined. */
   unavailable?: () => Error | undefined;
   /** Above this many records not yet committed, new requests get 429 + Retry-After. */
   maxPendingRecords: number;
@@ -70,8 +71,11 @@ export function createIngestQueue(options: IngestQueueOptions) {
         if (p.spans.length) options.onCommit?.(p.spans);
       },
       (error: unknown) => {
+        // A corrupt store says so itself (its 503 tells how to recover); anything else is a retry.
         p.reject(
-          storeUnavailable(`could not store the data (${(error as Error).message}); retry later`, error),
+          error instanceof StoreCorruptError
+            ? error
+            : storeUnavailable(`could not store the data (${(error as Error).message}); retry later`, error),
         );
         settled(records);
       },
@@ -99,6 +103,7 @@ export function createIngestQueue(options: IngestQueueOptions) {
         });
       }
       const down = options.unavailable?.();
+      if (down instanceof StoreCorruptError) throw down;
       if (down) {
         throw storeUnavailable(`cannot store data now (${down.message}); retry later`, down);
       }

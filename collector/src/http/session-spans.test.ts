@@ -16,7 +16,7 @@ const T0 = Date.UTC(2026, 10, 21, 12);
 const SESSION = 'sess-whole-1';
 
 async function write(c: Started, spans: Record<string, unknown>[]): Promise<void> {
-  await c.store.write(decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans, []);
+  await c.backend.write(decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans, []);
 }
 
 async function lines(url: string): Promise<SpanRecord[]> {

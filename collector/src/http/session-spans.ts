@@ -1,7 +1,7 @@
 // GET /api/sessions/{id}/spans: a session's whole trace in one call — every span of every trace of
 // the session, one stored span record (the API's SpanRecord) a line, streamed with back-pressure.
 import type { ServerResponse } from 'node:http';
-import type { CollectorStore } from '../store/store.js';
+import type { SpanBackend } from '../store/store.js';
 import { HttpError } from './http-error.js';
 import type { createExportStreamer } from './export.js';
 
@@ -9,12 +9,12 @@ import type { createExportStreamer } from './export.js';
 export const SESSION_SPANS_PATH = /^\/api\/sessions\/([^/]+)\/spans$/;
 
 export async function streamSessionSpans(
-  store: Pick<CollectorStore, 'getSession'>,
+  spans: Pick<SpanBackend, 'getSession'>,
   exporter: ReturnType<typeof createExportStreamer>,
   sessionId: string,
   res: ServerResponse,
 ): Promise<void> {
-  const found = await store.getSession(sessionId);
+  const found = await spans.getSession(sessionId);
   if (!found) throw new HttpError(404, 'not_found', `session ${JSON.stringify(sessionId)} not found`);
   await exporter.streamSpanRecords(
     found.traces.map((t) => t.traceId),

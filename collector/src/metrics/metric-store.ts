@@ -1,6 +1,6 @@
 import { type DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
-import { inTransaction, openDatabase } from '../store/span-writer.js';
+import { inTransaction, openDatabase } from '../store/sqlite/span-writer.js';
 import type { Attributes } from '../wire-types.js';
 import {
   type CumulativeState,
@@ -175,7 +175,7 @@ export interface MetricReader {
  * Where metric points are kept: metrics.sqlite beside the span store (createMetricStore), or the
  * ClickHouse store's tables when several collectors share one database (clickhouse-metrics.ts).
  * Async throughout: the ClickHouse one answers over the network. The collector runs its reads on
- * the query threads (CollectorStore.metricJson); the store's own reads are for tests and benches.
+ * the query threads (Backend.metrics.json); the store's own reads are for tests and benches.
  */
 export interface MetricStore extends MetricReader {
   /** Where the points are (a file path, or the ClickHouse database). */

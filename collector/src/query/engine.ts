@@ -16,7 +16,7 @@ export interface QueryOptions {
   endMs?: number;
   /**
    * Give up (QueryError) once the scan has run this long; default 30 s. (The collector runs queries
-   * on worker threads and ends a thread that runs past this, see query-pool.ts.)
+   * on worker threads and ends a thread that runs past this, see store/reader-pool.ts.)
    */
   maxQueryMs?: number;
   /** Most rows held in memory for a later sort, filter or stats (QueryError past it); default 1,000,000. */

@@ -1,5 +1,20 @@
 import type { AttributeValue, SpanRecord } from '../wire-types.js';
 
+/**
+ * Hot GenAI attributes copied into columns of their own at ingest, so `stats … by model` and token
+ * sums run as SQL aggregates instead of parsing every record. A column holds the attribute's value
+ * when it is a string (text columns) or a number (number columns); a span whose value has another
+ * type (or sits in a nested kvlist) gets `hot_odd = 1`, and while any such span exists the query
+ * engine reads these fields from the records instead.
+ */
+export const HOT_ATTRIBUTES = [
+  { key: 'gen_ai.request.model', column: 'ga_model', kind: 'text' },
+  { key: 'gen_ai.operation.name', column: 'ga_operation', kind: 'text' },
+  { key: 'gen_ai.provider.name', column: 'ga_provider', kind: 'text' },
+  { key: 'gen_ai.usage.input_tokens', column: 'ga_input_tokens', kind: 'number' },
+  { key: 'gen_ai.usage.output_tokens', column: 'ga_output_tokens', kind: 'number' },
+] as const;
+
 type Value = AttributeValue | SpanRecord | undefined;
 
 /**

@@ -1,8 +1,7 @@
 import type { MetricRead } from '../metrics/metric-read.js';
 import { type Token, tokenize } from './lexer.js';
 import { UNIT_MS } from './parser.js';
-import { QueryError } from './query-error.js';
-import { QueryFailure } from './query-pool.js';
+import { QueryError, QueryFailure } from './query-error.js';
 
 /**
  * The metrics form of the query language, beside the span commands:

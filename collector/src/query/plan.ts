@@ -1,5 +1,5 @@
 import { KIND_NAMES, STATUS_NAMES } from '../otlp/records.js';
-import { HOT_ATTRIBUTES } from '../store/schema.js';
+import { HOT_ATTRIBUTES } from './fields.js';
 import type { AggFn, CmpOp, Command, Expr, Literal } from './ast.js';
 
 /**

@@ -36,3 +36,15 @@ export class QueryError extends Error {
     return body;
   }
 }
+
+/** A query the language refused or stopped: the 400 body (404 for an unknown metric name). */
+export class QueryFailure extends Error {
+  override name = 'QueryFailure';
+  readonly body: QueryErrorBody;
+  readonly status: number;
+  constructor(body: QueryErrorBody, status = 400) {
+    super(body.message);
+    this.body = body;
+    this.status = status;
+  }
+}

@@ -1,7 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeTraceRequestJson } from '../otlp/decode-json.js';
-import { type SpanStore, createSpanStore } from '../store/span-store.js';
+import { type SpanStore, createSpanStore } from '../store/sqlite/span-store.js';
 import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
 import { runQuery } from './engine.js';
 import { SPAN_COLUMNS } from './plan.js';

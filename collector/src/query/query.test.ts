@@ -1,7 +1,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeTraceRequestJson } from '../otlp/decode-json.js';
-import { type SpanStore, createSpanStore } from '../store/span-store.js';
+import { type SpanStore, createSpanStore } from '../store/sqlite/span-store.js';
 import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
 import { discFraction, runQuery } from './engine.js';
 import { parseQuery } from './parser.js';

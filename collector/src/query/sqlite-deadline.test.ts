@@ -1,7 +1,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../testing.test-util.js';
-import { createSpanStore } from '../store/span-store.js';
+import { createSpanStore } from '../store/sqlite/span-store.js';
 import { runQuery } from './engine.js';
 import { QueryError } from './query-error.js';
 import { DEADLINE_FUNCTION, withDeadline } from './sqlite-deadline.js';

@@ -8,50 +8,89 @@ import type { LogQuery } from '../logs/log-query.js';
 import type { MetricRead } from '../metrics/metric-read.js';
 import type { MetricStore } from '../metrics/metric-store.js';
 import type { LogRecord, SessionResponse, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
-import type { RetentionOptions, TraceListFilter } from './span-store.js';
+import type { RetentionOptions, TraceListFilter } from './read-options.js';
 
 export type { RetentionOptions, TraceListFilter };
 
-/** What the collector needs from a store. Reads are async: a remote store answers over the network. */
-export interface CollectorStore {
-  readonly kind: 'sqlite' | 'clickhouse';
-  /** Where the data is (a file path, or the ClickHouse URL without its password). */
-  readonly location: string;
-  /**
-   * Stores one request's records, all or nothing; resolves once they are durable (committed in
-   * SQLite, acknowledged by ClickHouse). Requests arriving together may be written together.
-   */
-  write(spans: SpanRecord[], logs: LogRecord[]): Promise<void>;
-  /** Why writes cannot be taken now (writer thread down, ClickHouse unreachable), or undefined. */
-  unavailable(): Error | undefined;
+/** The spans of a backend: the query language, trace and session views, lists. Reads are async. */
+export interface SpanBackend {
   /**
    * Runs a query; resolves with the QueryResponse as JSON bytes. A query the language refuses, or
    * one that runs past its deadline, rejects with QueryFailure (the 400 body).
    */
   queryJson(query: string, range?: Pick<QueryOptions, 'startMs' | 'endMs'>): Promise<Uint8Array>;
+  /** GET /api/traces/:traceId's body (TraceResponse) as JSON bytes; undefined: no such trace. */
+  traceJson(traceId: string): Promise<Uint8Array | undefined>;
+  /** GET /api/sessions/:sessionId's body (SessionResponse) as JSON bytes; undefined: none. */
+  sessionJson(sessionId: string): Promise<Uint8Array | undefined>;
   spansOfTrace(traceId: string): Promise<SpanRecord[]>;
-  logsOfTrace(traceId: string): Promise<LogRecord[]>;
   listTraces(filter?: TraceListFilter): Promise<TraceSummary[]>;
   listSessions(limit?: number): Promise<SessionSummary[]>;
   getSession(sessionId: string): Promise<SessionResponse | undefined>;
   services(): Promise<{ name: string; spanCount: number; lastSeenUnixNano: number }[]>;
   attributeKeys(): Promise<string[]>;
-  /** One page of an export (http/export.ts streams them): the records after `after`, oldest first. */
-  exportPage: ExportPageReader;
   /** Background upkeep of summaries; returns how many were refreshed (0: nothing to do). */
   refreshSummaries(limit: number): Promise<number>;
-  /** Returns the number of records (or, for whole partitions, rows) deleted. */
-  applyRetention(options: RetentionOptions): Promise<number>;
-  /** Metric points: metrics.sqlite in the data dir, or the ClickHouse store's metric tables. */
-  readonly metrics: MetricStore;
+}
+
+/** The log records of a backend. */
+export interface LogBackend {
+  /** GET /api/logs on a query thread, under the query deadline: the LogQueryResult as JSON bytes. */
+  json(query: LogQuery): Promise<Uint8Array>;
+  ofTrace(traceId: string): Promise<LogRecord[]>;
+}
+
+/** The metric points of a backend: metrics.sqlite in the data dir, or ClickHouse's metric tables. */
+export interface MetricBackend extends MetricStore {
   /**
    * A metric read (names, or a time-series query) on a query thread, with a query's deadline, caps
    * and 429; resolves with its answer as JSON bytes. A bad question rejects with QueryFailure (its
    * status 404 for an unknown metric name).
    */
-  metricJson(read: MetricRead): Promise<Uint8Array>;
-  /** GET /api/logs on a query thread, under the query deadline: the LogQueryResult as JSON bytes. */
-  logsJson(query: LogQuery): Promise<Uint8Array>;
+  json(read: MetricRead): Promise<Uint8Array>;
+}
+
+/** What /healthz says of the store: `ok` false answers 503 with `detail` beside the counters. */
+export interface BackendHealth {
+  ok: boolean;
+  detail?: Record<string, unknown>;
+}
+
+/**
+ * One store behind the collector (openBackend), by signal. The HTTP layer reaches the data only
+ * through it, whatever the store is.
+ */
+export interface Backend {
+  /** Where the data is (a file path, or the ClickHouse URL without its password). */
+  readonly location: string;
+  readonly spans: SpanBackend;
+  readonly logs: LogBackend;
+  readonly metrics: MetricBackend;
+  /**
+   * Stores one request's spans and logs, all or nothing; resolves once they are durable (committed
+   * in SQLite, acknowledged by ClickHouse). Requests arriving together may be written together.
+   */
+  write(spans: SpanRecord[], logs: LogRecord[]): Promise<void>;
+  /**
+   * How long ingest holds a request for others to join its write: 0 for a store that batches
+   * requests itself.
+   */
+  readonly ingestLingerMs: number;
+  /**
+   * Why writes cannot be taken now (writer thread down, ClickHouse unreachable, a corrupt file:
+   * StoreUnavailableError or StoreCorruptError), or undefined.
+   */
+  unwritable(): Error | undefined;
+  /**
+   * An error a read or write failed with, as clients should see it: SQLite's corruption marks the
+   * store corrupt and becomes StoreCorruptError; anything else is returned as it is.
+   */
+  failure(error: unknown): unknown;
+  health(): BackendHealth;
+  /** One page of an export (http/export.ts streams them): the records after `after`, oldest first. */
+  exportPage: ExportPageReader;
+  /** Returns the number of records (or, for whole partitions, rows) deleted. */
+  applyRetention(options: RetentionOptions): Promise<number>;
   /** The query threads' counters, for /healthz. */
   queryStats(): Record<string, number>;
   /** Closes the store and its metric store. */
@@ -64,6 +103,14 @@ export interface CollectorStore {
  */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
+}
+
+/**
+ * The store's file is damaged: nothing is written to it (503) until the collector restarts on a
+ * sound file. The message is the client's: it names no path on the host.
+ */
+export class StoreCorruptError extends Error {
+  override name = 'StoreCorruptError';
 }
 
 /** A store setting that cannot work (bad URL, a server too old for a feature). */

@@ -305,8 +305,8 @@ describe.skipIf(clickHouseSkipReason)(
       expect(await rejected(gauge('old-1', 10))).toBeUndefined();
       expect(await rejected(gauge('old-2', 9))).toBeUndefined();
       expect(await rejected(gauge('new', 0))).toBe('1'); // a third series: over the limit of 2
-      expect(await c.store.applyRetention({ maxAgeMs: 8 * 86_400_000 })).toBe(0);
-      await c.metrics.applyRetention({ maxAgeMs: 8 * 86_400_000, maxBytes: 1e12 });
+      expect(await c.backend.applyRetention({ maxAgeMs: 8 * 86_400_000 })).toBe(0);
+      await c.backend.metrics.applyRetention({ maxAgeMs: 8 * 86_400_000, maxBytes: 1e12 });
       expect(
         Number(await clickHouseSql(ch.url, 'SELECT count() FROM agentrt_metrics_retention.metric_points')),
       ).toBe(0);

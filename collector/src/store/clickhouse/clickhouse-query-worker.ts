@@ -1,10 +1,10 @@
-// A query thread of the ClickHouse store (started by query/query-pool.ts, as SQLite's are): its own
+// A query thread of the ClickHouse store (started by store/reader-pool.ts, as SQLite's are): its own
 // HTTP client to ClickHouse; runs one query or read (the log search, metric reads) at a time — ClickHouse does the scan, this thread the
 // parts the language evaluates in JS (regex filters, stats ClickHouse cannot group, sorting) — and
 // answers with the response's JSON bytes. On the main thread that work held up ingest and /healthz
 // for as long as a second per query; here the pool's deadline ends it with the thread.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { QueryPoolData, QueryReply, QueryRequest } from '../../query/query-pool.js';
+import type { QueryPoolData, QueryReply, QueryRequest } from '../reader-pool.js';
 import { resultBytes } from '../../query/result-bytes.js';
 import { type ClickHouseConnection, connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { clickHouseQueryFailure, runClickHouseQuery } from './clickhouse-query.js';
@@ -13,7 +13,7 @@ import { createClickHouseMetricReader } from './clickhouse-metrics.js';
 import { tableName } from './schema.js';
 import type { LogQuery } from '../../logs/log-query.js';
 import { type MetricRead, answerMetricRead, metricFailure } from '../../metrics/metric-read.js';
-import type { ReadOp } from '../read-ops.js';
+import type { ReadOp } from '../sqlite/read-ops.js';
 
 /** What the store hands its query threads (QueryPoolData.extra). */
 export interface ClickHouseWorkerData extends ClickHouseConnection {

@@ -381,7 +381,7 @@ describe.skipIf(clickHouseSkipReason)(
       // Each write starts while the INSERT that acknowledged the previous one is still finishing.
       for (let i = 0; i < 3; i++) {
         const spans = decodeTraceRequestJson(JSON.stringify(numbered('svc', 0xb2b000, 'back', i))).spans;
-        const done = c.store.write(spans, []).then(() => 'stored');
+        const done = c.backend.write(spans, []).then(() => 'stored');
         const late = new Promise((r) => setTimeout(() => r('still waiting after 5 s'), 5000));
         expect(await Promise.race([done, late])).toBe('stored');
       }
@@ -825,7 +825,7 @@ describe.skipIf(clickHouseSkipReason)(
           }),
         ]);
       await send(c, [at(10, 0), at(9, 1), at(0, 2)]);
-      const dropped = await c.store.applyRetention({ maxAgeMs: 8 * DAY_MS });
+      const dropped = await c.backend.applyRetention({ maxAgeMs: 8 * DAY_MS });
       expect(dropped).toBe(2);
       const r = await query(c, 'stats count(*) as n by name');
       expect(r.rows).toEqual([{ name: 'd-0', n: 1 }]);

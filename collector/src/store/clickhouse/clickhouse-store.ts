@@ -13,18 +13,21 @@ import {
   exportPageOf,
 } from '../export-page.js';
 import type { Logger } from '../../logger.js';
-import { type QueryPool, createQueryPool } from '../../query/query-pool.js';
+import { type QueryPool, createQueryPool } from '../reader-pool.js';
 import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../../wire-types.js';
-import { FIXED_KEYS, noiseFilter } from '../span-store.js';
+import { FIXED_KEYS, noiseFilter } from '../read-options.js';
 import {
   type ClickHouseLocation,
-  type CollectorStore,
+  type Backend,
+  type MetricBackend,
   type RetentionOptions,
   StoreConfigError,
   StoreUnavailableError,
   type TraceListFilter,
 } from '../store.js';
 import { summarizeSession, summarizeTrace } from '../summaries.js';
+import { traceResponse } from '../trace-view.js';
+import type { MetricRead } from '../../metrics/metric-read.js';
 import { createClickHouseMetricStore } from './clickhouse-metrics.js';
 import type { MetricLimits, MetricStore } from '../../metrics/metric-store.js';
 import { createBatcher } from '../batcher.js';
@@ -79,14 +82,13 @@ export interface ClickHouseStoreOptions extends ClickHouseLocation {
   metricLimits?: Partial<MetricLimits>;
 }
 
-export type ClickHouseStore = CollectorStore & {
-  readonly kind: 'clickhouse';
+export type ClickHouseStore = Backend & {
   /** `SELECT version()` of the server at start. */
   readonly serverVersion: string;
   /** Raw SQL for tests and benchmarks (JSONEachRow rows). */
   select<T>(sql: string): Promise<T[]>;
   /** Metric points, in this database's metric tables (shared by every collector on it). */
-  readonly metrics: MetricStore;
+  readonly metrics: MetricBackend;
 };
 
 /** Compares a version string like 18.16.1 with [major, minor]. */
@@ -716,33 +718,47 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     throw error;
   }
 
+  const logsOfTrace = async (traceId: string): Promise<LogRecord[]> =>
+    docs<LogRecord>(
+      await select(`SELECT doc FROM ${T('logs')} WHERE trace_id = ${literal(traceId)} ORDER BY time_ns`),
+    );
+  const json = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
   return {
-    kind: 'clickhouse',
     location,
     serverVersion,
     select,
-    metrics,
     // The log search and metric reads run on the query threads, as on SQLite (the rows they decode
     // and add up held up ingest and /healthz here).
-    metricJson: (read) => pool.read('metric', [read]),
-    logsJson: (q) => pool.read('logs', [q]),
+    metrics: Object.assign(metrics, { json: (read: MetricRead) => pool.read('metric', [read]) }),
     queryStats: () => ({ ...pool.stats, queued: pool.queued }),
     write,
-    unavailable: () => down,
-    queryJson: (q, range) => pool.run(q, range),
-    spansOfTrace,
-    logsOfTrace: async (traceId) =>
-      docs<LogRecord>(
-        await select(`SELECT doc FROM ${T('logs')} WHERE trace_id = ${literal(traceId)} ORDER BY time_ns`),
-      ),
-    listTraces,
-    listSessions,
-    getSession,
-    services,
-    attributeKeys,
+    // The store holds requests for the linger itself (and starts an INSERT early once enough wait).
+    ingestLingerMs: 0,
+    unwritable: () => down,
+    failure: (error) => error,
+    health: () => ({ ok: true }),
+    spans: {
+      queryJson: (q, range) => pool.run(q, range),
+      spansOfTrace,
+      async traceJson(traceId) {
+        // The spans and the logs at once; the summary from the spans in hand (not read again).
+        const [spans, logs] = await Promise.all([spansOfTrace(traceId), logsOfTrace(traceId)]);
+        return spans.length ? json(traceResponse(summarizeTrace(traceId, spans), spans, logs)) : undefined;
+      },
+      async sessionJson(sessionId) {
+        const found = await getSession(sessionId);
+        return found && json(found);
+      },
+      listTraces,
+      listSessions,
+      getSession,
+      services,
+      attributeKeys,
+      // Summaries are kept by materialized views and finished on read: nothing to refresh.
+      refreshSummaries: async () => 0,
+    },
+    logs: { json: (q) => pool.read('logs', [q]), ofTrace: logsOfTrace },
     exportPage,
-    // Summaries are kept by materialized views and finished on read: nothing to refresh.
-    refreshSummaries: async () => 0,
     applyRetention: (opts) => applyRetention(opts),
     async close(): Promise<void> {
       closed = true;

@@ -3,8 +3,8 @@
 // 19.x, so values are rendered as literals, here and nowhere else).
 import { sessionIdOf } from '../../trace-model/genai.js';
 import type { AttributeValue, Attributes, LogRecord, SpanRecord } from '../../wire-types.js';
-import { HOT_ATTRIBUTES } from '../schema.js';
-import { type HotValue, createDocWriter, hotValues, nsToUs } from '../span-rows.js';
+import { HOT_ATTRIBUTES } from '../../query/fields.js';
+import { type HotValue, createDocWriter, hotValues, nsToUs } from '../sqlite/span-rows.js';
 
 /**
  * 2100-01-01 in µs: time ranges end there at the latest (a partition's Date ends in 2106, and

@@ -61,7 +61,7 @@ export const collectorCommand: Command = {
     logger.info('listening', {
       url: collector.url,
       dataDir: config.dataDir,
-      store: collector.store.location,
+      store: collector.backend.location,
       traceIndexPercent: config.traceIndexPercent,
       forwardEndpoints: config.forwardEndpoints,
     });

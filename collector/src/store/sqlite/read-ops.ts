@@ -1,4 +1,4 @@
-// The store's reads as the query threads run them (query-worker.ts), each on the thread's own
+// The store's reads as the query threads run them (reader-worker.ts), each on the thread's own
 // read-only connection and under the query deadline: the trace list (with its free-text search, a
 // full scan), trace lookups, sessions, services, export ranges, the log search and metric reads.
 // Each answers with what the API sends, so the main thread passes the bytes on without parsing them.
@@ -9,42 +9,14 @@ import {
   type ExportSelection,
   type ExportShape,
   exportPageOf,
-} from './export-page.js';
-import { buildSpanTree, type SpanTreeNode } from '../trace-model/span-tree.js';
-import { type LogQuery, type LogQueryResult, queryLogs } from '../logs/log-query.js';
-import { type MetricRead, answerMetricRead } from '../metrics/metric-read.js';
-import { createSqliteMetricReader } from '../metrics/sqlite-metric-reader.js';
-import type { LogRecord, SpanNode, SpanRecord, TraceResponse, TraceSummary } from '../wire-types.js';
-import { type TraceListFilter, createSpanReader } from './span-store.js';
-
-/** A trace's spans as a tree with their logs; logs of spans not in the trace are `unattached`. */
-export function traceTree(
-  spans: SpanRecord[],
-  logs: LogRecord[],
-): { roots: SpanNode[]; unattached: LogRecord[] } {
-  const bySpan = new Map<string, LogRecord[]>();
-  const unattached: LogRecord[] = [];
-  const ids = new Set(spans.map((s) => s.spanId));
-  for (const l of logs) {
-    if (l.spanId && ids.has(l.spanId)) {
-      const list = bySpan.get(l.spanId);
-      if (list) list.push(l);
-      else bySpan.set(l.spanId, [l]);
-    } else unattached.push(l);
-  }
-  const convert = (n: SpanTreeNode<SpanRecord>): SpanNode => ({
-    span: n.span,
-    logs: bySpan.get(n.span.spanId) ?? [],
-    children: n.children.map(convert),
-  });
-  return { roots: buildSpanTree(spans).map(convert), unattached };
-}
-
-/** GET /api/traces/:traceId from a trace's spans, logs and summary. */
-export function traceResponse(summary: TraceSummary, spans: SpanRecord[], logs: LogRecord[]): TraceResponse {
-  const { roots, unattached } = traceTree(spans, logs);
-  return { summary, roots, logs: unattached };
-}
+} from '../export-page.js';
+import { traceResponse } from '../trace-view.js';
+import { type LogQuery, type LogQueryResult, queryLogs } from '../../logs/log-query.js';
+import { type MetricRead, answerMetricRead } from '../../metrics/metric-read.js';
+import { createSqliteMetricReader } from '../../metrics/sqlite-metric-reader.js';
+import type { TraceResponse } from '../../wire-types.js';
+import type { TraceListFilter } from '../read-options.js';
+import { createSpanReader } from './span-store.js';
 
 /**
  * Export pages (http/export.ts): the records of a table after a (time, id) key, one short keyset

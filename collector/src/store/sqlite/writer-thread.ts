@@ -3,9 +3,10 @@
 // inserts and commits them, and runs the WAL checkpoints its commits call for. On two cores the two
 // halves overlap instead of taking turns. A write resolves only after its transaction committed.
 import { Worker } from 'node:worker_threads';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../logger.js';
 import type { EncodedBatch } from './span-rows.js';
-import type { RetentionOptions } from './span-store.js';
+import type { RetentionOptions } from '../read-options.js';
+import { WORKER_BOOTSTRAP } from '../worker-bootstrap.js';
 
 /** What the writer thread starts with. */
 export interface WriterData {
@@ -48,27 +49,6 @@ export class WriterError extends Error {
   override name = 'WriterError';
 }
 
-/**
- * The eval'd source of the collector's worker threads: imports `workerData.entry`. Running from
- * src/ (the tests) the entry is TypeScript: Node strips the types, and this hook resolves the `.js`
- * specifiers tsc-style imports use to the `.ts` files next to them.
- */
-export const WORKER_BOOTSTRAP = `
-const { workerData } = require('node:worker_threads');
-if (workerData.entry.endsWith('.ts')) {
-  require('node:module').registerHooks({
-    resolve(specifier, context, next) {
-      try {
-        return next(specifier, context);
-      } catch (error) {
-        if (/^\\.\\.?\\//.test(specifier) && specifier.endsWith('.js')) return next(specifier.slice(0, -3) + '.ts', context);
-        throw error;
-      }
-    },
-  });
-}
-import(workerData.entry);
-`;
 const ENTRY = new URL(
   import.meta.url.endsWith('.ts') ? './writer-worker.ts' : './writer-worker.js',
   import.meta.url,

@@ -2,25 +2,11 @@
 // record as JSON (`doc`); log records likewise. Times are stored as epoch microseconds so they stay
 // exact JavaScript numbers (epoch nanoseconds do not fit in 2^53).
 //
-// Version 2 added the GenAI columns (see HOT_ATTRIBUTES) and their covering index; version 3 orders
+// Version 2 added the GenAI columns (HOT_ATTRIBUTES, query/fields.ts) and their covering index; version 3 orders
 // that index by time instead of duration. An older data dir is migrated in place when it is opened
 // (migrate in span-store.ts).
-export const SCHEMA_VERSION = 3;
 
-/**
- * Hot GenAI attributes copied into columns of their own at ingest, so `stats … by model` and token
- * sums run as SQL aggregates instead of parsing every record. A column holds the attribute's value
- * when it is a string (text columns) or a number (number columns); a span whose value has another
- * type (or sits in a nested kvlist) gets `hot_odd = 1`, and while any such span exists the query
- * engine reads these fields from the records instead.
- */
-export const HOT_ATTRIBUTES = [
-  { key: 'gen_ai.request.model', column: 'ga_model', kind: 'text' },
-  { key: 'gen_ai.operation.name', column: 'ga_operation', kind: 'text' },
-  { key: 'gen_ai.provider.name', column: 'ga_provider', kind: 'text' },
-  { key: 'gen_ai.usage.input_tokens', column: 'ga_input_tokens', kind: 'number' },
-  { key: 'gen_ai.usage.output_tokens', column: 'ga_output_tokens', kind: 'number' },
-] as const;
+export const SCHEMA_VERSION = 3;
 
 /**
  * The covering index of model-level GenAI stats (count, tokens, durations by model, over all time or

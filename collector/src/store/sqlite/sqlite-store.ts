@@ -1,18 +1,19 @@
 // The embedded store behind the storage boundary: the SQLite span store (span-store.ts) and the
-// metrics store beside it (metric-store.ts), both read on the query threads (query-pool.ts,
+// metrics store beside it (metric-store.ts), both read on the query threads (../reader-pool.ts,
 // read-ops.ts); spans are written by the writer thread (writer-thread.ts), which also rebuilds the
 // summaries and runs retention, metric points by the main thread. The main thread's own connection
 // creates and migrates the span schema at start.
-import type { Logger } from '../logger.js';
-import { type MetricLimits, type SqliteMetricStore, createMetricStore } from '../metrics/metric-store.js';
+import type { Logger } from '../../logger.js';
+import { type MetricLimits, type SqliteMetricStore, createMetricStore } from '../../metrics/metric-store.js';
 import { join } from 'node:path';
-import { type QueryPool, createQueryPool } from '../query/query-pool.js';
-import { RECOVERY_HINT, createIntegrityMonitor, isCorruption } from './integrity.js';
-import type { LogRecord, SpanRecord } from '../wire-types.js';
+import { type QueryPool, createQueryPool } from '../reader-pool.js';
+import { RECOVERY_HINT, corruptError, createIntegrityMonitor, isCorruption } from './integrity.js';
+import type { LogRecord, SpanRecord } from '../../wire-types.js';
 import { type SpanStore, createSpanStore } from './span-store.js';
-import type { ExportKey, ExportPageReader } from './export-page.js';
+import type { ExportKey } from '../export-page.js';
+import type { MetricRead } from '../../metrics/metric-read.js';
 import type { ReadOp, ReadOps } from './read-ops.js';
-import type { CollectorStore } from './store.js';
+import { type Backend, type MetricBackend, StoreCorruptError } from '../store.js';
 import { type WriterThread, startWriterThread } from './writer-thread.js';
 
 export interface SqliteStoreOptions {
@@ -27,24 +28,19 @@ export interface SqliteStoreOptions {
   integrityCheckMinutes: number;
   /** Series limits of the metrics store (attribute cardinality). */
   metricLimits?: Partial<MetricLimits>;
+  /** How long ingest holds a request for others to join its commit (AGENTRT_INGEST_LINGER_MS). */
+  ingestLingerMs: number;
 }
 
-export type SqliteStore = CollectorStore & {
-  readonly kind: 'sqlite';
+export type SqliteStore = Backend & {
   /** The span store (the main thread's connection): tests, benchmarks, embedding. */
-  readonly spans: SpanStore;
+  readonly spanStore: SpanStore;
   /** The writer thread that commits ingested batches. */
   readonly writer: WriterThread;
   /** Integrity checks of the database file (corrupt: ingest refused, /healthz 503). */
   readonly integrity: ReturnType<typeof createIntegrityMonitor>;
   /** metrics.sqlite beside the span store. */
-  readonly metrics: SqliteMetricStore;
-  /** GET /api/traces/:traceId's body, built on a query thread; undefined: no such trace. */
-  traceJson(traceId: string): Promise<Uint8Array | undefined>;
-  /** GET /api/sessions/:sessionId's body, built on a query thread; undefined: no such session. */
-  sessionJson(sessionId: string): Promise<Uint8Array | undefined>;
-  /** One page of an export (http/export.ts), read and encoded on a query thread. */
-  exportPage: ExportPageReader;
+  readonly metrics: SqliteMetricStore & MetricBackend;
 };
 
 /**
@@ -163,50 +159,67 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
         refreshing = undefined;
       }
     })());
+  /** An error a read or write met: SQLite's words for a damaged file mark the store corrupt. */
+  const failure = (error: unknown): unknown => {
+    if (error instanceof StoreCorruptError || !isCorruption(error)) return error;
+    // markCorrupt logs the file; the client is told the store is corrupt, not where it is.
+    integrity.markCorrupt(error instanceof Error ? error.message : String(error));
+    return corruptError(undefined, error);
+  };
+  // The ingesting store's open roll-up windows as they are now: the thread reads raw points there.
+  const metricJson = (metricRead: MetricRead): Promise<Uint8Array> =>
+    queries.read('metric', [metricRead, metrics.unwrittenFromUs()]);
   return {
-    kind: 'sqlite',
     integrity,
     queryStats: () => ({ ...queries.stats, queued: queries.queued }),
     location: store.path,
-    spans: store,
-    metrics,
+    spanStore: store,
+    metrics: Object.assign(metrics, { json: metricJson }),
     writer,
+    ingestLingerMs: options.ingestLingerMs,
     async write(spans: SpanRecord[], logs: LogRecord[]): Promise<void> {
       const batch = store.encodeBatch(spans, logs);
       try {
         await writer.write(batch);
       } catch (error) {
         store.forgetBatch(batch);
-        if (isCorruption(error)) integrity.markCorrupt((error as Error).message);
-        throw error;
+        throw failure(error);
       }
     },
-    unavailable: () => writer.failure,
-    queryJson: (query, range) => queries.run(query, range),
-    spansOfTrace: (traceId) => read('spansOfTrace', [traceId]),
-    logsOfTrace: (traceId) => read('logsOfTrace', [traceId]),
-    async listTraces(filter) {
-      await refreshForRead();
-      return read('listTraces', [filter]);
+    unwritable: () => integrity.unwritable() ?? writer.failure,
+    failure,
+    health: () =>
+      integrity.state.status === 'corrupt'
+        ? { ok: false, detail: { status: 'corrupt', store: integrity.publicState(), hint: RECOVERY_HINT } }
+        : { ok: true },
+    spans: {
+      queryJson: (query, range) => queries.run(query, range),
+      spansOfTrace: (traceId) => read('spansOfTrace', [traceId]),
+      async listTraces(filter) {
+        await refreshForRead();
+        return read('listTraces', [filter]);
+      },
+      async listSessions(limit) {
+        await refreshForRead();
+        return read('listSessions', [limit]);
+      },
+      async getSession(sessionId) {
+        await refreshForRead();
+        return read('getSession', [sessionId]);
+      },
+      services: () => read('services', []),
+      // The encoder's key set, in memory (at most maxAttributeKeys): no SQL.
+      attributeKeys: async () => store.attributeKeys(),
+      traceJson: (traceId) => readBytes('trace', [traceId]),
+      async sessionJson(sessionId) {
+        await refreshForRead();
+        return readBytes('getSession', [sessionId]);
+      },
+      refreshSummaries: (limit) => writer.refreshSummaries(limit, REFRESH_SLICE_MS),
     },
-    async listSessions(limit) {
-      await refreshForRead();
-      return read('listSessions', [limit]);
-    },
-    async getSession(sessionId) {
-      await refreshForRead();
-      return read('getSession', [sessionId]);
-    },
-    services: () => read('services', []),
-    // The ingesting store's open roll-up windows as they are now: the thread reads raw points there.
-    metricJson: (metricRead) => queries.read('metric', [metricRead, metrics.unwrittenFromUs()]),
-    logsJson: (q) => queries.read('logs', [q]),
-    // The encoder's key set, in memory (at most maxAttributeKeys): no SQL.
-    attributeKeys: async () => store.attributeKeys(),
-    traceJson: (traceId) => readBytes('trace', [traceId]),
-    async sessionJson(sessionId) {
-      await refreshForRead();
-      return readBytes('getSession', [sessionId]);
+    logs: {
+      json: (q) => queries.read('logs', [q]),
+      ofTrace: (traceId) => read('logsOfTrace', [traceId]),
     },
     async exportPage(table, sel, after, shape) {
       // An export admitted (http/export.ts) is not refused half-way: its pages go ahead of queries.
@@ -216,7 +229,6 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       const { last } = JSON.parse(decoder.decode(bytes.subarray(0, cut))) as { last: ExportKey };
       return { last, line: bytes.subarray(cut + 1) };
     },
-    refreshSummaries: (limit) => writer.refreshSummaries(limit, REFRESH_SLICE_MS),
     // On the writer thread, a DELETE chunk per message: ingest commits in between.
     async applyRetention(retention) {
       const nowMs = Date.now();

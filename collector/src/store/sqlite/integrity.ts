@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
-import { HttpError } from '../http/http-error.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../logger.js';
+import { StoreCorruptError } from '../store.js';
 
 /** SQLite's words for a damaged database file (SQLITE_CORRUPT, SQLITE_NOTADB). */
 const CORRUPTION = /database disk image is malformed|file is not a database|SQLITE_CORRUPT|SQLITE_NOTADB/i;
@@ -15,15 +15,13 @@ export function isCorruption(error: unknown): boolean {
 export const RECOVERY_HINT = 'see "Recovering a corrupt store" in the collector README';
 
 /**
- * The 503 a client gets while the store is corrupt. It does not name the file: any OTLP client
- * would learn a path on the host; the operator finds it in the log.
+ * What a client is told while the store is corrupt (503). It does not name the file: any OTLP
+ * client would learn a path on the host; the operator finds it in the log.
  */
-export function corruptError(detail?: string, cause?: unknown): HttpError {
-  return new HttpError(
-    503,
-    'store_corrupt',
+export function corruptError(detail?: string, cause?: unknown): StoreCorruptError {
+  return new StoreCorruptError(
     `the store is corrupt${detail ? ` (${detail})` : ''}; nothing is written to it. ${RECOVERY_HINT}`,
-    { expose: true, ...(cause === undefined ? {} : { cause }) },
+    cause === undefined ? {} : { cause },
   );
 }
 
@@ -102,10 +100,9 @@ export function createIntegrityMonitor(options: IntegrityMonitorOptions) {
     publicState(): Readonly<IntegrityState> {
       return { ...state, file: basename(state.file) };
     },
-    /** Throws 503 while the store is corrupt (the file is named in the log, not to the client). */
-    assertWritable(): void {
-      if (state.status !== 'corrupt') return;
-      throw corruptError(state.detail);
+    /** StoreCorruptError while the store is corrupt (the file is named in the log, not to the client). */
+    unwritable(): StoreCorruptError | undefined {
+      return state.status === 'corrupt' ? corruptError(state.detail) : undefined;
     },
     close(): void {
       closed = true;

@@ -1,16 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { DEADLINE_GUARD_SQL, checkDeadline, registerDeadlineCheck } from '../query/sqlite-deadline.js';
-import type { LogRecord, SessionResponse, SessionSummary, SpanRecord, TraceSummary } from '../wire-types.js';
-import {
-  DROPPED_INDEXES,
-  GENAI_INDEX,
-  HOT_ATTRIBUTES,
-  SCHEMA,
-  SCHEMA_VERSION,
-  SIGNAL_TRACE,
-} from './schema.js';
+import { DEADLINE_GUARD_SQL, checkDeadline, registerDeadlineCheck } from '../../query/sqlite-deadline.js';
+import type {
+  LogRecord,
+  SessionResponse,
+  SessionSummary,
+  SpanRecord,
+  TraceSummary,
+} from '../../wire-types.js';
+import { DROPPED_INDEXES, GENAI_INDEX, SCHEMA, SCHEMA_VERSION, SIGNAL_TRACE } from './schema.js';
 import { type EncodedBatch, type HotValue, createRowEncoder, hotValues, nsToUs } from './span-rows.js';
 import {
   CHECKPOINT_BYTES,
@@ -20,7 +19,9 @@ import {
   isTraceIndexed,
   openDatabase,
 } from './span-writer.js';
-import { summarizeSession, summarizeTrace } from './summaries.js';
+import { summarizeSession, summarizeTrace } from '../summaries.js';
+import { FIXED_KEYS, type RetentionOptions, type TraceListFilter, noiseFilter } from '../read-options.js';
+import { HOT_ATTRIBUTES } from '../../query/fields.js';
 
 export { isTraceIndexed };
 
@@ -40,57 +41,6 @@ export interface SpanStoreOptions {
    */
   backgroundCheckpoints?: boolean;
 }
-
-export interface TraceListFilter {
-  service?: string;
-  status?: 'error' | 'ok';
-  minDurationMs?: number;
-  /** Free text: a trace id, or a substring of any span's record (case-insensitive). */
-  q?: string;
-  sessionId?: string;
-  /**
-   * Probes, synthetic checks and the stack's own traffic (TraceSummary.noise): hidden unless
-   * 'include'; 'only' lists just them.
-   */
-  noise?: 'exclude' | 'include' | 'only';
-  /** Traces that started at or after this time (epoch ms). */
-  startMs?: number;
-  /** Traces that started before this time (epoch ms). */
-  endMs?: number;
-  limit?: number;
-}
-
-/** The noise setting a listing applies: a trace looked up by its id is shown whatever it is. */
-export function noiseFilter(filter: TraceListFilter): 'exclude' | 'include' | 'only' {
-  if (/^[0-9a-fA-F]{32}$/.test(filter.q?.trim() ?? '')) return 'include';
-  return filter.noise ?? 'exclude';
-}
-
-export interface RetentionOptions {
-  /** Spans and logs older than this (by start time) are deleted. */
-  maxAgeMs?: number;
-  /** The database is trimmed (oldest first) until its live pages fit. */
-  maxBytes?: number;
-}
-
-/** Fields every span record has, offered for autocompletion before any attribute key. */
-export const FIXED_KEYS = [
-  '@timestamp',
-  'traceId',
-  'spanId',
-  'parentSpanId',
-  'name',
-  'kind',
-  'durationNano',
-  'startTimeUnixNano',
-  'endTimeUnixNano',
-  'status.code',
-  'status.message',
-  'scope.name',
-  'scope.version',
-  'flags',
-  'traceState',
-];
 
 const SUMMARY_REFRESH_LIMIT = 2000;
 
@@ -205,7 +155,7 @@ export function createSummaryRefresher(db: DatabaseSync, reader: SpanReader) {
 
 /**
  * The read side of the store over any connection to it: the collector runs it on its query
- * threads' read-only connections (query-worker.ts), createSpanStore on its own. Summaries are read
+ * threads' read-only connections (reader-worker.ts), createSpanStore on its own. Summaries are read
  * as stored (a stale one is computed from its trace's spans); refreshing them is a write
  * (createSummaryRefresher). Statements that can scan without bound carry the deadline guard.
  */

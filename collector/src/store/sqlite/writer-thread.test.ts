@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Logger } from '../logger.js';
-import { decodeTraceRequestJson } from '../otlp/decode-json.js';
-import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
-import type { SpanRecord } from '../wire-types.js';
+import type { Logger } from '../../logger.js';
+import { decodeTraceRequestJson } from '../../otlp/decode-json.js';
+import { hex, jsonRequest, jsonSpan, tempDir } from '../../testing.test-util.js';
+import type { SpanRecord } from '../../wire-types.js';
 import { type SpanStore, createSpanStore } from './span-store.js';
 import { WriterError, startWriterThread } from './writer-thread.js';
 

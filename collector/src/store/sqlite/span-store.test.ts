@@ -2,10 +2,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeTraceRequestJson } from '../otlp/decode-json.js';
-import { runQuery } from '../query/engine.js';
-import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
-import type { SpanRecord } from '../wire-types.js';
+import { decodeTraceRequestJson } from '../../otlp/decode-json.js';
+import { runQuery } from '../../query/engine.js';
+import { hex, jsonRequest, jsonSpan, tempDir } from '../../testing.test-util.js';
+import type { SpanRecord } from '../../wire-types.js';
 import { SCHEMA_VERSION, SIGNAL_TRACE } from './schema.js';
 import { createSpanStore, isTraceIndexed } from './span-store.js';
 

@@ -5,14 +5,15 @@
 // long statement itself (sqlite-deadline.ts), and past a grace period the thread is terminated (the
 // sort after a scan, which no check reaches) and a fresh one takes its place.
 import { Worker } from 'node:worker_threads';
-import { HttpError } from '../http/http-error.js';
 import type { Logger } from '../logger.js';
-import type { ReadOp, ReadOps } from '../store/read-ops.js';
-import { StoreUnavailableError } from '../store/store.js';
-import { WORKER_BOOTSTRAP } from '../store/writer-thread.js';
+import type { ReadOp, ReadOps } from './sqlite/read-ops.js';
+import { StoreUnavailableError } from './store.js';
+import { QueryFailure } from '../query/query-error.js';
+import { ReaderBusyError, ReaderClosedError, ReaderThreadError } from './reader-errors.js';
+import { WORKER_BOOTSTRAP } from './worker-bootstrap.js';
 import type { QueryErrorBody } from '../wire-types.js';
-import type { QueryOptions } from './engine.js';
-import { narrowHint } from './sqlite-deadline.js';
+import type { QueryOptions } from '../query/engine.js';
+import { narrowHint } from '../query/sqlite-deadline.js';
 
 /** What a query thread starts with. */
 export interface QueryPoolData {
@@ -53,7 +54,7 @@ export type QueryReply =
     };
 
 /**
- * Whose threads these are: SQLite's (its query-worker over the database file, created and migrated
+ * Whose threads these are: SQLite's (its sqlite/reader-worker over the database file, created and migrated
  * already, and metrics.sqlite for metric reads), or another store's (its thread module, and what
  * that starts with besides).
  */
@@ -76,18 +77,6 @@ export type QueryPoolOptions = QueryThreads & {
   /** V8 heap of a query thread (default 512 MiB); a query that needs more fails, the thread is replaced. */
   maxHeapMb?: number;
 };
-
-/** A query the language refused or stopped: the 400 body (404 for an unknown metric name). */
-export class QueryFailure extends Error {
-  override name = 'QueryFailure';
-  readonly body: QueryErrorBody;
-  readonly status: number;
-  constructor(body: QueryErrorBody, status = 400) {
-    super(body.message);
-    this.body = body;
-    this.status = status;
-  }
-}
 
 interface Job {
   id: number;
@@ -114,7 +103,7 @@ interface Slot {
 }
 
 const ENTRY = new URL(
-  import.meta.url.endsWith('.ts') ? './query-worker.ts' : './query-worker.js',
+  import.meta.url.endsWith('.ts') ? './sqlite/reader-worker.ts' : './sqlite/reader-worker.js',
   import.meta.url,
 ).href;
 
@@ -174,7 +163,7 @@ export async function createQueryPool(options: QueryPoolOptions) {
         else if (m.body) job.reject(new QueryFailure(m.body, m.status));
         else if (m.unavailable)
           job.reject(new StoreUnavailableError(m.message ?? 'the store is not answering'));
-        else job.reject(new HttpError(500, 'internal', `query failed: ${m.message}`));
+        else job.reject(new Error(`query failed: ${m.message}`));
         dispatch();
       });
       worker.on('error', (error) => (lastError = error));
@@ -193,13 +182,8 @@ export async function createQueryPool(options: QueryPoolOptions) {
                     `the query needed more than ${maxHeapMb} MiB; narrow it with a time range, a filter or fields`,
                   ),
                 )
-              : new HttpError(
-                  503,
-                  'query_thread_failed',
+              : new ReaderThreadError(
                   `the query thread stopped (${lastError?.message ?? `exit code ${code}`})`,
-                  {
-                    expose: true,
-                  },
                 ),
           );
         }
@@ -313,14 +297,12 @@ export async function createQueryPool(options: QueryPoolOptions) {
     job: Pick<Job, 'kind' | 'query' | 'options'> & Partial<Pick<Job, 'op' | 'args'>>,
     ahead = false,
   ): Promise<Uint8Array> {
-    if (closed) return Promise.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
+    if (closed) return Promise.reject(new ReaderClosedError('the collector is shutting down'));
     const busy = slots.every((s) => s.job);
     if (!ahead && busy && queue.length >= maxQueued) {
       stats.refused++;
       return Promise.reject(
-        new HttpError(429, 'too_many_queries', `${queue.length} queries are waiting already; retry shortly`, {
-          headers: { 'retry-after': '1' },
-        }),
+        new ReaderBusyError(`${queue.length} queries are waiting already; retry shortly`),
       );
     }
     return new Promise<Uint8Array>((resolve, reject) =>
@@ -348,7 +330,8 @@ export async function createQueryPool(options: QueryPoolOptions) {
     },
     /**
      * Runs a query on a thread; resolves with the QueryResponse as JSON bytes. Rejects with
-     * QueryFailure (a 400 body), or HttpError 429 when too many queries wait, 503 when closing.
+     * QueryFailure (a 400 body), ReaderBusyError when too many queries wait, ReaderClosedError
+     * when closing.
      */
     run(query: string, range: Pick<QueryOptions, 'startMs' | 'endMs'> = {}): Promise<Uint8Array> {
       return enqueue({ kind: 'query', query, options: { ...range, maxQueryMs: timeoutMs } });
@@ -369,8 +352,7 @@ export async function createQueryPool(options: QueryPoolOptions) {
      * its messages: `['ok']` for a sound database.
      */
     check(timeoutMs = 600_000): Promise<string[]> {
-      if (closed)
-        return Promise.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
+      if (closed) return Promise.reject(new ReaderClosedError('the collector is shutting down'));
       return new Promise<Uint8Array>((resolve, reject) =>
         add(
           {
@@ -392,8 +374,7 @@ export async function createQueryPool(options: QueryPoolOptions) {
       if (closed) return;
       closed = true;
       clearInterval(expiry);
-      for (const job of queue.splice(0))
-        job.reject(new HttpError(503, 'shutting_down', 'the collector is shutting down'));
+      for (const job of queue.splice(0)) job.reject(new ReaderClosedError('the collector is shutting down'));
       await Promise.all(
         slots.map(async (s) => {
           clearTimeout(s.timer);

@@ -4,10 +4,10 @@
 // as UTF-8 in one buffer that is transferred, not copied, and bound as they are (no string is
 // rebuilt on the writer thread).
 import type { SQLInputValue } from 'node:sqlite';
-import { lookupKey } from '../query/fields.js';
-import { sessionIdOf } from '../trace-model/genai.js';
-import type { Attributes, LogRecord, SpanRecord } from '../wire-types.js';
-import { HOT_ATTRIBUTES } from './schema.js';
+import { lookupKey } from '../../query/fields.js';
+import { sessionIdOf } from '../../trace-model/genai.js';
+import type { Attributes, LogRecord, SpanRecord } from '../../wire-types.js';
+import { HOT_ATTRIBUTES } from '../../query/fields.js';
 
 /** The spans columns a row fills in `EncodedBatch.spans`, in insert order; `doc` comes apart. */
 export const SPAN_INSERT_COLUMNS = [

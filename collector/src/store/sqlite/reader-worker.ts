@@ -1,14 +1,14 @@
-// A query thread's entry (started by query-pool.ts): its own read-only connection to the store;
+// A query thread's entry (started by ../reader-pool.ts): its own read-only connection to the store;
 // runs one query at a time and answers with the response's JSON bytes (moved, not copied).
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
-import { metricFailure } from '../metrics/metric-read.js';
-import { createReadOps } from '../store/read-ops.js';
-import { runQuery } from './engine.js';
-import type { QueryPoolData, QueryReply, QueryRequest } from './query-pool.js';
-import { QueryError } from './query-error.js';
-import { resultBytes } from './result-bytes.js';
-import { deadlineError, isDeadlineStop, withDeadline } from './sqlite-deadline.js';
+import { metricFailure } from '../../metrics/metric-read.js';
+import { createReadOps } from './read-ops.js';
+import { runQuery } from '../../query/engine.js';
+import type { QueryPoolData, QueryReply, QueryRequest } from '../reader-pool.js';
+import { QueryError } from '../../query/query-error.js';
+import { resultBytes } from '../../query/result-bytes.js';
+import { deadlineError, isDeadlineStop, withDeadline } from '../../query/sqlite-deadline.js';
 
 const port = parentPort!;
 const { path, metricsPath, maxResultBytes, maxRows } = workerData as QueryPoolData;

@@ -1,9 +1,9 @@
 import { closeSync, openSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Logger } from '../logger.js';
-import { decodeTraceRequestJson } from '../otlp/decode-json.js';
-import { hex, jsonRequest, jsonSpan, postJson, startCollector, tempDir } from '../testing.test-util.js';
+import type { Logger } from '../../logger.js';
+import { decodeTraceRequestJson } from '../../otlp/decode-json.js';
+import { hex, jsonRequest, jsonSpan, postJson, startCollector, tempDir } from '../../testing.test-util.js';
 import { createSpanStore } from './span-store.js';
 
 type Started = Awaited<ReturnType<typeof startCollector>>;

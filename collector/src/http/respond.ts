@@ -1,0 +1,74 @@
+// Small pieces every route shares: writing an answer, reading a JSON body, reading parameters.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpError } from './http-error.js';
+import { readBody } from './read-body.js';
+
+const MAX_API_BODY_BYTES = 1024 * 1024;
+
+export function send(res: ServerResponse, status: number, type: string, body: string | Buffer): void {
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** A 200 JSON body produced elsewhere (a query thread) as bytes. */
+export function sendBytes(res: ServerResponse, json: Uint8Array): void {
+  send(res, 200, 'application/json; charset=utf-8', Buffer.from(json.buffer, json.byteOffset, json.length));
+}
+
+export function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  send(res, status, 'application/json; charset=utf-8', JSON.stringify(value));
+}
+
+/** The media type of a request, lower case without parameters ('' when there is none). */
+export function mediaType(req: IncomingMessage): string {
+  return String(req.headers['content-type'] ?? '')
+    .split(';')[0]!
+    .trim()
+    .toLowerCase();
+}
+
+/** A JSON object body (at most 1 MiB); 415 for another media type, 400 for bad JSON. */
+export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  if (mediaType(req) !== 'application/json') {
+    throw new HttpError(415, 'unsupported_media_type', 'send the request body as application/json');
+  }
+  const body = await readBody(req, MAX_API_BODY_BYTES);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch (error) {
+    throw new HttpError(400, 'bad_json', `body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new HttpError(400, 'bad_json', 'body must be a JSON object');
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** A number from a JSON body (numbers only) or a query string (numeric text); 400 names the field. */
+export function optionalNumber(value: unknown, name: string, where: 'body' | 'query'): number | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const n = typeof value === 'string' && where === 'query' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isFinite(n)) {
+    throw new HttpError(400, 'bad_request', `${name} must be a number`);
+  }
+  return n;
+}
+
+/** `?limit=`: a whole number from 1 to `max`, `fallback` when absent. */
+export function limitParam(params: URLSearchParams, fallback: number, max: number): number {
+  const n = optionalNumber(params.get('limit'), 'limit', 'query') ?? fallback;
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    throw new HttpError(400, 'bad_request', `limit must be a whole number from 1 to ${max}`);
+  }
+  return n;
+}
+
+/** A %-encoded path segment; malformed encoding is the client's error (400), not ours. */
+export function decodePathSegment(segment: string, name: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, 'bad_request', `${name} in the path is not valid %-encoded UTF-8`);
+  }
+}
