@@ -38,6 +38,7 @@ const FAST_TIER = [
   'collector/src/trace-model/tokens.test.ts',
   'collector/ui/src/agents-links.test.ts',
   'collector/ui/src/format.test.ts',
+  'collector/ui/src/inspector-model.test.ts',
   'collector/ui/src/query-helpers.test.ts',
   'collector/ui/src/router.test.ts',
   'collector/ui/src/trace-views.test.ts',

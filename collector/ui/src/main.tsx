@@ -8,6 +8,7 @@ import { routeHref, type Route } from './router.js';
 import { AgentsView } from './views/agents.js';
 import { CompareView } from './views/compare.js';
 import { LogsView } from './views/logs.js';
+import { InspectorView } from './views/inspector.js';
 import { LiveView } from './views/live.js';
 import { SearchView } from './views/search.js';
 import { SessionView, SessionsView } from './views/sessions.js';
@@ -56,6 +57,7 @@ const NAV: { label: string; route: Route; match: Route['view'][] }[] = [
   { label: 'Compare', route: { view: 'compare' }, match: ['compare'] },
   { label: 'Live', route: { view: 'live' }, match: ['live'] },
   { label: 'Logs', route: { view: 'logs' }, match: ['logs'] },
+  { label: 'Inspector', route: { view: 'inspector' }, match: ['inspector'] },
 ];
 
 function Page({ route }: { route: Route }) {
@@ -80,6 +82,8 @@ function Page({ route }: { route: Route }) {
       return <CompareView a={route.a} b={route.b} />;
     case 'live':
       return <LiveView />;
+    case 'inspector':
+      return <InspectorView host={route.host} runtime={route.runtime} />;
   }
 }
 

@@ -23,6 +23,8 @@ describe('hash routes', () => {
       { view: 'search', query: 'filter durationNano > 1e9 | limit 5' },
       { view: 'compare', a: 'x', b: 'y' },
       { view: 'live' },
+      { view: 'inspector' },
+      { view: 'inspector', host: 'http://127.0.0.1:8787', runtime: 'arn:aws:x/sdk_agent' },
       { view: 'agents' },
       { view: 'logs' },
       { view: 'logs', sessionId: 's 1', traceId: 'abc', service: 'agentrt-runtime' },

@@ -9,7 +9,8 @@ export type Route =
   | { view: 'trace'; traceId: string; spanId?: string }
   | { view: 'search'; query?: string }
   | { view: 'compare'; a?: string; b?: string }
-  | { view: 'live' };
+  | { view: 'live' }
+  | { view: 'inspector'; host?: string; runtime?: string };
 
 export interface TraceFilters {
   service?: string;
@@ -56,6 +57,8 @@ export function routeHref(route: Route): string {
       return `#/compare${query({ a: route.a, b: route.b })}`;
     case 'live':
       return '#/live';
+    case 'inspector':
+      return `#/inspector${query({ host: route.host, runtime: route.runtime })}`;
   }
 }
 
@@ -122,6 +125,14 @@ export function parseRoute(hash: string): Route {
     }
     case 'live':
       return { view: 'live' };
+    case 'inspector': {
+      const route: Route = { view: 'inspector' };
+      const host = get('host');
+      const runtime = get('runtime');
+      if (host) route.host = host;
+      if (runtime) route.runtime = runtime;
+      return route;
+    }
     default:
       return { view: 'agents' };
   }

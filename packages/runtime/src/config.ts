@@ -42,6 +42,11 @@ export interface RuntimeServerOptions {
   sandboxHostPorts?: number[];
   /** Host names accepted in `Host` besides loopback names, IP literals and `host` (DNS rebinding guard). */
   allowedHosts?: string[];
+  /**
+   * Browser origins that may call the runtime across sites (CORS), e.g. the collector's Inspector
+   * page: `http://127.0.0.1:4318`.
+   */
+  allowedOrigins?: string[];
   /** Refuse bearer JWTs without an `exp` claim (default true). */
   jwtRequireExp?: boolean;
   /** Per-session limits through cgroups (root runtime): memory in MiB, CPUs, processes + threads. */
@@ -156,12 +161,15 @@ export function resolveRuntimeConfig(
     ['http/protobuf', 'http/json'],
     'http/protobuf',
   );
-  const ports = (name: string): number[] => {
-    const out: number[] = [];
-    for (const part of (str(name) ?? '')
+  /** A comma-separated list; blanks dropped. */
+  const list = (name: string): string[] =>
+    (str(name) ?? '')
       .split(',')
       .map((p) => p.trim())
-      .filter(Boolean)) {
+      .filter(Boolean);
+  const ports = (name: string): number[] => {
+    const out: number[] = [];
+    for (const part of list(name)) {
       const port = Number(part);
       if (Number.isInteger(port) && port > 0 && port < 65536) out.push(port);
       else warnings.push(`${name}: ${part} is not a port (1-65535); ignored`);
@@ -188,12 +196,8 @@ export function resolveRuntimeConfig(
     sandboxUid: options.sandboxUid ?? int('AGENTRT_SANDBOX_UID', 65534, 1),
     sandboxGid: options.sandboxGid ?? int('AGENTRT_SANDBOX_GID', 65534, 1),
     sandboxHostPorts: options.sandboxHostPorts ?? ports('AGENTRT_SANDBOX_HOST_PORTS'),
-    allowedHosts:
-      options.allowedHosts ??
-      (str('AGENTRT_RUNTIME_ALLOWED_HOSTS') ?? '')
-        .split(',')
-        .map((h) => h.trim())
-        .filter(Boolean),
+    allowedHosts: options.allowedHosts ?? list('AGENTRT_RUNTIME_ALLOWED_HOSTS'),
+    allowedOrigins: options.allowedOrigins ?? list('AGENTRT_RUNTIME_ALLOWED_ORIGINS'),
     jwtRequireExp: options.jwtRequireExp ?? bool('AGENTRT_JWT_REQUIRE_EXP', true),
     sessionMemoryMb: options.sessionMemoryMb ?? int('AGENTRT_SESSION_MEMORY_MB', 8192, 16),
     sessionVcpus: options.sessionVcpus ?? int('AGENTRT_SESSION_VCPUS', 2, 1),

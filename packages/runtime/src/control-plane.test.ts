@@ -643,4 +643,51 @@ describe('persistence', () => {
       await rt.close();
     }
   });
+
+  it('lets the pages of AGENTRT_RUNTIME_ALLOWED_ORIGINS in (CORS: preflight, headers), and no other origin', async () => {
+    const page = 'http://127.0.0.1:4318';
+    const rt = await startRuntime({ allowedOrigins: [page] });
+    const list = (origin: string, init: RequestInit = {}) =>
+      fetch(`${rt.server.url}/runtimes/`, {
+        method: 'POST',
+        body: '{}',
+        ...init,
+        headers: {
+          origin,
+          'sec-fetch-site': 'cross-site',
+          'content-type': 'application/json',
+          ...init.headers,
+        },
+      });
+    try {
+      const preflight = await fetch(`${rt.server.url}/runtimes/x/invocations`, {
+        method: 'OPTIONS',
+        headers: {
+          origin: page,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers':
+            'content-type,x-amzn-bedrock-agentcore-runtime-session-id,traceparent',
+        },
+      });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get('access-control-allow-origin')).toBe(page);
+      expect(preflight.headers.get('access-control-allow-headers')).toContain(
+        'x-amzn-bedrock-agentcore-runtime-session-id',
+      );
+      const allowed = await list(page);
+      expect(allowed.status).toBe(200);
+      expect(allowed.headers.get('access-control-allow-origin')).toBe(page);
+      expect(allowed.headers.get('access-control-expose-headers')).toContain('mcp-session-id');
+      const other = await list('http://127.0.0.1:9999');
+      expect(other.status).toBe(403);
+      expect(other.headers.get('access-control-allow-origin')).toBeNull();
+      const otherPreflight = await fetch(`${rt.server.url}/runtimes/`, {
+        method: 'OPTIONS',
+        headers: { origin: 'http://127.0.0.1:9999', 'access-control-request-method': 'POST' },
+      });
+      expect(otherPreflight.headers.get('access-control-allow-origin')).toBeNull();
+    } finally {
+      await rt.close();
+    }
+  });
 });

@@ -10,6 +10,7 @@ import { registerDataPlane } from './data/data-plane.js';
 import { registerEvaluate } from './data/evaluate-route.js';
 import { registerActiveSessions } from './local/active-sessions.js';
 import { RuntimeApiError } from './errors.js';
+import { handleCors } from './http/cors.js';
 import { guardRuntimeRequest } from './http/request-guard.js';
 import { createRouter } from './http/router.js';
 import { sendJson } from './http/http-util.js';
@@ -118,6 +119,8 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const requestId = randomUUID();
     res.setHeader('x-amzn-requestid', requestId);
+    // A preflight from an allowed origin (the Inspector page) is answered here, untraced.
+    if (handleCors(req, res, config.allowedOrigins)) return;
     const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
     const method = req.method ?? 'GET';
     let found: ReturnType<typeof router.match> | undefined;

@@ -31,8 +31,11 @@ export interface RuntimeStackOptions {
   environment?: Record<string, string>;
   /** Collector options over the defaults (data dir in the stack's temp dir, 127.0.0.1 port 0). */
   collector?: Partial<CollectorOptions>;
-  /** Runtime options over the defaults (metrics exported every 500 ms, logs not printed). */
-  runtime?: Partial<RuntimeServerOptions>;
+  /**
+   * Runtime options over the defaults (metrics exported every 500 ms, logs not printed), or a
+   * function of the started collector giving them (its URL is the Inspector page's origin).
+   */
+  runtime?: Partial<RuntimeServerOptions> | ((collector: Collector) => Partial<RuntimeServerOptions>);
   /** What the example's container serves (default HTTP). */
   serverProtocol?: 'HTTP' | 'MCP' | 'A2A' | 'AGUI';
 }
@@ -90,7 +93,7 @@ export async function startRuntimeStack(options: RuntimeStackOptions): Promise<R
       instrumentWorkers: true,
       metricExportIntervalMs: 500,
       logSink: () => undefined,
-      ...options.runtime,
+      ...(typeof options.runtime === 'function' ? options.runtime(collector) : options.runtime),
     });
     cleanups.push(() => runtime.close());
     const common = {

@@ -303,6 +303,8 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
           AGENTRT_RUNTIME_PORT: String(options.runtimePort),
           AGENTRT_DATA_DIR: join(dataDir, 'runtime'),
           AGENTRT_INSTRUMENT_WORKERS: '1',
+          // The collector's pages (the Inspector) call the runtime from the browser, across origins.
+          AGENTRT_RUNTIME_ALLOWED_ORIGINS: pageOrigins(collectorUrl, options.collectorPort).join(','),
           // Sandboxed sessions reach host loopback only on these ports: the weather API the agents call.
           AGENTRT_SANDBOX_HOST_PORTS: loopbackPorts([externalWeatherApi || urls['weather-api']]).join(','),
         },
@@ -465,7 +467,15 @@ function summary({
   const payload = JSON.stringify({ prompt: 'Hello! What can you do?' });
   const weatherPayload = JSON.stringify({ prompt: 'What is the weather in Seattle?' });
   const rows: [string, string][] = [
-    ...(options.ui ? [['Trace UI', `${collector}/`] as [string, string]] : []),
+    ...(options.ui
+      ? [
+          ['Trace UI', `${collector}/`] as [string, string],
+          [
+            'Inspector',
+            `${collector}/#/inspector?host=${encodeURIComponent(runtime)}  (chat with the agents)`,
+          ] as [string, string],
+        ]
+      : []),
     ['Collector', `${collector}  (OTLP/HTTP ${collector}/v1/traces, query API ${collector}/api/query)`],
     ['Runtime', `${runtime}  (AWS SDK endpoint; runtimes: ${runtimes.map((r) => r.name).join(', ')})`],
     ['Weather', `${urls['weather']}  (POST /weather, POST /weather-streaming)`],
@@ -522,4 +532,11 @@ export function loopbackPorts(urls: readonly (string | undefined)[]): number[] {
     ports.push(Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
   }
   return ports;
+}
+
+/** The origins a browser shows the collector's pages under: its URL, and localhost for a loopback one. */
+function pageOrigins(collectorUrl: string, port: number): string[] {
+  const origins = [new URL(collectorUrl).origin];
+  if (/^http:\/\/(127\.0\.0\.1|\[::1\])/.test(collectorUrl)) origins.push(`http://localhost:${port}`);
+  return origins;
 }

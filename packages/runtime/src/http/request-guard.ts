@@ -15,12 +15,13 @@ import { RuntimeApiError } from '../errors.js';
  */
 export function guardRuntimeRequest(
   req: IncomingMessage,
-  config: Pick<RuntimeConfig, 'host' | 'allowedHosts'>,
+  config: Pick<RuntimeConfig, 'host' | 'allowedHosts' | 'allowedOrigins'>,
   { upgrade = false } = {},
 ): void {
   const own = isIP(config.host) || config.host === '0.0.0.0' ? [] : [config.host];
   const refusal = checkRequest(upgrade ? { method: 'POST', headers: req.headers } : req, {
     allowedHosts: [...own, ...config.allowedHosts],
+    allowedOrigins: config.allowedOrigins,
     allowSimpleBodies: true,
   });
   if (!refusal) return;
