@@ -7,11 +7,8 @@
 #   sh scripts/build-node-image.sh            # podman (docker with AGENTRT_CONTAINER_ENGINE=docker)
 set -eu
 cd "$(dirname "$0")/.."
-. scripts/ensure-node.sh >/dev/null
-engine="${AGENTRT_CONTAINER_ENGINE:-podman}"
-command -v "$engine" >/dev/null 2>&1 || { echo "build-node-image: $engine is not installed" >&2; exit 1; }
-major="$(node -p 'process.versions.node.split(".")[0]')"
-tag="localhost/agentrt/node:$major"
+. scripts/image-engine.sh
+tag="$base_image"
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
 

@@ -61,6 +61,15 @@ export interface RuntimeServerOptions {
   containerEngine?: ContainerEngineSetting;
   /** The OCI runtime of podman's session containers: `runc` (default) or `runsc` (gVisor). */
   ociRuntime?: 'runc' | 'runsc';
+  /**
+   * `snapshot` (default): a `file://` artifact is copied into the data dir at create/update, so a
+   * version runs what the directory held then; `live` runs it in place (`agentrt dev`'s hot reload).
+   */
+  fileArtifacts?: 'snapshot' | 'live';
+  /** Largest `file://` directory a version copies, in MiB. */
+  artifactMaxMb?: number;
+  /** Registries (`host:port`) image pulls may reach over plain HTTP, as Docker's insecure-registries. */
+  insecureRegistries?: string[];
   /** Faithful AWS 424 message (`Received error (N) from runtime...`) without the container's body. */
   terseErrors?: boolean;
   /** Accept session ids of 1–256 chars instead of 33–256. */
@@ -176,6 +185,11 @@ export function resolveRuntimeConfig(
     }
     return out;
   };
+  const list = (name: string): string[] =>
+    (str(name) ?? '')
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean);
   const logLevel = oneOf<LogLevel>('AGENTRT_LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info');
 
   const config: RuntimeConfig = {
@@ -209,15 +223,15 @@ export function resolveRuntimeConfig(
       oneOf<ContainerEngineSetting>('AGENTRT_CONTAINER_ENGINE', ['auto', 'podman', 'docker'], 'auto'),
     ociRuntime:
       options.ociRuntime ?? oneOf<'runc' | 'runsc'>('AGENTRT_OCI_RUNTIME', ['runc', 'runsc'], 'runc'),
+    fileArtifacts:
+      options.fileArtifacts ??
+      oneOf<'snapshot' | 'live'>('AGENTRT_FILE_ARTIFACTS', ['snapshot', 'live'], 'snapshot'),
+    artifactMaxMb: options.artifactMaxMb ?? int('AGENTRT_ARTIFACT_MAX_MB', 1024, 1),
+    insecureRegistries: options.insecureRegistries ?? list('AGENTRT_INSECURE_REGISTRIES'),
     terseErrors: options.terseErrors ?? bool('AGENTRT_TERSE_ERRORS', false),
     laxSessionIds: options.laxSessionIds ?? bool('AGENTRT_LAX_SESSION_IDS', false),
     lifecycleMinSeconds: options.lifecycleMinSeconds ?? int('AGENTRT_LIFECYCLE_MIN_S', 60, 1),
-    apiKeys:
-      options.apiKeys ??
-      (str('AGENTRT_API_KEYS') ?? '')
-        .split(',')
-        .map((k) => k.trim())
-        .filter(Boolean),
+    apiKeys: options.apiKeys ?? list('AGENTRT_API_KEYS'),
     instrumentWorkers: options.instrumentWorkers ?? bool('AGENTRT_INSTRUMENT_WORKERS', false),
     otlpEndpoint: options.otlpEndpoint ?? str('OTEL_EXPORTER_OTLP_ENDPOINT'),
     otlpProtocol: options.otlpProtocol ?? otlpProtocol,

@@ -2,7 +2,7 @@
 // image in podman's local store (built here FROM the local Node base image, no registry), its
 // sessions one container each, on runc and on gVisor (runsc).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -10,7 +10,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
-import { CreateAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
+import {
+  CreateAgentRuntimeCommand,
+  UpdateAgentRuntimeCommand,
+} from '@aws-sdk/client-bedrock-agentcore-control';
 import { podmanLabel } from './sessions/backends/podman.js';
 import { helperPath } from './sessions/helpers.js';
 import { detectIsolation } from './sessions/isolation.js';
@@ -48,10 +51,11 @@ const problem = ((): string | undefined => {
 })();
 if (problem) console.warn(`image artifacts: skipped: ${problem}`);
 
-/** The echo fixture as an image in podman's local store. */
-function buildEcho(tag: string): void {
+/** The echo fixture as an image in podman's local store, `/app/build.txt` holding `build`. */
+function buildEcho(tag: string, build = 'first'): void {
   const dir = mkdtempSync(join(os.tmpdir(), 'agentrt-image-'));
   cpSync(fileURLToPath(fixtureUri('echo')), dir, { recursive: true });
+  writeFileSync(join(dir, 'build.txt'), build);
   const { command } = JSON.parse(readFileSync(join(dir, 'agentrt.json'), 'utf8')) as { command: string[] };
   writeFileSync(
     join(dir, 'Containerfile'),
@@ -206,4 +210,143 @@ describe.skipIf(problem !== undefined)('image sessions of a runtime killed with 
     again.control.destroy();
     again.data.destroy();
   }, 120_000);
+});
+
+const registryBin = ['/usr/bin/docker-registry', '/usr/local/bin/docker-registry'].find((p) => existsSync(p));
+
+/** Debian's docker-registry on a free loopback port, storing in `dir`; resolves with its address. */
+async function startRegistry(dir: string): Promise<{ child: ChildProcess; address: string }> {
+  const probe = createServer();
+  await new Promise<void>((done) => probe.listen(0, '127.0.0.1', done));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((done) => probe.close(done));
+  const address = `127.0.0.1:${port}`;
+  const config = join(dir, 'config.yml');
+  writeFileSync(
+    config,
+    `version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, 'data')}\nhttp:\n  addr: ${address}\n`,
+  );
+  const child = spawn(registryBin!, ['serve', config], { stdio: 'ignore' });
+  await waitFor(
+    async () => (await fetch(`http://${address}/v2/`).catch(() => undefined))?.status === 200,
+    15_000,
+    'the registry answering',
+  );
+  return { child, address };
+}
+
+describe.skipIf(problem !== undefined || !registryBin)(
+  'image artifacts from a registry, pinned per version',
+  () => {
+    const dir = mkdtempSync(join(os.tmpdir(), 'agentrt-registry-'));
+    const source = 'localhost/agentrt-test/pinned-src:1';
+    let registry: { child: ChildProcess; address: string };
+    let rt: TestRuntime;
+    const built: string[] = [source];
+    const podmanOk = (args: string[]) => {
+      const run = spawnSync(podman!, args, { encoding: 'utf8' });
+      if (run.status !== 0) throw new Error(`podman ${args.join(' ')}: ${run.stderr}`);
+    };
+    const push = (ref: string) => podmanOk(['push', '-q', '--tls-verify=false', source, ref]);
+    /** What /app/build.txt holds in a new session's container. */
+    const buildOf = async (arn: string, label: string) => {
+      await invokeJson(rt.data, arn, sessionId(label), {});
+      const read = `node -p 'require("fs").readFileSync("/app/build.txt","utf8")'`;
+      return (await runCommand(rt.data, arn, sessionId(label), read)).stdout.trim();
+    };
+    const create = (name: string, containerUri: string) =>
+      rt.control
+        .send(
+          new CreateAgentRuntimeCommand({
+            agentRuntimeName: name,
+            agentRuntimeArtifact: { containerConfiguration: { containerUri } },
+            roleArn: ROLE_ARN,
+            networkConfiguration: { networkMode: 'PUBLIC' },
+          }),
+        )
+        .then((created) => pollStatus(rt.control, created.agentRuntimeId!));
+
+    beforeAll(async () => {
+      registry = await startRegistry(dir);
+      rt = await startRuntime({ containerEngine: 'podman', insecureRegistries: [registry.address] });
+    }, 60_000);
+    afterAll(async () => {
+      await rt?.close();
+      registry?.child.kill();
+      for (const image of built) spawnSync(podman!, ['rmi', '-f', image]);
+      rmSync(dir, { recursive: true, force: true });
+    }, 60_000);
+
+    it('pulls at create and pins the image: a re-pushed tag changes nothing until UpdateAgentRuntime', async () => {
+      const ref = `${registry.address}/agentrt-test/pinned:1`;
+      built.push(ref);
+      buildEcho(source, 'first');
+      push(ref);
+      const created = await create('pinned', ref);
+      expect(created.status).toBe('READY');
+      const arn = created.agentRuntimeArn!;
+      expect(await buildOf(arn, 'pin-a')).toBe('first');
+      // The tag moves, in the registry and in the local store alike.
+      buildEcho(source, 'second');
+      push(ref);
+      podmanOk(['tag', source, ref]);
+      expect(await buildOf(arn, 'pin-b')).toBe('first');
+      await rt.control.send(
+        new UpdateAgentRuntimeCommand({
+          agentRuntimeId: created.agentRuntimeId!,
+          agentRuntimeArtifact: { containerConfiguration: { containerUri: ref } },
+          roleArn: ROLE_ARN,
+          networkConfiguration: { networkMode: 'PUBLIC' },
+        }),
+      );
+      const updated = await pollStatus(rt.control, created.agentRuntimeId!);
+      expect([updated.status, updated.agentRuntimeVersion]).toEqual(['READY', '2']);
+      expect(await buildOf(arn, 'pin-c')).toBe('second');
+    }, 120_000);
+
+    it('fails CreateAgentRuntime in the engine’s words: another platform’s image, a registry that is down', async () => {
+      const arm = 'localhost/agentrt-test/arm64:1';
+      built.push(arm);
+      writeFileSync(join(dir, 'Containerfile'), 'FROM scratch\nCOPY config.yml /config.yml\n');
+      podmanOk(['build', '-q', '--platform', 'linux/arm64', '-t', arm, dir]);
+      const wrong = await create('pinned_arm', arm);
+      expect(wrong.status).toBe('CREATE_FAILED');
+      expect(wrong.failureReason).toMatch(/is an image for linux\/arm64; this host runs linux\/amd64/);
+      registry.child.kill();
+      await new Promise((done) => registry.child.once('exit', done));
+      const down = await create('pinned_down', `${registry.address}/agentrt-test/never-pushed:1`);
+      expect(down.status).toBe('CREATE_FAILED');
+      expect(down.failureReason).toMatch(/podman pull: .*connection refused/);
+    }, 60_000);
+  },
+);
+
+// The examples' images, built here as the README says (scripts/build-example-images.sh), hosted.
+describe.skipIf(problem !== undefined)('a reference agent’s image built on this machine', () => {
+  const image = 'localhost/agentrt/custom-agent:latest';
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    const built = spawnSync('sh', [join(repo, 'scripts', 'build-example-images.sh'), 'custom-agent'], {
+      encoding: 'utf8',
+      timeout: 280_000,
+    });
+    if (built.status !== 0) throw new Error(`build-example-images.sh: ${built.stderr}`);
+    rt = await startRuntime({ containerEngine: 'podman' });
+  }, 300_000);
+  afterAll(async () => {
+    await rt?.close();
+    spawnSync(podman!, ['rmi', '-f', image]);
+  }, 60_000);
+
+  it('answers an invocation as a session container, through the AWS SDK', async () => {
+    const created = await createReady(rt.control, 'custom_agent_image', 'echo', {
+      agentRuntimeArtifact: { containerConfiguration: { containerUri: image } },
+      environmentVariables: { AGENTRT_MODEL_PROVIDER: 'offline' },
+    });
+    expect([created.status, created.failureReason]).toEqual(['READY', undefined]);
+    const answer = (await invokeJson(rt.data, created.agentRuntimeArn!, sessionId('custom-image'), {
+      input: { prompt: 'Weather at 42.3601,-71.0589' },
+    })) as { output?: { message?: { content?: { text?: string }[] } } };
+    expect(answer.output?.message?.content?.[0]?.text).toMatch(/\S/);
+  }, 60_000);
 });

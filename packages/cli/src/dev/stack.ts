@@ -305,6 +305,8 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
           AGENTRT_INSTRUMENT_WORKERS: '1',
           // The collector's pages (the Inspector) call the runtime from the browser, across origins.
           AGENTRT_RUNTIME_ALLOWED_ORIGINS: pageOrigins(collectorUrl, options.collectorPort).join(','),
+          // The examples run where they are built: a rebuild reaches the next new session.
+          AGENTRT_FILE_ARTIFACTS: 'live',
           // Sandboxed sessions reach host loopback only on these ports: the weather API the agents call.
           AGENTRT_SANDBOX_HOST_PORTS: loopbackPorts([externalWeatherApi || urls['weather-api']]).join(','),
         },

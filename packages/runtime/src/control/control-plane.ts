@@ -4,7 +4,8 @@ import { RuntimeApiError, notFound, validationError } from '../errors.js';
 import { readJsonObject, sendJson } from '../http/http-util.js';
 import { type RouteContext, type Router } from '../http/router.js';
 import { type Logger } from '../logger.js';
-import { ArtifactError, resolveArtifact } from '../sessions/artifact.js';
+import { type PinnedArtifact } from '../sessions/artifact.js';
+import { createArtifactPins } from './artifacts.js';
 import { type SessionManager } from '../sessions/session-manager.js';
 import { endpointArn, newRuntimeId, parseRuntimeArn, runtimeArn, workloadIdentityArn } from './arn.js';
 import {
@@ -96,6 +97,7 @@ function endpointView(e: EndpointRecord, runtime: RuntimeRecord) {
 /** Registers the control-plane operations of `BedrockAgentCoreControlClient` on the router. */
 export function registerControlPlane(router: Router, deps: ControlPlaneDeps): void {
   const { config, store, sessions, logger } = deps;
+  const pins = createArtifactPins(config, store, logger);
 
   const authed =
     (handler: (ctx: RouteContext, region: string) => Promise<void> | void) => async (ctx: RouteContext) => {
@@ -108,16 +110,13 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
     const key = `${runtimeId}#${version}`;
     const record = store.get('version', key);
     const uri = record?.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
-    void resolveArtifact(uri, config.containerEngine).then(
-      () => finish(undefined),
-      (error: unknown) =>
-        finish(error instanceof ArtifactError ? error.message : `artifact check failed: ${String(error)}`),
-    );
-    function finish(reason: string | undefined) {
-      const v = store.get('version', key);
+    void pins.pin(uri, finish);
+    function finish(artifact: PinnedArtifact | undefined, reason: string | undefined) {
+      const stored = store.get('version', key);
       const runtime = store.get('runtime', runtimeId);
-      if (!v || !runtime || runtime.status === 'DELETING') return;
+      if (!stored || !runtime || runtime.status === 'DELETING') return;
       const status = reason ? failed : ok;
+      const v: VersionRecord = { ...stored, ...(artifact ? { artifact } : {}) };
       store.put(
         'version',
         key,
@@ -138,6 +137,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
 
   // A runtime left CREATING or UPDATING by a process that stopped mid-way would stay so for good:
   // check its artifact again now and settle it as a live create/update would.
+  void pins.prune();
   for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
     if (runtime.status !== 'CREATING' && runtime.status !== 'UPDATING') continue;
     const creating = runtime.status === 'CREATING';
@@ -341,6 +341,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
             `Version ${version} is used by endpoint ${pinned.name}`,
           );
         store.delete('version', `${runtime.id}#${version}`);
+        void pins.prune();
         return sendJson(ctx.res, 202, {
           status: 'DELETING',
           agentRuntimeId: runtime.id,
@@ -359,6 +360,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
       store.deleteChildren(runtime.id);
       store.delete('tags', runtime.arn);
       store.delete('runtime', runtime.id);
+      void pins.prune();
       logger.info('runtime deleted', { runtimeId: runtime.id });
     }),
   );

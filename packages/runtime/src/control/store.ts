@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { type PinnedArtifact } from '../sessions/artifact.js';
 
 export type RuntimeStatus =
   'CREATING' | 'CREATE_FAILED' | 'UPDATING' | 'UPDATE_FAILED' | 'READY' | 'DELETING' | 'DELETE_FAILED';
@@ -45,6 +46,8 @@ export interface VersionRecord {
   runtimeId: string;
   version: number;
   config: VersionConfig;
+  /** What the version runs, fixed once its artifact checked out (absent: a live directory). */
+  artifact?: PinnedArtifact;
   status: RuntimeStatus;
   failureReason?: string;
   createdAt: string;

@@ -52,18 +52,78 @@ export async function chooseContainerEngine(setting: ContainerEngineSetting): Pr
   throw new Error(reasons.join('; '));
 }
 
-/**
- * Makes sure the image is in the engine's local store: there already (built or loaded here), else
- * pulled from the registry its reference names. Rejects with the engine's own words.
- */
-export async function ensureImage(engine: ContainerEngine, image: string): Promise<void> {
-  const present = await engineCommand(
-    engine,
-    ['image', 'inspect', '--format', '{{.Id}}', image],
-    30_000,
-  ).then(
-    () => true,
-    () => false,
+/** The image a version runs: the reference it was created with and what that named then. */
+export interface PinnedImage {
+  ref: string;
+  /** The image id (config digest) the version's sessions run, whatever the tag names later. */
+  id: string;
+  /** The manifest digest, `sha256:…`, when the engine knows one. */
+  digest?: string;
+}
+
+/** Registries the operator allows over plain HTTP (`host:port`), as Docker's insecure-registries. */
+export type InsecureRegistries = readonly string[];
+
+/** The registry a reference names (`host[:port]`), or undefined for a name of the local store. */
+export function registryOf(ref: string): string | undefined {
+  const slash = ref.indexOf('/');
+  if (slash < 0) return undefined;
+  const first = ref.slice(0, slash);
+  if (first === 'localhost') return undefined; // podman's name for images built here
+  return first.includes('.') || first.includes(':') ? first : undefined;
+}
+
+/** This host's platform as images name theirs (`linux/amd64`). */
+export const HOST_PLATFORM = `linux/${({ x64: 'amd64', ia32: '386' } as Record<string, string>)[process.arch] ?? process.arch}`;
+
+interface InspectedImage extends PinnedImage {
+  platform: string;
+}
+
+async function inspectImage(engine: ContainerEngine, ref: string): Promise<InspectedImage | undefined> {
+  const format = '{{.Id}}|{{.Os}}/{{.Architecture}}|{{json .RepoDigests}}';
+  const out = await engineCommand(engine, ['image', 'inspect', '--format', format, ref], 30_000).catch(
+    () => undefined,
   );
-  if (!present) await engineCommand(engine, ['pull', '--quiet', image]);
+  const [id, platform = '', digests = '[]'] = (out ?? '').trim().split('|');
+  if (!id) return undefined;
+  // The digest of the reference's own repository when the store has one (pulled or pushed there).
+  const repository = ref.replace(/(@.*|:[^/:]*)$/, '');
+  const named = (JSON.parse(digests) as string[] | null) ?? [];
+  const digest = (named.find((d) => d.startsWith(`${repository}@`)) ?? named[0])?.split('@')[1];
+  return { ref, id, platform, ...(digest ? { digest } : {}) };
+}
+
+/**
+ * Pins a reference to the image it names now, as an engine's `--pull=newer` resolves it: a
+ * reference naming a registry is pulled (the registry's image wins when its digest differs), and a
+ * failed pull is an error only when the local store has no image of that name; a short name comes
+ * from the local store, else a pull from the engine's default registry. Rejects with the engine's
+ * own words.
+ */
+export async function pinImage(
+  engine: ContainerEngine,
+  ref: string,
+  insecure: InsecureRegistries = [],
+): Promise<PinnedImage> {
+  const registry = registryOf(ref);
+  const local = registry ? undefined : await inspectImage(engine, ref);
+  if (local) return runnable(local);
+  const tls = engine === 'podman' && registry && insecure.includes(registry) ? ['--tls-verify=false'] : [];
+  let pullError: Error | undefined;
+  await engineCommand(engine, ['pull', '--quiet', ...tls, ref]).catch((error: unknown) => {
+    pullError = error as Error;
+  });
+  const pinned = await inspectImage(engine, ref);
+  if (pinned) return runnable(pinned);
+  throw pullError ?? new Error(`${engine} image inspect: image not known: ${ref}`);
+}
+
+/** The pin of an image this host can run: refuses another platform's image in its own words. */
+function runnable({ platform, ...pinned }: InspectedImage): PinnedImage {
+  if (platform !== HOST_PLATFORM)
+    throw new Error(
+      `${pinned.ref} is an image for ${platform}; this host runs ${HOST_PLATFORM} (build or pull it with --platform ${HOST_PLATFORM})`,
+    );
+  return pinned;
 }

@@ -686,6 +686,7 @@ describe.skipIf(!canSandbox).each(variants)('hostile agent in a sandboxed sessio
       const body = (await res.json()) as { sessions: { sessionId: string; cpuSeconds: number | null }[] };
       expect(body.sessions.find((s) => s.sessionId === sid)?.cpuSeconds).toBeGreaterThanOrEqual(2);
     },
+    90_000, // 1 GB of allocations, 200 forks and 2 s of CPU under the session's limits: 28 s on a loaded 2-core machine
   );
 
   // Last: it restarts the runtime.

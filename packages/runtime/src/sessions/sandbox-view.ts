@@ -63,22 +63,33 @@ function isUnder(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 }
 
-/**
- * The read-only paths an artifact needs besides itself: every `node_modules` folder above it (Node
- * resolves packages upwards), and the targets of the symlinks in them (npm workspaces link their
- * packages there). Paths already under another entry are dropped.
- */
-export function dependencyPaths(artifactDir: string): string[] {
+/** Every `node_modules` above a directory, nearest first (Node resolves packages upwards). */
+export function nodeModulesAbove(artifactDir: string): string[] {
   const found: string[] = [];
   for (let dir = dirname(artifactDir); ; dir = dirname(dir)) {
     const modules = join(dir, 'node_modules');
-    if (existsSync(modules)) {
-      found.push(modules);
-      for (const target of linkTargets(modules)) found.push(target);
-    }
-    if (dir === dirname(dir)) break;
+    if (existsSync(modules)) found.push(modules);
+    if (dir === dirname(dir)) return found;
   }
-  return found;
+}
+
+/**
+ * The read-only paths an artifact needs besides itself: every `node_modules` folder above it, by
+ * its real path, and the targets of the symlinks in them (npm workspaces link their packages
+ * there). Paths already under another entry are dropped.
+ */
+export function dependencyPaths(artifactDir: string): string[] {
+  return nodeModulesAbove(artifactDir).flatMap((modules) => {
+    const real = realpathSync(modules);
+    return [real, ...linkTargets(real)];
+  });
+}
+
+/** The `node_modules` above an artifact that are links (a snapshot's to its workspace's), with their targets. */
+export function dependencyLinks(artifactDir: string): { path: string; target: string }[] {
+  return nodeModulesAbove(artifactDir)
+    .filter((modules) => lstatSync(modules).isSymbolicLink())
+    .map((path) => ({ path, target: readlinkSync(path) }));
 }
 
 /** Real paths that the top-level (and `@scope/`) symlinks of a node_modules folder point to. */
@@ -193,6 +204,10 @@ export function sandboxViewArgs(options: SandboxViewOptions): string[] {
     ...(program && isAbsolute(program) ? [program] : []),
   ]).filter((p) => !SYSTEM_DIRS.some((d) => isUnder(p, d)) && existsSync(p));
   for (const path of readable) bind(path, path, false);
+  for (const link of dependencyLinks(options.cwd)) {
+    place(link.path);
+    args.push('--symlink', link.target, link.path);
+  }
   for (const dir of options.hiddenDirs ?? [])
     if (readable.some((p) => isUnder(dir, p) && dir !== p)) args.push('--tmpfs', dir);
   // HOME and TMPDIR name these host paths: inside, they lead into the scratch tmpfs (the sandbox's

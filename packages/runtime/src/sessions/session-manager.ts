@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { type RuntimeConfig } from '../config.js';
 import { RuntimeApiError, notFound } from '../errors.js';
 import { type Logger } from '../logger.js';
-import { type LaunchSpec, resolveArtifact } from './artifact.js';
+import { type LaunchSpec, launchOf, pinOptionsOf } from './artifact.js';
 import {
   type CommandSpawn,
   type SessionBackend,
@@ -225,7 +225,7 @@ export function createSessionManager({
   const startWorker = async (target: SessionTarget, tag: Record<string, string>, sessionId?: string) => {
     const containerUri =
       target.version.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
-    const launch = await resolveArtifact(containerUri, config.containerEngine);
+    const launch = await launchOf(containerUri, target.version.artifact, pinOptionsOf(config));
     await swept;
     const id = randomUUID();
     const sessionDir = join(sessionsRoot, id);

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { resolveRuntimeConfig } from '../../config.js';
 import { createLogger } from '../../logger.js';
 import { fixtureUri } from '../../test-support.js';
-import { type LaunchSpec, resolveArtifact } from '../artifact.js';
+import { type LaunchSpec, launchOf } from '../artifact.js';
 import { type SessionBackend, type SessionTarget, type StartedWorker } from '../backend.js';
 import { helperPath, spawnHelper } from '../helpers.js';
 import { type Isolation, detectIsolation } from '../isolation.js';
@@ -81,7 +81,8 @@ interface Case {
   backend: SessionBackend;
   launch: (dir: string) => Promise<LaunchSpec>;
 }
-const fromDir = (dir: string) => resolveArtifact(`file://${dir}`);
+const fromDir = (dir: string) =>
+  launchOf(`file://${dir}`, undefined, { engine: 'auto', maxSnapshotBytes: 0 });
 const backends: Case[] = [
   { name: 'process-group', backend: createProcessGroupBackend(processGroup), launch: fromDir },
   ...(sandbox
