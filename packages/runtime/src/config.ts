@@ -185,11 +185,6 @@ export function resolveRuntimeConfig(
     }
     return out;
   };
-  const list = (name: string): string[] =>
-    (str(name) ?? '')
-      .split(',')
-      .map((item) => item.trim())
-      .filter(Boolean);
   const logLevel = oneOf<LogLevel>('AGENTRT_LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info');
 
   const config: RuntimeConfig = {
