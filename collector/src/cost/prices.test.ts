@@ -48,3 +48,16 @@ describe('price file', () => {
     expect(() => parsePriceFile('[', 'p.json')).toThrow(/p.json: not JSON/);
   });
 });
+
+describe('prices of the models the examples use', () => {
+  it('prices the offline model (nominally, saying so) and the Bedrock and OpenAI defaults', () => {
+    // examples/models: OFFLINE_MODEL_ID, DEFAULT_BEDROCK_MODEL_ID, DEFAULT_OPENAI_MODEL_ID
+    expect(priceOf('agentrt-offline-weather-1')?.note).toMatch(/^nominal price/);
+    expect(priceOf('global.anthropic.claude-sonnet-4-6')).toEqual({ inputPerMTok: 3, outputPerMTok: 15 });
+    expect(priceOf('gpt-5.4')).toEqual({ inputPerMTok: 1.25, outputPerMTok: 10 });
+    expect(priceOf('gpt-5-mini-2025-08-07')?.inputPerMTok).toBe(0.25);
+    const cost = costOfUsage({ 'agentrt-offline-weather-1': { input: 1_000_000, output: 0 } });
+    expect(cost).toMatchObject({ usd: 3, unpriced: [] });
+    expect(cost?.notes).toEqual([expect.stringMatching(/offline demo model is free/)]);
+  });
+});

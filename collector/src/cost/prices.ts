@@ -6,7 +6,19 @@
 export interface Price {
   inputPerMTok: number;
   outputPerMTok: number;
+  /** Said wherever the price is used, when it is not a provider's list price. */
+  note?: string;
 }
+
+/**
+ * The offline model (examples/models, `agentrt-offline-…`) costs nothing; it gets a made-up price
+ * (Claude Sonnet's) so the demo's cost columns show what a real model would cost, labelled as such.
+ */
+export const OFFLINE_MODEL_PRICE: Price = {
+  inputPerMTok: 3,
+  outputPerMTok: 15,
+  note: 'nominal price: the offline demo model is free; this is what Claude Sonnet would cost',
+};
 
 export const DEFAULT_PRICES: Readonly<Record<string, Price>> = {
   'claude-opus-4': { inputPerMTok: 15, outputPerMTok: 75 },
@@ -28,6 +40,11 @@ export const DEFAULT_PRICES: Readonly<Record<string, Price>> = {
   'o4-mini': { inputPerMTok: 1.1, outputPerMTok: 4.4 },
   'o3-mini': { inputPerMTok: 1.1, outputPerMTok: 4.4 },
   o3: { inputPerMTok: 2, outputPerMTok: 8 },
+  // GPT-5's launch list prices, for the family (the OpenAI examples default to a gpt-5.x).
+  'gpt-5-nano': { inputPerMTok: 0.05, outputPerMTok: 0.4 },
+  'gpt-5-mini': { inputPerMTok: 0.25, outputPerMTok: 2 },
+  'gpt-5': { inputPerMTok: 1.25, outputPerMTok: 10 },
+  'agentrt-offline': OFFLINE_MODEL_PRICE,
 };
 
 /** The price of a model id, or undefined when no key matches. */
@@ -56,6 +73,8 @@ export function costOf(
 /** The cost of usage per model: USD of the priced models, and the models without a price. */
 export interface UsageCost {
   usd: number;
+  /** The notes of the prices used (a nominal price says so). */
+  notes: string[];
   /** Models with tokens and no price ('' = usage without a model name); their tokens cost nothing here. */
   unpriced: string[];
 }
@@ -70,11 +89,13 @@ export function costOfUsage(
 ): UsageCost | undefined {
   const entries = Object.entries(byModel ?? {}).filter(([, t]) => t.input > 0 || t.output > 0);
   if (entries.length === 0) return undefined;
-  const out: UsageCost = { usd: 0, unpriced: [] };
+  const out: UsageCost = { usd: 0, unpriced: [], notes: [] };
   for (const [model, t] of entries) {
     const usd = costOf(model, t.input, t.output, prices);
     if (usd === undefined) out.unpriced.push(model);
     else out.usd += usd;
+    const note = priceOf(model, prices)?.note;
+    if (note && !out.notes.includes(note)) out.notes.push(note);
   }
   return out;
 }

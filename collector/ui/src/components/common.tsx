@@ -53,13 +53,17 @@ export function Cost({
   if (!cost) return <span class="muted">–</span>;
   const priced = cost.unpriced.length < Object.keys(byModel ?? {}).length;
   const unpriced = cost.unpriced.map((m) => m || '(model not named)').join(', ');
-  const title = cost.unpriced.length
-    ? `list price of the priced models; no price for ${unpriced}`
-    : 'tokens × list price per model';
+  const title = [
+    cost.unpriced.length
+      ? `list price of the priced models; no price for ${unpriced}`
+      : 'tokens × list price per model',
+    ...cost.notes,
+  ].join('\n');
   return (
     <span class="cost" data-testid="cost" title={title}>
       {priced ? formatUsd(cost.usd) : '—'}
       {priced && cost.unpriced.length > 0 && <span class="muted">+</span>}
+      {priced && cost.notes.length > 0 && <span class="muted">*</span>}
     </span>
   );
 }

@@ -9,7 +9,7 @@ import { ErrorBox, Loading } from '../components/common.js';
 import { RecentActivity } from '../components/recent-activity.js';
 import { formatCount, formatDuration } from '../format.js';
 import { useAsync } from '../hooks.js';
-import { costOf, formatUsd } from '../../../src/cost/prices.js';
+import { costOf, formatUsd, priceOf } from '../../../src/cost/prices.js';
 import { routeHref, type TraceFilters } from '../router.js';
 
 const RANGES: { label: string; ms: number }[] = [
@@ -186,6 +186,7 @@ async function loadAgents(rangeMs: number) {
         output,
         calls: Number(r.calls ?? 0),
         cost: costOf(model, input, output, prices),
+        priceNote: priceOf(model, prices)?.note,
       };
     }),
   };
@@ -318,14 +319,24 @@ export function AgentsView() {
                   <td class="num">{formatCount(t.output)}</td>
                   <td
                     class="num"
-                    title={t.cost === undefined ? 'no price known for this model' : 'list price per token'}
+                    title={
+                      t.cost === undefined
+                        ? 'no price known for this model'
+                        : (t.priceNote ?? 'list price per token')
+                    }
                   >
                     {formatUsd(t.cost)}
+                    {t.cost !== undefined && t.priceNote && <span class="muted">*</span>}
                   </td>
                 </tr>
               ))}
             </tbody>
           </table>
+          {[...new Set(data.tokens.flatMap((t) => (t.priceNote ? [t.priceNote] : [])))].map((note) => (
+            <p key={note} class="muted" data-testid="price-note">
+              * {note}
+            </p>
+          ))}
         </>
       )}
     </section>
