@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { askWeatherAgent, streamWeatherSummary } from './agent.js';
+import { createConversationStore } from './conversations.js';
 import { readModelConfig, readWeatherApiConfig } from './config.js';
 import { type OpenAiStub, startOpenAiStub } from './fixtures/openai-stub-server.js';
 import { type WeatherApiFixture, startWeatherApiFixture } from './fixtures/weather-api-server.js';
@@ -160,5 +161,24 @@ describe('openai provider against the OpenAI-compatible stub', () => {
     await expect(askWeatherAgent('Weather at 41.8781,-87.6298', openaiOptions('sk-wrong'))).rejects.toThrow(
       /401|Incorrect API key/,
     );
+  });
+});
+
+describe('a session is a conversation', () => {
+  it('the offline model answers from the earlier turns of the same session, and only of that one', async () => {
+    const options = { ...offlineOptions(), conversations: createConversationStore() };
+    const first = await askWeatherAgent('My name is Ada. Please remember it.', {
+      ...options,
+      sessionId: 'ada',
+    });
+    expect(first.text).toContain('Nice to meet you, Ada');
+    const second = await askWeatherAgent('What is my name?', { ...options, sessionId: 'ada' });
+    expect(second.text).toBe('Your name is Ada: you told me earlier in this session.');
+    // The earlier turns went to the model as history: the second call read more tokens.
+    expect(second.metadata.usage.inputTokens).toBeGreaterThan(first.metadata.usage.inputTokens);
+    const other = await askWeatherAgent('What is my name?', { ...options, sessionId: 'someone-else' });
+    expect(other.text).toBe('You have not told me your name in this session yet.');
+    const weatherAfter = await askWeatherAgent('Weather in Seattle?', { ...options, sessionId: 'ada' });
+    expect(weatherAfter.text).toMatch(/Seattle/);
   });
 });

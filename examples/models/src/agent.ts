@@ -1,5 +1,6 @@
 import { Agent, type AgentResult, type AgentStreamEvent, type Tool } from '@strands-agents/sdk';
 import type { WeatherApiConfig } from './config.js';
+import { type ConversationStore, processConversations } from './conversations.js';
 import { traceAgentRun } from './genai-telemetry.js';
 import type { ModelSelection } from './providers.js';
 import { skipUnrecordedStrandsSpanWork } from './strands-telemetry.js';
@@ -42,8 +43,13 @@ export interface AgentRunOptions {
   readonly captureContent: boolean;
   /** `gen_ai.agent.name` (default `weather`). */
   readonly agentName?: string;
-  /** Session id for the spans; taken from baggage `session.id` when not given. */
+  /**
+   * Session id for the spans (taken from baggage `session.id` when not given) and the conversation
+   * the agent continues: with it, earlier turns of the session are the model's history.
+   */
   readonly sessionId?: string;
+  /** Where the turns of each session are kept (default: this process's). */
+  readonly conversations?: ConversationStore;
   /** Fires when the client goes away: the agent stops at its next step. */
   readonly signal?: AbortSignal;
 }
@@ -93,12 +99,14 @@ function answerOf(result: AgentResult, options: AgentRunOptions): AgentAnswer {
 }
 
 function buildAgent(options: AgentRunOptions, tools: Tool[], streaming: boolean): Agent {
+  const conversations = options.conversations ?? processConversations;
   const agent = new Agent({
     name: options.agentName ?? 'weather',
     model: options.model.model,
     systemPrompt: weatherSystemPrompt(options.weatherApi.baseUrl, streaming),
     tools,
     printer: false,
+    ...(options.sessionId ? { messages: conversations.history(options.sessionId) } : {}),
   });
   // its spans are suppressed in the run (the GenAI layer makes the convention's): skip their work
   skipUnrecordedStrandsSpanWork(agent);
@@ -130,7 +138,10 @@ export async function* runWeatherAgent(
     () => agent.stream(prompt, options.signal ? { cancelSignal: options.signal } : undefined),
     (r) => r.toString(),
   );
-  return answerOf(result, options);
+  const answer = answerOf(result, options);
+  if (options.sessionId)
+    (options.conversations ?? processConversations).record(options.sessionId, prompt, answer.text);
+  return answer;
 }
 
 /** Asks a fresh weather agent and returns its final answer. */

@@ -155,6 +155,10 @@ describe('agentrt dev (end to end)', () => {
       state.demo?.map((d) => [d.name, true, d.detail]),
     );
     expect(state.demo?.length).toBe(8);
+    // The second turn of the multi-turn session remembers the first (the agent keeps the session's turns).
+    expect(state.demo!.find((d) => d.name.startsWith('multi-turn session, turn 2'))!.detail).toBe(
+      '200 Your name is Ada: you told me earlier in this session.',
+    );
     const collector = state.urls['collector']!;
     const multi = state.demo!.find((d) => d.name.startsWith('multi-turn'))!.sessionId;
     const stream = state.demo!.find((d) => d.name.startsWith('streaming'))!.sessionId;

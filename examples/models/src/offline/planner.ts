@@ -222,6 +222,26 @@ const GUIDANCE =
   '"What is the weather at 47.6062,-122.3321?", "Forecast for ZIP 98101" or "Weather in Seattle", ' +
   'and I will look it up with the national weather API and summarise the forecast.';
 
+const NAME_GIVEN = /\bmy name is (\p{L}[\p{L}'-]*)/iu;
+const NAME_ASKED = /\bwhat(?:'s| is) my name\b|\b(?:know|remember) my name\b|\bwho am i\b/i;
+
+/**
+ * The one thing besides the weather the offline model follows in a conversation: the user's name.
+ * An answer when the prompt gives or asks for it (from the earlier turns it was given), else undefined.
+ */
+function recallName(prompt: string, messages: readonly PlanMessage[]): string | undefined {
+  const given = NAME_GIVEN.exec(prompt)?.[1];
+  if (given) return `Nice to meet you, ${given}! I will remember your name for the rest of this session.`;
+  if (!NAME_ASKED.test(prompt)) return undefined;
+  const earlier = messages
+    .flatMap((m) => (m.role === 'user' ? [NAME_GIVEN.exec(m.text)?.[1]] : []))
+    .filter((name) => name !== undefined);
+  const name = earlier.at(-1);
+  return name
+    ? `Your name is ${name}: you told me earlier in this session.`
+    : 'You have not told me your name in this session yet.';
+}
+
 /** Decides the next step of the conversation. Deterministic: the same conversation gives the same step. */
 export function planNextStep(input: PlanInput): PlanStep {
   const { prompt, exchanges } = currentTurn(input.messages);
@@ -233,6 +253,8 @@ export function planNextStep(input: PlanInput): PlanStep {
       ? { kind: 'tool', preamble: '', name: READY_TO_SUMMARIZE_TOOL, input: {} }
       : { kind: 'answer', text };
 
+  const remembered = recallName(prompt, input.messages);
+  if (remembered) return answer(remembered);
   const location = findLocation(prompt);
   if (!location) return answer(GUIDANCE);
   if (!input.toolNames.includes(HTTP_REQUEST_TOOL)) {

@@ -31,6 +31,18 @@ function short(text: string, max = 90): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
+/** custom_agent's answer text (`output.message.content[].text`), else the body as it came. */
+function messageText(status: number, body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { output?: { message?: { content?: { text?: string }[] } } };
+    const text = parsed.output?.message?.content?.map((c) => c.text ?? '').join('');
+    if (text) return `${status} ${short(text)}`;
+  } catch {
+    // Not JSON: an error page or plain text, shown as it came.
+  }
+  return `${status} ${short(body)}`;
+}
+
 interface Call {
   name: string;
   url: string;
@@ -115,6 +127,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult[]> {
       payload: { input: { prompt: 'My name is Ada. Please remember it.' } },
       headers: { [SESSION_HEADER]: multi },
       expect: ok2xx,
+      describe: messageText,
     },
     {
       name: 'multi-turn session, turn 2 (custom_agent)',
@@ -122,7 +135,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult[]> {
       sessionId: multi,
       payload: { input: { prompt: 'What is my name?' } },
       headers: { [SESSION_HEADER]: multi },
-      expect: ok2xx,
+      expect: (status, body) => ok2xx(status) && body.includes('Ada'),
+      describe: messageText,
     },
     {
       name: 'weather question (weather service)',
