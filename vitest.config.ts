@@ -42,6 +42,7 @@ const FAST_TIER = [
   'collector/ui/src/inspector-model.test.ts',
   'collector/ui/src/query-helpers.test.ts',
   'collector/ui/src/router.test.ts',
+  'collector/ui/src/schema-form.test.ts',
   'collector/ui/src/trace-views.test.ts',
   'examples/models/src/genai-telemetry.test.ts',
   'examples/models/src/providers.test.ts',

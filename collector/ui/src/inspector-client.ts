@@ -37,10 +37,19 @@ function authHeaders(auth: RuntimeAuth): Record<string, string> {
   return headers;
 }
 
-async function call(host: string, path: string, init: RequestInit): Promise<Response> {
+/** A request to the runtime host with the credentials; a failure is a RuntimeCallError saying why. */
+export async function runtimeCall(
+  host: string,
+  path: string,
+  init: RequestInit,
+  auth: RuntimeAuth = {},
+): Promise<Response> {
   let res: Response;
   try {
-    res = await fetch(`${host}${path}`, init);
+    res = await fetch(`${host}${path}`, {
+      ...init,
+      headers: { ...(init.headers as Record<string, string>), ...authHeaders(auth) },
+    });
   } catch (error) {
     throw new RuntimeCallError(
       `the runtime host at ${host} is not reachable: is it running, with this page's origin (${location.origin}) in AGENTRT_RUNTIME_ALLOWED_ORIGINS?`,
@@ -61,9 +70,9 @@ async function call(host: string, path: string, init: RequestInit): Promise<Resp
 
 /** Every agent runtime of the host with its protocol (ListAgentRuntimes, then GetAgentRuntime). */
 export async function listRuntimes(host: string, auth: RuntimeAuth = {}): Promise<RuntimeInfo[]> {
-  const headers = { 'content-type': 'application/json', ...authHeaders(auth) };
+  const headers = { 'content-type': 'application/json' };
   const list = (await (
-    await call(host, '/runtimes/?maxResults=100', { method: 'POST', headers, body: '{}' })
+    await runtimeCall(host, '/runtimes/?maxResults=100', { method: 'POST', headers, body: '{}' }, auth)
   ).json()) as {
     agentRuntimes: {
       agentRuntimeArn: string;
@@ -75,7 +84,7 @@ export async function listRuntimes(host: string, auth: RuntimeAuth = {}): Promis
   return Promise.all(
     list.agentRuntimes.map(async (r) => {
       const got = (await (
-        await call(host, `/runtimes/${encodeURIComponent(r.agentRuntimeId)}/`, { headers: authHeaders(auth) })
+        await runtimeCall(host, `/runtimes/${encodeURIComponent(r.agentRuntimeId)}/`, {}, auth)
       ).json()) as { protocolConfiguration?: { serverProtocol?: ServerProtocol } };
       return {
         arn: r.agentRuntimeArn,
@@ -107,18 +116,22 @@ export interface InvokeOptions {
 
 /** InvokeAgentRuntime, the answer read as it streams. */
 export async function invokeStreaming(o: InvokeOptions): Promise<void> {
-  const res = await call(o.host, invocationsUrl(o.host, o.arn).slice(o.host.length), {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'text/event-stream, application/json',
-      [SESSION_HEADER]: o.sessionId,
-      traceparent: o.traceparent,
-      ...authHeaders(o.auth ?? {}),
+  const res = await runtimeCall(
+    o.host,
+    invocationsUrl(o.host, o.arn).slice(o.host.length),
+    {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream, application/json',
+        [SESSION_HEADER]: o.sessionId,
+        traceparent: o.traceparent,
+      },
+      body: o.payload,
+      ...(o.signal ? { signal: o.signal } : {}),
     },
-    body: o.payload,
-    ...(o.signal ? { signal: o.signal } : {}),
-  });
+    o.auth,
+  );
   const reader = createAnswerReader(res.headers.get('content-type') ?? '');
   const decoder = new TextDecoder();
   const body = res.body!.getReader();

@@ -62,6 +62,25 @@ export function saveSessions(storage: Pick<Storage, 'setItem'>, key: string, val
   }
 }
 
+/**
+ * Splits server-sent events off a buffer: the `data` of each complete event, and what is left (all
+ * of it is complete when `final`).
+ */
+export function takeSseEvents(buffer: string, final: boolean): { data: string[]; rest: string } {
+  const blocks = buffer.split(/\r?\n\r?\n/);
+  const rest = final ? '' : blocks.pop()!;
+  const data = blocks
+    .map((block) =>
+      block
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).replace(/^ /, ''))
+        .join('\n'),
+    )
+    .filter(Boolean);
+  return { data, rest };
+}
+
 /** The text one event of an answer stream adds: text deltas and final results, not tool events. */
 function eventText(data: string, seen: { text: boolean }): string {
   let event: unknown;
@@ -94,18 +113,9 @@ export function createAnswerReader(contentType: string) {
     return text;
   };
   const events = (final: boolean): string => {
-    const blocks = buffer.split(/\r?\n\r?\n/);
-    buffer = final ? '' : blocks.pop()!;
-    let out = '';
-    for (const block of blocks) {
-      const data = block
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).replace(/^ /, ''))
-        .join('\n');
-      if (data) out += take(eventText(data, seen));
-    }
-    return out;
+    const { data, rest } = takeSseEvents(buffer, final);
+    buffer = rest;
+    return data.map((d) => take(eventText(d, seen))).join('');
   };
   return {
     push(chunk: string): string {

@@ -5,10 +5,10 @@
  * each turn's spans beside the chat, history kept across a reload.
  */
 import type { SessionListResponse } from '@agentrt/collector';
-import { type WeatherApiFixture, startWeatherApiFixture } from '@agentrt/example-models/fixtures';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RuntimeStack, startRuntimeStack } from '../observability/runtime-stack.js';
+import type { RuntimeStack } from '../observability/runtime-stack.js';
+import { type InspectorStack, startInspectorStack } from './inspector-stack.js';
 import {
   buildUiIfStale,
   hasChromium,
@@ -18,28 +18,16 @@ import {
   screenshot,
 } from './browser.js';
 
+let env: InspectorStack;
 let stack: RuntimeStack;
-let weather: WeatherApiFixture;
 let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
   if (!hasChromium) return;
   buildUiIfStale();
-  weather = await startWeatherApiFixture();
-  stack = await startRuntimeStack({
-    name: 'insp',
-    // A sandboxed worker reaches the host's loopback only on the ports it is given.
-    runtime: (collector) => ({
-      allowedOrigins: [collector.url],
-      sandboxHostPorts: [Number(new URL(weather.url).port)],
-    }),
-    environment: {
-      AGENTRT_MODEL_PROVIDER: 'offline',
-      OTEL_SERVICE_NAME: 'sdk-agent',
-      WEATHER_API_BASE_URL: weather.url,
-    },
-  });
+  env = await startInspectorStack({ name: 'insp', service: 'sdk-agent' });
+  ({ stack } = env);
   browser = await launchBrowser();
   page = await openPage(browser);
 }, 120_000);
@@ -48,8 +36,7 @@ reportPageOnFailure('inspector', () => page);
 
 afterAll(async () => {
   await browser?.close();
-  await stack?.close();
-  await weather?.close();
+  await env?.close();
 }, 60_000);
 
 const messages = (role: 'user' | 'agent') => page.locator(`[data-testid=msg-${role}]`);
@@ -71,10 +58,10 @@ async function say(text: string): Promise<{ answer: string; shown: string[] }> {
     };
     sample();
   })()`);
-  await page.locator('[data-testid=chat-send]').click();
+  await page.locator('[data-testid=chat-input-send]').click();
   await messages('agent').nth(answers).waitFor();
   await expect
-    .poll(() => page.locator('[data-testid=chat-send]').isEnabled(), { timeout: 60_000 })
+    .poll(() => page.locator('[data-testid=chat-input-send]').isEnabled(), { timeout: 60_000 })
     .toBe(true);
   const answer = (await messages('agent').nth(answers).textContent()) ?? '';
   const shown = (await page.evaluate('window.shown')) as string[];

@@ -4,11 +4,11 @@
  * watch each turn's spans (model and tool calls, tokens, cost) arrive beside the chat. Every
  * request is the page's own call to the runtime's data plane (inspector-client.ts).
  */
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError, getTrace } from '../api.js';
-import { Cost, EmptyState, ErrorBox, KindBadge, Loading, Tokens } from '../components/common.js';
-import { formatDuration } from '../format.js';
-import { navigate, useAsync, useLiveSpans, usePrices } from '../hooks.js';
+import { useEffect, useState } from 'preact/hooks';
+import { EmptyState, ErrorBox, Loading } from '../components/common.js';
+import { Composer } from '../components/composer.js';
+import { TurnSpans } from '../components/turn-spans.js';
+import { navigate, useAsync } from '../hooks.js';
 import {
   DEFAULT_RUNTIME_HOST,
   type RuntimeInfo,
@@ -26,7 +26,7 @@ import {
   sessionsKey,
 } from '../inspector-model.js';
 import { routeHref } from '../router.js';
-import type { TraceView } from '../view-types.js';
+import { A2aPanel, McpPanel } from './inspector-protocols.js';
 
 const HOST_KEY = 'agentrt.inspector.host';
 
@@ -96,9 +96,16 @@ export function InspectorView({ host: routeHost, runtime }: { host?: string; run
           </p>
         </EmptyState>
       )}
-      {chosen && <ChatPanel key={`${host} ${chosen.arn}`} host={host} runtime={chosen} />}
+      {chosen && <RuntimePanel key={`${host} ${chosen.arn}`} host={host} runtime={chosen} />}
     </section>
   );
+}
+
+/** The runtime's own panel: tools for MCP, the card and tasks for A2A, a chat for the others. */
+function RuntimePanel({ host, runtime }: { host: string; runtime: RuntimeInfo }) {
+  if (runtime.protocol === 'MCP') return <McpPanel host={host} runtime={runtime} />;
+  if (runtime.protocol === 'A2A') return <A2aPanel host={host} runtime={runtime} />;
+  return <ChatPanel host={host} runtime={runtime} />;
 }
 
 function useRuntimeSessions(host: string, arn: string) {
@@ -136,17 +143,13 @@ function useRuntimeSessions(host: string, arn: string) {
 
 function ChatPanel({ host, runtime }: { host: string; runtime: RuntimeInfo }) {
   const store = useRuntimeSessions(host, runtime.arn);
-  const [input, setInput] = useState('');
   const [busy, setBusy] = useState(false);
   const [renaming, setRenaming] = useState<string | undefined>();
   const session = store.active;
   const shownTrace = [...session.messages].reverse().find((m) => m.traceId)?.traceId;
-  const send = async (): Promise<void> => {
-    const text = input.trim();
-    if (!text || busy) return;
+  const send = async (text: string): Promise<void> => {
     const { traceId, header } = newTraceparent();
     const id = session.id;
-    setInput('');
     setBusy(true);
     store.append(id, { role: 'user', text, atMs: Date.now() });
     store.append(id, { role: 'agent', text: '', traceId, atMs: Date.now() });
@@ -218,82 +221,16 @@ function ChatPanel({ host, runtime }: { host: string; runtime: RuntimeInfo }) {
             </li>
           ))}
         </ol>
-        <form
-          class="chat-input"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void send();
-          }}
-        >
-          <textarea
-            data-testid="chat-input"
-            value={input}
-            placeholder={`Message ${runtime.name}`}
-            onInput={(e) => setInput((e.target as HTMLTextAreaElement).value)}
-            onKeyDown={(e) => {
-              if (e.key === 'Enter' && !e.shiftKey) {
-                e.preventDefault();
-                void send();
-              }
-            }}
-          />
-          <button class="btn primary" type="submit" data-testid="chat-send" disabled={busy}>
-            Send
-          </button>
-        </form>
+        <Composer
+          send={(text) => void send(text)}
+          busy={busy}
+          placeholder={`Message ${runtime.name}`}
+          testId="chat-input"
+        />
       </div>
       <aside class="inspector-spans">
         {shownTrace && <TurnSpans key={shownTrace} traceId={shownTrace} />}
       </aside>
-    </div>
-  );
-}
-
-/** The spans of one turn's trace, refreshed as the live feed brings more of them. */
-function TurnSpans({ traceId }: { traceId: string }) {
-  const [trace, setTrace] = useState<TraceView | undefined>();
-  const [error, setError] = useState<Error | undefined>();
-  const prices = usePrices();
-  const loading = useRef(false);
-  const load = useMemo(
-    () => async () => {
-      if (loading.current) return;
-      loading.current = true;
-      try {
-        setTrace(await getTrace(traceId));
-        setError(undefined);
-      } catch (e) {
-        // The trace's first spans have not arrived yet: the live feed brings them.
-        if (!(e instanceof ApiError && e.status === 404)) setError(e as Error);
-      } finally {
-        loading.current = false;
-      }
-    },
-    [traceId],
-  );
-  useEffect(() => void load(), [load]);
-  useLiveSpans((spans) => {
-    if (spans.some((s) => s.traceId === traceId)) void load();
-  }, 300);
-  if (error) return <ErrorBox error={error} />;
-  if (!trace) return <p class="muted">waiting for the turn's spans…</p>;
-  return (
-    <div data-testid="turn-spans">
-      <h2>
-        This turn <Tokens tokens={trace.summary.tokens} />{' '}
-        <Cost byModel={trace.summary.tokensByModel} prices={prices} />
-      </h2>
-      <ul class="turn-spans">
-        {trace.spans.map((s) => (
-          <li key={s.spanId} data-testid="turn-span" class={s.status === 'error' ? 'error' : ''}>
-            <KindBadge kind={s.genai.kind} /> {s.name}{' '}
-            <span class="muted">{formatDuration(s.durationMs)}</span>
-          </li>
-        ))}
-      </ul>
-      <a href={routeHref({ view: 'trace', traceId })} data-testid="full-trace">
-        Open the full trace
-      </a>
     </div>
   );
 }

@@ -5,7 +5,7 @@
 // the page) and its state-changing requests are refused by the request guard.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-/** Request headers a page may send: the content, trace context, session, auth and MCP ones. */
+/** Request headers a page may send: the content, trace context, session, auth, MCP and A2A ones. */
 const ALLOWED_HEADERS = [
   'content-type',
   'accept',
@@ -21,6 +21,8 @@ const ALLOWED_HEADERS = [
   'mcp-session-id',
   'mcp-protocol-version',
   'last-event-id',
+  'a2a-version',
+  'a2a-extensions',
 ].join(', ');
 
 /** Answer headers a page may read. */
