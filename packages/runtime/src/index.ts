@@ -25,3 +25,12 @@ export type {
   RuntimeEndpoint,
   ActiveSession,
 } from './client.js';
+export { createEvaluationService } from './evaluate/evaluation-service.js';
+export type { EvaluationService, EvaluationSettings } from './evaluate/evaluation-service.js';
+export { BUILTIN_EVALUATORS } from './evaluate/catalog.js';
+export type { EvaluatorSpec, EvaluationLevel } from './evaluate/catalog.js';
+export type { EvaluationResult, TokenUsage } from './evaluate/evaluate.js';
+export { DatasetError, parseDataset, readDatasetFile, sessionItems } from './evaluate/dataset.js';
+export type { DatasetItem } from './evaluate/dataset.js';
+export { runBatch, mapBounded } from './evaluate/batch.js';
+export type { BatchOptions, BatchProgress, ItemOutcome } from './evaluate/batch.js';

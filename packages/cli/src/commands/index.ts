@@ -8,6 +8,7 @@ import { tracesCommand } from './traces.js';
 import { sessionsCommand } from './sessions.js';
 import { metricsCommand } from './metrics.js';
 import { logsCommand } from './logs.js';
+import { evalCommand } from './eval.js';
 
 /** Every subcommand, in the order `agentrt --help` lists them. Add one line per command file. */
 export const commands: Command[] = [
@@ -20,4 +21,5 @@ export const commands: Command[] = [
   sessionsCommand,
   metricsCommand,
   logsCommand,
+  evalCommand,
 ];

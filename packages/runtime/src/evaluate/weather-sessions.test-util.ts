@@ -13,7 +13,8 @@ export interface TurnSpec {
 }
 
 const hex = (n: number, bytes: number): string => n.toString(16).padStart(bytes * 2, '0');
-const T0 = 1_790_000_000_000_000_000;
+/** An hour ago, whole seconds: inside any retention window. */
+const T0 = (Math.floor(Date.now() / 1000) - 3600) * 1e9;
 
 function span(fields: Partial<SpanRecord> & Pick<SpanRecord, 'traceId' | 'spanId' | 'name'>): SpanRecord {
   return {
