@@ -1,3 +1,4 @@
+import type { Calc } from './calc.js';
 import type { Pattern } from './pattern.js';
 
 /** Query AST. Every node keeps the offset it came from, for errors raised while running. */
@@ -14,14 +15,26 @@ export type Expr =
   | { type: 'and' | 'or'; left: Expr; right: Expr; pos: number }
   | { type: 'not'; expr: Expr; pos: number };
 
+/**
+ * A value a `fields` item or `sort` key reads: a field path, or arithmetic (`calc`) whose `path`
+ * is its text as written (`durationNano / 1e6`), the column's name unless aliased.
+ */
+export interface Projection {
+  path: string;
+  name: string;
+  calc?: Calc;
+}
+
 export type CmpOp = '=' | '!=' | '<' | '<=' | '>' | '>=';
 
 export type AggFn = 'count' | 'count_distinct' | 'sum' | 'avg' | 'min' | 'max' | 'pct';
 
 export interface Agg {
   fn: AggFn;
-  /** Field path; absent for count(*). */
+  /** Field path (an arithmetic one's text, with `calc`); absent for count(*). */
   field?: string;
+  /** Set when the argument is arithmetic (`avg(durationNano / 1e6)`). */
+  calc?: Calc;
   /** Percentile for pct(). */
   p?: number;
   /** Output column name: the alias, or the canonical text like `avg(durationNano)`. */
@@ -33,7 +46,7 @@ export type GroupKey =
 
 export type Command =
   | { type: 'filter'; expr: Expr; pos: number }
-  | { type: 'fields'; items: { path: string; name: string }[]; pos: number }
+  | { type: 'fields'; items: Projection[]; pos: number }
   | { type: 'stats'; aggs: Agg[]; by: GroupKey[]; pos: number }
-  | { type: 'sort'; keys: { path: string; desc: boolean }[]; pos: number }
+  | { type: 'sort'; keys: { path: string; desc: boolean; calc?: Calc }[]; pos: number }
   | { type: 'limit'; n: number; pos: number };

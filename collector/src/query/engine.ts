@@ -1,6 +1,7 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { AttributeValue, QueryResponse, SpanRecord } from '../wire-types.js';
 import type { Command } from './ast.js';
+import { calcsOf, withCalcs } from './calc.js';
 import { type Getter, accumulator, evaluate, sortCompare } from './evaluate.js';
 import { resolveField } from './fields.js';
 import { parseQuery } from './parser.js';
@@ -298,7 +299,9 @@ export function finishQuery(plan: QueryPlan, scan: ScanResult, started: number):
   const { rest, sortedBySql, limit } = plan;
   const lastSort = rest.filter((c) => c.type === 'sort').at(-1);
   const first = rest[0];
-  let { rows, get } = scan;
+  const calcs = calcsOf(plan.commands);
+  let { rows } = scan;
+  let get = withCalcs(scan.get, calcs);
   const { scanned } = scan;
   let kind: QueryResponse['kind'] = 'spans';
   let columns: string[] = DEFAULT_COLUMNS;
@@ -317,7 +320,7 @@ export function finishQuery(plan: QueryPlan, scan: ScanResult, started: number):
           return o;
         });
         columns = cmd.items.map((i) => i.name);
-        get = objectGetter;
+        get = withCalcs(objectGetter, calcs);
         projected = true;
         break;
       }
@@ -339,7 +342,7 @@ export function finishQuery(plan: QueryPlan, scan: ScanResult, started: number):
           );
         }
         columns = [...cmd.by.map((b) => b.name), ...cmd.aggs.map((a) => a.name)];
-        get = objectGetter;
+        get = withCalcs(objectGetter, calcs);
         kind = 'stats';
         projected = true;
         break;

@@ -31,11 +31,24 @@ const PUNCT = [
   '<',
   '>',
   '*',
+  '+',
+  '-',
+  '/',
 ];
 const IDENT_START = /[A-Za-z_@$]/;
 const IDENT_PART = /[A-Za-z0-9_@$.-]/;
 const NUMBER_RE = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?/;
 const UNIT_RE = /^[a-zA-Z]+/;
+
+/**
+ * A `/` starts a regular expression where a pattern is expected (after `=~` or `like`); anywhere
+ * else it divides.
+ */
+function startsRegex(previous: Token | undefined): boolean {
+  if (!previous) return false;
+  if (previous.type === 'punct') return previous.text === '=~';
+  return previous.type === 'ident' && previous.text.toLowerCase() === 'like';
+}
 
 /** Splits a query into tokens with their offsets. */
 export function tokenize(src: string): Token[] {
@@ -75,7 +88,7 @@ export function tokenize(src: string): Token[] {
       tokens.push({ type: 'ident', text: src.slice(start + 1, close), pos: start, end: i });
       continue;
     }
-    if (c === '/') {
+    if (c === '/' && startsRegex(tokens.at(-1))) {
       let j = i + 1;
       let source = '';
       for (;;) {

@@ -1,4 +1,5 @@
-import type { Agg, AggFn, CmpOp, Command, Expr, GroupKey, Literal } from './ast.js';
+import type { Agg, AggFn, CmpOp, Command, Expr, GroupKey, Literal, Projection } from './ast.js';
+import { type Calc, parseCalc } from './calc.js';
 import { type Token, tokenize } from './lexer.js';
 import { MAX_REGEXES, type Pattern, regexPattern, substringPattern } from './pattern.js';
 import { QueryError } from './query-error.js';
@@ -194,6 +195,22 @@ export function parseQuery(src: string): Command[] {
     return left;
   }
 
+  /** Source text from token `from` up to (not including) the current token, spaced as written once. */
+  function textFrom(from: number): string {
+    return src
+      .slice(tokens[from]!.pos, tokens[i - 1]!.end)
+      .replace(/\s+/g, ' ')
+      .replace(/\(\s+/g, '(')
+      .replace(/\s+\)/g, ')');
+  }
+
+  /** A field, or arithmetic over fields and numbers (`calc` set, `path` its text). */
+  function value(): { path: string; calc?: Calc } {
+    const from = i;
+    const calc = parseCalc({ peek, next, field, nested, expectPunct });
+    return calc.type === 'field' ? { path: calc.path } : { path: textFrom(from), calc };
+  }
+
   function alias(fallback: string): string {
     if (isWord(peek(), 'as')) {
       next();
@@ -218,16 +235,17 @@ export function parseQuery(src: string): Command[] {
     } else if (fn === 'count' && isPunct(peek(), ')')) {
       a = { fn, name: 'count(*)' };
     } else {
-      const f = field();
+      const f = value();
+      const calc = f.calc ? { calc: f.calc } : {};
       if (fn === 'pct') {
         expectPunct(',');
         const n = peek();
         if (n.type !== 'number' || n.value! < 0 || n.value! > 100)
           return fail(['a percentile between 0 and 100']);
         next();
-        a = { fn, field: f.path, p: n.value!, name: `pct(${f.path}, ${n.text})` };
+        a = { fn, field: f.path, ...calc, p: n.value!, name: `pct(${f.path}, ${n.text})` };
       } else {
-        a = { fn, field: f.path, name: `${fn}(${f.path})` };
+        a = { fn, field: f.path, ...calc, name: `${fn}(${f.path})` };
       }
     }
     expectPunct(')');
@@ -252,8 +270,8 @@ export function parseQuery(src: string): Command[] {
     return { type: 'field', path: f.path, name: alias(f.path) };
   }
 
-  /** A sort key: a field, or an aggregate's column text such as `count(*)`. */
-  function sortKey(): string {
+  /** A sort key: a field or arithmetic, or an aggregate's column text such as `count(*)`. */
+  function sortKey(): { path: string; calc?: Calc } {
     const t = peek();
     if (t.type === 'ident' && isPunct(tokens[i + 1]!, '(')) {
       const start = t.pos;
@@ -262,13 +280,16 @@ export function parseQuery(src: string): Command[] {
         next();
       }
       const end = next().end;
-      return src
-        .slice(start, end)
-        .replace(/\s*,\s*/g, ', ')
-        .replace(/\(\s+/g, '(')
-        .replace(/\s+\)/g, ')');
+      return {
+        path: src
+          .slice(start, end)
+          .replace(/\s*,\s*/g, ', ')
+          .replace(/\s+/g, ' ')
+          .replace(/\(\s+/g, '(')
+          .replace(/\s+\)/g, ')'),
+      };
     }
-    return field().path;
+    return value();
   }
 
   function command(): Command {
@@ -281,11 +302,11 @@ export function parseQuery(src: string): Command[] {
         return { type: 'filter', expr: orExpr(), pos: t.pos };
       case 'fields':
       case 'display': {
-        const items: { path: string; name: string }[] = [];
+        const items: Projection[] = [];
         do {
           if (items.length) next();
-          const f = field();
-          items.push({ path: f.path, name: alias(f.path) });
+          const f = value();
+          items.push({ ...f, name: alias(f.path) });
         } while (isPunct(peek(), ','));
         return { type: 'fields', items, pos: t.pos };
       }
@@ -307,16 +328,16 @@ export function parseQuery(src: string): Command[] {
         return { type: 'stats', aggs, by, pos: t.pos };
       }
       case 'sort': {
-        const keys: { path: string; desc: boolean }[] = [];
+        const keys: { path: string; desc: boolean; calc?: Calc }[] = [];
         do {
           if (keys.length) next();
-          const path = sortKey();
+          const key = sortKey();
           let desc = false;
           if (isWord(peek(), 'desc')) {
             next();
             desc = true;
           } else if (isWord(peek(), 'asc')) next();
-          keys.push({ path, desc });
+          keys.push({ ...key, desc });
         } while (isPunct(peek(), ','));
         return { type: 'sort', keys, pos: t.pos };
       }

@@ -1,5 +1,7 @@
 import { KIND_NAMES, STATUS_NAMES } from '../otlp/records.js';
+import { calcFields } from './calc.js';
 import { HOT_ATTRIBUTES } from './fields.js';
+import { checkFieldNames } from './known-fields.js';
 import type { AggFn, CmpOp, Command, Expr, Literal } from './ast.js';
 
 /**
@@ -297,14 +299,14 @@ function fieldsOf(cmd: Command): string[] {
       walk(cmd.expr);
       break;
     case 'fields':
-      out.push(...cmd.items.map((i) => i.path));
+      for (const item of cmd.items) out.push(...(item.calc ? calcFields(item.calc) : [item.path]));
       break;
     case 'stats':
-      for (const a of cmd.aggs) if (a.field) out.push(a.field);
+      for (const a of cmd.aggs) if (a.field) out.push(...(a.calc ? calcFields(a.calc) : [a.field]));
       for (const b of cmd.by) out.push(b.type === 'bin' ? '@timestamp' : b.path);
       break;
     case 'sort':
-      out.push(...cmd.keys.map((k) => k.path));
+      for (const k of cmd.keys) out.push(...(k.calc ? calcFields(k.calc) : [k.path]));
       break;
     default:
   }
@@ -335,6 +337,7 @@ function statsPlanOf(
       aggs.push({ fn: 'count' });
       continue;
     }
+    if (a.calc) return undefined; // arithmetic runs in JS
     const c = columnExpr(a.field, cols);
     if (!c) return undefined;
     // Numeric strings: the JS path converts them.
@@ -346,6 +349,7 @@ function statsPlanOf(
 
 /** Plans a parsed query: pure, no database. */
 export function planQuery(parsed: Command[], options: PlanOptions): QueryPlan {
+  checkFieldNames(parsed);
   const commands = parsed.map((c) => (c.type === 'filter' ? { ...c, expr: normalize(c.expr) } : c));
   const cols = options.hotColumns ? WITH_HOT : COLUMNS;
 

@@ -166,6 +166,53 @@ describe('query engine', () => {
     ]);
   });
 
+  it('does arithmetic in fields, stats and sort (`/` divides there; a regex only after =~ or like)', () => {
+    const r = q(
+      'filter name = "chat claude" | fields durationNano / 1e6 as ms, (durationNano + 1e8) / 1e9 | sort ms desc | limit 2',
+    );
+    expect(r.columns).toEqual(['ms', '(durationNano + 1e8) / 1e9']);
+    expect(r.rows).toEqual([
+      { ms: 3900, '(durationNano + 1e8) / 1e9': 4 },
+      { ms: 3800, '(durationNano + 1e8) / 1e9': 3.9 },
+    ]);
+    const stats = q(
+      'filter name = "chat claude" | stats avg(durationNano / 1e6) as avg_ms, max(durationNano * 2 - 1) by attributes.gen_ai.request.model as model | sort model',
+    );
+    expect(stats.rows.map((x) => x.model)).toEqual(['claude', 'nova']);
+    expect(stats.rows.every((x) => typeof x.avg_ms === 'number' && (x.avg_ms as number) > 100)).toBe(true);
+    expect(stats.columns).toContain('max(durationNano * 2 - 1)');
+    // Sorted by a computed key; a missing operand gives null (sorted last), so does x / 0.
+    const sorted = q(
+      'sort durationNano * -1 | fields spanId, attributes.gen_ai.usage.input_tokens / 0 as z | limit 1',
+    );
+    expect(sorted.rows).toEqual([{ spanId: hex(40, 8), z: null }]);
+    expect(q('filter name =~ /^chat/ | stats count(*)').rows).toEqual([{ 'count(*)': 20 }]);
+  });
+
+  it('refuses a field no span record has (a typo read null on every row), naming the fields there are', () => {
+    for (const query of [
+      'fields durationMs',
+      'stats avg(duration) by name',
+      'filter attribute.model = "x"',
+      'sort ms',
+    ]) {
+      let error: unknown;
+      try {
+        q(query);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, query).toBeInstanceOf(QueryError);
+      expect((error as QueryError).message).toMatch(
+        /^unknown field '\w+(\.\w+)?': a field is one of @timestamp, .*durationNano/,
+      );
+    }
+    // Columns the query names itself are fields too; so is any path under a record field.
+    expect(q('fields durationNano / 1e6 as ms | sort ms desc | limit 1').rows).toEqual([{ ms: 4000 }]);
+    expect(q('stats count(*) as n by name | sort n desc | limit 1').rows[0]!.n).toBe(20);
+    expect(q('filter attributes.no.such.key = 1').rows).toEqual([]);
+  });
+
   it('computes stats by field and by time bin', () => {
     const byModel = q(
       'filter ispresent(attributes.gen_ai.request.model) | stats count(*) as n, sum(attributes.gen_ai.usage.input_tokens) as tokens, avg(durationNano), min(durationNano), max(durationNano), pct(durationNano, 50) by attributes.gen_ai.request.model as model | sort n desc',
