@@ -290,5 +290,7 @@ function evaluationSettings(env: EnvReaders, otlpEndpoint?: string): EvaluationS
   if (collectorUrl) settings.collector = { url: collectorUrl, ...(token ? { token } : {}) };
   const promptsDir = env.str('AGENTRT_EVAL_PROMPTS_DIR');
   if (promptsDir) settings.promptsDir = promptsDir;
+  const evaluatorsFile = env.str('AGENTRT_EVALUATORS_FILE');
+  if (evaluatorsFile) settings.evaluatorsFile = evaluatorsFile;
   return settings;
 }

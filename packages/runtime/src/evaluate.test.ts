@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type Server, createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import {
@@ -262,5 +265,54 @@ describe('LLM judges through an OpenAI-compatible endpoint', () => {
     answers.push('hang');
     const slow = await rt.data.send(new EvaluateCommand(input('Builtin.GoalSuccessRate')));
     expect(slow.evaluationResults?.[0]).toMatchObject({ errorCode: 'JudgeModelError' });
+  });
+});
+
+describe('custom evaluators registered by name (AGENTRT_EVALUATORS_FILE)', () => {
+  let rt: TestRuntime;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'agentrt-evaluators-'));
+    writeFileSync(
+      join(dir, 'calls.mjs'),
+      'export default (s) => ({ value: s.toolCalls.length >= 5 ? 1 : 0.5, label: "calls" });\n',
+    );
+    writeFileSync(
+      join(dir, 'rubric.md'),
+      '# Forecast rubric\n\nDoes the answer give a temperature?\n\n{{output}}\n',
+    );
+    const file = join(dir, 'evaluators.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        evaluators: [
+          { name: 'enough-calls', module: 'calls.mjs' },
+          { name: 'forecast-rubric', prompt: 'rubric.md', level: 'SESSION' },
+        ],
+      }),
+    );
+    rt = await startRuntime({
+      evaluation: { judge: { provider: 'offline', timeoutMs: 5000 }, evaluatorsFile: file },
+    });
+  });
+  afterAll(async () => {
+    await rt?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers EvaluateCommand for a module and a prompt evaluator by their names', async () => {
+    const mod = await rt.data.send(new EvaluateCommand(input('enough-calls')));
+    expect(mod.evaluationResults).toEqual([
+      expect.objectContaining({
+        evaluatorId: 'enough-calls',
+        value: 1,
+        label: 'calls',
+        ignoredReferenceInputFields: ['expectedTrajectory'],
+      }),
+    ]);
+    const prompt = await rt.data.send(new EvaluateCommand(input('forecast-rubric')));
+    expect(prompt.evaluationResults).toHaveLength(1);
+    expect(prompt.evaluationResults?.[0]?.value).toBeGreaterThan(0);
+    expect((await validationOf(rt, input('no-such-check'))).fieldList?.[0]?.name).toBe('evaluatorId');
   });
 });

@@ -34,3 +34,10 @@ export { DatasetError, parseDataset, readDatasetFile, sessionItems } from './eva
 export type { DatasetItem } from './evaluate/dataset.js';
 export { runBatch, mapBounded } from './evaluate/batch.js';
 export type { BatchOptions, BatchProgress, ItemOutcome } from './evaluate/batch.js';
+export {
+  customEvaluator,
+  customEvaluatorFromPath,
+  readEvaluatorsFile,
+  EvaluatorConfigError,
+} from './evaluate/custom/custom-evaluators.js';
+export type { CustomEvaluatorConfig } from './evaluate/custom/custom-evaluators.js';

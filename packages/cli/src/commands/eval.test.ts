@@ -156,4 +156,73 @@ describe('agentrt eval', () => {
     expect(again.stderr).toContain('ok: 2/2 scored (resumed)');
     expect(again.stderr).toMatch(/gone: error: .*no-such-session/); // errored items are tried again
   });
+
+  it('runs custom evaluators: a module that scores, one that throws, one that never returns, a prompt rubric', async () => {
+    writeFileSync(
+      join(dir, 'no-failed-tools.mjs'),
+      'export default (s) => ({ value: s.toolCalls.some((c) => c.failed) ? 0 : 1, explanation: `${s.toolCalls.length} tool calls` });\n',
+    );
+    writeFileSync(join(dir, 'throws.mjs'), 'export default () => { throw new Error("rubric missing"); };\n');
+    writeFileSync(join(dir, 'hangs.mjs'), 'export default () => { for (;;) {} };\n');
+    writeFileSync(join(dir, 'tone.md'), '# Tone\n\nIs this answer polite?\n\n{{output}}\n');
+    writeFileSync(
+      join(dir, 'five.jsonl'),
+      [0, 1, 2, 3, 4].map((i) => JSON.stringify({ sessionId: sessionId('v1', i) })).join('\n'),
+    );
+    const t = io(dir);
+    const started = Date.now();
+    const code = await main(
+      [
+        'eval',
+        'run',
+        '--dataset',
+        'five.jsonl',
+        '--url',
+        collector.url,
+        '--no-store',
+        '--json',
+        'custom.json',
+        '--module-timeout',
+        '1000',
+        '--evaluator',
+        './no-failed-tools.mjs',
+        '--evaluator',
+        './throws.mjs',
+        '--evaluator',
+        './hangs.mjs',
+        '--evaluator',
+        './tone.md',
+      ],
+      t.io,
+    );
+    expect(code, t.out.stderr).toBe(0);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    const report = JSON.parse(readFileSync(join(dir, 'custom.json'), 'utf8')) as {
+      items: {
+        id: string;
+        results: { evaluatorId: string; value?: number; errorCode?: string; errorMessage?: string }[];
+      }[];
+    };
+    const first = report.items[0]!.results;
+    expect(first.find((r) => r.evaluatorId === 'no-failed-tools')).toMatchObject({ value: 0 }); // session 0 of v1 fails a call
+    expect(report.items[1]!.results.find((r) => r.evaluatorId === 'no-failed-tools')).toMatchObject({
+      value: 1,
+    });
+    expect(first.find((r) => r.evaluatorId === 'throws')).toMatchObject({
+      errorCode: 'EvaluatorError',
+      errorMessage: 'rubric missing',
+    });
+    expect(first.find((r) => r.evaluatorId === 'hangs')).toMatchObject({ errorCode: 'EvaluatorTimeout' });
+    const tone = report.items[1]!.results.find((r) => r.evaluatorId === 'tone');
+    expect(tone?.value).toBeGreaterThanOrEqual(0.5);
+
+    const missing = io(dir);
+    expect(
+      await main(
+        ['eval', 'run', '--dataset', 'five.jsonl', '--url', collector.url, '--evaluator', './nope.mjs'],
+        missing.io,
+      ),
+    ).toBe(2);
+    expect(missing.out.stderr).toContain('no module at');
+  });
 });

@@ -8,6 +8,8 @@ import {
   type EvaluationService,
   type ItemOutcome,
   createEvaluationService,
+  customEvaluatorFromPath,
+  type EvaluatorSpec,
   readDatasetFile,
   resolveRuntimeConfig,
   runBatch,
@@ -31,7 +33,10 @@ judge, deterministic and without network). Exits 1 when the mean score is under 
   --dataset <d>        a JSONL file (one item a line: sessionId, spans or input; expectedTrajectory,
                        expectedResponse, assertions), sessions:<id>,<id>…, or query:<filter> (the
                        sessions of the spans a query-language filter matches)
-  --evaluator <id>     Builtin.* id (repeat for several; \`agentrt eval list\` names them)
+  --evaluator <id>     Builtin.* id (repeat for several; \`agentrt eval list\` names them), or a
+                       custom evaluator file: a .js/.mjs module whose default export scores the
+                       session ({ value, label, explanation }), or a .md LLM prompt with its rubric
+  --module-timeout <ms>  a custom module's deadline per session (default 10000)
   --fail-under <x>     the bar for the run's mean score (0–1); an errored result scores 0
   --junit <file>       JUnit XML: a testsuite per evaluator, a testcase per item
   --json <file>        the whole report (input of \`agentrt eval compare\`)
@@ -75,6 +80,27 @@ async function datasetItems(spec: string, base: string, io: CliIO): Promise<Data
   return readDatasetFile(resolve(io.cwd, spec));
 }
 
+const isPath = (e: string): boolean => /[\\/]|\.(m?js|cjs|md)$/.test(e);
+
+/** `--evaluator` values that name files: custom evaluators, by the value given. */
+function customEvaluatorFiles(
+  values: readonly string[],
+  cwd: string,
+  timeoutMs?: number,
+): Map<string, EvaluatorSpec> {
+  const out = new Map<string, EvaluatorSpec>();
+  for (const value of values.filter(isPath)) {
+    let spec: EvaluatorSpec;
+    try {
+      spec = customEvaluatorFromPath(resolve(cwd, value));
+    } catch (error) {
+      throw new UsageError((error as Error).message, { cause: error });
+    }
+    out.set(value, spec.kind === 'module' && timeoutMs ? { ...spec, timeoutMs } : spec);
+  }
+  return out;
+}
+
 function checkEvaluators(service: EvaluationService, ids: readonly string[]): void {
   if (ids.length === 0) throw new UsageError('give at least one --evaluator');
   for (const id of ids) {
@@ -101,6 +127,7 @@ async function run(argv: string[], io: CliIO): Promise<number> {
       dataset: { type: 'string' },
       evaluator: { type: 'string', multiple: true },
       'fail-under': { type: 'string' },
+      'module-timeout': { type: 'string' },
       junit: { type: 'string' },
       json: { type: 'string' },
       concurrency: { type: 'string' },
@@ -119,8 +146,14 @@ async function run(argv: string[], io: CliIO): Promise<number> {
   // The runtime's reading of the judge and collector settings, so `eval run` judges as Evaluate does.
   const config = resolveRuntimeConfig({ otlpEndpoint: base }, { ...io.env, AGENTRT_COLLECTOR_URL: base });
   const collector = { url: base, ...config.evaluation.collector, ingestHeaders: config.otlpHeaders };
-  const service = createEvaluationService({ ...config.evaluation, collector });
-  const evaluators = values.evaluator ?? [];
+  const timeoutMs = numberFlag(values['module-timeout'], 'module-timeout', 1, 3_600_000);
+  const custom = customEvaluatorFiles(values.evaluator ?? [], io.cwd, timeoutMs);
+  const service = createEvaluationService({
+    ...config.evaluation,
+    collector,
+    customEvaluators: [...custom.values()],
+  });
+  const evaluators = (values.evaluator ?? []).map((e) => custom.get(e)?.id ?? e);
   checkEvaluators(service, evaluators);
   const items = await datasetItems(values.dataset, base, io);
   const runId = `eval-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;

@@ -9,7 +9,11 @@ export type TrajectoryMatch = 'exact' | 'in-order' | 'any-order';
 
 export type EvaluatorSpec =
   | { id: string; level: EvaluationLevel; kind: 'judge'; description: string }
-  | { id: string; level: 'SESSION'; kind: 'trajectory'; match: TrajectoryMatch; description: string };
+  | { id: string; level: 'SESSION'; kind: 'trajectory'; match: TrajectoryMatch; description: string }
+  /** Custom: an LLM judge with the user's prompt and rubric (custom/custom-evaluators.ts). */
+  | { id: string; level: EvaluationLevel; kind: 'prompt'; template: string; description: string }
+  /** Custom: a JavaScript module's function of the session, in a thread with a deadline. */
+  | { id: string; level: 'SESSION'; kind: 'module'; path: string; timeoutMs: number; description: string };
 
 const judge = (id: string, level: EvaluationLevel, description: string): EvaluatorSpec => ({
   id,

@@ -19,6 +19,7 @@ import {
 } from './judge/prompts.js';
 import { type SessionView, type ToolCallView, type TurnView } from './session-spans.js';
 import { matchTrajectory } from './trajectory.js';
+import { runModuleEvaluator } from './custom/module-evaluator.js';
 
 export interface TokenUsage {
   inputTokens: number;
@@ -60,6 +61,8 @@ const REFERENCE_FIELDS: readonly ReferenceField[] = ['expectedResponse', 'assert
 /** The reference fields an evaluator reads; the others come back as `ignoredReferenceInputFields`. */
 function usedFields(spec: EvaluatorSpec): ReferenceField[] {
   if (spec.kind === 'trajectory') return ['expectedTrajectory'];
+  if (spec.kind === 'module') return [];
+  if (spec.kind === 'prompt') return ['expectedResponse', 'assertions'];
   if (spec.id === 'Builtin.GoalSuccessRate') return ['assertions'];
   if (spec.level === 'TRACE') return ['expectedResponse'];
   return [];
@@ -121,6 +124,13 @@ function trajectoryResult(spec: EvaluatorSpec, view: SessionView, unit: Unit, re
   return { ...baseResult(spec, unit, ref), ...verdict, tokenUsage };
 }
 
+async function moduleResult(spec: EvaluatorSpec, view: SessionView, unit: Unit, ref?: ReferenceInput) {
+  if (spec.kind !== 'module') throw new TypeError(`${spec.id} is not a module evaluator`);
+  const verdict = await runModuleEvaluator(spec.path, view, spec.timeoutMs);
+  const tokenUsage: TokenUsage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+  return { ...baseResult(spec, unit, ref), ...verdict, tokenUsage };
+}
+
 const dialogue = (turns: readonly TurnView[]): string =>
   turns.length
     ? turns
@@ -132,7 +142,11 @@ const dialogue = (turns: readonly TurnView[]): string =>
     : '(none)';
 
 function promptVariables(view: SessionView, unit: Unit, ref: ReferenceInput | undefined): PromptVariables {
-  const turn = unit.turn ?? view.turns.find((t) => t.traceId === unit.context.traceId);
+  // A session-level unit reads the last turn as the request and answer.
+  const turn =
+    unit.turn ??
+    view.turns.find((t) => t.traceId === unit.context.traceId) ??
+    view.turns[view.turns.length - 1];
   const index = turn ? view.turns.indexOf(turn) : view.turns.length;
   return {
     conversation: dialogue(unit.turn ? view.turns.slice(0, index) : view.turns),
@@ -154,7 +168,9 @@ async function judgeResult(
   deps: EvaluationDeps,
 ): Promise<EvaluationResult> {
   const result = baseResult(spec, unit, ref);
-  const prompt = renderPrompt(deps.prompts.template(spec.id), promptVariables(view, unit, ref));
+  const template =
+    spec.kind === 'prompt' ? deps.prompts.withAnswerFormat(spec.template) : deps.prompts.template(spec.id);
+  const prompt = renderPrompt(template, promptVariables(view, unit, ref));
   let answer;
   try {
     answer = await deps.judge.complete(prompt, AbortSignal.timeout(deps.judgeTimeoutMs));
@@ -194,7 +210,9 @@ export async function runEvaluator(
     results.push(
       spec.kind === 'trajectory'
         ? trajectoryResult(spec, view, unit, ref)
-        : await judgeResult(spec, view, unit, ref, deps),
+        : spec.kind === 'module'
+          ? await moduleResult(spec, view, unit, ref)
+          : await judgeResult(spec, view, unit, ref, deps),
     );
   }
   return results;

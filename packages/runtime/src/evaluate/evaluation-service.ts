@@ -10,6 +10,7 @@ import { type EvaluateRequest } from './evaluate-request.js';
 import { createJudgeModel } from './judge/index.js';
 import { type JudgeSettings } from './judge/judge-model.js';
 import { createPromptSource } from './judge/prompts.js';
+import { readEvaluatorsFile } from './custom/custom-evaluators.js';
 import { type EvaluationRecord, postResults, resultsToOtlp } from './results-otlp.js';
 import { type SessionView, parseSessionSpans, readSession } from './session-spans.js';
 
@@ -19,6 +20,10 @@ export interface EvaluationSettings {
   collector?: CollectorLocation;
   /** AGENTRT_EVAL_PROMPTS_DIR: prompt files replacing the packaged ones, file by file. */
   promptsDir?: string;
+  /** AGENTRT_EVALUATORS_FILE: custom evaluators registered by name. */
+  evaluatorsFile?: string;
+  /** Custom evaluators besides the file's (the CLI's `--evaluator <file>`). */
+  customEvaluators?: EvaluatorSpec[];
 }
 
 export interface EvaluationService {
@@ -35,6 +40,12 @@ export interface EvaluationService {
 const SPANS_FIELD = 'evaluationInput.sessionSpans';
 
 export function createEvaluationService(settings: EvaluationSettings): EvaluationService {
+  const custom = new Map<string, EvaluatorSpec>();
+  const all = [
+    ...(settings.evaluatorsFile ? readEvaluatorsFile(settings.evaluatorsFile) : []),
+    ...(settings.customEvaluators ?? []),
+  ];
+  for (const spec of all) custom.set(spec.id, spec);
   const deps: EvaluationDeps = {
     judge: createJudgeModel(settings.judge),
     prompts: createPromptSource(settings.promptsDir),
@@ -63,7 +74,7 @@ export function createEvaluationService(settings: EvaluationSettings): Evaluatio
   const service: EvaluationService = {
     deps,
     evaluator(id) {
-      const spec = builtinEvaluator(id);
+      const spec = builtinEvaluator(id) ?? custom.get(id);
       if (!spec) throw validationError('evaluatorId', `no evaluator ${JSON.stringify(id)}`);
       return spec;
     },

@@ -21,8 +21,10 @@ export const PACKAGED_PROMPTS_DIR = fileURLToPath(new URL('../../../prompts/eval
 export type PromptVariables = Record<string, string>;
 
 export interface PromptSource {
-  /** The template of a built-in or prompt evaluator (`Builtin.` dropped from the file name). */
+  /** The template of a built-in evaluator (`Builtin.` dropped from the file name). */
   template(evaluatorId: string): string;
+  /** A custom prompt evaluator's own text, with the answer format every judge gets. */
+  withAnswerFormat(prompt: string): string;
 }
 
 export function createPromptSource(promptsDir?: string): PromptSource {
@@ -36,9 +38,10 @@ export function createPromptSource(promptsDir?: string): PromptSource {
     }
     return text;
   };
+  const withAnswerFormat = (prompt: string): string => `${prompt.trimEnd()}\n\n${read(ANSWER_FORMAT_FILE)}`;
   return {
-    template: (id) =>
-      `${read(`${id.replace(/^Builtin\./, '')}.md`).trimEnd()}\n\n${read(ANSWER_FORMAT_FILE)}`,
+    template: (id) => withAnswerFormat(read(`${id.replace(/^Builtin\./, '')}.md`)),
+    withAnswerFormat,
   };
 }
 
