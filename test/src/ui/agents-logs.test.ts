@@ -294,6 +294,24 @@ describe.skipIf(!hasChromium)(
       await screenshot(page, 'span-cost');
     });
 
+    it('Logs: each line the agent wrote once, with its severity, newest first', async () => {
+      await page.goto(`${collector.url}/#/logs?sessionId=${SESSION}`);
+      const rows = page.locator('[data-testid=log-row]');
+      // The agent's own records (exported by it) and the runtime's about the session.
+      await poll(() => rows.locator('td.log-body', { hasText: /^listening$/ }).count()).toBe(1);
+      const bodies = await rows.locator('td.log-body').allTextContents();
+      // Once: not again as the runtime's capture of the worker's stdout, raw JSON at INFO.
+      expect(bodies.filter((b) => b.startsWith('{'))).toEqual([]);
+      expect(bodies.filter((b) => b.startsWith('model provider offline'))).toHaveLength(1);
+      const offline = rows.filter({ hasText: 'model provider offline' });
+      expect(await offline.locator('td.sev').textContent()).toBe('WARN');
+      expect(await offline.getAttribute('class')).toContain('sev-warn');
+      // Newest first by the records' own time.
+      const times = await rows.locator('td:first-child').allTextContents();
+      expect(times).toEqual([...times].sort().reverse());
+      await screenshot(page, 'logs-session');
+    });
+
     it('Logs: filters, severity colours, live tail, links to the trace; a span panel shows its logs', async () => {
       await page.goto(`${collector.url}/#/logs?service=agentrt-runtime`);
       const rows = page.locator('[data-testid=log-row]');

@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { type LogRowView, listLogs } from '../api.js';
 import { EmptyState, ErrorBox } from '../components/common.js';
 import { formatTimestamp, shortId } from '../format.js';
+import { mergeNewestFirst } from '../log-rows.js';
 import { routeHref } from '../router.js';
 
 export interface LogFilters {
@@ -41,10 +42,8 @@ export function LogsView({ initial = {} }: { initial?: LogFilters }) {
         const r = await listLogs(filters, cursor);
         if (stopped) return;
         setError(undefined);
-        // The first answer is newest first; later ones (after the cursor) oldest first.
-        setRows((prev) =>
-          cursor === undefined ? [...r.logs].reverse() : [...prev, ...r.logs].slice(-MAX_ROWS),
-        );
+        // Newest first by the records' own time; the tail's new records join in their place.
+        setRows((prev) => mergeNewestFirst(cursor === undefined ? [] : prev, r.logs, MAX_ROWS));
         cursor = r.cursor;
       } catch (e) {
         if (!stopped) setError(e as Error);

@@ -28,3 +28,12 @@ export function findInstrumentPreload(): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * Whether a worker environment loads the runtime's preload of @agentrt/instrument, which exports
+ * the worker's spans and log records (its logger's and console's) itself.
+ */
+export function preloadsInstrument(env: Readonly<Record<string, string>>): boolean {
+  const path = findInstrumentPreload();
+  return path !== undefined && (env['NODE_OPTIONS'] ?? '').includes(`--require ${path}`);
+}

@@ -5,6 +5,8 @@ import { connect, createServer } from 'node:net';
 import { type Logger } from '../logger.js';
 import { type CgroupUsage } from './cgroups.js';
 import { spawnHelper } from './helpers.js';
+import { preloadsInstrument } from './instrument-preload.js';
+import { EXPORTED_BY_AGENT, exportedByInstrument, parseWorkerLine } from './worker-output.js';
 
 /** What the last `/ping` said. `timeOfLastUpdateMs` is absent when the worker does not send it. */
 export interface PingState {
@@ -169,6 +171,12 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
       done({ code: null, signal: null });
     });
   });
+  const selfExporting = preloadsInstrument(options.env);
+  const logLine = (line: string, stream: 'stdout' | 'stderr'): void => {
+    const out = parseWorkerLine(line, stream);
+    const exported = selfExporting && exportedByInstrument(out, stream);
+    logger[out.level](out.msg, exported ? { ...out.fields, [EXPORTED_BY_AGENT]: true } : out.fields);
+  };
   for (const stream of ['stdout', 'stderr'] as const) {
     let partial = '';
     child[stream]?.setEncoding('utf8');
@@ -176,9 +184,9 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
       tail = (tail + text).slice(-OUTPUT_TAIL_BYTES);
       const lines = (partial + text).split('\n');
       partial = lines.pop() ?? '';
-      for (const line of lines) if (line) logger.info(line, { stream });
+      for (const line of lines) if (line) logLine(line, stream);
     });
-    child[stream]?.on('end', () => partial && logger.info(partial, { stream }));
+    child[stream]?.on('end', () => partial && logLine(partial, stream));
   }
   if (sandboxed) {
     const info = child.stdio[3] as NodeJS.ReadableStream | null;

@@ -34,6 +34,7 @@ interface JsonMetric {
   histogram?: { dataPoints: JsonDataPoint[] };
 }
 interface JsonLog {
+  severityText?: string;
   traceId?: string;
   spanId?: string;
   body?: { stringValue?: string };
@@ -190,6 +191,15 @@ describe('the runtime observes itself (spans, AgentCore metrics, logs as OTLP)',
     const line = logs.find((l) => l.body?.stringValue === 'invocation 2')!;
     expect(line.traceId).toBe(callerTrace);
     expect(invocations.map((s) => s.spanId)).toContain(line.spanId);
+    expect(line.severityText).toBe('INFO');
+    // A structured logger's JSON line: its message, level (pino's 40) and fields, not the raw JSON.
+    await waitFor(() => logs.some((l) => l.body?.stringValue === 'count is 2'), 10_000, 'structured line');
+    const structured = logs.find((l) => l.body?.stringValue === 'count is 2')!;
+    expect(structured.severityText).toBe('WARN');
+    expect(attr(structured.attributes, 'count')).toBe(2);
+    expect(attr(structured.attributes, 'stream')).toBe('stderr');
+    expect(structured.traceId).toBe(callerTrace);
+    expect(logs.filter((l) => l.body?.stringValue?.startsWith('{'))).toEqual([]);
   });
 
   it('counts container failures as UserErrors and reports per-session CPU and memory', async () => {

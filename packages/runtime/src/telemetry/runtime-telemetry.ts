@@ -7,6 +7,7 @@ import {
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
+  TraceFlags,
   defaultTextMapGetter,
   defaultTextMapSetter,
   trace,
@@ -30,6 +31,7 @@ import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { type LogRecord } from '../logger.js';
 import { type StartPhaseRecorder } from '../sessions/session-manager.js';
+import { EXPORTED_BY_AGENT } from '../sessions/worker-output.js';
 import { DATA_PLANE_OPERATIONS } from './operations.js';
 import { type CgroupFigures, type UsageSampler, createUsageSampler } from './process-usage.js';
 import { RUNTIME_METRIC } from './metric-names.js';
@@ -159,6 +161,27 @@ export const UNTRACED_OPERATION: Operation = {
 interface ErrorLike {
   status?: number;
   type?: string;
+}
+
+/** A log record's fields as OTLP attributes: the session and runtime under their semantic names. */
+function logAttributes(fields: Record<string, unknown>, skip: readonly string[]): AnyValueMap {
+  const attributes: AnyValueMap = {};
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === undefined || skip.includes(key)) continue;
+    const name = key === 'sessionId' ? 'session.id' : key === 'runtimeArn' ? 'cloud.resource_id' : key;
+    attributes[name] =
+      typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+        ? value
+        : JSON.stringify(value);
+  }
+  return attributes;
+}
+
+/** The trace and span a worker's own log line names (`traceId`, `spanId`), when it names both. */
+function loggedSpanContext(fields: Record<string, unknown>): SpanContext | undefined {
+  const { traceId, spanId } = fields;
+  if (typeof traceId !== 'string' || typeof spanId !== 'string') return undefined;
+  return { traceId, spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true };
 }
 
 /** The kind AgentCore counts an answered call as, from its HTTP status. */
@@ -504,19 +527,14 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
   };
 
   const emitLog = (record: LogRecord): void => {
+    if (record[EXPORTED_BY_AGENT] === true) return; // the worker exported it itself
     const { time, level, msg, ...fields } = record;
-    const attributes: AnyValueMap = {};
-    for (const [key, value] of Object.entries(fields)) {
-      if (value === undefined) continue;
-      const name = key === 'sessionId' ? 'session.id' : key === 'runtimeArn' ? 'cloud.resource_id' : key;
-      attributes[name] =
-        typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
-          ? value
-          : JSON.stringify(value);
-    }
+    const logged = loggedSpanContext(fields);
+    const attributes = logAttributes(fields, logged ? ['traceId', 'spanId'] : []);
     const requestId = typeof fields.requestId === 'string' ? fields.requestId : undefined;
     const sessionId = typeof fields.sessionId === 'string' ? fields.sessionId : undefined;
     const spanContext =
+      logged ??
       (requestId !== undefined ? byRequest.get(requestId) : undefined) ??
       (sessionId !== undefined ? bySession.get(sessionId) : undefined);
     otelLogger.emit({

@@ -24,6 +24,8 @@ const server = createServer((req, res) => {
       }
       count++;
       console.log(`invocation ${count}`);
+      // A structured logger's line (pino's shape): the runtime keeps its level, message and fields.
+      console.error(JSON.stringify({ level: 40, time: Date.now(), msg: `count is ${count}`, count }));
       writeFileSync(file, String(count));
       let read;
       if (typeof input.read === 'string') {
