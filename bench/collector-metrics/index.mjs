@@ -316,6 +316,7 @@ if (ch) {
   const chStore = await createClickHouseStore({
     ...parseStoreSetting(chUrl('bench_metrics_week')),
     logger: silentLogger,
+    spoolDir: mkdtempSync(join(tmpdir(), 'bench-spool-')),
   });
   const filled = await fillWeek(chStore.metrics);
   chFillSeconds = filled.fillSeconds;

@@ -21,6 +21,10 @@ export interface CollectorConfig {
    * wait only adds latency.
    */
   ingestLingerMs: number;
+  /** ClickHouse store: unshipped spool MiB past which ingest answers 503 (AGENTRT_SPOOL_MB). */
+  spoolMb: number;
+  /** ClickHouse store: how long a spooled request waits for others before it is shipped (AGENTRT_SPOOL_SHIP_MS). */
+  spoolShipMs: number;
   /** Retention by age. Env AGENTRT_RETENTION_HOURS, default 168 (7 days); 0 keeps forever. */
   retentionHours: number;
   /** Retention by size. Env AGENTRT_MAX_DB_MB, default 2048; 0 means no cap. */
@@ -63,6 +67,8 @@ export const DEFAULTS: Omit<CollectorConfig, 'dataDir'> = {
   maxBodyBytes: 20 * 1024 * 1024,
   maxPendingRecords: 100_000,
   ingestLingerMs: 0,
+  spoolMb: 1024,
+  spoolShipMs: 1000,
   retentionHours: 168,
   maxDbMb: 2048,
   forwardEndpoints: [],
@@ -113,6 +119,8 @@ export function loadConfig(
     maxBodyBytes: num('AGENTRT_MAX_BODY_BYTES', DEFAULTS.maxBodyBytes, 1024, 2 ** 31),
     maxPendingRecords: num('AGENTRT_MAX_PENDING_RECORDS', DEFAULTS.maxPendingRecords, 1, 1e8),
     ingestLingerMs: num('AGENTRT_INGEST_LINGER_MS', DEFAULTS.ingestLingerMs, 0, 1000),
+    spoolMb: num('AGENTRT_SPOOL_MB', DEFAULTS.spoolMb, 1, 1e7),
+    spoolShipMs: num('AGENTRT_SPOOL_SHIP_MS', DEFAULTS.spoolShipMs, 0, 60_000),
     retentionHours: num('AGENTRT_RETENTION_HOURS', DEFAULTS.retentionHours, 0, 1e6, false),
     maxDbMb: num('AGENTRT_MAX_DB_MB', DEFAULTS.maxDbMb, 0, 1e7, false),
     queryWorkers: num('AGENTRT_QUERY_WORKERS', DEFAULTS.queryWorkers, 1, 64),

@@ -193,3 +193,18 @@ export function memoryOf(pid: number): { rss: number; peak: number; anon: number
     Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
   return { rss: kb('VmRSS'), peak: kb('VmHWM'), anon: kb('RssAnon') };
 }
+
+/**
+ * Waits until a collector's spool (ClickHouse store) holds nothing ClickHouse lacks, so another
+ * collector or a SQL statement sees what it acknowledged; at once on SQLite (no spool).
+ */
+export async function shipped(c: { url: string }, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const health = (await (await fetch(`${c.url}/healthz`)).json()) as { spool?: { pendingRecords: number } };
+    if (!health.spool?.pendingRecords) return;
+    if (Date.now() > until)
+      throw new Error(`${c.url}: the spool still holds ${health.spool.pendingRecords} records`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -139,6 +139,8 @@ async function openBackendOf(options: CollectorOptions, logger: Logger): Promise
     queryTimeoutMs: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
     integrityCheckMinutes: options.integrityCheckMinutes ?? DEFAULTS.integrityCheckMinutes,
     ingestLingerMs: options.ingestLingerMs ?? DEFAULTS.ingestLingerMs,
+    spoolMb: options.spoolMb ?? DEFAULTS.spoolMb,
+    spoolShipMs: options.spoolShipMs ?? DEFAULTS.spoolShipMs,
     ...(options.metricLimits ? { metricLimits: options.metricLimits } : {}),
   });
 }

@@ -279,10 +279,12 @@ describe('hostile queries under ingest load (collector process)', () => {
     // query on the main thread (issue #14: 8.5 s to 150 s stalls) fails either way.
     const bound = (base: number[], floor = 100): number => Math.max(floor, 3 * p99(base));
     expect(p99(healthMs)).toBeLessThan(bound(baseHealthMs));
-    // On ClickHouse an ingest request waits for ClickHouse's INSERT, and the hostile queries run in
-    // that same server on the same cores: its p99 there is ClickHouse sharing its CPU, 1.6 to 3.3×
-    // the p99 without queries over eleven runs (5.8× once, 104 → 602 ms). The main thread is what
-    // /healthz just measured; for ingest the bound on ClickHouse is what catches a stall (seconds).
+    // On ClickHouse a request is acknowledged once in the spool (an fsync), no longer after
+    // ClickHouse's INSERT; what still slows it under these reads is the main thread, which decodes
+    // the trace and session lists' rows there (the reads SQLite runs on its query threads). With a
+    // load average of 7.6 from other work on the 2 cores: ingest p99 198 ms during the hostile
+    // reads (42 ms without) on ClickHouse, 173 ms (9 ms without) on SQLite at a load of 10 — both
+    // over 100 ms on a machine that busy. The floor on ClickHouse stays what catches a stall.
     expect(p99(ingestMs)).toBeLessThan(bound(baseIngestMs, TEST_STORE === 'clickhouse' ? 1000 : 100));
 
     // Nothing acknowledged is lost.

@@ -1,5 +1,6 @@
 // Opens the store a setting names as one Backend (store.ts): the only place that knows which
 // stores exist. The HTTP layer and the background jobs see the Backend, never a store kind.
+import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import type { MetricLimits } from '../metrics/metric-store.js';
 import { createClickHouseStore } from './clickhouse/clickhouse-store.js';
@@ -17,6 +18,9 @@ export interface BackendOptions {
   /** How long a request waits for others to be written with it (AGENTRT_INGEST_LINGER_MS). */
   ingestLingerMs: number;
   metricLimits?: Partial<MetricLimits>;
+  /** ClickHouse: the spool's limit (MiB) and how long a spooled request waits to be shipped. */
+  spoolMb: number;
+  spoolShipMs: number;
 }
 
 /** Opens (creates, migrates) the store of `setting`; throws StoreConfigError naming what is wrong. */
@@ -28,7 +32,9 @@ export async function openBackend(setting: StoreSetting, options: BackendOptions
       logger: options.logger,
       queryTimeoutMs: options.queryTimeoutMs,
       queryWorkers: options.queryWorkers,
-      lingerMs: options.ingestLingerMs,
+      spoolDir: join(options.dataDir, 'clickhouse-spool'),
+      spoolMaxBytes: options.spoolMb * 1024 * 1024,
+      shipDelayMs: options.spoolShipMs,
       ...limits,
     });
   }

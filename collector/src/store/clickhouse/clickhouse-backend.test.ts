@@ -22,6 +22,8 @@ runBackendContract(
         queryTimeoutMs: 10_000,
         integrityCheckMinutes: 0,
         ingestLingerMs: 0,
+        spoolMb: 64,
+        spoolShipMs: 1000,
       },
     );
     return {

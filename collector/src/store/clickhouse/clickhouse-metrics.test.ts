@@ -1,5 +1,6 @@
 // Metric points on ClickHouse: a real clickhouse-server, the SQLite metric store beside it over the
 // same points, the official OpenTelemetry metric exporter moving between two collectors.
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../logger.js';
 import {
@@ -53,6 +54,7 @@ describe.skipIf(clickHouseSkipReason)(
       const store: ClickHouseStore = await createClickHouseStore({
         ...(parseStoreSetting(storeUrl('agentrt_metrics_same')) as ClickHouseLocation),
         logger: silentLogger,
+        spoolDir: join(dir.dir, 'spool'),
       });
       cleanups.push(async () => {
         await store.close();

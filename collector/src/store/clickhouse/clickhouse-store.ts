@@ -30,11 +30,12 @@ import { traceResponse } from '../trace-view.js';
 import type { MetricRead } from '../../metrics/metric-read.js';
 import { createClickHouseMetricStore } from './clickhouse-metrics.js';
 import type { MetricLimits, MetricStore } from '../../metrics/metric-store.js';
-import { createBatcher } from '../batcher.js';
+import { createClickHouseWriter } from './clickhouse-writer.js';
+import type { LogQuery } from '../../logs/log-query.js';
 import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
 import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
-import { LAST_US, LOG_COLUMNS, SPAN_COLUMNS, createSpanEncoder, daysSql, literal, logLine } from './rows.js';
+import { LAST_US, daysSql, literal } from './rows.js';
 import {
   CLICKHOUSE_SCHEMA_VERSION,
   DAILY_TABLES,
@@ -53,8 +54,6 @@ const QUERY_WORKER = new URL(
 ).href;
 /** A read decoding rows gives the event loop a turn this often (ms). */
 const BREATHE_EVERY_MS = 5;
-/** Trace ids per lookup of stored spans: each is ~36 bytes of a statement (max_query_size 256 KiB). */
-const TRACES_PER_LOOKUP = 4000;
 /** Trace summaries a collector keeps for reuse (about 1 KiB each). */
 const MAX_KNOWN_SUMMARIES = 20_000;
 
@@ -66,18 +65,19 @@ export interface ClickHouseStoreOptions extends ClickHouseLocation {
   connectTimeoutMs?: number;
   /** A query's deadline (ClickHouse's max_execution_time, whole seconds; default 30 s). */
   queryTimeoutMs?: number;
-  /** Records per INSERT at most (bigger batches are split; default 100 000). */
+  /** Metric records per INSERT at most (bigger batches are split; default 100 000). */
   maxBatchRecords?: number;
+  /** The write-ahead spool's folder (spans and logs wait there for ClickHouse; clickhouse-writer.ts). */
+  spoolDir: string;
+  /** Unshipped spool bytes past which ingest is refused with 503 + Retry-After (default 1 GiB). */
+  spoolMaxBytes?: number;
   /**
-   * How long a request waits for others to join its INSERT while none is running (default 0).
-   * Each INSERT writes a new part per table, and ClickHouse's cost is mostly per part: fewer,
-   * bigger INSERTs cost it less CPU per span. Reached `flushRecords`, the INSERT starts at once.
+   * How long the oldest spooled request waits for others before it is shipped (default 1000 ms):
+   * each INSERT writes a new part per table, and ClickHouse's cost is mostly per part.
    */
-  lingerMs?: number;
+  shipDelayMs?: number;
   /** Query threads (default 1). */
   queryWorkers?: number;
-  /** Queued records that start an INSERT without waiting out `lingerMs` (default 10 000). */
-  flushRecords?: number;
   /** Series limits of the metric tables (attribute cardinality). */
   metricLimits?: Partial<MetricLimits>;
 }
@@ -222,16 +222,16 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
   const T = (name: string): string => tableName(target, name);
 
   // ---- writes ----------------------------------------------------------------------------------
+  /** Why reads fail now (ClickHouse not answering), until the probe finds it back. */
   let down: StoreUnavailableError | undefined;
   let probe: NodeJS.Timeout | undefined;
   let closed = false;
   const maxBatch = options.maxBatchRecords ?? 100_000;
-  const encodeSpans = createSpanEncoder();
-  const insertSettings = options.cluster ? { insert_distributed_sync: 1 as const } : {};
+  const insertSettings: Record<string, 0 | 1> = options.cluster ? { insert_distributed_sync: 1 } : {};
 
   function markDown(error: StoreUnavailableError): void {
     if (!down)
-      logger.warn('clickhouse unavailable; ingest answers 503 until it is back', { error: error.message });
+      logger.warn('clickhouse unavailable; ingest is spooled until it is back', { error: error.message });
     down = error;
     if (probe || closed) return;
     probe = setInterval(() => {
@@ -240,6 +240,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
           if (!r.success || !down) return;
           logger.info('clickhouse is back', { url: options.url });
           down = undefined;
+          writer.retryNow();
           clearInterval(probe);
           probe = undefined;
         },
@@ -280,66 +281,22 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     return bodies;
   }
 
-  /**
-   * Requests that arrive while an INSERT runs go in the next (one INSERT per table for all of them);
-   * with AGENTRT_INGEST_LINGER_MS a request waits that long for others, unless `flushRecords` are
-   * waiting already.
-   */
-  const batcher = createBatcher<{ spans: SpanRecord[]; logs: LogRecord[] }, void>(
-    async (batch) => {
-      const spans = await notStoredYet(batch.flatMap((p) => p.spans));
-      const logs = batch.flatMap((p) => p.logs);
-      if (spans.length) await insert('spans', SPAN_COLUMNS, encodeSpans(spans, maxBatch));
-      if (logs.length) await insert('logs', LOG_COLUMNS, bodiesOf(logs.map(logLine)));
-      return batch.map(() => undefined);
+  const writer = createClickHouseWriter({
+    client,
+    logger,
+    table: T,
+    select,
+    insertSettings,
+    spoolDir: options.spoolDir,
+    spoolMaxBytes: options.spoolMaxBytes ?? 1024 * 1024 * 1024,
+    ...(options.shipDelayMs !== undefined ? { shipDelayMs: options.shipDelayMs } : {}),
+    onUnreachable(error) {
+      const e = error instanceof StoreUnavailableError ? error : unavailableOr(error);
+      if (!(e instanceof StoreUnavailableError)) return undefined;
+      markDown(e);
+      return e;
     },
-    {
-      lingerMs: options.lingerMs ?? 0,
-      flushSize: options.flushRecords ?? 10_000,
-      sizeOf: (p) => p.spans.length + p.logs.length,
-    },
-  );
-
-  /**
-   * The spans not stored already, each once. An exporter retries a request whose answer it did not
-   * get (the collector or the connection failed after ClickHouse took the INSERT): its spans are
-   * found by (trace id, span id) in trace_spans — ordered by trace id, so only the batch's traces'
-   * granules are read — and skipped, as SQLite's unique (trace, span) key skips them. ClickHouse
-   * 18.16 has no insert_deduplication_token, and a MergeTree that is not replicated no block
-   * deduplication. A retry racing its first attempt's INSERT (the same request at two collectors at
-   * once) can still be stored twice; readers of whole traces take each span once.
-   */
-  async function notStoredYet(spans: SpanRecord[]): Promise<SpanRecord[]> {
-    if (!spans.length) return spans;
-    const traces = [...new Set(spans.map((s) => s.traceId))];
-    const stored = new Set<string>();
-    try {
-      for (let i = 0; i < traces.length; i += TRACES_PER_LOOKUP) {
-        const rows = await select<{ t: string; s: string }>(
-          `SELECT trace_id AS t, span_id AS s FROM ${T('trace_spans')} PREWHERE trace_id IN (${traces
-            .slice(i, i + TRACES_PER_LOOKUP)
-            .map(literal)
-            .join(', ')})`,
-        );
-        for (const r of rows) stored.add(`${r.t}/${r.s}`);
-      }
-    } catch (error) {
-      if (error instanceof StoreUnavailableError) markDown(error);
-      throw error;
-    }
-    return spans.filter((s) => {
-      const key = `${s.traceId}/${s.spanId}`;
-      if (stored.has(key)) return false;
-      stored.add(key);
-      return true;
-    });
-  }
-
-  function write(spans: SpanRecord[], logs: LogRecord[]): Promise<void> {
-    if (down) return Promise.reject(down);
-    if (!spans.length && !logs.length) return Promise.resolve();
-    return batcher.add({ spans, logs });
-  }
+  });
 
   // ---- reads -----------------------------------------------------------------------------------
   const docs = <R>(rows: { doc: string }[]): R[] => rows.map((r) => JSON.parse(r.doc) as R);
@@ -723,6 +680,13 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       await select(`SELECT doc FROM ${T('logs')} WHERE trace_id = ${literal(traceId)} ORDER BY time_ns`),
     );
   const json = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
+  /** A read that first ships what this collector acknowledged: it sees its own writes. */
+  const fresh =
+    <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      await writer.caughtUp();
+      return read(...args);
+    };
   return {
     location,
     serverVersion,
@@ -731,39 +695,39 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     // and add up held up ingest and /healthz here).
     metrics: Object.assign(metrics, { json: (read: MetricRead) => pool.read('metric', [read]) }),
     queryStats: () => ({ ...pool.stats, queued: pool.queued }),
-    write,
-    // The store holds requests for the linger itself (and starts an INSERT early once enough wait).
+    write: (spans, logs) => writer.write(spans, logs),
+    // The spool batches requests itself (the shipper's delay): the ingest queue holds none.
     ingestLingerMs: 0,
-    unwritable: () => down,
+    unwritable: () => writer.unwritable(),
     failure: (error) => error,
-    health: () => ({ ok: true }),
+    health: () => ({ ok: true, detail: { spool: writer.stats() } }),
     spans: {
-      queryJson: (q, range) => pool.run(q, range),
-      spansOfTrace,
-      async traceJson(traceId) {
+      queryJson: fresh((q: string, range?: Parameters<typeof pool.run>[1]) => pool.run(q, range)),
+      spansOfTrace: fresh(spansOfTrace),
+      traceJson: fresh(async (traceId: string) => {
         // The spans and the logs at once; the summary from the spans in hand (not read again).
         const [spans, logs] = await Promise.all([spansOfTrace(traceId), logsOfTrace(traceId)]);
         return spans.length ? json(traceResponse(summarizeTrace(traceId, spans), spans, logs)) : undefined;
-      },
-      async sessionJson(sessionId) {
+      }),
+      sessionJson: fresh(async (sessionId: string) => {
         const found = await getSession(sessionId);
         return found && json(found);
-      },
-      listTraces,
-      listSessions,
-      getSession,
-      services,
-      attributeKeys,
+      }),
+      listTraces: fresh(listTraces),
+      listSessions: fresh(listSessions),
+      getSession: fresh(getSession),
+      services: fresh(services),
+      attributeKeys: fresh(attributeKeys),
       // Summaries are kept by materialized views and finished on read: nothing to refresh.
       refreshSummaries: async () => 0,
     },
-    logs: { json: (q) => pool.read('logs', [q]), ofTrace: logsOfTrace },
-    exportPage,
+    logs: { json: fresh((q: LogQuery) => pool.read('logs', [q])), ofTrace: fresh(logsOfTrace) },
+    exportPage: fresh(exportPage),
     applyRetention: (opts) => applyRetention(opts),
     async close(): Promise<void> {
       closed = true;
       clearInterval(probe);
-      await batcher.flush();
+      await writer.close();
       await metrics.close();
       await pool.close();
       await client.close();

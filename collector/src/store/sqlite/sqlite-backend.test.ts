@@ -15,6 +15,8 @@ runBackendContract('sqlite', async () => {
     queryTimeoutMs: 10_000,
     integrityCheckMinutes: 0,
     ingestLingerMs: 0,
+    spoolMb: 64,
+    spoolShipMs: 1000,
   });
   return {
     backend,

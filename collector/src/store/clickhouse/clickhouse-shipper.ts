@@ -1,0 +1,184 @@
+// Sends what the spool (spool.ts) holds to ClickHouse, oldest first, in large batches: as many
+// frames as make `maxRows` rows, once `flushRows` wait or the oldest has waited `maxDelayMs` (or a
+// read asks for it: flush). One INSERT per table in RowBinary; a span ClickHouse holds already (an
+// exporter's retry) is left out; the frames leave the spool only once both INSERTs were answered.
+// A failure is retried with back-off, the spool absorbing ingest meanwhile.
+import type { Logger } from '../../logger.js';
+import { type SpoolFrame, decodeFrame } from './spool-frame.js';
+import type { Spool } from './spool.js';
+
+export interface ShipperOptions {
+  spool: Spool;
+  logger: Logger;
+  /** INSERTs a RowBinary body into `table` ('spans' or 'logs'). */
+  insert(table: 'spans' | 'logs', body: Buffer): Promise<void>;
+  /** Which of these `trace/span` keys ClickHouse holds already (of these traces). */
+  stored(traceIds: string[]): Promise<Set<string>>;
+  /** Rows that start a batch at once (default 5000). */
+  flushRows?: number;
+  /** Rows per batch at most (default 10 000; a bigger frame goes alone). */
+  maxRows?: number;
+  /** How long the oldest frame waits for others (default 1000 ms). */
+  maxDelayMs?: number;
+  /** A failed batch is retried after this, doubled up to 10 s (default 250 ms). */
+  retryMs?: number;
+  /** Each batch shipped (rows; tests and /healthz). */
+  onShipped?(rows: number): void;
+  /** A batch failed (ClickHouse down, or refusing): the error. */
+  onFailure?(error: Error): void;
+}
+
+/** The rows of these frames for one INSERT per table; spans already stored, or twice here, left out. */
+function bodiesOf(frames: SpoolFrame[], stored: Set<string>): { spans: Buffer; logs: Buffer; rows: number } {
+  const spanParts: Buffer[] = [];
+  const logParts: Buffer[] = [];
+  let rows = 0;
+  for (const f of frames) {
+    const { bytes, rowEnds, keys } = f.spans;
+    let runStart = 0;
+    for (let i = 0; i < rowEnds.length; i++) {
+      const from = i ? rowEnds[i - 1]! : 0;
+      if (stored.has(keys[i]!)) {
+        if (from > runStart) spanParts.push(bytes.subarray(runStart, from));
+        runStart = rowEnds[i]!;
+        continue;
+      }
+      stored.add(keys[i]!);
+      rows++;
+    }
+    if (bytes.length > runStart) spanParts.push(bytes.subarray(runStart));
+    if (f.logs.length) logParts.push(f.logs);
+    rows += f.logRows;
+  }
+  return { spans: Buffer.concat(spanParts), logs: Buffer.concat(logParts), rows };
+}
+
+/** Starts shipping; `flush()` ships what waits now and resolves once it is in ClickHouse. */
+export function startShipper(options: ShipperOptions) {
+  const { spool, logger } = options;
+  const flushRows = options.flushRows ?? 5000;
+  const maxRows = options.maxRows ?? 10_000;
+  const maxDelayMs = options.maxDelayMs ?? 1000;
+  const retryMs = options.retryMs ?? 250;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let backoffMs = 0;
+  let closed = false;
+  /** Flushes waiting for the frames up to a seq. */
+  let flushes: { seq: number; resolve: () => void; reject: (e: Error) => void }[] = [];
+
+  const pendingRows = (): number => spool.entries.reduce((n, e) => n + e.rows, 0);
+  /** How long until the oldest frame is due (0: now). */
+  const dueInMs = (): number =>
+    flushes.length || pendingRows() >= flushRows
+      ? 0
+      : Math.max(0, maxDelayMs - (performance.now() - (spool.entries[0]?.atMs ?? 0)));
+
+  async function shipBatch(): Promise<void> {
+    const batch = [];
+    for (let rows = 0, i = 0; i < spool.entries.length; i++) {
+      const e = spool.entries[i]!;
+      if (batch.length && rows + e.rows > maxRows) break;
+      batch.push(e);
+      rows += e.rows;
+    }
+    const frames = batch.map((e) => decodeFrame(spool.read(e)));
+    const traceIds = [...new Set(frames.flatMap((f) => f.spans.keys.map((k) => k.slice(0, k.indexOf('/')))))];
+    const stored = traceIds.length ? await options.stored(traceIds) : new Set<string>();
+    const bodies = bodiesOf(frames, stored);
+    if (bodies.spans.length) await options.insert('spans', bodies.spans);
+    if (bodies.logs.length) await options.insert('logs', bodies.logs);
+    spool.ack(batch.length);
+    options.onShipped?.(bodies.rows);
+  }
+
+  /** Resolves the flushes whose frames all left the spool; rejects all with `error`. */
+  function settleFlushes(error?: Error): void {
+    const shipped = spool.entries[0]?.seq ?? Infinity;
+    const left: typeof flushes = [];
+    for (const f of flushes) {
+      if (error) f.reject(error);
+      else if (f.seq < shipped) f.resolve();
+      else left.push(f);
+    }
+    flushes = left;
+  }
+
+  /** Ships batches while frames are due; stops at the first failure (back-off). */
+  async function drain(): Promise<void> {
+    while (!closed && spool.entries.length && dueInMs() === 0) {
+      try {
+        await shipBatch();
+        backoffMs = 0;
+        settleFlushes();
+      } catch (error) {
+        options.onFailure?.(error as Error);
+        logger.warn('spool: a batch to ClickHouse failed; retrying', { error: (error as Error).message });
+        settleFlushes(error as Error);
+        backoffMs = Math.min(10_000, backoffMs ? backoffMs * 2 : retryMs);
+        return;
+      }
+    }
+  }
+
+  /** Runs a drain now, or sets the timer for when the oldest frame falls due (or the back-off ends). */
+  function schedule(): void {
+    clearTimeout(timer);
+    if (running || closed || !spool.entries.length) return;
+    const waitMs = backoffMs || dueInMs();
+    if (waitMs > 0) {
+      timer = setTimeout(() => {
+        backoffMs = 0;
+        schedule();
+      }, waitMs);
+      timer.unref();
+      return;
+    }
+    running = drain().finally(() => {
+      running = undefined;
+      schedule();
+    });
+  }
+
+  if (spool.entries.length)
+    logger.info('spool: shipping what the last run left first', { batches: spool.entries.length });
+  schedule();
+
+  return {
+    /** A frame was appended: ships once enough rows wait or the oldest is due. */
+    appended(): void {
+      if (!backoffMs) schedule();
+    },
+    /** Ships what is spooled now; resolves once it is in ClickHouse (rejects with its failure). */
+    flush(): Promise<void> {
+      const last = spool.entries.at(-1);
+      if (!last) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        flushes.push({ seq: last.seq, resolve, reject });
+        backoffMs = 0;
+        schedule();
+      });
+    },
+    /** ClickHouse answers again: retry now rather than at the end of the back-off. */
+    retryNow(): void {
+      if (!backoffMs) return;
+      backoffMs = 0;
+      schedule();
+    },
+    get pendingRows(): number {
+      return pendingRows();
+    },
+    /** Ships what is spooled (for up to `timeoutMs`), then stops; what is left stays spooled. */
+    async close(timeoutMs = 5000): Promise<void> {
+      const until = performance.now() + timeoutMs;
+      let failed = false;
+      while (spool.entries.length && performance.now() < until && !failed)
+        await this.flush().catch(() => (failed = true));
+      closed = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+export type Shipper = ReturnType<typeof startShipper>;
