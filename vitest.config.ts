@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 // Tests run from source: workspace packages resolve through the "@agentrt/source" export condition
@@ -69,6 +70,13 @@ const FAST_TIER = [
   'packages/runtime/src/units.test.ts',
 ];
 
+// Test files run side by side, two per core. Vitest's default (one fewer than the cores) ran the
+// full suite one file at a time on CI's 2 cores (720 s), while most of a file's time is spent
+// waiting on the servers and child processes it starts. Every file listens on port 0 and keeps its
+// data in a folder of its own, so files do not share anything but the CPU; AGENTRT_TEST_WORKERS
+// overrides the count (1 runs them one at a time again).
+const testWorkers = Number(process.env['AGENTRT_TEST_WORKERS']) || Math.max(2, 2 * availableParallelism());
+
 export default defineConfig(({ mode }) => {
   const fast = mode === 'fast';
   if (!fast && !clickHousePass)
@@ -82,6 +90,7 @@ export default defineConfig(({ mode }) => {
       testTimeout: 30_000,
       hookTimeout: 60_000,
       pool: 'forks',
+      maxWorkers: testWorkers,
       reporters: ['default'],
       projects: fast
         ? [{ test: { name: 'fast', include: FAST_TIER } }]
