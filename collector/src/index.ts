@@ -44,6 +44,7 @@ export {
 } from './store/clickhouse/clickhouse-store.js';
 export { runQuery, DEFAULT_COLUMNS, DEFAULT_LIMIT, type QueryOptions } from './query/engine.js';
 export { parseQuery } from './query/parser.js';
+export { type ColumnUnit, columnUnit } from './query/column-units.js';
 export { QueryError } from './query/query-error.js';
 export { resolveField } from './query/fields.js';
 export type {

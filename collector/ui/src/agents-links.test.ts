@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseRoute } from './router.js';
-import { runtimeTracesHref } from './views/agents.js';
+import { activeNow, runtimeTracesHref } from './views/agents.js';
 
 describe('Agents chart point links', () => {
   const HOUR = 3_600_000;
@@ -22,5 +22,37 @@ describe('Agents chart point links', () => {
   it('ends an aligned bucket one step later', () => {
     const start = 1_700_000_000_000 - (1_700_000_000_000 % HOUR);
     expect(filtersOf(runtimeTracesHref('a', start, HOUR, false)).endMs).toBe(start + HOUR);
+  });
+});
+
+describe('Agents: sessions active now', () => {
+  it("counts only a runtime's recent ActiveSessionCount (a restarted runtime's old sessions are gone)", () => {
+    const now = 10_000_000;
+    const answer = {
+      name: 'ActiveSessionCount',
+      fn: 'max',
+      stepMs: 5000,
+      series: [
+        {
+          group: { Name: 'live::DEFAULT' },
+          points: [
+            [now - 200_000, 3],
+            [now - 10_000, 2],
+            [now - 5000, null],
+          ],
+        },
+        {
+          group: { Name: 'restarted::DEFAULT' },
+          points: [
+            [now - 500_000, 4],
+            [now - 5000, null],
+          ],
+        },
+      ],
+    } as unknown as Parameters<typeof activeNow>[0];
+    expect(Object.fromEntries(activeNow(answer, now - 120_000))).toEqual({
+      'live::DEFAULT': 2,
+      'restarted::DEFAULT': 0,
+    });
   });
 });

@@ -10,6 +10,11 @@ export interface StatsResult {
 export interface Series {
   name: string;
   points: { x: number; y: number }[];
+  /**
+   * The points as the line draws them: a new segment wherever a bucket has no value (a null in the
+   * result, or a bucket missing between two that have one), so a line never bridges a gap.
+   */
+  segments: { x: number; y: number }[][];
 }
 
 export type ChartModel =
@@ -76,27 +81,32 @@ export function buildChart(result: StatsResult, metric = metricColumns(result)[0
   const groupLabel = (r: Record<string, AttributeValue>): string =>
     groups.map((g) => String(r[g] ?? '∅')).join(' · ');
   if (result.timeColumn) {
-    const byName = new Map<string, Series>();
-    let xMin = Infinity;
-    let xMax = -Infinity;
-    let yMax = 0;
+    const byName = new Map<string, { x: number; y: number | undefined }[]>();
     for (const row of result.rows) {
       const x = binTimeMs(row[result.timeColumn]);
       if (x === undefined) continue;
-      const y = num(row[metric]);
-      if (y === undefined) continue;
       const name = groups.length > 0 ? groupLabel(row) : metric;
-      const series = byName.get(name) ?? { name, points: [] };
-      byName.set(name, series);
-      series.points.push({ x, y });
-      xMin = Math.min(xMin, x);
-      xMax = Math.max(xMax, x);
-      yMax = Math.max(yMax, y);
+      const points = byName.get(name) ?? [];
+      byName.set(name, points);
+      points.push({ x, y: num(row[metric]) });
     }
-    if (byName.size === 0) return { type: 'none', reason: 'The time column has no usable timestamps.' };
-    for (const s of byName.values()) s.points.sort((p, q) => p.x - q.x);
-    const series = [...byName.values()].sort((p, q) => (p.name < q.name ? -1 : p.name > q.name ? 1 : 0));
-    return { type: 'line', metric, xTitle: `time (${result.timeColumn})`, series, xMin, xMax, yMax };
+    const valued = [...byName.values()].flat().filter((p) => p.y !== undefined);
+    if (valued.length === 0) return { type: 'none', reason: 'The time column has no usable timestamps.' };
+    const step = bucketStep([...byName.values()].flat().map((p) => p.x));
+    const series = [...byName]
+      .map(([name, points]) => lineSeries(name, points, step))
+      .sort((p, q) => (p.name < q.name ? -1 : p.name > q.name ? 1 : 0));
+    const xs = valued.map((p) => p.x);
+    const yMax = Math.max(0, ...valued.map((p) => p.y!));
+    return {
+      type: 'line',
+      metric,
+      xTitle: `time (${result.timeColumn})`,
+      series,
+      xMin: Math.min(...xs),
+      xMax: Math.max(...xs),
+      yMax,
+    };
   }
   const bars = result.rows.map((r, i) => ({
     label: groups.length > 0 ? groupLabel(r) : `row ${i + 1}`,
@@ -109,6 +119,46 @@ export function buildChart(result: StatsResult, metric = metricColumns(result)[0
     bars,
     yMax: Math.max(0, ...bars.map((b) => b.value)),
   };
+}
+
+/** The buckets' width: the smallest distance between two bucket starts (undefined for one bucket). */
+export function bucketStep(xs: readonly number[]): number | undefined {
+  const sorted = [...new Set(xs)].sort((a, b) => a - b);
+  let step: number | undefined;
+  for (let i = 1; i < sorted.length; i++) step = Math.min(step ?? Infinity, sorted[i]! - sorted[i - 1]!);
+  return step;
+}
+
+/** One line's points in time order and its segments, broken where a bucket has no value. */
+function lineSeries(
+  name: string,
+  raw: { x: number; y: number | undefined }[],
+  step: number | undefined,
+): Series {
+  raw.sort((p, q) => p.x - q.x);
+  const points: { x: number; y: number }[] = [];
+  const segments: { x: number; y: number }[][] = [];
+  let current: { x: number; y: number }[] | undefined;
+  for (const p of raw) {
+    if (p.y === undefined) {
+      current = undefined;
+      continue;
+    }
+    const last = current?.at(-1);
+    if (!current || !last || (step !== undefined && p.x - last.x > step * 1.5)) segments.push((current = []));
+    current.push({ x: p.x, y: p.y });
+    points.push({ x: p.x, y: p.y });
+  }
+  return { name, points, segments };
+}
+
+/**
+ * A colour for each of `n` series, none repeated: the theme's six, then hues a golden angle apart.
+ */
+export function seriesColors(n: number): string[] {
+  return Array.from({ length: n }, (_, i) =>
+    i < 6 ? `var(--c${i + 1})` : `hsl(${Math.round((i * 137.508) % 360)} 62% 48%)`,
+  );
 }
 
 /** About `count` round tick values from 0 to at least `max` (1, 2, 5 × 10^n steps). */

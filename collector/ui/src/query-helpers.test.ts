@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { applyCompletion, completionContext, insideString, suggest } from './autocomplete.js';
-import { buildChart, buildCharts, niceTicks } from './chart-model.js';
+import { bucketStep, buildChart, buildCharts, niceTicks, seriesColors } from './chart-model.js';
 
 describe('autocomplete', () => {
   const keys = [
@@ -115,5 +115,40 @@ describe('buildChart', () => {
     expect(niceTicks(9)).toEqual([0, 5, 10]);
     expect(niceTicks(340)).toEqual([0, 100, 200, 300, 400]);
     expect(niceTicks(0)).toEqual([0, 1]);
+  });
+});
+
+describe('line charts: gaps and colours', () => {
+  const T = Date.UTC(2026, 10, 26, 12);
+  const rows = (points: [string, number, number | null][]) => ({
+    columns: ['bin(1m)', 'name', 'n'],
+    timeColumn: 'bin(1m)',
+    rows: points.map(([name, minute, n]) => ({ 'bin(1m)': T + minute * 60_000, name, n })),
+  });
+
+  it('breaks a line where a bucket is missing or has no value, never bridging the gap', () => {
+    const [chart] = buildCharts(
+      rows([
+        ['a', 0, 1],
+        ['a', 1, 2],
+        ['a', 4, 3],
+        ['a', 5, null],
+        ['a', 6, 4],
+        ['b', 2, 5],
+        ['b', 3, 6],
+      ]),
+    );
+    if (chart?.type !== 'line') throw new Error('not a line chart');
+    const a = chart.series.find((s) => s.name === 'a')!;
+    expect(a.segments.map((s) => s.map((p) => (p.x - T) / 60_000))).toEqual([[0, 1], [4], [6]]);
+    expect(a.points).toHaveLength(4);
+    expect(chart.series.find((s) => s.name === 'b')!.segments).toHaveLength(1);
+    expect(bucketStep([0, 60_000, 240_000])).toBe(60_000);
+  });
+
+  it('gives every series a colour of its own, past the theme six', () => {
+    const colors = seriesColors(40);
+    expect(new Set(colors).size).toBe(40);
+    expect(colors.slice(0, 2)).toEqual(['var(--c1)', 'var(--c2)']);
   });
 });

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { beforeEach } from 'vitest';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const SCREENSHOT_DIR = join(REPO_ROOT, 'test-results', 'ui');
@@ -99,4 +99,23 @@ function watchPage(page: Page): { report: (name: string) => Promise<string> } {
       return [`url: ${page.url()}`, `main: ${main.slice(0, 1500)}`, 'events:', ...events].join('\n');
     },
   };
+}
+
+/**
+ * The page of a suite that needs nothing else from its browser: Chromium launched and a page opened
+ * before the suite's tests (after its other beforeAll hooks), closed after them, reported on failure.
+ * Call inside the suite's describe; read the page through the returned function.
+ */
+export function suitePage(label: string): () => Page {
+  let browser: Browser | undefined;
+  let page: Page | undefined;
+  beforeAll(async () => {
+    browser = await launchBrowser();
+    page = await openPage(browser);
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+  reportPageOnFailure(label, () => page);
+  return () => page!;
 }

@@ -3,13 +3,13 @@
  * aggregate, each with titled axes and a legend. Points (and bars) link where `pointHref` says.
  */
 import type { ComponentChildren } from 'preact';
-import { buildCharts, type ChartModel, niceTicks, type StatsResult } from '../chart-model.js';
-import { formatClock, formatCount } from '../format.js';
+import { buildCharts, type ChartModel, niceTicks, seriesColors, type StatsResult } from '../chart-model.js';
+import { formatClock, formatCount, formatDuration } from '../format.js';
+import { columnUnit } from '../../../src/query/column-units.js';
 
 const W = 1000;
 const H = 270;
 const PAD = { left: 70, right: 16, top: 12, bottom: 52 };
-const COLORS = ['var(--c1)', 'var(--c2)', 'var(--c3)', 'var(--c4)', 'var(--c5)', 'var(--c6)'];
 
 /** A chart point: its series (a group label, or the aggregate's name), bucket start or bar label. */
 export interface ChartPoint {
@@ -60,13 +60,16 @@ function ChartFigure({
   const plotW = W - PAD.left - PAD.right;
   const plotH = H - PAD.top - PAD.bottom;
   const y = (v: number): number => PAD.top + plotH - (v / yTop) * plotH;
+  // A nanosecond aggregate (avg(durationNano)) reads as durations: "400 ms", not "400M".
+  const nano = columnUnit(model.metric) === 'durationNano';
+  const valueText = (v: number): string => (nano ? formatDuration(v / 1e6) : formatCount(v));
   const axes = (
     <>
       {yTicks.map((t) => (
         <g key={t}>
           <line class="grid" x1={PAD.left} x2={W - PAD.right} y1={y(t)} y2={y(t)} />
           <text class="axis" x={PAD.left - 6} y={y(t) + 4} text-anchor="end">
-            {formatCount(t)}
+            {valueText(t)}
           </text>
         </g>
       ))}
@@ -87,6 +90,7 @@ function ChartFigure({
     const span = Math.max(model.xMax - model.xMin, 1);
     const x = (v: number): number =>
       PAD.left + (model.xMax === model.xMin ? plotW / 2 : ((v - model.xMin) / span) * plotW);
+    const colors = seriesColors(model.series.length);
     const xTicks =
       model.xMax === model.xMin ? [model.xMin] : [0, 0.25, 0.5, 0.75, 1].map((f) => model.xMin + f * span);
     return (
@@ -100,21 +104,25 @@ function ChartFigure({
           ))}
           {model.series.map((s, i) => (
             <g key={s.name} class="series">
-              <polyline
-                fill="none"
-                stroke={COLORS[i % COLORS.length]}
-                stroke-width="2"
-                points={s.points.map((p) => `${x(p.x)},${y(p.y)}`).join(' ')}
-              />
+              {s.segments.map((segment, k) => (
+                <polyline
+                  key={k}
+                  data-testid="chart-line"
+                  fill="none"
+                  stroke={colors[i]}
+                  stroke-width="2"
+                  points={segment.map((p) => `${x(p.x)},${y(p.y)}`).join(' ')}
+                />
+              ))}
               {s.points.map((p, j) => {
-                const label = `${s.name} ${formatClock(p.x)}: ${p.y}`;
+                const label = `${s.name} ${formatClock(p.x)}: ${nano ? `${valueText(p.y)} (${p.y} ns)` : p.y}`;
                 return (
                   <Point
                     key={j}
                     label={label}
                     href={pointHref?.({ metric: model.metric, series: s.name, x: p.x, value: p.y })}
                   >
-                    <circle cx={x(p.x)} cy={y(p.y)} r="3.5" fill={COLORS[i % COLORS.length]}>
+                    <circle cx={x(p.x)} cy={y(p.y)} r="3.5" fill={colors[i]}>
                       <title>{label}</title>
                     </circle>
                   </Point>
@@ -126,7 +134,7 @@ function ChartFigure({
         <figcaption class="legend-row">
           {model.series.map((s, i) => (
             <span key={s.name}>
-              <span class="swatch" style={{ background: COLORS[i % COLORS.length] }} />
+              <span class="swatch" style={{ background: colors[i] }} />
               {s.name || 'value'}
             </span>
           ))}
@@ -173,7 +181,7 @@ function ChartFigure({
       </svg>
       <figcaption class="legend-row">
         <span>
-          <span class="swatch" style={{ background: COLORS[0] }} />
+          <span class="swatch" style={{ background: seriesColors(1)[0] }} />
           {model.metric}
         </span>
       </figcaption>

@@ -50,8 +50,6 @@ export function runtimeTracesHref(
 
 /** Sum of a series' points (null = no data). */
 const sumOf = (points: [number, number | null][]): number => points.reduce((n, [, v]) => n + (v ?? 0), 0);
-const lastOf = (points: [number, number | null][]): number | undefined =>
-  [...points].reverse().find(([, v]) => v !== null)?.[1] ?? undefined;
 
 /** Per `Name` (runtime::endpoint): the one value of a whole-range query. */
 function byName(answer: MetricSeriesAnswer | undefined, pick = sumOf): Map<string, number> {
@@ -81,17 +79,33 @@ function sumSeries(answers: (MetricSeriesAnswer | undefined)[]): MetricSeriesAns
   };
 }
 
-/** A metric time series as the rows the stats chart draws (one line per runtime). */
+/** A metric time series as the rows the stats chart draws (one line per runtime, broken where a bucket has no value). */
 function asChartRows(answer: MetricSeriesAnswer | undefined, value: string) {
   return {
     columns: ['time', 'runtime', value],
     timeColumn: 'time',
     rows: (answer?.series ?? []).flatMap((s) =>
-      s.points
-        .filter(([, v]) => v !== null)
-        .map(([t, v]) => ({ time: t, runtime: s.group.Name ?? '', [value]: Number(v!.toPrecision(6)) })),
+      s.points.map(([t, v]) => ({
+        time: t,
+        runtime: s.group.Name ?? '',
+        [value]: v === null ? null : Number(v.toPrecision(6)),
+      })),
     ),
   };
+}
+
+/**
+ * Sessions alive now per runtime: each one's ActiveSessionCount in the last two export intervals,
+ * 0 without one (a runtime that restarted reports none for the sessions it no longer has; the last
+ * value of the whole range would still count them).
+ */
+export function activeNow(answer: MetricSeriesAnswer | undefined, sinceMs: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of answer?.series ?? []) {
+    const recent = s.points.filter(([t, v]) => t >= sinceMs && v !== null);
+    out.set(s.group.Name ?? '', recent.at(-1)?.[1] ?? 0);
+  }
+  return out;
 }
 
 async function loadAgents(rangeMs: number) {
@@ -132,7 +146,15 @@ async function loadAgents(rangeMs: number) {
     queryMetric({ name: 'SystemErrors', fn: 'sum', ...whole }),
     queryMetric({ name: 'Throttles', fn: 'sum', ...whole }),
     queryMetric({ name: 'SessionCount', fn: 'sum', ...whole }),
-    queryMetric({ name: 'ActiveSessionCount', fn: 'avg', ...over }),
+    queryMetric({
+      name: 'ActiveSessionCount',
+      fn: 'max',
+      startMs: endMs - 2 * METRIC_EXPORT_LAG_MS,
+      endMs,
+      stepMs: 5000,
+      by: 'Name',
+      where: INVOKE,
+    }),
     queryMetric({ name: 'Invocations', fn: 'sum', ...over }),
     queryMetric({ name: 'Latency', fn: 'p95', ...over }),
     queryMetric({ name: 'UserErrors', fn: 'sum', ...over }),
@@ -152,8 +174,7 @@ async function loadAgents(rangeMs: number) {
     getPrices(),
   ]);
   const names = [...byName(invocations).keys()].sort();
-  const activeNow = new Map<string, number>();
-  for (const s of active?.series ?? []) activeNow.set(s.group.Name ?? '', lastOf(s.points) ?? 0);
+  const activeByName = activeNow(active, endMs - 2 * METRIC_EXPORT_LAG_MS);
   return {
     stepMs: over.stepMs,
     rows: names.map((name) => {
@@ -168,7 +189,7 @@ async function loadAgents(rangeMs: number) {
         errorRate: calls ? errors / calls : 0,
         throttleRate: calls ? (byName(throttles).get(name) ?? 0) / calls : 0,
         sessions: byName(sessions).get(name) ?? 0,
-        active: activeNow.get(name) ?? 0,
+        active: activeByName.get(name) ?? 0,
       };
     }),
     invocationsChart: asChartRows(invocationsOver, 'invocations'),

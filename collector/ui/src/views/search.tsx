@@ -16,6 +16,7 @@ import { formatCount, formatDuration, formatTimestamp } from '../format.js';
 import { navigate, useAsync } from '../hooks.js';
 import { routeHref } from '../router.js';
 import type { AttributeValue } from '../view-types.js';
+import { columnUnit } from '../../../src/query/column-units.js';
 
 const EXAMPLES = [
   {
@@ -291,12 +292,9 @@ function QueryErrorView({ error, query }: { error: QueryErrorBody; query: string
   );
 }
 
-/** Nanosecond columns (durationNano, avg(durationNano), pct(durationNano, 95)…) read as durations. */
-const isNanoColumn = (column: string): boolean => /durationNano/i.test(column);
-
 function cell(v: AttributeValue | undefined, column = ''): string {
   if (v === undefined || v === null) return '';
-  if (typeof v === 'number' && isNanoColumn(column)) return formatDuration(v / 1e6);
+  if (typeof v === 'number' && columnUnit(column) === 'durationNano') return formatDuration(v / 1e6);
   if (typeof v === 'object') return JSON.stringify(v);
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(3).replace(/\.?0+$/, '');
   return String(v);
@@ -324,11 +322,13 @@ function Cell({
       </details>
     );
   }
-  const at = time || column === '@timestamp' ? binTimeMs(value) : undefined;
+  const at = time || columnUnit(column) === 'epochMs' ? binTimeMs(value) : undefined;
   const text = at !== undefined ? formatTimestamp(at) : cell(value, column);
   const long = text.length > MAX_CELL_CHARS;
+  // Shown in human units; the raw value (ns, epoch ms) in the tooltip.
+  const raw = value !== undefined && value !== null && String(value) !== text ? String(value) : undefined;
   return (
-    <span class={text.length > 48 ? 'cell wrap' : 'cell'} title={long ? text : undefined}>
+    <span class={text.length > 48 ? 'cell wrap' : 'cell'} title={long ? text : raw}>
       {long ? text.slice(0, MAX_CELL_CHARS) + '…' : text}
     </span>
   );

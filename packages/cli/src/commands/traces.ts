@@ -1,10 +1,12 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import type {
-  QueryErrorBody,
-  QueryResponse,
-  SpanNode,
-  TraceListResponse,
-  TraceResponse,
+import {
+  type ColumnUnit,
+  type QueryErrorBody,
+  type QueryResponse,
+  type SpanNode,
+  type TraceListResponse,
+  type TraceResponse,
+  columnUnit,
 } from '@agentrt/collector';
 import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
 import { DEFAULT_WAIT_SECONDS, fetchWhenArrived, parseWaitSeconds } from '../wait-for-spans.js';
@@ -117,13 +119,20 @@ async function runQuery(base: string, query: string, values: Values, io: CliIO):
       renderTable(
         res.columns,
         res.rows.map((r) =>
-          res.columns.map((c) => (c === res.timeColumn ? formatTime(r[c] as number) : r[c])),
+          res.columns.map((c) => humanCell(r[c], c === res.timeColumn ? 'epochMs' : columnUnit(c))),
         ),
       ),
     );
   }
   io.stderr(`${res.rows.length} rows, ${res.scanned} records scanned in ${res.elapsedMs} ms\n`);
   return 0;
+}
+
+/** A result cell in human units (`--json` keeps the raw values). */
+function humanCell(value: unknown, unit: ColumnUnit | undefined): unknown {
+  if (typeof value !== 'number') return value;
+  if (unit === 'durationNano') return formatDurationNano(value);
+  return unit === 'epochMs' ? formatTime(value) : value;
 }
 
 const BAR_WIDTH = 40;
