@@ -39,6 +39,7 @@ const FAST_TIER = [
   'collector/src/trace-model/span-tree.test.ts',
   'collector/src/trace-model/tokens.test.ts',
   'collector/ui/src/agents-links.test.ts',
+  'collector/ui/src/evals.test.ts',
   'collector/ui/src/format.test.ts',
   'collector/ui/src/log-rows.test.ts',
   'collector/ui/src/inspector-model.test.ts',

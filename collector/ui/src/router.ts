@@ -10,7 +10,9 @@ export type Route =
   | { view: 'search'; query?: string }
   | { view: 'compare'; a?: string; b?: string }
   | { view: 'live' }
-  | { view: 'inspector'; host?: string; runtime?: string };
+  | { view: 'inspector'; host?: string; runtime?: string }
+  | { view: 'evals' }
+  | { view: 'eval-run'; runId: string };
 
 export interface TraceFilters {
   service?: string;
@@ -59,6 +61,10 @@ export function routeHref(route: Route): string {
       return '#/live';
     case 'inspector':
       return `#/inspector${query({ host: route.host, runtime: route.runtime })}`;
+    case 'evals':
+      return '#/evals';
+    case 'eval-run':
+      return `#/evals/${encodeURIComponent(route.runId)}`;
   }
 }
 
@@ -133,6 +139,8 @@ export function parseRoute(hash: string): Route {
       if (runtime) route.runtime = runtime;
       return route;
     }
+    case 'evals':
+      return parts[1] ? { view: 'eval-run', runId: parts[1] } : { view: 'evals' };
     default:
       return { view: 'agents' };
   }

@@ -1,6 +1,9 @@
 /** Sessions: every session.id, and one session read as a conversation. */
 import type { ComponentChildren } from 'preact';
-import { getSession, getTrace, listSessions } from '../api.js';
+import { useState } from 'preact/hooks';
+import { getSession, getTrace, listSessions, runQuery } from '../api.js';
+import { SESSION_SCORES_QUERY, toSessionScores } from '../evals.js';
+import { Score } from './evals.js';
 import { Cost, ErrorBox, EmptyState, Loading, StatusPill, Tokens } from '../components/common.js';
 import { conversationTurn, type ConversationTurn } from '../conversation.js';
 import { formatAgo, formatDateTime, formatDuration, shortId } from '../format.js';
@@ -9,11 +12,18 @@ import { routeHref } from '../router.js';
 import type { Price } from '../../../src/cost/prices.js';
 import type { TraceSummaryView } from '../view-types.js';
 
+/** The mean evaluation score of each scored session (empty when nothing was evaluated). */
+const loadScores = async (): Promise<Map<string, number>> =>
+  toSessionScores((await runQuery(SESSION_SCORES_QUERY)).rows);
+
 export function SessionsView() {
   const state = useAsync(listSessions, []);
+  const scores = useAsync(loadScores, []);
+  const [below, setBelow] = useState<number | undefined>(undefined);
   const prices = usePrices();
   useLiveSpans(() => state.reload(), 1000);
-  const sessions = state.data ?? [];
+  const byScore = (id: string): boolean => below === undefined || (scores.data?.get(id) ?? Infinity) < below;
+  const sessions = (state.data ?? []).filter((s) => byScore(s.sessionId));
   const open = (i: number): void => {
     const s = sessions[i];
     if (s) navigate(routeHref({ view: 'session', sessionId: s.sessionId }));
@@ -21,7 +31,7 @@ export function SessionsView() {
   const [cursor] = useListNav(sessions.length, open);
   if (state.error) return <ErrorBox error={state.error} retry={state.reload} />;
   if (!state.data) return <Loading what="sessions" />;
-  if (sessions.length === 0)
+  if (state.data.length === 0)
     return (
       <EmptyState title="No sessions yet">
         <p>
@@ -35,6 +45,20 @@ export function SessionsView() {
       <h1>
         Sessions <span class="count">{sessions.length}</span>
       </h1>
+      <label class="filter" data-testid="score-filter">
+        score below{' '}
+        <input
+          type="number"
+          min="0"
+          max="1"
+          step="0.05"
+          value={below ?? ''}
+          onInput={(e) => {
+            const v = (e.target as HTMLInputElement).value;
+            setBelow(v === '' ? undefined : Number(v));
+          }}
+        />
+      </label>
       <table class="list" data-testid="sessions-table">
         <thead>
           <tr>
@@ -46,6 +70,7 @@ export function SessionsView() {
             <th>status</th>
             <th class="num">tokens</th>
             <th class="num">cost</th>
+            <th class="num">score</th>
             <th>last activity</th>
           </tr>
         </thead>
@@ -74,6 +99,9 @@ export function SessionsView() {
               </td>
               <td class="num">
                 <Cost byModel={s.tokensByModel} prices={prices} />
+              </td>
+              <td class="num" data-testid="session-score">
+                <Score score={scores.data?.get(s.sessionId)} />
               </td>
               <td title={formatDateTime(s.lastSeenMs)}>{formatAgo(s.lastSeenMs)}</td>
             </tr>
