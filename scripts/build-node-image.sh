@@ -1,8 +1,8 @@
 #!/bin/sh
 # Builds a local Node base image, localhost/agentrt/node:<major>, from the Node that
 # scripts/ensure-node.sh provides and this machine's own shell tools: no registry, no pull. The
-# image holds node, sh (dash), bash and a few coreutils with the shared libraries they load, and
-# /etc files for the `agent` user (65534). Agents' images build FROM it (examples/Containerfile).
+# image holds node, sh (dash), bash, a few coreutils and mount with the shared libraries they load, and
+# /etc files for the `agent` user (65534). Agents' images build FROM it (scripts/build-example-images.sh).
 #
 #   sh scripts/build-node-image.sh            # podman (docker with AGENTRT_CONTAINER_ENGINE=docker)
 set -eu
@@ -20,7 +20,7 @@ add() {
   done
 }
 add "$(command -v node)" /usr/bin/node
-for tool in dash bash cat env id ls mkdir rm sleep dd head tail grep tr wc du cut seq setsid; do
+for tool in dash bash cat env id ls mkdir rm sleep dd head tail grep tr wc du cut seq setsid touch chmod cp mv ln mount umount; do
   add "$(command -v "$tool")" "/usr/bin/$tool"
 done
 ln -s dash "$root/usr/bin/sh"

@@ -59,7 +59,9 @@ export interface CommandCgroup {
   remove(): void;
 }
 
-const GROUP = 'agentrt';
+/** The folder of agentrt's cgroups in each hierarchy. */
+export const CGROUP_GROUP = 'agentrt';
+const GROUP = CGROUP_GROUP;
 /** How often killAll looks again for processes forked while it was killing. */
 const KILL_ROUNDS = 20;
 const CFS_PERIOD_US = 100_000;
@@ -164,6 +166,25 @@ function field(text: string, name: string): number {
   return match ? Number(match[1]) : 0;
 }
 
+/**
+ * OOM kills under a v1 memory cgroup: v1 counts a kill in the cgroup of the process killed, so the
+ * folders below (a command's, a container's) count too, though the limit hit was this one's.
+ */
+function oomKillsV1(dir: string): number {
+  let subdirs: string[] = [];
+  try {
+    subdirs = readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => join(dir, e.name));
+  } catch {
+    // gone with its cgroup
+  }
+  return [dir, ...subdirs].reduce(
+    (sum, d) => sum + field(read(join(d, 'memory.oom_control')), 'oom_kill'),
+    0,
+  );
+}
+
 const mib = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MiB`;
 
 /** Creates the cgroup(s) of one worker with its limits. */
@@ -212,7 +233,7 @@ export function createSessionCgroup(layout: CgroupLayout, id: string, limits: Se
       for (const dir of Object.values(dirs)) writeFileSync(join(dir, 'cgroup.procs'), String(pid));
     },
     limitHit: () => {
-      if (field(read(join(dirs.memory!, 'memory.oom_control')), 'oom_kill') > 0) return memoryLimit;
+      if (oomKillsV1(dirs.memory!) > 0) return memoryLimit;
       if (field(read(join(dirs.pids!, 'pids.events')), 'max') > 0) return pidsLimit;
       return undefined;
     },

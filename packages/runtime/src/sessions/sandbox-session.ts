@@ -209,7 +209,7 @@ export function planSandbox(options: SandboxSessionOptions): SandboxPlan {
 }
 
 /** A Unix socket (writable by the sandbox user) whose connections the runtime pipes to 127.0.0.1:<port>. */
-function bridgeToHostPort(socketPath: string, port: number): Promise<Server> {
+export function bridgeToHostPort(socketPath: string, port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = createServer((inbound) => {
       const outbound = connect(port, '127.0.0.1');

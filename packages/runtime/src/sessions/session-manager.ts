@@ -116,7 +116,9 @@ export function createSessionManager({
   const backends = {
     docker: createDockerBackend(),
     // Rootful podman: its session containers get egress rules and a relay bridged in from outside.
-    podman: isolation.hostIds ? createPodmanBackend({ config, hostIds: isolation.hostIds }) : undefined,
+    podman: isolation.hostIds
+      ? createPodmanBackend({ config, hostIds: isolation.hostIds, cgroups: isolation.cgroups })
+      : undefined,
     process:
       isolation.mode === 'bwrap'
         ? createBwrapBackend({ config, isolation, instrumentPath: () => instrumentPath ?? undefined })

@@ -97,7 +97,11 @@ const backends: Case[] = [
   ...(podmanProblem === undefined && sandbox?.hostIds
     ? (['runc', 'runsc'] as const).map((ociRuntime) => ({
         name: `podman + ${ociRuntime}`,
-        backend: createPodmanBackend({ config: { ...config, ociRuntime }, hostIds: sandbox.hostIds! }),
+        backend: createPodmanBackend({
+          config: { ...config, ociRuntime },
+          hostIds: sandbox.hostIds!,
+          cgroups: sandbox.cgroups,
+        }),
         launch: async (dir: string): Promise<LaunchSpec> => ({
           kind: 'image',
           image: imageOf(dir),

@@ -3,18 +3,37 @@ import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RuntimeConfig } from '../../config.js';
-import { type SessionBackend, type WorkerRequest, sessionStorageMount } from '../backend.js';
+import {
+  type CommandSpawn,
+  type SessionBackend,
+  type WorkerRequest,
+  sessionStorageMount,
+} from '../backend.js';
+import { type CgroupLayout, type SessionLimits } from '../cgroups.js';
+import { containerCgroup } from './container-cgroup.js';
+import { createCommandReaper } from './container-commands.js';
 import { engineCommand } from '../container-engine.js';
 import { closeEgress, hostAddresses } from '../egress.js';
 import { HELPER_ENV, helperPath, requireHelper } from '../helpers.js';
 import { tenantServiceName } from '../otlp-relay.js';
-import { storageDirOf } from '../sandbox-session.js';
+import { bridgeToHostPort, storageDirOf } from '../sandbox-session.js';
 import { mountStorageVolume } from '../storage-volume.js';
 import { freePort, spawnWorker } from '../worker.js';
 import { RELAY_PORT, isRelayed, relayFor } from './bwrap.js';
 
 /** The user a session's container runs as, whatever its image says (root inside is never used). */
 const CONTAINER_USER = '65534:65534';
+/**
+ * RLIMIT_NPROC of a session container: the runtime's own hard limit, capped at 32768 (conmon, which
+ * starts the container, runs under that cap here and runc cannot raise it without CAP_SYS_RESOURCE).
+ */
+const CONTAINER_NPROC = ((): number => {
+  const line = /^Max processes\s+\S+\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  const own = !line || line[1] === 'unlimited' ? Infinity : Number(line[1]);
+  return Math.min(own, 32_768);
+})();
+/** Host threads of gVisor's Sentry and gofer, beside a runsc session's own processes (measured: > 32). */
+const SENTRY_THREADS = 256;
 /** The port an agent's container listens on (the container contract). */
 const CONTAINER_PORT = 8080;
 
@@ -27,6 +46,8 @@ export interface PodmanBackendOptions {
   config: Readonly<RuntimeConfig>;
   /** The sandbox's host ids of a root runtime (owner of the storage volume). */
   hostIds: { uid: number; gid: number };
+  /** Where session cgroups go (each container nests in its session's); undefined: podman's limits. */
+  cgroups: CgroupLayout | undefined;
 }
 
 /** Where the runsc wrapper lives: root's, and as long-lived as the containers that name it. */
@@ -60,6 +81,26 @@ function envArgs(env: Record<string, string>, file: string): string[] {
   return ['--env-file', file, ...inline];
 }
 
+/** `podman exec` of a command in a session's container, as the container's user, with its environment. */
+function execIn(name: string, env: Record<string, string>, sessionDir: string, argv: string[]): CommandSpawn {
+  const envFile = join(sessionDir, 'exec.env');
+  return {
+    argv: [
+      requireHelper('podman'),
+      'exec',
+      '-i',
+      '--user',
+      CONTAINER_USER,
+      ...envArgs(env, envFile),
+      name,
+      ...argv,
+    ],
+    cwd: sessionDir,
+    env: {},
+    cgroup: undefined,
+  };
+}
+
 /**
  * Image artifacts on podman (rootful), one container per session, with what the bwrap sandbox
  * guarantees: user 65534, no capabilities, no-new-privileges, a read-only root, a sized tmpfs
@@ -67,45 +108,65 @@ function envArgs(env: Record<string, string>, file: string): string[] {
  * session relay (bridged into that namespace at 127.0.0.1:4318) as the only telemetry path, and its
  * storage volume. `AGENTRT_OCI_RUNTIME=runsc` runs it on gVisor.
  */
-export function createPodmanBackend({ config, hostIds }: PodmanBackendOptions): SessionBackend {
+export function createPodmanBackend({ config, hostIds, cgroups }: PodmanBackendOptions): SessionBackend {
   const label = podmanLabel(config.dataDir);
   const podman = (args: string[]) => engineCommand('podman', args);
   const ociRuntime = ociRuntimeArgs(config.ociRuntime);
 
-  const createArgs = (
-    request: WorkerRequest,
-    port: number,
-    env: Record<string, string>,
-    storage: string[],
-  ) => {
+  const createArgs = (request: WorkerRequest, port: number, env: Record<string, string>, extra: string[]) => {
     const { id, sessionDir, launch } = request;
-    const memoryMb = `${config.sessionMemoryMb}m`;
     return [
       'create',
       ...['--rm', '--init', '--name', `agentrt-${id}`, '--label', label, '--user', CONTAINER_USER],
       ...['--cap-drop=all', '--security-opt', 'no-new-privileges', '--read-only'],
       ...['--tmpfs', `/tmp:rw,size=${config.sessionDiskMb}m,mode=1777`],
-      ...['--memory', memoryMb, '--memory-swap', memoryMb, '--pids-limit', String(config.sessionPids)],
-      ...['--cpus', String(config.sessionVcpus)],
-      // No CAP_SYS_RESOURCE here: the limits are given, else runc fails to set them.
-      ...['--ulimit', 'nofile=1024:1024', '--ulimit', `nproc=${config.sessionPids}:${config.sessionPids}`],
+      ...rlimits(),
       ...['-p', `127.0.0.1:${port}:${CONTAINER_PORT}`],
       ...ociRuntime,
-      ...storage,
+      ...extra,
       ...envArgs(env, join(sessionDir, 'container.env')),
       launch.kind === 'image' ? launch.image : '',
     ];
   };
 
-  /** The session's relay, bridged into the container's namespace at 127.0.0.1:4318 (socat, as root). */
-  const bridgeRelay = async (
-    relay: (socketPath: string) => Promise<() => void>,
-    sessionDir: string,
+  /**
+   * The session's limits. No CAP_SYS_RESOURCE here: rlimits are given, else runc fails to set them.
+   * On runc, RLIMIT_NPROC counts every process of the uid on the host (each session's is 65534) — a
+   * per-session value would let one session use up every other's — so the bound is the pids cgroup.
+   * gVisor counts the session's processes in its own kernel (RLIMIT_NPROC per sandbox), and the
+   * host's pids cgroup also holds the Sentry's threads, so that one gets headroom.
+   */
+  const runsc = config.ociRuntime === 'runsc';
+  const rlimits = (): string[] => {
+    const nproc = runsc ? config.sessionPids : CONTAINER_NPROC;
+    return ['--ulimit', 'nofile=1024:1024', '--ulimit', `nproc=${nproc}:${nproc}`];
+  };
+  const limits: SessionLimits = {
+    memoryBytes: config.sessionMemoryMb * 1024 * 1024,
+    vcpus: config.sessionVcpus,
+    // Under gVisor's ptrace platform a guest process costs the host several tasks (measured: 64 guest
+    // processes died at a host limit of 384, ran at 768); the session's own bound is its RLIMIT_NPROC.
+    pids: runsc ? 8 * config.sessionPids + SENTRY_THREADS : config.sessionPids,
+  };
+  /** The same limits set by podman, for a runtime without cgroups of its own. */
+  const podmanLimits = [
+    ...['--memory', `${config.sessionMemoryMb}m`, '--memory-swap', `${config.sessionMemoryMb}m`],
+    ...['--pids-limit', String(limits.pids), '--cpus', String(config.sessionVcpus)],
+  ];
+
+  /**
+   * A port of the container's own loopback (127.0.0.1:<port>) whose connections reach what `serve`
+   * serves on a Unix socket in the session's run dir: socat in its network namespace (as root).
+   */
+  const bridgeInto = async (
     pid: number,
+    sessionDir: string,
+    port: number,
+    serve: (socketPath: string) => Promise<() => void>,
   ) => {
-    const socketPath = join(sessionDir, 'run', 'otlp.sock');
+    const socketPath = join(sessionDir, 'run', `port-${port}.sock`);
     mkdirSync(join(sessionDir, 'run'), { recursive: true, mode: 0o700 });
-    const closeRelay = await relay(socketPath);
+    const close = await serve(socketPath);
     const socat: ChildProcess = spawn(
       requireHelper('nsenter'),
       [
@@ -114,15 +175,30 @@ export function createPodmanBackend({ config, hostIds }: PodmanBackendOptions): 
         requireHelper('socat'),
         '-lf',
         '/dev/null',
-        `TCP-LISTEN:${RELAY_PORT},bind=127.0.0.1,fork,reuseaddr`,
+        `TCP-LISTEN:${port},bind=127.0.0.1,fork,reuseaddr`,
         `UNIX-CONNECT:${socketPath}`,
       ],
       { env: HELPER_ENV, stdio: 'ignore' },
     );
     return () => {
       socat.kill('SIGKILL');
-      closeRelay();
+      close();
     };
+  };
+
+  /** The session's relay at 127.0.0.1:4318, and the allowlisted host ports at their own numbers. */
+  const bridges = async (request: WorkerRequest, serviceName: string, pid: number) => {
+    const closers: (() => void)[] = [];
+    const relay = relayFor(request, config, serviceName);
+    if (relay) closers.push(await bridgeInto(pid, request.sessionDir, RELAY_PORT, relay));
+    for (const port of config.sandboxHostPorts.filter((p) => p !== RELAY_PORT || !relay))
+      closers.push(
+        await bridgeInto(pid, request.sessionDir, port, async (socketPath) => {
+          const server = await bridgeToHostPort(socketPath, port);
+          return () => server.close();
+        }),
+      );
+    return () => closers.forEach((close) => close());
   };
 
   /** The nameservers the container was given: the one private address its egress rules keep open. */
@@ -156,9 +232,12 @@ export function createPodmanBackend({ config, hostIds }: PodmanBackendOptions): 
       env.OTEL_SERVICE_NAME = serviceName;
       const mountPath = sessionStorageMount(target);
       const cleanups: (() => void)[] = [];
+      const group = containerCgroup(cgroups, id, limits, podmanLimits);
       const cleanup = () => {
         for (const fn of cleanups.splice(0).reverse()) fn();
-        void podman(['rm', '-f', name]).catch(() => undefined);
+        void podman(['rm', '-f', name])
+          .catch(() => undefined)
+          .finally(() => group.release());
       };
       try {
         const storage: string[] = [];
@@ -168,12 +247,11 @@ export function createPodmanBackend({ config, hostIds }: PodmanBackendOptions): 
           storage.push('-v', `${dir}:${mountPath}:rw,nosuid,nodev`);
         }
         const port = await freePort();
-        await podman(createArgs(request, port, env, storage));
+        await podman(createArgs(request, port, env, [...group.args, ...storage]));
         await podman(['container', 'init', name]);
         const pid = Number((await podman(['inspect', '--format', '{{.State.Pid}}', name])).trim());
         await closeEgress(pid, hostAddresses(), await dnsOf(name));
-        const relay = relayFor(request, config, serviceName);
-        if (relay) cleanups.push(await bridgeRelay(relay, sessionDir, pid));
+        cleanups.push(await bridges(request, serviceName, pid));
         const worker = spawnWorker({
           id,
           argv: [requireHelper('podman'), 'start', '--attach', name],
@@ -182,26 +260,16 @@ export function createPodmanBackend({ config, hostIds }: PodmanBackendOptions): 
           port,
           healthCheck,
           logger,
+          limitHit: () => group.limitHit(),
+          usage: () => group.usage(),
           // The container outlives a signalled `podman start`: stop it, then its client ends.
           stopWith: (graceMs) =>
             podman(['stop', '--time', String(Math.ceil(graceMs / 1000)), name]).then(() => undefined),
         });
         worker.onExit(cleanup);
-        const exec = (argv: string[]) => ({
-          argv: [
-            requireHelper('podman'),
-            'exec',
-            '-i',
-            '--user',
-            CONTAINER_USER,
-            ...envArgs(env, join(sessionDir, 'exec.env')),
-            name,
-            ...argv,
-          ],
-          cwd: sessionDir,
-          env: {},
-          cgroup: undefined,
-        });
+        // gVisor's processes are the Sentry's own on the host: there is nothing to reap from outside.
+        const reaper = group.procsDir && !runsc ? createCommandReaper(group.procsDir, pid) : undefined;
+        const exec = (argv: string[]) => ({ ...execIn(name, env, sessionDir, argv), cgroup: reaper?.() });
         return { worker, exec };
       } catch (error) {
         cleanup();

@@ -1,0 +1,99 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type CommandCgroup } from '../cgroups.js';
+
+/** A process as /proc/<pid>/stat gives it: its parent and when it started (clock ticks since boot). */
+interface ProcStat {
+  pid: number;
+  ppid: number;
+  started: number;
+}
+
+function procStat(pid: number): ProcStat | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { pid, ppid: Number(fields[1]), started: Number(fields[19]) };
+  } catch {
+    return undefined; // exited meanwhile
+  }
+}
+
+/** Now, in the clock ticks /proc/<pid>/stat counts start times in (USER_HZ is 100 on Linux). */
+function bootTicks(): number {
+  return Math.floor(Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 100);
+}
+
+/** Host pids of every process in a cgroup folder and the folders below it (one level: the engine's). */
+function cgroupPids(dir: string): number[] {
+  const dirs = [dir];
+  try {
+    for (const entry of readdirSync(dir, { withFileTypes: true }))
+      if (entry.isDirectory()) dirs.push(join(dir, entry.name));
+  } catch {
+    return []; // gone with the session
+  }
+  return dirs.flatMap((d) => {
+    try {
+      return readFileSync(join(d, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  });
+}
+
+/**
+ * Ends what a session container's commands leave running, their `setsid` daemons included: `podman
+ * exec` puts a command in the container's own cgroup, beside the worker, so once the last command
+ * running in the session ends, every process of the container that is neither its init, nor the
+ * worker (init's first child) and its descendants, and that started after the first of those
+ * commands, is killed. `procsDir` is the session cgroup's folder whose `cgroup.procs` (and its
+ * sub-folders') list the container's processes; `initPid` the container's init on the host.
+ */
+export function createCommandReaper(procsDir: string, initPid: number): () => CommandCgroup {
+  let running = 0;
+  let batchStart = Infinity;
+  const reap = () => {
+    const stats = cgroupPids(procsDir)
+      .map(procStat)
+      .filter((s): s is ProcStat => s !== undefined);
+    const worker = stats
+      .filter((s) => s.ppid === initPid)
+      .sort((a, b) => a.started - b.started || a.pid - b.pid)[0];
+    const keep = new Set([initPid, ...(worker ? [worker.pid] : [])]);
+    let grew = true;
+    while (grew) {
+      grew = false;
+      for (const s of stats)
+        if (!keep.has(s.pid) && s.ppid !== initPid && keep.has(s.ppid)) {
+          keep.add(s.pid);
+          grew = true;
+        }
+    }
+    for (const s of stats) if (!keep.has(s.pid) && s.started >= batchStart) kill(s.pid);
+  };
+  return () => {
+    running++;
+    batchStart = Math.min(batchStart, bootTicks());
+    let done = false;
+    return {
+      procsFiles: [],
+      killAll: () => {
+        if (done) return;
+        done = true;
+        if (--running > 0) return; // another command of the session still runs: the last one reaps
+        reap();
+        batchStart = Infinity;
+      },
+      remove: () => undefined,
+    };
+  };
+}
+
+function kill(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // exited meanwhile
+  }
+}
