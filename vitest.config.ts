@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 // Tests run from source: workspace packages resolve through the "@agentrt/source" export condition
 // to their src/*.ts, so a change is tested without a build. Process-level tests that spawn plain
@@ -71,12 +71,57 @@ const FAST_TIER = [
   'packages/runtime/src/units.test.ts',
 ];
 
-// Test files run side by side, two per core. Vitest's default (one fewer than the cores) ran the
-// full suite one file at a time on CI's 2 cores (720 s), while most of a file's time is spent
-// waiting on the servers and child processes it starts. Every file listens on port 0 and keeps its
-// data in a folder of its own, so files do not share anything but the CPU; AGENTRT_TEST_WORKERS
+// Test files run side by side, one more than the cores. Vitest's default (one fewer than the
+// cores) ran the full suite one file at a time on CI's 2 cores (720 s), while most of a file's time
+// is spent waiting on the servers and child processes it starts. Every file listens on port 0 and
+// keeps its data in a folder of its own, so files share nothing but the CPU; AGENTRT_TEST_WORKERS
 // overrides the count (1 runs them one at a time again).
-const testWorkers = Number(process.env['AGENTRT_TEST_WORKERS']) || Math.max(2, 2 * availableParallelism());
+const testWorkers = Number(process.env['AGENTRT_TEST_WORKERS']) || availableParallelism() + 1;
+
+// Files whose assertions are about time or memory under their own load (/healthz stays fast while
+// hostile queries run; a 100,000-span session streams within a memory bound; a session's memory,
+// process and CPU limits hold): they run one at a time, after the others, so that no other file's
+// work is in their figures.
+const ALONE = [
+  'collector/src/http/hostile.test.ts',
+  'collector/src/http/session-spans.test.ts',
+  'packages/runtime/src/sessions/hostile.test.ts',
+];
+
+// The collector's API suites that run a second time on ClickHouse.
+const CLICKHOUSE_PASS = [
+  'collector/src/http/collector.test.ts',
+  'collector/src/http/export.test.ts',
+  'collector/src/http/session-spans.test.ts',
+  'collector/src/http/hostile.test.ts',
+  'collector/src/http/access.test.ts',
+  'collector/src/trace-model/token-query.test.ts',
+  'collector/src/cost/prices-api.test.ts',
+  'collector/src/metrics/metrics.test.ts',
+  'collector/src/query/metric-form.test.ts',
+];
+const CLICKHOUSE_SETUP = ['collector/src/test-store-clickhouse.setup.ts'];
+
+/** A project of every file matched, side by side (groupOrder 0), or one at a time after them. */
+function project(name: string, include: string[], alone: boolean, setupFiles: string[] = []) {
+  return {
+    test: {
+      name,
+      include: alone ? include.filter((f) => ALONE.includes(f)) : include,
+      exclude: [...configDefaults.exclude, ...(alone ? [] : ALONE)],
+      setupFiles,
+      ...(alone ? { fileParallelism: false, sequence: { groupOrder: 1 } } : { sequence: { groupOrder: 0 } }),
+    },
+  };
+}
+
+const EVERY_TEST = [
+  'packages/*/src/**/*.test.ts',
+  'collector/src/**/*.test.ts',
+  'collector/ui/src/**/*.test.ts',
+  'examples/*/src/**/*.test.ts',
+  'test/src/**/*.test.ts',
+];
 
 export default defineConfig(({ mode }) => {
   const fast = mode === 'fast';
@@ -96,37 +141,12 @@ export default defineConfig(({ mode }) => {
       projects: fast
         ? [{ test: { name: 'fast', include: FAST_TIER } }]
         : [
-            {
-              test: {
-                name: 'sqlite',
-                include: [
-                  'packages/*/src/**/*.test.ts',
-                  'collector/src/**/*.test.ts',
-                  'collector/ui/src/**/*.test.ts',
-                  'examples/*/src/**/*.test.ts',
-                  'test/src/**/*.test.ts',
-                ],
-              },
-            },
+            project('sqlite', EVERY_TEST, false),
+            project('sqlite (alone)', ALONE, true),
             ...(clickHousePass
               ? [
-                  {
-                    test: {
-                      name: 'clickhouse',
-                      include: [
-                        'collector/src/http/collector.test.ts',
-                        'collector/src/http/export.test.ts',
-                        'collector/src/http/session-spans.test.ts',
-                        'collector/src/http/hostile.test.ts',
-                        'collector/src/http/access.test.ts',
-                        'collector/src/trace-model/token-query.test.ts',
-                        'collector/src/cost/prices-api.test.ts',
-                        'collector/src/metrics/metrics.test.ts',
-                        'collector/src/query/metric-form.test.ts',
-                      ],
-                      setupFiles: ['collector/src/test-store-clickhouse.setup.ts'],
-                    },
-                  },
+                  project('clickhouse', CLICKHOUSE_PASS, false, CLICKHOUSE_SETUP),
+                  project('clickhouse (alone)', CLICKHOUSE_PASS, true, CLICKHOUSE_SETUP),
                 ]
               : []),
           ],

@@ -704,7 +704,7 @@ describe('GET /api/logs on the query threads', () => {
   });
 
   it.skipIf(SQLITE_ONLY)(
-    'stops a search that scans every record at the query deadline with a 400',
+    `stops a search that scans every record at the query deadline with a 400 ${SQLITE_ONLY ?? ''}`,
     async () => {
       const c = await startCollector({ queryTimeoutMs: 1 });
       try {

@@ -260,6 +260,8 @@ describe.skipIf(!canSandbox).each(variants)(
     const fakeHome = join(root, 'home');
     const dataDir = join(root, 'data');
     const canary = `canary-${Math.random().toString(36).slice(2)}`;
+    // Why a case does not run in this variant (skipped tests say so in their names).
+    const rootOnly = uid === undefined ? '' : ' (skipped: needs a root runtime for cgroups and volumes)';
     let runtimeProcess: ChildProcess | undefined;
     let url = '';
     let arn = '';
@@ -535,7 +537,7 @@ describe.skipIf(!canSandbox).each(variants)(
     });
 
     it.runIf(uid === undefined)(
-      "keeps session storage within its own volume, off the data dir's disk, across a stop",
+      `keeps session storage within its own volume, off the data dir's disk, across a stop${rootOnly}`,
       async () => {
         const quota = (
           await createReady(clients.control, 'hostile_quota', 'hostile', {
@@ -565,7 +567,7 @@ describe.skipIf(!canSandbox).each(variants)(
 
     // cgroups need a root runtime here; as an ordinary user the runtime says the limits are off.
     it.runIf(uid === undefined)(
-      'enforces the memory and process limits with errors naming them',
+      `enforces the memory and process limits with errors naming them${rootOnly}`,
       async () => {
         const forks = await sh('limits', 'for i in $(seq 1 100); do sleep 3 & done 2>&1; wait; echo done');
         expect(forks.stdout + forks.stderr).toMatch(/fork|Resource temporarily unavailable|Cannot allocate/i);
@@ -591,7 +593,7 @@ describe.skipIf(!canSandbox).each(variants)(
     );
 
     it.runIf(uid === undefined)(
-      'bills usage from the session cgroup: CPU of a process that left the worker tree',
+      `bills usage from the session cgroup: CPU of a process that left the worker tree${rootOnly}`,
       async () => {
         // A burner started with setsid by a shell that exits at once: no longer below the worker in
         // /proc, still in the session's cgroup.
@@ -616,10 +618,15 @@ describe.skipIf(!canSandbox).each(variants)(
       },
     );
 
-    it.runIf(uid !== undefined)('says at start which protections are off and why', () => {
-      expect(output).toMatch(/isolation: per-session memory, CPU and process limits: cannot create cgroups/);
-      expect(output).toMatch(/isolation: outbound network: slirp4netns needs a root runtime/);
-    });
+    it.runIf(uid !== undefined)(
+      `says at start which protections are off and why${uid === undefined ? ' (skipped: a root runtime has them all)' : ''}`,
+      () => {
+        expect(output).toMatch(
+          /isolation: per-session memory, CPU and process limits: cannot create cgroups/,
+        );
+        expect(output).toMatch(/isolation: outbound network: slirp4netns needs a root runtime/);
+      },
+    );
 
     it('refuses loader variables and preloads from outside the artifact in environmentVariables', async () => {
       for (const [name, value] of [
@@ -712,7 +719,7 @@ describe.skipIf(!canSandbox).each(variants)(
     // On gVisor a command over the memory limit ends the whole session (the host's OOM killer can only
     // pick the sandbox's Sentry), and its processes cannot be told apart from outside: not run there.
     it.runIf(uid === undefined && oci !== 'runsc')(
-      "holds commands to the session's memory, process and CPU limits and ends what they leave behind",
+      `holds commands to the session's memory, process and CPU limits and ends what they leave behind${rootOnly}${uid === undefined && oci === 'runsc' ? ' (skipped: on gVisor such a command ends the whole session)' : ''}`,
       async () => {
         const sid = sessionId('cmd-limits');
         await sh('cmd-limits', 'true');
