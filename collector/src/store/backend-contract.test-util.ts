@@ -6,15 +6,41 @@ import type { LogQueryResult } from '../logs/log-query.js';
 import type { MetricPoint } from '../metrics/metric-point.js';
 import type { MetricQueryResult } from '../metrics/metric-query.js';
 import { decodeLogsRequestJson, decodeTraceRequestJson } from '../otlp/decode-json.js';
-import { hex, jsonRequest, jsonSpan } from '../testing.test-util.js';
+import { silentLogger } from '../logger.js';
+import { hex, jsonRequest, jsonSpan, tempDir } from '../testing.test-util.js';
 import type { LogRecord, QueryResponse, SessionResponse, SpanRecord, TraceResponse } from '../wire-types.js';
 import type { ExportKey } from './export-page.js';
-import type { Backend } from './store.js';
+import { openBackend } from './backend.js';
+import { type Backend, parseStoreSetting } from './store.js';
 
 /** A backend of the store under test, empty, and how to drop it after the suite. */
 export interface OpenedBackend {
   backend: Backend;
   close(): Promise<void>;
+}
+
+/** Opens the backend `store` names (AGENTRT_STORE's syntax) over a fresh data dir, as the collector does. */
+export async function openTestBackend(store: string, stop?: () => Promise<void>): Promise<OpenedBackend> {
+  const dir = tempDir();
+  const backend = await openBackend(parseStoreSetting(store), {
+    dataDir: dir.dir,
+    logger: silentLogger,
+    traceIndexPercent: 100,
+    queryWorkers: 1,
+    queryTimeoutMs: 10_000,
+    integrityCheckMinutes: 0,
+    ingestLingerMs: 0,
+    spoolMb: 64,
+    spoolShipMs: 1000,
+  });
+  return {
+    backend,
+    close: async () => {
+      await backend.close();
+      await stop?.();
+      dir.remove();
+    },
+  };
 }
 
 const NOW = Date.now() - (Date.now() % 1000);

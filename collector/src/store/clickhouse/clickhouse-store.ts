@@ -20,7 +20,6 @@ import {
   type ClickHouseLocation,
   type Backend,
   type MetricBackend,
-  type RetentionOptions,
   StoreConfigError,
   StoreUnavailableError,
   type TraceListFilter,
@@ -31,6 +30,7 @@ import type { MetricRead } from '../../metrics/metric-read.js';
 import { createClickHouseMetricStore } from './clickhouse-metrics.js';
 import type { MetricLimits, MetricStore } from '../../metrics/metric-store.js';
 import { createClickHouseWriter } from './clickhouse-writer.js';
+import { dropOldDays } from './clickhouse-retention.js';
 import type { LogQuery } from '../../logs/log-query.js';
 import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
@@ -38,11 +38,9 @@ import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
 import { LAST_US, daysSql, literal } from './rows.js';
 import {
   CLICKHOUSE_SCHEMA_VERSION,
-  DAILY_TABLES,
   MIGRATIONS,
   MIN_CLICKHOUSE_VERSION,
   type SchemaTarget,
-  localName,
   migrationsTable,
   tableName,
 } from './schema.js';
@@ -595,50 +593,6 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     return page && { last: page.last, line: encoder.encode(`${page.text}\n`) };
   }
 
-  /**
-   * Drops whole daily partitions: by age (days entirely older than the cutoff), then by size
-   * (oldest days first while the tables are bigger than maxBytes; the newest day is kept). Returns
-   * the span and log rows dropped.
-   */
-  async function applyRetention(opts: RetentionOptions, nowMs = Date.now()): Promise<number> {
-    const parts = await select<{ partition: string; rows: number; bytes: number; table: string }>(
-      `SELECT partition, table, sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts WHERE active AND database = ${literal(target.database)} AND table IN (${DAILY_TABLES.map((t) => literal(target.cluster ? `${t}_local` : t)).join(', ')}) GROUP BY partition, table`,
-    );
-    const days = new Map<string, { rows: number; bytes: number }>();
-    for (const p of parts) {
-      const day = p.partition.replace(/^'|'$/g, '');
-      const d = days.get(day) ?? { rows: 0, bytes: 0 };
-      if (/^(spans|logs)(_local)?$/.test(p.table)) d.rows += Number(p.rows);
-      d.bytes += Number(p.bytes);
-      days.set(day, d);
-    }
-    const ordered = [...days.keys()].sort();
-    const drop = new Set<string>();
-    if (opts.maxAgeMs !== undefined && opts.maxAgeMs > 0) {
-      const cutoff = new Date(nowMs - opts.maxAgeMs).toISOString().slice(0, 10);
-      for (const d of ordered) if (d < cutoff) drop.add(d);
-    }
-    if (opts.maxBytes !== undefined && opts.maxBytes > 0) {
-      let total = ordered.filter((d) => !drop.has(d)).reduce((n, d) => n + days.get(d)!.bytes, 0);
-      for (const d of ordered.slice(0, -1)) {
-        if (total <= opts.maxBytes) break;
-        if (drop.has(d)) continue;
-        drop.add(d);
-        total -= days.get(d)!.bytes;
-      }
-    }
-    let deleted = 0;
-    for (const d of drop) {
-      for (const t of DAILY_TABLES) {
-        await command(
-          `ALTER TABLE ${localName(target, t)}${target.cluster ? ` ON CLUSTER ${target.cluster}` : ''} DROP PARTITION ${literal(d)}`,
-        );
-      }
-      deleted += days.get(d)!.rows;
-    }
-    return deleted;
-  }
-
   // Queries run on threads of their own (clickhouse-query-worker.ts), as on SQLite: the parts the
   // language evaluates in JS would hold up ingest and /healthz on this one.
   const queryTimeoutMs = options.queryTimeoutMs ?? 30_000;
@@ -723,7 +677,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     },
     logs: { json: fresh((q: LogQuery) => pool.read('logs', [q])), ofTrace: fresh(logsOfTrace) },
     exportPage: fresh(exportPage),
-    applyRetention: (opts) => applyRetention(opts),
+    applyRetention: (opts) => dropOldDays({ select, command }, target, opts),
     async close(): Promise<void> {
       closed = true;
       clearInterval(probe);
