@@ -68,6 +68,7 @@ const FAST_TIER = [
   'packages/runtime/src/sessions/worker-output.test.ts',
   'packages/runtime/src/evaluate/judge/parse-answer.test.ts',
   'packages/runtime/src/evaluate/trajectory.test.ts',
+  'packages/runtime/src/sessions/warm-demand.test.ts',
   'packages/runtime/src/units.test.ts',
 ];
 

@@ -32,8 +32,13 @@ export interface RuntimeServerOptions {
   maxSessions?: number;
   /** Workers booting at the same time; more wait their turn (default 8 × CPU cores, at least 32). */
   maxConcurrentStarts?: number;
-  /** Pre-started workers kept per runtime version, adopted by new sessions. */
+  /** Pre-started workers kept per runtime version at least, adopted by new sessions. */
   warmPoolSize?: number;
+  /**
+   * Most pre-started workers per version: the pool follows the version's new sessions of the last
+   * 30 s up to this (0: only the fixed warmPoolSize).
+   */
+  warmPoolMax?: number;
   isolation?: IsolationSetting;
   /** Host uid and gid sandboxed workers run as when the runtime runs as root (default 65534, nobody). */
   sandboxUid?: number;
@@ -198,6 +203,7 @@ export function resolveRuntimeConfig(
     pingIntervalMs: options.pingIntervalMs ?? int('AGENTRT_PING_INTERVAL_MS', 2_000, 10),
     maxSessions: options.maxSessions ?? int('AGENTRT_MAX_SESSIONS', 100, 1),
     warmPoolSize: options.warmPoolSize ?? int('AGENTRT_WARM_POOL_SIZE', 0),
+    warmPoolMax: options.warmPoolMax ?? int('AGENTRT_WARM_POOL_MAX', 0),
     maxConcurrentStarts:
       options.maxConcurrentStarts ??
       int('AGENTRT_MAX_CONCURRENT_STARTS', Math.max(32, 8 * os.availableParallelism()), 1),

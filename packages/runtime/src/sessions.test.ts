@@ -329,6 +329,22 @@ describe('session start failures, limits and shutdown', () => {
     expect(Math.max(...warming)).toBeGreaterThanOrEqual(Math.min(...started));
   });
 
+  it('sizes the warm pool from the recent demand, up to AGENTRT_WARM_POOL_MAX', async () => {
+    const rt = await start({ warmPoolMax: 3 });
+    const runtime = await createReady(rt.control, 'demand', 'counter');
+    const arn = runtime.agentRuntimeArn!;
+    const pidOf = async (label: string) =>
+      ((await invokeJson(rt.data, arn, sessionId(label), {})) as { pid: number }).pid;
+    expect(rt.server.warmCount(runtime.agentRuntimeId!)).toBe(0); // no demand yet, no idle workers
+    for (const label of ['demand-a', 'demand-b', 'demand-c', 'demand-d']) await pidOf(label);
+    await waitFor(() => rt.server.warmCount(runtime.agentRuntimeId!) === 3, 20_000, 'three warm workers');
+    const burst = ['demand-e', 'demand-f', 'demand-g'];
+    await Promise.all(burst.map(pidOf));
+    // The three new sessions adopted the pre-started workers instead of starting cold.
+    const warm = rt.server.sessions().filter((s) => burst.map(sessionId).includes(s.sessionId));
+    expect(warm.map((s) => s.warm)).toEqual([true, true, true]);
+  });
+
   it('adopts a pre-started warm-pool worker for a new session', async () => {
     const rt = await start({ warmPoolSize: 1 });
     const runtime = await createReady(rt.control, 'warm', 'counter');

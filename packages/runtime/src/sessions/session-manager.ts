@@ -5,12 +5,8 @@ import { type RuntimeConfig } from '../config.js';
 import { RuntimeApiError, notFound } from '../errors.js';
 import { type Logger } from '../logger.js';
 import { type LaunchSpec, launchOf, pinOptionsOf } from './artifact.js';
-import {
-  type CommandSpawn,
-  type SessionBackend,
-  type SessionTarget,
-  sessionStorageMount,
-} from './backend.js';
+import { createWarmPool } from './warm-pool.js';
+import { type CommandSpawn, type SessionBackend, type SessionTarget } from './backend.js';
 import { RELAY_PORT, createBwrapBackend } from './backends/bwrap.js';
 import { createDockerBackend } from './backends/docker.js';
 import { createPodmanBackend } from './backends/podman.js';
@@ -61,7 +57,7 @@ export interface SessionManager {
   release(session: Session): void;
   stop(runtimeId: string, sessionId: string): Promise<void>;
   stopRuntime(runtimeId: string): Promise<void>;
-  /** Keeps `warmPoolSize` pre-started workers for the version; drops pools of other versions. */
+  /** Keeps the version's warm pool (sized from its recent demand); drops pools of other versions. */
   refreshWarmPool(target: SessionTarget): void;
   list(): Session[];
   get(runtimeId: string, sessionId: string): Session | undefined;
@@ -72,15 +68,6 @@ export interface SessionManager {
    */
   commandSpawn(session: Session, argv: string[]): CommandSpawn;
   close(): Promise<void>;
-}
-
-interface PooledWorker {
-  worker: Worker;
-  sessionDir: string;
-  /** Tells the worker's telemetry relay which session it now serves. */
-  adopt: (sessionId: string) => void;
-  ready: Promise<void>;
-  isReady: boolean;
 }
 
 export interface SessionManagerOptions {
@@ -133,7 +120,6 @@ export function createSessionManager({
       );
     return backends.podman;
   };
-  const pools = new Map<string, PooledWorker[]>(); // key runtimeId#version
   const timers = new Map<Session, NodeJS.Timeout[]>();
   const sessionsRoot = join(config.dataDir, 'sessions');
   // Sessions start once what an earlier run left is gone (a stale volume mount included).
@@ -166,7 +152,6 @@ export function createSessionManager({
   };
 
   const keyOf = (runtimeId: string, sessionId: string) => `${runtimeId}\u0000${sessionId}`;
-  const poolKey = (runtimeId: string, version: number) => `${runtimeId}#${version}`;
 
   const resolveInstrument = (): string | undefined => {
     if (instrumentPath !== null) return instrumentPath;
@@ -286,53 +271,15 @@ export function createSessionManager({
     }
   };
 
-  const fillPool = (target: SessionTarget): void => {
-    // A sessionStorage mount is per session id, which a pre-started worker does not know yet.
-    if (closing || config.warmPoolSize <= 0 || sessionStorageMount(target)) return;
-    const key = poolKey(target.runtime.id, target.version.version);
-    const pool = pools.get(key) ?? [];
-    pools.set(key, pool);
-    while (pool.length < config.warmPoolSize) {
-      const entry: PooledWorker = {
-        worker: undefined as unknown as Worker,
-        sessionDir: '',
-        adopt: () => undefined,
-        ready: Promise.resolve(),
-        isReady: false,
-      };
-      pool.push(entry);
-      entry.ready = withStartSlot(async () => {
-        await startReady(target, { pool: 'warm' }, undefined, ({ worker, sessionDir, adopt }) => {
-          entry.worker = worker;
-          entry.sessionDir = sessionDir;
-          entry.adopt = adopt;
-          worker.onExit(() => {
-            const i = pool.indexOf(entry);
-            if (i >= 0 && entry.worker === worker) pool.splice(i, 1);
-          });
-        });
-        entry.isReady = !closing;
-      });
-      entry.ready.catch((error: unknown) => {
-        const i = pool.indexOf(entry);
-        if (i >= 0) pool.splice(i, 1);
-        void entry.worker?.stop(0);
-        logger.warn('warm pool worker failed to start', {
-          runtimeId: target.runtime.id,
-          version: target.version.version,
-          error: (error as Error).message,
-        });
-      });
-    }
-  };
-
-  const takeWarm = (target: SessionTarget): PooledWorker | undefined => {
-    const pool = pools.get(poolKey(target.runtime.id, target.version.version));
-    const i = pool?.findIndex((e) => e.isReady && !e.worker.exited) ?? -1;
-    if (!pool || i < 0) return undefined;
-    const [entry] = pool.splice(i, 1);
-    return entry;
-  };
+  const pool = createWarmPool({
+    floor: config.warmPoolSize,
+    cap: config.warmPoolMax,
+    stopGraceMs: config.stopGraceMs,
+    logger,
+    closing: () => closing,
+    start: (target, onWorker) =>
+      withStartSlot(() => startReady(target, { pool: 'warm' }, undefined, onWorker).then(() => undefined)),
+  });
 
   const clearTimers = (session: Session) => {
     for (const t of timers.get(session) ?? []) clearTimeout(t);
@@ -426,14 +373,14 @@ export function createSessionManager({
       const log = logger.child({ runtimeId: target.runtime.id, sessionId });
       const start = (async () => {
         const queuedMs = Date.now();
-        const warm = takeWarm(target);
+        const warm = pool.take(target);
         if (warm) {
           phase?.('warm-pool', queuedMs, Date.now(), { 'process.pid': warm.worker.pid });
           session.worker = warm.worker;
           session.warm = true;
           warm.adopt(sessionId);
           warm.worker.tagLogs({ sessionId });
-          fillPool(target);
+          pool.fill(target);
           return;
         }
         await withStartSlot(async () => {
@@ -455,6 +402,7 @@ export function createSessionManager({
           }
         });
         if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
+        pool.fill(target); // the version's recent demand grew
       })();
       starting.add(start);
       try {
@@ -498,42 +446,15 @@ export function createSessionManager({
     },
     async stopRuntime(runtimeId) {
       const doomed = [...sessions.values()].filter((s) => s.runtimeId === runtimeId);
-      const pooled = [...pools.entries()].filter(([k]) => k.startsWith(`${runtimeId}#`));
-      for (const [k] of pooled) pools.delete(k);
       await Promise.all([
         ...doomed.map((s) => stopSession(s, 'runtime-deleted')),
-        ...pooled.flatMap(([, p]) =>
-          p.map((e) =>
-            e.ready.then(
-              () => e.worker.stop(config.stopGraceMs),
-              () => undefined,
-            ),
-          ),
-        ),
+        pool.dropRuntime(runtimeId),
       ]);
     },
-    refreshWarmPool(target) {
-      for (const [k, pool] of pools) {
-        if (
-          k.startsWith(`${target.runtime.id}#`) &&
-          k !== poolKey(target.runtime.id, target.version.version)
-        ) {
-          pools.delete(k);
-          for (const e of pool)
-            void e.ready.then(
-              () => e.worker.stop(config.stopGraceMs),
-              () => undefined,
-            );
-        }
-      }
-      fillPool(target);
-    },
+    refreshWarmPool: (target) => pool.refresh(target),
     list: () => [...sessions.values()],
     get: (runtimeId, sessionId) => sessions.get(keyOf(runtimeId, sessionId)),
-    warmCount: (runtimeId) =>
-      [...pools.entries()]
-        .filter(([k]) => runtimeId === undefined || k.startsWith(`${runtimeId}#`))
-        .reduce((n, [, p]) => n + p.filter((e) => e.isReady).length, 0),
+    warmCount: (runtimeId) => pool.count(runtimeId),
     commandSpawn(session, argv) {
       const exec = session.worker && execs.get(session.worker);
       if (!exec)
@@ -543,18 +464,11 @@ export function createSessionManager({
     async close() {
       closing = true;
       await Promise.allSettled([...starting]);
-      const pooled = [...pools.values()].flat();
-      pools.clear();
       await Promise.all([
         ...[...sessions.values()].map((s) =>
           s.state === 'stopping' ? s.worker?.stop(config.stopGraceMs) : stopSession(s, 'shutdown'),
         ),
-        ...pooled.map((e) =>
-          e.ready.then(
-            () => e.worker.stop(config.stopGraceMs),
-            () => e.worker?.stop(0),
-          ),
-        ),
+        pool.close(),
       ]);
     },
   };
