@@ -20,6 +20,8 @@ export interface ShipperOptions {
   maxRows?: number;
   /** How long the oldest frame waits for others (default 1000 ms). */
   maxDelayMs?: number;
+  /** Batches in flight at once (default 2): one's INSERTs overlap the next one's lookup. */
+  parallel?: number;
   /** A failed batch is retried after this, doubled up to 10 s (default 250 ms). */
   retryMs?: number;
   /** Each batch shipped (rows; tests and /healthz). */
@@ -60,6 +62,7 @@ export function startShipper(options: ShipperOptions) {
   const maxRows = options.maxRows ?? 10_000;
   const maxDelayMs = options.maxDelayMs ?? 1000;
   const retryMs = options.retryMs ?? 250;
+  const parallel = options.parallel ?? 2;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let backoffMs = 0;
@@ -67,29 +70,54 @@ export function startShipper(options: ShipperOptions) {
   /** Flushes waiting for the frames up to a seq. */
   let flushes: { seq: number; resolve: () => void; reject: (e: Error) => void }[] = [];
 
-  const pendingRows = (): number => spool.entries.reduce((n, e) => n + e.rows, 0);
-  /** How long until the oldest frame is due (0: now). */
-  const dueInMs = (): number =>
-    flushes.length || pendingRows() >= flushRows
-      ? 0
-      : Math.max(0, maxDelayMs - (performance.now() - (spool.entries[0]?.atMs ?? 0)));
+  /** Head entries claimed by the batches in flight, and those batches in spool order. */
+  let claimed = 0;
+  const pipeline: { count: number; rows: number; keys: string[]; done: Promise<void> }[] = [];
+  /** The span keys of the batches in flight: a later batch leaves them out as if stored. */
+  const inFlight = new Set<string>();
 
-  async function shipBatch(): Promise<void> {
-    const batch = [];
-    for (let rows = 0, i = 0; i < spool.entries.length; i++) {
-      const e = spool.entries[i]!;
-      if (batch.length && rows + e.rows > maxRows) break;
-      batch.push(e);
-      rows += e.rows;
-    }
-    const frames = batch.map((e) => decodeFrame(spool.read(e)));
+  const pendingRows = (from = 0): number => {
+    let n = 0;
+    for (let i = from; i < spool.entries.length; i++) n += spool.entries[i]!.rows;
+    return n;
+  };
+  /** How long until the oldest frame not in flight is due (0: now). */
+  const dueInMs = (): number =>
+    flushes.length || pendingRows(claimed) >= flushRows
+      ? 0
+      : Math.max(0, maxDelayMs - (performance.now() - (spool.entries[claimed]?.atMs ?? 0)));
+
+  /** Sends one batch's rows: the spans ClickHouse or an earlier batch in flight holds left out. */
+  async function ship(frames: SpoolFrame[], earlier: Set<string>): Promise<number> {
     const traceIds = [...new Set(frames.flatMap((f) => f.spans.keys.map((k) => k.slice(0, k.indexOf('/')))))];
     const stored = traceIds.length ? await options.stored(traceIds) : new Set<string>();
+    for (const k of earlier) stored.add(k);
     const bodies = bodiesOf(frames, stored);
     if (bodies.spans.length) await options.insert('spans', bodies.spans);
     if (bodies.logs.length) await options.insert('logs', bodies.logs);
-    spool.ack(batch.length);
-    options.onShipped?.(bodies.rows);
+    return bodies.rows;
+  }
+
+  /** Claims the next frames (up to maxRows) and starts sending them. */
+  function startBatch(): void {
+    let count = 0;
+    for (let rows = 0; claimed + count < spool.entries.length; count++) {
+      const e = spool.entries[claimed + count]!;
+      if (count && rows + e.rows > maxRows) break;
+      rows += e.rows;
+    }
+    const frames = spool.entries.slice(claimed, claimed + count).map((e) => decodeFrame(spool.read(e)));
+    const keys = frames.flatMap((f) => f.spans.keys);
+    const earlier = new Set(inFlight);
+    for (const k of keys) inFlight.add(k);
+    claimed += count;
+    const job = { count, rows: 0, keys, done: Promise.resolve() };
+    job.done = ship(frames, earlier).then((rows) => {
+      job.rows = rows;
+    });
+    // Awaited in order by drain(); a later batch failing first is not an unhandled rejection.
+    job.done.catch(() => undefined);
+    pipeline.push(job);
   }
 
   /** Resolves the flushes whose frames all left the spool; rejects all with `error`. */
@@ -104,20 +132,38 @@ export function startShipper(options: ShipperOptions) {
     flushes = left;
   }
 
-  /** Ships batches while frames are due; stops at the first failure (back-off). */
+  /**
+   * Keeps up to `parallel` batches in flight while frames are due (a batch's INSERTs overlap the
+   * next one's lookup and encoding), and drops each from the spool in order once ClickHouse has it.
+   * A failure fails every batch in flight: they are sent again after the back-off (their spans are
+   * found stored and left out).
+   */
   async function drain(): Promise<void> {
-    while (!closed && spool.entries.length && dueInMs() === 0) {
+    for (;;) {
+      while (!closed && pipeline.length < parallel && claimed < spool.entries.length && dueInMs() === 0)
+        startBatch();
+      const head = pipeline[0];
+      if (!head) return;
       try {
-        await shipBatch();
-        backoffMs = 0;
-        settleFlushes();
+        await head.done;
       } catch (error) {
+        await Promise.allSettled(pipeline.map((j) => j.done));
+        pipeline.length = 0;
+        claimed = 0;
+        inFlight.clear();
         options.onFailure?.(error as Error);
         logger.warn('spool: a batch to ClickHouse failed; retrying', { error: (error as Error).message });
         settleFlushes(error as Error);
         backoffMs = Math.min(10_000, backoffMs ? backoffMs * 2 : retryMs);
         return;
       }
+      pipeline.shift();
+      spool.ack(head.count);
+      claimed -= head.count;
+      for (const k of head.keys) inFlight.delete(k);
+      backoffMs = 0;
+      options.onShipped?.(head.rows);
+      settleFlushes();
     }
   }
 
