@@ -51,10 +51,10 @@ const problem = ((): string | undefined => {
 })();
 if (problem) console.warn(`image artifacts: skipped: ${problem}`);
 
-/** The echo fixture as an image in podman's local store, `/app/build.txt` holding `build`. */
-function buildEcho(tag: string, build = 'first'): void {
+/** A fixture (echo unless named) as an image in podman's local store, `/app/build.txt` holding `build`. */
+function buildEcho(tag: string, build = 'first', fixture = 'echo'): void {
   const dir = mkdtempSync(join(os.tmpdir(), 'agentrt-image-'));
-  cpSync(fileURLToPath(fixtureUri('echo')), dir, { recursive: true });
+  cpSync(fileURLToPath(fixtureUri(fixture)), dir, { recursive: true });
   writeFileSync(join(dir, 'build.txt'), build);
   const { command } = JSON.parse(readFileSync(join(dir, 'agentrt.json'), 'utf8')) as { command: string[] };
   writeFileSync(
@@ -146,6 +146,25 @@ describe.skipIf(problem !== undefined).each(['runc', 'runsc'] as const)(
       expect(forwarded?.body).toContain(sid);
       expect(received.some((r) => r.body.includes('forged'))).toBe(false);
     });
+
+    it('answers 424 with the last output of a container that dies mid-invocation, then starts a new one', async () => {
+      const crashing = `localhost/agentrt-test/crashing-${ociRuntime}:1`;
+      buildEcho(crashing, 'first', 'crashing');
+      try {
+        const arn = (
+          await createReady(rt.control, `image_crash_${ociRuntime}`, 'echo', {
+            agentRuntimeArtifact: { containerConfiguration: { containerUri: crashing } },
+          })
+        ).agentRuntimeArn!;
+        const sid = sessionId('image-crash');
+        const crash = await invokeJson(rt.data, arn, sid, { crash: true }).catch((e: unknown) => e as Error);
+        expect((crash as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode).toBe(424);
+        expect((crash as Error).message).toContain('crashing fixture: exiting on purpose');
+        expect(await invokeJson(rt.data, arn, sid, {})).toMatchObject({ ok: true });
+      } finally {
+        spawnSync(podman!, ['rmi', '-f', crashing]);
+      }
+    }, 60_000);
 
     it('fails CreateAgentRuntime with the engine’s own words for an image no registry has', async () => {
       const created = await rt.control.send(

@@ -63,6 +63,8 @@ const ECHO = [
   'baggage',
 ];
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** How long a failed invocation waits for its worker's exit and last output before answering 424. */
+const WORKER_EXIT_WAIT_MS = 1500;
 
 /** Where a proxied request goes in the container and what changes on the way. */
 interface ProxyTarget {
@@ -252,16 +254,21 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
           ctx.res.destroy();
           return resolve();
         }
-        reject(
-          error instanceof RuntimeApiError
-            ? error
-            : new RuntimeApiError(
+        if (error instanceof RuntimeApiError) return reject(error);
+        // The connection broke: the worker may be exiting; its last words (and its exit, so the next
+        // invoke starts a fresh one) may come a little after.
+        void worker
+          .exitedWithin(WORKER_EXIT_WAIT_MS)
+          .then(() =>
+            reject(
+              new RuntimeApiError(
                 'RuntimeClientError',
                 `The session's worker failed during the invocation (${(error as Error).message}). Last output:\n${worker.lastOutput() || '(none)'}`,
                 {},
                 { cause: error },
               ),
-        );
+            ),
+          );
       };
       const headers = forwardHeaders(ctx, version, sessionId, ctx.requestId, body.length);
       for (const [name, value] of Object.entries(target.headers ?? {}))

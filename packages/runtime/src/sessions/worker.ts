@@ -32,6 +32,11 @@ export interface Worker {
   ping(timeoutMs?: number): Promise<PingState>;
   /** The tail of stdout+stderr, for 424 messages. */
   lastOutput(): string;
+  /**
+   * Resolves once the worker has exited, or after `ms` (false): a container's engine client ends a
+   * little after the container, and its last output arrives with it.
+   */
+  exitedWithin(ms: number): Promise<boolean>;
   /** SIGTERM to the process group, SIGKILL after `graceMs`. Resolves once it has exited. */
   stop(graceMs: number): Promise<WorkerExit>;
   /** Calls `listener` once the worker exits (at once if it has); returns the call that unsubscribes it. */
@@ -323,6 +328,16 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
     },
     waitReady,
     ping,
+    exitedWithin: (ms) =>
+      exited
+        ? Promise.resolve(true)
+        : new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => resolve(false), ms);
+            void exitPromise.then(() => {
+              clearTimeout(timer);
+              resolve(true);
+            });
+          }),
     lastOutput: () => {
       const hit = options.limitHit?.();
       return [tail.trim(), hit ? `[${hit}]` : ''].filter(Boolean).join('\n');

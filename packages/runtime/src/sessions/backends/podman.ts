@@ -34,6 +34,8 @@ const CONTAINER_NPROC = ((): number => {
 })();
 /** Host threads of gVisor's Sentry and gofer, beside a runsc session's own processes (measured: > 32). */
 const SENTRY_THREADS = 256;
+/** Tries at publishing a session container on a loopback port another process took meanwhile. */
+const PORT_ATTEMPTS = 3;
 /** The port an agent's container listens on (the container contract). */
 const CONTAINER_PORT = 8080;
 
@@ -201,6 +203,25 @@ export function createPodmanBackend({ config, hostIds, cgroups }: PodmanBackendO
     return () => closers.forEach((close) => close());
   };
 
+  /**
+   * Creates and initializes the container published on a free loopback port. Another process may
+   * take the port between the pick and podman's bind (a burst of sessions picks many at once):
+   * then the container is made again on another one.
+   */
+  const createOnFreePort = async (name: string, args: (port: number) => string[]): Promise<number> => {
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      try {
+        await podman(args(port));
+        await podman(['container', 'init', name]);
+        return port;
+      } catch (error) {
+        if (attempt >= PORT_ATTEMPTS || !/address already in use/.test((error as Error).message)) throw error;
+        await podman(['rm', '-f', name]).catch(() => undefined);
+      }
+    }
+  };
+
   /** The nameservers the container was given: the one private address its egress rules keep open. */
   const dnsOf = async (name: string): Promise<string[]> => {
     const path = (await podman(['inspect', '--format', '{{.ResolvConfPath}}', name])).trim();
@@ -246,9 +267,9 @@ export function createPodmanBackend({ config, hostIds, cgroups }: PodmanBackendO
           cleanups.push(await mountStorageVolume(dir, config.sessionStorageMb * 1024 * 1024, hostIds));
           storage.push('-v', `${dir}:${mountPath}:rw,nosuid,nodev`);
         }
-        const port = await freePort();
-        await podman(createArgs(request, port, env, [...group.args, ...storage]));
-        await podman(['container', 'init', name]);
+        const port = await createOnFreePort(name, (p) =>
+          createArgs(request, p, env, [...group.args, ...storage]),
+        );
         const pid = Number((await podman(['inspect', '--format', '{{.State.Pid}}', name])).trim());
         await closeEgress(pid, hostAddresses(), await dnsOf(name));
         cleanups.push(await bridges(request, serviceName, pid));
