@@ -197,6 +197,52 @@ function podmanImage() {
   return built.status === 0 ? tag : undefined;
 }
 
+/** A worker's own port, or its session socket (bwrap), for calls that skip the runtime. */
+const directTo = (worker) => (worker.socketPath ? { socketPath: worker.socketPath } : worker.port);
+
+/**
+ * One backend's figures: cold and warm-pool starts, warm invoke overhead and the runtime's CPU per
+ * proxied invoke, memory and CPU per live session (its cgroup's own figures), and a burst of new
+ * sessions at once.
+ */
+async function backendFigures({ options, uri }) {
+  const n = Math.min(COLD, 10);
+  const cold = await withRuntime(options, (rt) => coldStarts(rt, n, false), uri);
+  const pooled = await withRuntime({ ...options, warmPoolSize: 1 }, (rt) => coldStarts(rt, n, true), uri);
+  const warm = await withRuntime(
+    options,
+    async ({ server, invoke }) => {
+      const sessionId = newSession();
+      await invoke(sessionId);
+      const to = directTo(server.sessions()[0].worker);
+      const headers = { 'x-amzn-bedrock-agentcore-runtime-session-id': sessionId };
+      const direct = () => httpCall(to, 'POST', '/invocations', '{}', headers);
+      return measure({ via: () => invoke(sessionId), direct, n: WARM / 2, warmup: 50 });
+    },
+    uri,
+  );
+  const perSession = await withRuntime(
+    options,
+    async ({ server, invoke }) => {
+      for (let i = 0; i < 3; i++) await invoke(newSession());
+      const usage = server.sessions().map((s) => s.worker.usage());
+      const avg = (k) => usage.reduce((a, u) => a + (u?.[k] ?? 0), 0) / usage.length;
+      return { memoryBytes: avg('memoryBytes'), cpuSeconds: avg('cpuSeconds') };
+    },
+    uri,
+  );
+  const burstMs = await withRuntime(
+    options,
+    async ({ invoke }) => {
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: CONCURRENT }, () => invoke(newSession())));
+      return performance.now() - t0;
+    },
+    uri,
+  );
+  return { cold, pooled, warm, perSession, burstMs };
+}
+
 const rows = [];
 const loadBefore = os.loadavg()[0];
 const started = performance.now();
@@ -260,20 +306,25 @@ rows.push(
   ),
 );
 
-// Image artifacts on podman (root, with the bwrap sandbox): the same agent built into an image FROM
-// the local Node base image, cold starts on runc and on gVisor's runsc.
+// Per backend (#28): the same agent as a file:// artifact on bwrap and as an image FROM the local Node
+// base image on podman + runc and + runsc, each against the bare spawn of this run.
 const image = podmanImage();
-if (image) {
-  for (const ociRuntime of ['runc', 'runsc']) {
-    const times = await withRuntime(
-      { isolation: 'auto', containerEngine: 'podman', ociRuntime },
-      (rt) => coldStarts(rt, Math.min(COLD, 10), false),
-      image,
-    );
-    rows.push(coldRow(`cold start: runtime, podman + ${ociRuntime} (image artifact)`, times));
-  }
-  spawnSync('podman', ['rmi', '-f', image]);
-} else rows.push(['cold start: podman', '—', '', '', 'not measured: needs root and podman']);
+const backends = [
+  { name: 'bwrap', options: { isolation: 'auto' }, uri: undefined },
+  ...(image
+    ? ['runc', 'runsc'].map((ociRuntime) => ({
+        name: `podman + ${ociRuntime}`,
+        options: { isolation: 'auto', containerEngine: 'podman', ociRuntime },
+        uri: image,
+      }))
+    : []),
+];
+const perBackend = [];
+for (const backend of backends) perBackend.push({ name: backend.name, ...(await backendFigures(backend)) });
+if (image) spawnSync('podman', ['rmi', '-f', image]);
+for (const b of perBackend.filter((b) => b.name !== 'bwrap'))
+  rows.push(coldRow(`cold start: runtime, ${b.name} (image artifact)`, b.cold));
+if (!image) rows.push(['cold start: podman', '—', '', '', 'not measured: needs root and podman']);
 
 // Warm invokes: same session, through the runtime vs straight to the worker, interleaved batches.
 const warm = await withRuntime({ isolation: 'auto' }, async ({ server, invoke }) => {
@@ -344,7 +395,38 @@ rows.push([
   'memory only; CPU is the real limit',
 ]);
 
+const bare50 = pct(cold.bare, 50);
+const runc = perBackend.find((b) => b.name === 'podman + runc');
+const backendRows = perBackend.map((b) => [
+  b.name,
+  `${ms(pct(b.cold, 50))} / ${ms(pct(b.cold, 95))}`,
+  `${(pct(b.cold, 50) / bare50).toFixed(2)}×${b.name === 'podman + runsc' && runc ? ` (${(pct(b.cold, 50) / pct(runc.cold, 50)).toFixed(2)}× runc; goal ≤ 2×)` : ''}`,
+  `${ms(pct(b.pooled, 50))} (goal < 50 ms: ${pct(b.pooled, 50) < 50 ? 'met' : 'missed'})`,
+  ms(b.warm.overheadMs),
+  `${b.warm.extraCpuUs.toFixed(0)} µs (goal ≤ 300: ${b.warm.extraCpuUs <= 300 ? 'met' : 'missed'})`,
+  `${(b.perSession.memoryBytes / 2 ** 20).toFixed(1)} MiB`,
+  `${(b.perSession.cpuSeconds * 1000).toFixed(0)} ms`,
+  `${ms(b.burstMs)}${b.name === 'podman + runsc' ? '' : ` (goal < 10 s: ${b.burstMs < 10_000 ? 'met' : 'missed'})`}`,
+]);
+const backendTable = table(
+  [
+    'backend',
+    'cold start p50 / p95',
+    'cold p50 to a bare spawn',
+    'warm-pool start p50',
+    'warm invoke overhead p50',
+    'runtime CPU per proxied invoke',
+    'memory per session (cgroup)',
+    'CPU per session (cgroup, start + 1 invoke)',
+    `${CONCURRENT} new sessions at once`,
+  ],
+  backendRows,
+);
 const markdown = `${table(['measure', 'p50 / value', 'p95', 'ratio to baseline', 'note'], rows)}
+
+Per session backend, in the same run (the bare spawn's cold start p50 is ${ms(bare50)}):
+
+${backendTable}
 
 Figures are from one run on a shared 2-core machine that other engineers were loading at the same
 time (1-minute load average ${loadBefore.toFixed(1)} at the start, ${os.loadavg()[0].toFixed(1)} at the end): compare the
