@@ -80,14 +80,14 @@ const FAST_TIER = [
 const testWorkers = Number(process.env['AGENTRT_TEST_WORKERS']) || availableParallelism() + 1;
 
 // Files whose assertions are about time or memory under their own load (/healthz stays fast while
-// hostile queries run; a 100,000-span session streams within a memory bound; a session's memory,
-// process and CPU limits hold): they run one at a time, after the others, so that no other file's
-// work is in their figures.
-const ALONE = [
-  'collector/src/http/hostile.test.ts',
-  'collector/src/http/session-spans.test.ts',
-  'packages/runtime/src/sessions/hostile.test.ts',
-];
+// hostile queries run; a 100,000-span session streams within a memory bound): they run last, one at
+// a time, so that no other file's work is in their figures.
+const ALONE = ['collector/src/http/hostile.test.ts', 'collector/src/http/session-spans.test.ts'];
+
+// The UI tests in Chromium run after the rest, side by side: podman's network set-up on the host (the
+// runtime's container tests) makes Chromium drop the requests it has in flight
+// (net::ERR_NETWORK_CHANGED).
+const BROWSER = ['test/src/ui/**/*.test.ts'];
 
 // The collector's API suites that run a second time on ClickHouse.
 const CLICKHOUSE_PASS = [
@@ -103,15 +103,21 @@ const CLICKHOUSE_PASS = [
 ];
 const CLICKHOUSE_SETUP = ['collector/src/test-store-clickhouse.setup.ts'];
 
-/** A project of every file matched, side by side (groupOrder 0), or one at a time after them. */
-function project(name: string, include: string[], alone: boolean, setupFiles: string[] = []) {
+type Group = 'side by side' | 'browser' | 'alone';
+const GROUP_ORDER: Record<Group, number> = { 'side by side': 0, browser: 1, alone: 2 };
+
+/** A project of `include`'s files that belong to `group` (browser: the UI tests); groups run in turn. */
+function project(name: string, include: string[], group: Group, setupFiles: string[] = []) {
+  const files =
+    group === 'alone' ? include.filter((f) => ALONE.includes(f)) : group === 'browser' ? BROWSER : include;
   return {
     test: {
       name,
-      include: alone ? include.filter((f) => ALONE.includes(f)) : include,
-      exclude: [...configDefaults.exclude, ...(alone ? [] : ALONE)],
+      include: files,
+      exclude: [...configDefaults.exclude, ...(group === 'side by side' ? [...ALONE, ...BROWSER] : [])],
       setupFiles,
-      ...(alone ? { fileParallelism: false, sequence: { groupOrder: 1 } } : { sequence: { groupOrder: 0 } }),
+      sequence: { groupOrder: GROUP_ORDER[group] },
+      ...(group === 'alone' ? { fileParallelism: false } : {}),
     },
   };
 }
@@ -142,12 +148,13 @@ export default defineConfig(({ mode }) => {
       projects: fast
         ? [{ test: { name: 'fast', include: FAST_TIER } }]
         : [
-            project('sqlite', EVERY_TEST, false),
-            project('sqlite (alone)', ALONE, true),
+            project('sqlite', EVERY_TEST, 'side by side'),
+            project('browser', EVERY_TEST, 'browser'),
+            project('sqlite (alone)', ALONE, 'alone'),
             ...(clickHousePass
               ? [
-                  project('clickhouse', CLICKHOUSE_PASS, false, CLICKHOUSE_SETUP),
-                  project('clickhouse (alone)', CLICKHOUSE_PASS, true, CLICKHOUSE_SETUP),
+                  project('clickhouse', CLICKHOUSE_PASS, 'side by side', CLICKHOUSE_SETUP),
+                  project('clickhouse (alone)', CLICKHOUSE_PASS, 'alone', CLICKHOUSE_SETUP),
                 ]
               : []),
           ],

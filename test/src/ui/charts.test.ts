@@ -67,7 +67,8 @@ describe.skipIf(!hasChromium)('search charts (needs /usr/bin/chromium)', { timeo
     await page().goto(
       `${collector.url}/#/search?q=${encodeURIComponent('stats avg(durationNano) by bin(1m)')}`,
     );
-    const chart = page().locator('[data-testid=stats-chart][data-chart=line]');
+    // This query's chart, not the previous test's still on the page while the new answer loads.
+    const chart = page().locator('[data-testid=stats-chart][data-metric="avg(durationNano)"]');
     await chart.waitFor();
     const ticks = await chart.locator('text.axis').allTextContents();
     expect(ticks.some((t) => / ms$/.test(t))).toBe(true);
