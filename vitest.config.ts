@@ -30,6 +30,7 @@ const FAST_TIER = [
   'collector/src/query/sqlite-sql.test.ts',
   'collector/src/store/batcher.test.ts',
   'collector/src/store/reader-pool.test.ts',
+  'collector/src/store/clickhouse/spool.test.ts',
   'collector/src/store/sqlite/sqlite-backend.test.ts',
   'collector/src/store/sqlite/span-store.test.ts',
   'collector/src/store/summaries.test.ts',

@@ -46,6 +46,8 @@ export interface SpoolOptions {
   /** Unshipped bytes past which appends are refused (ingest answers 503 + Retry-After). */
   maxBytes: number;
   logger: Logger;
+  /** A segment file takes appends up to this size (default 16 MiB). */
+  segmentBytes?: number;
 }
 
 const segmentName = (n: number): string => `${String(n).padStart(10, '0')}.spool`;
@@ -143,9 +145,17 @@ export function openSpool(options: SpoolOptions, rowsOf: (payload: Buffer) => nu
     });
   }
 
+  /**
+   * Starts a new segment. What was appended to the old one is synced here (the appends waiting for
+   * the next group sync are then durable already), and the old file is closed only once a sync
+   * still running on it has finished: closing it under that sync failed it (EBADF) and refused
+   * every append after.
+   */
   function rotate(): void {
-    fsyncSync(fd);
-    closeSync(fd);
+    const old = fd;
+    fsyncSync(old);
+    if (syncing) void syncing.then(() => closeSync(old));
+    else closeSync(old);
     current = segmentName(++lastNumber);
     fd = openSync(join(options.dir, current), 'a');
     size = 0;
@@ -170,7 +180,7 @@ export function openSpool(options: SpoolOptions, rowsOf: (payload: Buffer) => nu
     append(payload: Buffer, rows: number): Promise<void> {
       const refused = this.refusal();
       if (refused) return Promise.reject(new Error(refused));
-      if (size >= SEGMENT_BYTES) rotate();
+      if (size >= (options.segmentBytes ?? SEGMENT_BYTES)) rotate();
       const header = Buffer.allocUnsafe(HEADER);
       header.writeUInt32LE(MAGIC, 0);
       header.writeUInt32LE(payload.length, 4);
