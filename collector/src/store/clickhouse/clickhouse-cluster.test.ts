@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Collector } from '../../http/collector.js';
 import { metricQuery, sendCumulativeThrough, total } from '../../metrics/metric-fixtures.test-util.js';
-import { hex, jsonRequest, jsonSpan, postJson, startCollector } from '../../testing.test-util.js';
+import { hex, jsonRequest, jsonSpan, postJson, shipped, startCollector } from '../../testing.test-util.js';
 import type { QueryResponse, SessionResponse } from '../../wire-types.js';
 import {
   type ClickHouseHarness,
@@ -56,7 +56,9 @@ describe.skipIf(clickHouseSkipReason || !hasZooKeeper)(
         const res = await postJson(`${collectors[t % 2]!.url}/v1/traces`, jsonRequest('cluster', spans));
         expect(res.status).toBe(200);
       }
-      // Acknowledged means on its shard (insert_distributed_sync): every shard holds whole traces.
+      // Shipped from each collector's spool means on its shard (insert_distributed_sync): every
+      // shard holds whole traces.
+      await Promise.all(collectors.map((c) => shipped(c)));
       const perShard = await Promise.all(
         ch!.nodes.map(async (n) =>
           Number(await clickHouseSql(n.url, 'SELECT count() FROM agentrt_cluster_test.spans_local')),
