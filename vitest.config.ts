@@ -81,9 +81,14 @@ const FAST_TIER = [
 const testWorkers = Number(process.env['AGENTRT_TEST_WORKERS']) || availableParallelism() + 1;
 
 // Files whose assertions are about time or memory under their own load (/healthz stays fast while
-// hostile queries run; a 100,000-span session streams within a memory bound): they run last, one at
+// hostile queries run; a 100,000-span session streams within a memory bound; a hostile agent's
+// commands meet its session's memory, process and CPU limits): they run last, one at
 // a time, so that no other file's work is in their figures.
-const ALONE = ['collector/src/http/hostile.test.ts', 'collector/src/http/session-spans.test.ts'];
+const ALONE = [
+  'collector/src/http/hostile.test.ts',
+  'collector/src/http/session-spans.test.ts',
+  'packages/runtime/src/sessions/hostile.test.ts',
+];
 
 // The UI tests in Chromium run after the rest, side by side: podman's network set-up on the host (the
 // runtime's container tests) makes Chromium drop the requests it has in flight
