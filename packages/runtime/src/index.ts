@@ -41,3 +41,5 @@ export {
   EvaluatorConfigError,
 } from './evaluate/custom/custom-evaluators.js';
 export type { CustomEvaluatorConfig } from './evaluate/custom/custom-evaluators.js';
+export { createOnlineEvaluator, sampled } from './evaluate/online.js';
+export type { OnlineEvaluator, OnlineRule } from './evaluate/online.js';

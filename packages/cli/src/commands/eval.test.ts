@@ -5,6 +5,7 @@ import { spansToOtlpJson } from '@agentrt/collector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCollector } from '../../../../collector/src/testing.test-util.js';
 import { FORECAST_TURN, weatherSession } from '../../../runtime/src/evaluate/weather-sessions.test-util.js';
+import { sampled } from '@agentrt/runtime';
 import { main } from '../main.js';
 
 const SESSIONS = 50;
@@ -224,5 +225,48 @@ describe('agentrt eval', () => {
       ),
     ).toBe(2);
     expect(missing.out.stderr).toContain('no module at');
+  });
+
+  it('evaluates a sampled share of the completed sessions a filter matches (eval online)', async () => {
+    const ids = Array.from({ length: 20 }, (_, i) => `weather-v3-${String(i).padStart(2, '0')}`);
+    const spans = ids.flatMap((id, i) => weatherSession(id, [FORECAST_TURN], 700 + i));
+    await fetch(`${collector.url}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(spansToOtlpJson(spans)),
+    });
+    for (let i = 0; i < 100; i++) {
+      if ((await fetch(`${collector.url}/api/sessions/${ids.at(-1)}`)).ok) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const wanted = ids.slice(0, 10);
+    const t = io(dir);
+    const filter = `attributes.session.id in [${wanted.map((id) => JSON.stringify(id)).join(', ')}]`;
+    const args = ['eval', 'online', '--once', '--since', '2h', '--idle', '0s', '--sampling', '50'];
+    const code = await main(
+      [
+        ...args,
+        '--filter',
+        filter,
+        '--evaluator',
+        'Builtin.Helpfulness',
+        '--url',
+        collector.url,
+        '--name',
+        'ci',
+      ],
+      t.io,
+    );
+    expect(code, t.out.stderr).toBe(0);
+    const evaluated = t.out.stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split(' ')[0]);
+    const expected = wanted.filter((id) => sampled(id, 50));
+    expect(expected.length).toBeGreaterThan(0);
+    expect(expected.length).toBeLessThan(10);
+    expect(evaluated.sort()).toEqual(expected);
+    expect(t.out.stdout).toMatch(/Builtin\.Helpfulness=\d\.\d\d/);
   });
 });

@@ -5,13 +5,8 @@ import type { QueryResponse } from '@agentrt/collector';
 import {
   BUILTIN_EVALUATORS,
   type DatasetItem,
-  type EvaluationService,
   type ItemOutcome,
-  createEvaluationService,
-  customEvaluatorFromPath,
-  type EvaluatorSpec,
   readDatasetFile,
-  resolveRuntimeConfig,
   runBatch,
   sessionItems,
 } from '@agentrt/runtime';
@@ -20,10 +15,14 @@ import { collectorJson, collectorUrl } from '../collector-client.js';
 import { compareReports } from '../eval/eval-compare.js';
 import { type EvalReport, junitXml, summarize, summaryText } from '../eval/eval-report.js';
 import { createRerun } from '../eval/eval-rerun.js';
+import { runOnline } from '../eval/eval-online.js';
+import { evaluationFor, numberFlag } from '../eval/eval-service.js';
 
 const usage = `Usage: agentrt eval run --dataset <d> --evaluator <id>… [--fail-under <score>] [--junit <file>]
                         [--json <file>] [--concurrency <n>] [--resume <journal>] [--no-store]
                         [--runtime <name|arn>] [--runtime-url <url>] [--wait <s>] [--url <collector>]
+       agentrt eval online --evaluator <id>… [--sampling <percent>] [--filter <q>] [--idle <d>]
+                           [--interval <d>] [--since <d>] [--name <rule>] [--once] [--url <collector>]
        agentrt eval compare <before.json> <after.json>
        agentrt eval list
 
@@ -46,17 +45,18 @@ judge, deterministic and without network). Exits 1 when the mean score is under 
   --runtime <name>     re-run items that have an input through this runtime (name, id or ARN)
   --runtime-url <url>  the runtime (default $AGENTRT_RUNTIME_URL or http://127.0.0.1:8787)
   --wait <s>           how long a re-run's spans may take to reach the collector (default 30)
-  --url <url>          the collector (default $AGENTRT_COLLECTOR_URL or http://127.0.0.1:4318)`;
+  --url <url>          the collector (default $AGENTRT_COLLECTOR_URL or http://127.0.0.1:4318)
+
+online: a rule that evaluates a share of new sessions as they complete, until Ctrl-C
+  --sampling <p>       percent of sessions evaluated (default 100; the same sessions every time)
+  --filter <q>         only sessions with a span this query-language filter matches
+  --idle <d>           a session is complete after this long without a span (default 30s)
+  --interval <d>       how often the collector is read (default 5s)
+  --since <d>          also sessions active this long before the start (default: only new ones)
+  --name <rule>        the rule's name; results are stored as run online-<name> (default default)
+  --once               one pass, then exit`;
 
 const DEFAULT_CONCURRENCY = 4;
-
-function numberFlag(raw: string | undefined, name: string, min: number, max: number): number | undefined {
-  if (raw === undefined) return undefined;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min || n > max)
-    throw new UsageError(`--${name} must be a number from ${min} to ${max}`);
-  return n;
-}
 
 /** The sessions of the spans a query-language filter matches. */
 async function querySessions(base: string, filter: string): Promise<string[]> {
@@ -78,38 +78,6 @@ async function datasetItems(spec: string, base: string, io: CliIO): Promise<Data
     return sessionItems(ids);
   }
   return readDatasetFile(resolve(io.cwd, spec));
-}
-
-const isPath = (e: string): boolean => /[\\/]|\.(m?js|cjs|md)$/.test(e);
-
-/** `--evaluator` values that name files: custom evaluators, by the value given. */
-function customEvaluatorFiles(
-  values: readonly string[],
-  cwd: string,
-  timeoutMs?: number,
-): Map<string, EvaluatorSpec> {
-  const out = new Map<string, EvaluatorSpec>();
-  for (const value of values.filter(isPath)) {
-    let spec: EvaluatorSpec;
-    try {
-      spec = customEvaluatorFromPath(resolve(cwd, value));
-    } catch (error) {
-      throw new UsageError((error as Error).message, { cause: error });
-    }
-    out.set(value, spec.kind === 'module' && timeoutMs ? { ...spec, timeoutMs } : spec);
-  }
-  return out;
-}
-
-function checkEvaluators(service: EvaluationService, ids: readonly string[]): void {
-  if (ids.length === 0) throw new UsageError('give at least one --evaluator');
-  for (const id of ids) {
-    try {
-      service.evaluator(id);
-    } catch {
-      throw new UsageError(`unknown evaluator ${JSON.stringify(id)}; \`agentrt eval list\` names them`);
-    }
-  }
 }
 
 function progressLine(done: number, total: number, outcome: ItemOutcome): string {
@@ -144,17 +112,8 @@ async function run(argv: string[], io: CliIO): Promise<number> {
   const concurrency = numberFlag(values.concurrency, 'concurrency', 1, 256) ?? DEFAULT_CONCURRENCY;
   const base = collectorUrl(values.url, io);
   // The runtime's reading of the judge and collector settings, so `eval run` judges as Evaluate does.
-  const config = resolveRuntimeConfig({ otlpEndpoint: base }, { ...io.env, AGENTRT_COLLECTOR_URL: base });
-  const collector = { url: base, ...config.evaluation.collector, ingestHeaders: config.otlpHeaders };
   const timeoutMs = numberFlag(values['module-timeout'], 'module-timeout', 1, 3_600_000);
-  const custom = customEvaluatorFiles(values.evaluator ?? [], io.cwd, timeoutMs);
-  const service = createEvaluationService({
-    ...config.evaluation,
-    collector,
-    customEvaluators: [...custom.values()],
-  });
-  const evaluators = (values.evaluator ?? []).map((e) => custom.get(e)?.id ?? e);
-  checkEvaluators(service, evaluators);
+  const { service, evaluators } = evaluationFor(base, io, values.evaluator ?? [], timeoutMs);
   const items = await datasetItems(values.dataset, base, io);
   const runId = `eval-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;
   io.stderr(
@@ -213,6 +172,7 @@ export const evalCommand: Command = {
   async run(argv, io) {
     const [sub, ...rest] = argv;
     if (sub === 'run') return run(rest, io);
+    if (sub === 'online') return runOnline(rest, io);
     if (sub === 'list') {
       for (const e of BUILTIN_EVALUATORS)
         io.stdout(`${e.id.padEnd(34)} ${e.level.padEnd(9)} ${e.description}\n`);

@@ -1,0 +1,102 @@
+/**
+ * Online evaluation: a rule samples a share of new sessions (optionally only those a query-language
+ * filter matches) and evaluates each once it has completed — no span of it for `idleMs`. Sampling is
+ * by a hash of the session id, so the same session is in or out on every tick and every restart.
+ * Each tick reads the collector's session list, judges what is due with `runBatch` (results stored
+ * as evaluation spans, run id `online-<rule>`) and remembers what it has done.
+ */
+import { createHash } from 'node:crypto';
+import type { QueryResponse, SessionListResponse } from '@agentrt/collector';
+import { type ItemOutcome, runBatch } from './batch.js';
+import { type CollectorLocation } from './collector-spans.js';
+import { sessionItems } from './dataset.js';
+import { type EvaluationService } from './evaluation-service.js';
+import { EVALUATION_SERVICE_NAME } from './results-otlp.js';
+
+export interface OnlineRule {
+  /** Names the run (`online-<name>`) the results are stored under. */
+  name: string;
+  /** Share of sessions evaluated, 0–100. */
+  samplingPercent: number;
+  evaluatorIds: string[];
+  /** A query-language filter sessions must match (`attributes.gen_ai.agent.name = "weather"`). */
+  filter?: string;
+  /** A session is complete after this long without a new span. */
+  idleMs: number;
+  concurrency?: number;
+}
+
+export interface OnlineEvaluator {
+  /** One pass: evaluates the sessions that are due; resolves to their outcomes. */
+  tick(nowMs?: number): Promise<ItemOutcome[]>;
+}
+
+/** Is the session in the sample? The same answer for the same id and rate, everywhere. */
+export function sampled(sessionId: string, percent: number): boolean {
+  const bucket = createHash('sha256').update(sessionId).digest().readUInt32BE(0) % 10_000;
+  return bucket < Math.round(percent * 100);
+}
+
+async function getJson<T>(at: CollectorLocation, path: string, init: RequestInit = {}): Promise<T> {
+  const headers = {
+    ...(at.token ? { authorization: `Bearer ${at.token}` } : {}),
+    'content-type': 'application/json',
+  };
+  const res = await fetch(`${at.url.replace(/\/+$/, '')}${path}`, {
+    ...init,
+    headers,
+    signal: AbortSignal.timeout(30_000),
+  });
+  if (!res.ok) throw new Error(`the collector answered HTTP ${res.status} for ${path}`);
+  return (await res.json()) as T;
+}
+
+/** The ids among `ids` that have a span the filter matches. */
+async function matching(at: CollectorLocation, filter: string, ids: readonly string[]): Promise<Set<string>> {
+  const list = ids.map((id) => JSON.stringify(id)).join(', ');
+  const query = `filter (${filter}) and attributes.session.id in [${list}] | stats count(*) by attributes.session.id as session`;
+  const out = await getJson<QueryResponse>(at, '/api/query', {
+    method: 'POST',
+    body: JSON.stringify({ query }),
+  });
+  return new Set(out.rows.map((r) => String(r.session)));
+}
+
+/**
+ * `startedMs`: sessions last active before it are not new and never evaluated (default: now).
+ */
+export function createOnlineEvaluator(
+  service: EvaluationService,
+  collector: CollectorLocation,
+  rule: OnlineRule,
+  startedMs = Date.now(),
+): OnlineEvaluator {
+  const done = new Set<string>();
+  for (const id of rule.evaluatorIds) service.evaluator(id); // an unknown id fails now, not per tick
+  return {
+    async tick(nowMs = Date.now()) {
+      const { sessions } = await getJson<SessionListResponse>(collector, '/api/sessions?limit=1000');
+      const due = sessions.filter((s) => {
+        const lastMs = s.lastSeenUnixNano / 1e6;
+        const ownTraffic = s.serviceNames.every((n) => n === EVALUATION_SERVICE_NAME);
+        return !done.has(s.sessionId) && !ownTraffic && lastMs >= startedMs && nowMs - lastMs >= rule.idleMs;
+      });
+      for (const s of due) if (!sampled(s.sessionId, rule.samplingPercent)) done.add(s.sessionId);
+      let ids = due.map((s) => s.sessionId).filter((id) => !done.has(id));
+      if (rule.filter && ids.length) {
+        const hit = await matching(collector, rule.filter, ids);
+        for (const id of ids) if (!hit.has(id)) done.add(id);
+        ids = ids.filter((id) => hit.has(id));
+      }
+      for (const id of ids) done.add(id);
+      if (ids.length === 0) return [];
+      return runBatch({
+        service,
+        items: sessionItems(ids),
+        evaluatorIds: rule.evaluatorIds,
+        concurrency: rule.concurrency ?? 4,
+        runId: `online-${rule.name}`,
+      });
+    },
+  };
+}
