@@ -6,6 +6,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { EmptyState, ErrorBox, Loading } from '../components/common.js';
+import { BuildStatus } from '../components/build-status.js';
 import { Composer } from '../components/composer.js';
 import { TurnSpans } from '../components/turn-spans.js';
 import { navigate, useAsync } from '../hooks.js';
@@ -103,9 +104,13 @@ export function InspectorView({ host: routeHost, runtime }: { host?: string; run
 
 /** The runtime's own panel: tools for MCP, the card and tasks for A2A, a chat for the others. */
 function RuntimePanel({ host, runtime }: { host: string; runtime: RuntimeInfo }) {
-  if (runtime.protocol === 'MCP') return <McpPanel host={host} runtime={runtime} />;
-  if (runtime.protocol === 'A2A') return <A2aPanel host={host} runtime={runtime} />;
-  return <ChatPanel host={host} runtime={runtime} />;
+  const Panel = runtime.protocol === 'MCP' ? McpPanel : runtime.protocol === 'A2A' ? A2aPanel : ChatPanel;
+  return (
+    <>
+      <BuildStatus runtimeName={runtime.name} />
+      <Panel host={host} runtime={runtime} />
+    </>
+  );
 }
 
 function useRuntimeSessions(host: string, arn: string) {

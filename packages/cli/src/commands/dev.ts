@@ -19,6 +19,7 @@ Options:
   --demo                   send ${demoCalls} sample invocations: ${DEMO_CALLS.map((c) => c.kind).join(', ')}
   --data-dir <dir>         where data and logs live (env AGENTRT_DATA_DIR; default <repo>/.data)
   --no-ui                  leave the trace UI links out of the summary (headless use, scripts)
+  --no-watch               do not rebuild and reload the agents when their sources change
   --host <addr>            address the services bind to (env AGENTRT_DEV_HOST; default 127.0.0.1)
   --collector-port <n>     env AGENTRT_COLLECTOR_PORT (default 4318)
   --runtime-port <n>       env AGENTRT_RUNTIME_PORT (default 8787)
@@ -64,6 +65,7 @@ export const devCommand: Command = {
         demo: { type: 'boolean', default: false },
         'data-dir': { type: 'string' },
         ui: { type: 'boolean', default: true },
+        watch: { type: 'boolean', default: true },
         host: { type: 'string' },
         'collector-port': { type: 'string' },
         'runtime-port': { type: 'string' },
@@ -96,6 +98,7 @@ export const devCommand: Command = {
       weatherApiPort: port(values['weather-api-port'], io.env, PORT_SETTINGS['weather-api'], 0, 0),
       demo: values.demo,
       ui: values.ui,
+      watch: values.watch,
       verbose: values.verbose,
       stopGraceMs: integer(values['stop-grace-ms'], 5_000, '--stop-grace-ms', 0, 600_000),
       readyTimeoutMs: integer(values['ready-timeout-ms'], 60_000, '--ready-timeout-ms', 1, 3_600_000),

@@ -9,6 +9,7 @@ import { chooseModelProvider, type ModelProviderChoice } from './model-provider.
 import { findFreePort, findPortOwner, isPortFree } from './ports.js';
 import { createProgress } from './progress.js';
 import { REFERENCE_AGENTS } from './reference-agents.js';
+import { startAgentReload } from './agent-reload.js';
 import { registerAgents, type RegisteredRuntime } from './runtime-registration.js';
 import { createSupervisor, ServiceStartError, type ServiceSpec } from './supervisor.js';
 
@@ -25,6 +26,8 @@ export interface DevStackOptions {
   demo: boolean;
   /** Show the trace UI's links in the summary (the collector serves the UI at / either way). */
   ui: boolean;
+  /** Rebuild an agent when its sources change; its sessions then restart on the new code. */
+  watch: boolean;
   verbose: boolean;
   /** Environment the services inherit (credentials, OTEL_*, AGENTRT_MODEL_PROVIDER...). */
   env: NodeJS.ProcessEnv;
@@ -317,7 +320,9 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
   );
 
   const stateFile = join(dataDir, DEV_STATE_FILE);
+  let reloader: { close(): void } | undefined;
   const stopEverything = async (): Promise<void> => {
+    reloader?.close();
     const step = progress.step('stopping services');
     await supervisor.stopAll();
     await rm(stateFile, { force: true });
@@ -406,6 +411,18 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
     options.signal.removeEventListener('abort', stopWhileStarting);
     await writeFile(stateFile, `${JSON.stringify(state, null, 2)}\n`);
     stdout(summary({ options, urls, runtimes, sessionId, model, demo, logDir, useFixtureWeatherApi }));
+    if (options.watch) {
+      reloader = await startAgentReload({
+        repoRoot,
+        runtimes,
+        runtimeUrl: urls['runtime']!,
+        collectorUrl,
+        stdout,
+      });
+      stdout(
+        `Watching the agents' sources: a save rebuilds the agent and restarts its sessions on the new code.\n`,
+      );
+    }
   } catch (error) {
     if (!aborted()) {
       const message = error instanceof Error ? error.message : String(error);
