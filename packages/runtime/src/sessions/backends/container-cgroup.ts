@@ -1,4 +1,4 @@
-import { readdirSync, rmdirSync } from 'node:fs';
+import { readFileSync, readdirSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type CgroupLayout,
@@ -19,6 +19,11 @@ export interface ContainerCgroup {
   limitHit(): string | undefined;
   /** CPU and memory of every process the container ran, exited ones included. */
   usage(): CgroupUsage | undefined;
+  /**
+   * Once the container exited, before it is removed: keeps which limit killed it (v1 counts an OOM
+   * kill in the container's own folder, which its removal takes away).
+   */
+  settle(): void;
   /** Once the container is removed: the session's cgroup, and the folders the engine made for it. */
   release(): void;
   /** The folder whose cgroup.procs (and its sub-folders') list the container's processes. */
@@ -42,19 +47,33 @@ export function containerCgroup(
       args: fallback,
       limitHit: () => undefined,
       usage: () => undefined,
+      settle: () => undefined,
       release: () => undefined,
       procsDir: undefined,
     };
   const group = createSessionCgroup(layout, id, limits);
+  // The engine removes a container's own cgroup as soon as it exits, and v1 counted its OOM kill
+  // there: the session's folder keeps only that the limit was hit (memory.failcnt).
+  const failcnt = layout.version === 1 ? join(layout.memory, id, 'memory.failcnt') : undefined;
+  const hit = () =>
+    group.limitHit() ??
+    (failcnt && Number(readText(failcnt)) > 0
+      ? `memory limit of ${Math.round(limits.memoryBytes / 2 ** 20)} MiB reached: the session used all of it and its container ended (AGENTRT_SESSION_MEMORY_MB)`
+      : undefined);
   let live = true;
   let lastHit: string | undefined;
   return {
     args: ['--cgroup-parent', `/${CGROUP_GROUP}/${id}`],
     procsDir: join(layout.version === 2 ? layout.root : layout.pids, id),
-    limitHit: () => (live ? group.limitHit() : lastHit),
+    limitHit: () => (live ? hit() : lastHit),
     usage: () => (live ? group.usage() : undefined),
+    settle: () => {
+      if (!live) return;
+      lastHit = hit();
+      live = false;
+    },
     release: () => {
-      lastHit = group.limitHit();
+      lastHit ??= live ? hit() : undefined;
       live = false;
       removeWhenEmpty(group);
       removeWhenEmpty({ remove: () => removeEngineFolders(id) });
@@ -74,4 +93,12 @@ function removeEngineFolders(id: string): void {
     }
   }
   if (busy) throw busy;
+}
+
+function readText(path: string): string {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return ''; // gone with the cgroup
+  }
 }

@@ -255,6 +255,7 @@ export function createPodmanBackend({ config, hostIds, cgroups }: PodmanBackendO
       const cleanups: (() => void)[] = [];
       const group = containerCgroup(cgroups, id, limits, podmanLimits);
       const cleanup = () => {
+        group.settle();
         for (const fn of cleanups.splice(0).reverse()) fn();
         void podman(['rm', '-f', name])
           .catch(() => undefined)
