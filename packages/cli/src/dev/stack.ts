@@ -11,6 +11,8 @@ import { createProgress } from './progress.js';
 import { REFERENCE_AGENTS } from './reference-agents.js';
 import { startAgentReload } from './agent-reload.js';
 import { registerAgents, type RegisteredRuntime } from './runtime-registration.js';
+import { indent, summary } from './stack-summary.js';
+import { hostForUrl, loopbackPorts, pageOrigins } from './stack-urls.js';
 import { createSupervisor, ServiceStartError, type ServiceSpec } from './supervisor.js';
 
 export interface DevStackOptions {
@@ -123,11 +125,6 @@ function entries(repoRoot: string) {
   };
 }
 
-function hostForUrl(host: string): string {
-  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
-  return host.includes(':') ? `[${host}]` : host;
-}
-
 /** A one-line node program that serves the fixture weather API until SIGTERM (no file of its own needed). */
 function weatherApiProgram(fixtureModule: string, host: string, port: number): string {
   return [
@@ -137,17 +134,6 @@ function weatherApiProgram(fixtureModule: string, host: string, port: number): s
     `const stop = () => api.close().then(() => process.exit(0));`,
     `process.once('SIGTERM', stop); process.once('SIGINT', stop);`,
   ].join('\n');
-}
-
-function indent(text: string, prefix = '    '): string {
-  return text
-    .split('\n')
-    .map((line) => prefix + line)
-    .join('\n');
-}
-
-function shellQuote(text: string): string {
-  return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 /**
@@ -456,106 +442,4 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
   await stopEverything();
   stdout('agentrt dev: stopped.\n');
   return 0;
-}
-
-interface SummaryInput {
-  options: DevStackOptions;
-  urls: Record<string, string>;
-  runtimes: RegisteredRuntime[];
-  sessionId: string;
-  model: ModelProviderChoice;
-  demo: DemoResult[] | undefined;
-  logDir: string;
-  useFixtureWeatherApi: boolean;
-}
-
-function summary({
-  options,
-  urls,
-  runtimes,
-  sessionId,
-  model,
-  demo,
-  logDir,
-  useFixtureWeatherApi,
-}: SummaryInput): string {
-  const collector = urls['collector']!;
-  const runtime = urls['runtime']!;
-  const sdk = runtimes.find((r) => r.name === 'sdk_agent');
-  const runtimeFlag = options.runtimePort === 8787 ? '' : ` --url ${runtime}`;
-  const payload = JSON.stringify({ prompt: 'Hello! What can you do?' });
-  const weatherPayload = JSON.stringify({ prompt: 'What is the weather in Seattle?' });
-  const rows: [string, string][] = [
-    ...(options.ui
-      ? [
-          ['Trace UI', `${collector}/`] as [string, string],
-          [
-            'Inspector',
-            `${collector}/#/inspector?host=${encodeURIComponent(runtime)}  (chat with the agents)`,
-          ] as [string, string],
-        ]
-      : []),
-    ['Collector', `${collector}  (OTLP/HTTP ${collector}/v1/traces, query API ${collector}/api/query)`],
-    ['Runtime', `${runtime}  (AWS SDK endpoint; runtimes: ${runtimes.map((r) => r.name).join(', ')})`],
-    ['Weather', `${urls['weather']}  (POST /weather, POST /weather-streaming)`],
-    ...(useFixtureWeatherApi
-      ? [['Weather API', `${urls['weather-api']}  (offline fixture)`] as [string, string]]
-      : []),
-    ['Model', `${model.provider}  (${model.reason})`],
-    ['Data', `${options.dataDir}  (logs: ${logDir})`],
-  ];
-  const width = Math.max(...rows.map(([k]) => k.length));
-  const lines = [
-    '',
-    'agentrt dev is running.',
-    '',
-    ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`),
-    '',
-    'Try it (paste into another terminal):',
-    `  npx agentrt invoke sdk_agent ${shellQuote(payload)} --session ${sessionId}${runtimeFlag}`,
-    `  npx agentrt invoke sdk_agent ${shellQuote(JSON.stringify({ prompt: 'Weather in Seattle?', stream: true }))} --session ${sessionId} --stream${runtimeFlag}`,
-    `  curl -sS ${urls['weather']}/weather -H 'content-type: application/json' -H 'X-Cloud-Agent-Runtime-Session-Id: ${sessionId}' -d ${shellQuote(weatherPayload)}`,
-  ];
-  if (sdk) {
-    lines.push(
-      `  curl -sS -X POST '${runtime}/runtimes/${encodeURIComponent(sdk.arn)}/invocations' -H 'content-type: application/json' -H 'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id: ${sessionId}' -d ${shellQuote(payload)}`,
-    );
-  }
-  lines.push(
-    `  npx agentrt sessions ${sessionId}${options.collectorPort === 4318 ? '' : ` --url ${collector}`}`,
-    '',
-  );
-  if (options.ui)
-    lines.push(`Then open that session in the UI: ${collector}/#/sessions/${encodeURIComponent(sessionId)}`);
-  if (demo) {
-    const demoSessions = [...new Set(demo.map((d) => d.sessionId).filter(Boolean))];
-    if (options.ui) lines.push(`Demo sessions are already in the UI: ${collector}/#/sessions`);
-    else lines.push(`Demo sessions: ${demoSessions.join(', ')}`);
-  }
-  lines.push('', 'Press Ctrl-C to stop everything.', '');
-  return lines.join('\n');
-}
-
-/** The ports of those URLs that point at this host's loopback (what a sandboxed session may call). */
-export function loopbackPorts(urls: readonly (string | undefined)[]): number[] {
-  const ports: number[] = [];
-  for (const raw of urls) {
-    if (!raw) continue;
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      continue; // not a URL: nothing to open
-    }
-    if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) continue;
-    ports.push(Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
-  }
-  return ports;
-}
-
-/** The origins a browser shows the collector's pages under: its URL, and localhost for a loopback one. */
-function pageOrigins(collectorUrl: string, port: number): string[] {
-  const origins = [new URL(collectorUrl).origin];
-  if (/^http:\/\/(127\.0\.0\.1|\[::1\])/.test(collectorUrl)) origins.push(`http://localhost:${port}`);
-  return origins;
 }

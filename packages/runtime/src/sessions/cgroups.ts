@@ -153,7 +153,8 @@ export function sweepStaleCgroups(layout: CgroupLayout, olderThanMs = 60_000): n
   return removed;
 }
 
-function read(path: string): string {
+/** A cgroup file's text, or '' once the cgroup is gone. */
+export function read(path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch {
@@ -171,18 +172,20 @@ function field(text: string, name: string): number {
  * folders below (a command's, a container's) count too, though the limit hit was this one's.
  */
 function oomKillsV1(dir: string): number {
-  let subdirs: string[] = [];
-  try {
-    subdirs = readdirSync(dir, { withFileTypes: true })
-      .filter((e) => e.isDirectory())
-      .map((e) => join(dir, e.name));
-  } catch {
-    // gone with its cgroup
-  }
-  return [dir, ...subdirs].reduce(
+  return withSubfolders(dir).reduce(
     (sum, d) => sum + field(read(join(d, 'memory.oom_control')), 'oom_kill'),
     0,
   );
+}
+
+/** A cgroup folder and the folders right below it (a command's, an engine's container); [] once gone. */
+export function withSubfolders(dir: string): string[] {
+  try {
+    const below = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory());
+    return [dir, ...below.map((e) => join(dir, e.name))];
+  } catch {
+    return []; // gone with its cgroup
+  }
 }
 
 const mib = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MiB`;

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, rmdirSync } from 'node:fs';
+import { readdirSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type CgroupLayout,
@@ -6,6 +6,7 @@ import {
   type SessionLimits,
   CGROUP_GROUP,
   createSessionCgroup,
+  read,
   removeWhenEmpty,
 } from '../cgroups.js';
 
@@ -57,7 +58,7 @@ export function containerCgroup(
   const failcnt = layout.version === 1 ? join(layout.memory, id, 'memory.failcnt') : undefined;
   const hit = () =>
     group.limitHit() ??
-    (failcnt && Number(readText(failcnt)) > 0
+    (failcnt && Number(read(failcnt).trim()) > 0
       ? `memory limit of ${Math.round(limits.memoryBytes / 2 ** 20)} MiB reached: the session used all of it and its container ended (AGENTRT_SESSION_MEMORY_MB)`
       : undefined);
   let live = true;
@@ -93,12 +94,4 @@ function removeEngineFolders(id: string): void {
     }
   }
   if (busy) throw busy;
-}
-
-function readText(path: string): string {
-  try {
-    return readFileSync(path, 'utf8').trim();
-  } catch {
-    return ''; // gone with the cgroup
-  }
 }

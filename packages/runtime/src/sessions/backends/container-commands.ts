@@ -1,6 +1,6 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type CommandCgroup } from '../cgroups.js';
+import { type CommandCgroup, read, withSubfolders } from '../cgroups.js';
 
 /** A process as /proc/<pid>/stat gives it: its parent and when it started (clock ticks since boot). */
 interface ProcStat {
@@ -24,22 +24,11 @@ function bootTicks(): number {
   return Math.floor(Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 100);
 }
 
-/** Host pids of every process in a cgroup folder and the folders below it (one level: the engine's). */
+/** Host pids of every process in a cgroup folder and the folders right below it (the engine's). */
 function cgroupPids(dir: string): number[] {
-  const dirs = [dir];
-  try {
-    for (const entry of readdirSync(dir, { withFileTypes: true }))
-      if (entry.isDirectory()) dirs.push(join(dir, entry.name));
-  } catch {
-    return []; // gone with the session
-  }
-  return dirs.flatMap((d) => {
-    try {
-      return readFileSync(join(d, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  });
+  return withSubfolders(dir).flatMap((d) =>
+    read(join(d, 'cgroup.procs')).split('\n').filter(Boolean).map(Number),
+  );
 }
 
 /**
