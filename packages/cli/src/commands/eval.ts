@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { QueryResponse } from '@agentrt/collector';
 import {
   BUILTIN_EVALUATORS,
@@ -151,8 +151,8 @@ async function run(argv: string[], io: CliIO): Promise<number> {
     summary: summarize(outcomes, evaluators, failUnder),
     items: outcomes,
   };
-  if (values.json) writeFileSync(resolve(io.cwd, values.json), `${JSON.stringify(report, null, 2)}\n`);
-  if (values.junit) writeFileSync(resolve(io.cwd, values.junit), junitXml(report));
+  if (values.json) writeReport(resolve(io.cwd, values.json), `${JSON.stringify(report, null, 2)}\n`);
+  if (values.junit) writeReport(resolve(io.cwd, values.junit), junitXml(report));
   io.stdout(summaryText(report));
   return report.summary.passed ? 0 : 1;
 }
@@ -188,3 +188,9 @@ export const evalCommand: Command = {
     );
   },
 };
+
+/** A report file, its folder made first (`--json .data/eval.json` on a fresh clone). */
+function writeReport(path: string, text: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, text);
+}
