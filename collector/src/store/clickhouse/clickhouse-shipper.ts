@@ -4,6 +4,7 @@
 // exporter's retry) is left out; the frames leave the spool only once both INSERTs were answered.
 // A failure is retried with back-off, the spool absorbing ingest meanwhile.
 import type { Logger } from '../../logger.js';
+import { addRowDays } from './row-binary.js';
 import { type SpoolFrame, decodeFrame } from './spool-frame.js';
 import type { Spool } from './spool.js';
 
@@ -12,8 +13,11 @@ export interface ShipperOptions {
   logger: Logger;
   /** INSERTs a RowBinary body into `table` ('spans' or 'logs'). */
   insert(table: 'spans' | 'logs', body: Buffer): Promise<void>;
-  /** Which of these `trace/span` keys ClickHouse holds already (of these traces). */
-  stored(traceIds: string[]): Promise<Set<string>>;
+  /**
+   * Which of these `trace/span` keys ClickHouse holds already (of these traces); with the batch's
+   * partition `days`, the thorough lookup for frames an INSERT may have left half written.
+   */
+  stored(traceIds: string[], days?: string[]): Promise<Set<string>>;
   /** Rows that start a batch at once (default 5000). */
   flushRows?: number;
   /** Rows per batch at most (default 10 000; a bigger frame goes alone). */
@@ -75,6 +79,11 @@ export function startShipper(options: ShipperOptions) {
   const pipeline: { count: number; rows: number; keys: string[]; done: Promise<void> }[] = [];
   /** The span keys of the batches in flight: a later batch leaves them out as if stored. */
   const inFlight = new Set<string>();
+  /**
+   * Frames up to this seq may be half written in ClickHouse (in flight when a batch failed, or left
+   * by the last run): their batches take the thorough lookup.
+   */
+  let suspectUntil = spool.entries.at(-1)?.seq ?? -1;
 
   const pendingRows = (from = 0): number => {
     let n = 0;
@@ -88,9 +97,13 @@ export function startShipper(options: ShipperOptions) {
       : Math.max(0, maxDelayMs - (performance.now() - (spool.entries[claimed]?.atMs ?? 0)));
 
   /** Sends one batch's rows: the spans ClickHouse or an earlier batch in flight holds left out. */
-  async function ship(frames: SpoolFrame[], earlier: Set<string>): Promise<number> {
+  async function ship(frames: SpoolFrame[], earlier: Set<string>, thorough: boolean): Promise<number> {
     const traceIds = [...new Set(frames.flatMap((f) => f.spans.keys.map((k) => k.slice(0, k.indexOf('/')))))];
-    const stored = traceIds.length ? await options.stored(traceIds) : new Set<string>();
+    const days = new Set<string>();
+    if (thorough) for (const f of frames) addRowDays(f.spans.bytes, f.spans.rowEnds, days);
+    const stored = traceIds.length
+      ? await options.stored(traceIds, thorough ? [...days] : undefined)
+      : new Set<string>();
     for (const k of earlier) stored.add(k);
     const bodies = bodiesOf(frames, stored);
     if (bodies.spans.length) await options.insert('spans', bodies.spans);
@@ -106,13 +119,14 @@ export function startShipper(options: ShipperOptions) {
       if (count && rows + e.rows > maxRows) break;
       rows += e.rows;
     }
+    const thorough = spool.entries[claimed]!.seq <= suspectUntil;
     const frames = spool.entries.slice(claimed, claimed + count).map((e) => decodeFrame(spool.read(e)));
     const keys = frames.flatMap((f) => f.spans.keys);
     const earlier = new Set(inFlight);
     for (const k of keys) inFlight.add(k);
     claimed += count;
     const job = { count, rows: 0, keys, done: Promise.resolve() };
-    job.done = ship(frames, earlier).then((rows) => {
+    job.done = ship(frames, earlier, thorough).then((rows) => {
       job.rows = rows;
     });
     // Awaited in order by drain(); a later batch failing first is not an unhandled rejection.
@@ -148,6 +162,7 @@ export function startShipper(options: ShipperOptions) {
         await head.done;
       } catch (error) {
         await Promise.allSettled(pipeline.map((j) => j.done));
+        suspectUntil = Math.max(suspectUntil, spool.entries[claimed - 1]?.seq ?? -1);
         pipeline.length = 0;
         claimed = 0;
         inFlight.clear();

@@ -4,6 +4,7 @@
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Collector } from '../../http/collector.js';
@@ -687,6 +688,57 @@ describe.skipIf(clickHouseSkipReason)(
       const n = 'filter resource.attributes.service.name = "retried" | stats count(*) as n';
       expect((await query(sqlite, n)).rows).toEqual([{ n: 5 }]);
       for (const c of [a, b]) expect((await query(c, n)).rows).toEqual([{ n: 5 }]);
+    });
+
+    it('stores once, and whole, the spans a ClickHouse stopped between an INSERT and its views holds', async () => {
+      const db = 'agentrt_partial';
+      const sql = (q: string) => clickHouseSql(ch.url, q);
+      const [first, second] = [tempDir(), tempDir()];
+      cleanups.push(async () => [first, second].forEach((d) => d.remove()));
+      const store = `clickhouse://default:@127.0.0.1:${ch.nodes[0]!.httpPort}/${db}`;
+      // Nothing ships on its own: the spool holds the three requests until a read asks for them.
+      const a = await startCollector({
+        store,
+        dataDir: first.dir,
+        spoolShipMs: 60_000,
+        summaryRefreshIntervalMs: 0,
+      });
+      cleanups.push(a.cleanup);
+      const traces = [0, 1, 2].map((i) => hex(0x9a000 + i, 16));
+      for (const [i, traceId] of traces.entries()) {
+        const spans = [1, 2].map((k) =>
+          jsonSpan({
+            traceId,
+            spanId: hex(i * 10 + k, 8),
+            name: `partial-${i}-${k}`,
+            startMs: NOW + k,
+            durationMs: 1,
+          }),
+        );
+        expect((await postJson(`${a.url}/v1/traces`, jsonRequest('partial', spans))).status).toBe(200);
+      }
+      // The spool as a collector killed while ClickHouse wrote its batch leaves it.
+      cpSync(join(first.dir, 'clickhouse-spool'), join(second.dir, 'clickhouse-spool'), { recursive: true });
+      // ClickHouse writes the spans part, then stops before the views (views run in name order:
+      // trace_spans_mv, then traces_mv); here they are detached while a ships.
+      await sql(`DETACH TABLE ${db}.trace_spans_mv`);
+      await sql(`DETACH TABLE ${db}.traces_mv`);
+      await fetch(`${a.url}/api/traces/${traces[0]}`);
+      await a.cleanup();
+      await sql(`ATTACH TABLE ${db}.trace_spans_mv`);
+      await sql(`ATTACH TABLE ${db}.traces_mv`);
+      expect((await sql(`SELECT count() FROM ${db}.trace_spans`)).trim()).toBe('0');
+      // The restart ships the spool again: found in spans, left out, and its views completed.
+      const b = await startCollector({ store, dataDir: second.dir, summaryRefreshIntervalMs: 0 });
+      cleanups.push(b.cleanup);
+      await shipped(b);
+      const counts = await sql(
+        `SELECT (SELECT count() FROM ${db}.spans), (SELECT count() FROM ${db}.trace_spans), (SELECT countMerge(spans) FROM ${db}.traces)`,
+      );
+      expect(counts.trim().split('\t').map(Number)).toEqual([6, 6, 6]);
+      const trace = (await (await fetch(`${b.url}/api/traces/${traces[2]}`)).json()) as TraceResponse;
+      expect(trace.summary.spanCount).toBe(2);
+      expect(trace.roots.map((n) => n.span.name).sort()).toEqual(['partial-2-1', 'partial-2-2']);
     });
 
     it('reuses a trace summary only while its trace has not grown, whichever collector stored the new spans', async () => {

@@ -13,6 +13,7 @@ import { createLogRowEncoder, createSpanRowEncoder } from './row-binary.js';
 import { LOG_COLUMNS, SPAN_COLUMNS, literal } from './rows.js';
 import { encodeFrame, frameRows } from './spool-frame.js';
 import { openSpool } from './spool.js';
+import { viewsAfterTraceSpans } from './schema.js';
 
 /** Trace ids per lookup of stored spans: each is ~36 bytes of a statement (max_query_size 256 KiB). */
 const TRACES_PER_LOOKUP = 4000;
@@ -61,6 +62,40 @@ export function createClickHouseWriter(options: ClickHouseWriterOptions) {
     }
   }
 
+  /** `trace/span` keys of `table`'s rows of these traces (in these partitions), TRACES_PER_LOOKUP at a time. */
+  async function keysIn(table: string, traceIds: string[], inDays?: string): Promise<Set<string>> {
+    const where = inDays ? `${inDays} AND ` : '';
+    const keys = new Set<string>();
+    for (let i = 0; i < traceIds.length; i += TRACES_PER_LOOKUP) {
+      const ids = traceIds.slice(i, i + TRACES_PER_LOOKUP).map(literal);
+      const rows = await options.select<{ t: string; s: string }>(
+        `SELECT trace_id AS t, span_id AS s FROM ${options.table(table)} PREWHERE ${where}trace_id IN (${ids.join(', ')})`,
+      );
+      for (const r of rows) keys.add(`${r.t}/${r.s}`);
+    }
+    return keys;
+  }
+
+  /**
+   * Spans in `spans` that a ClickHouse stopped mid-INSERT left out of trace_spans and traces: those
+   * views get their rows from `spans` now (viewsAfterTraceSpans), so the span is stored once, whole.
+   */
+  async function repair(keys: string[], inDays: string): Promise<void> {
+    const tuples = keys.map((k) => {
+      const slash = k.indexOf('/');
+      return `(${literal(k.slice(0, slash))}, ${literal(k.slice(slash + 1))})`;
+    });
+    const source = `(SELECT * FROM ${options.table('spans')} WHERE ${inDays} AND (trace_id, span_id) IN (${tuples.join(', ')}))`;
+    for (const v of viewsAfterTraceSpans(source))
+      await client.command({
+        query: `INSERT INTO ${options.table(v.target)} ${v.select}`,
+        clickhouse_settings: options.insertSettings,
+      });
+    options.logger.warn('spool: ClickHouse stopped in the middle of an INSERT; its views were completed', {
+      spans: keys.length,
+    });
+  }
+
   /**
    * The `trace/span` keys ClickHouse holds of these traces. An exporter retries a request whose
    * answer it did not get (the collector died after the spool took it, or the answer was lost), at
@@ -68,23 +103,23 @@ export function createClickHouseWriter(options: ClickHouseWriterOptions) {
    * by trace id, so only the batch's traces' granules are read — and left out, as SQLite's unique
    * (trace, span) key leaves them out. A frame shipped but not yet marked shipped when the collector
    * was killed is shipped again after the restart and found the same way.
+   *
+   * `days` (the batch's partition days, YYYY-MM-DD) asks for the thorough lookup, after a failed batch or a
+   * restart: ClickHouse stopped between an INSERT's spans part and its views holds spans that only
+   * `spans` has (read by the days' partitions); they count as stored, and their views are repaired.
    */
-  async function stored(traceIds: string[]): Promise<Set<string>> {
-    const keys = new Set<string>();
+  async function stored(traceIds: string[], days?: string[]): Promise<Set<string>> {
     try {
-      for (let i = 0; i < traceIds.length; i += TRACES_PER_LOOKUP) {
-        const rows = await options.select<{ t: string; s: string }>(
-          `SELECT trace_id AS t, span_id AS s FROM ${table('trace_spans')} PREWHERE trace_id IN (${traceIds
-            .slice(i, i + TRACES_PER_LOOKUP)
-            .map(literal)
-            .join(', ')})`,
-        );
-        for (const r of rows) keys.add(`${r.t}/${r.s}`);
-      }
+      const keys = await keysIn('trace_spans', traceIds);
+      if (!days?.length) return keys;
+      const inDays = `date IN (${days.map((d) => `toDate(${literal(d)})`).join(', ')})`;
+      const partial = [...(await keysIn('spans', traceIds, inDays))].filter((k) => !keys.has(k));
+      if (partial.length) await repair(partial, inDays);
+      for (const k of partial) keys.add(k);
+      return keys;
     } catch (error) {
       throw options.onUnreachable(error) ?? error;
     }
-    return keys;
   }
 
   const shipper: Shipper = startShipper({

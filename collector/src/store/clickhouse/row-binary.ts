@@ -10,6 +10,12 @@ import { type HotValue, createDocWriter, hotValues, nsToUs } from '../sqlite/spa
 const TWO_32 = 2 ** 32;
 const DAY_NS = 86_400_000_000_000;
 
+/** Adds the partition days (YYYY-MM-DD) of RowBinary span rows: each opens with its `date` (days since the epoch). */
+export function addRowDays(bytes: Buffer, rowEnds: number[], days: Set<string>): void {
+  for (let i = 0; i < rowEnds.length; i++)
+    days.add(new Date(bytes.readUInt16LE(i ? rowEnds[i - 1]! : 0) * 86_400_000).toISOString().slice(0, 10));
+}
+
 /** A growing byte buffer with RowBinary's encodings of the column types the tables use. */
 export class RowBinaryWriter {
   buf = Buffer.allocUnsafe(1 << 16);
