@@ -10,7 +10,7 @@ export const SLIRP_DNS = '10.0.2.3';
  * slirp's gateway 10.0.2.2 inside 10/8), private networks (RFC 1918, CGNAT, unique-local), link-local
  * (cloud metadata at 169.254.169.254, fe80::/10), and the reserved, benchmark and multicast ranges.
  */
-const CLOSED_V4 = [
+export const CLOSED_V4 = [
   '0.0.0.0/8',
   '10.0.0.0/8',
   '100.64.0.0/10',
@@ -23,7 +23,7 @@ const CLOSED_V4 = [
   '224.0.0.0/4',
   '240.0.0.0/4',
 ];
-const CLOSED_V6 = ['::/127', '::ffff:0:0/96', '64:ff9b::/96', 'fc00::/7', 'fe80::/10', 'ff00::/8'];
+export const CLOSED_V6 = ['::/127', '::ffff:0:0/96', '64:ff9b::/96', 'fc00::/7', 'fe80::/10', 'ff00::/8'];
 
 /** Every address of this host's interfaces: a service bound to 0.0.0.0 answers on each. */
 export function hostAddresses(): string[] {

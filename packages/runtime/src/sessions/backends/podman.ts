@@ -13,9 +13,9 @@ import { type CgroupLayout, type SessionLimits } from '../cgroups.js';
 import { containerCgroup } from './container-cgroup.js';
 import { createCommandReaper } from './container-commands.js';
 import { engineCommand } from '../container-engine.js';
+import { containerEnv } from '../container-env.js';
 import { closeEgress, hostAddresses } from '../egress.js';
 import { HELPER_ENV, helperPath, requireHelper } from '../helpers.js';
-import { tenantServiceName } from '../otlp-relay.js';
 import { bridgeToHostPort, storageDirOf } from '../sandbox-session.js';
 import { mountStorageVolume } from '../storage-volume.js';
 import { freePort, spawnWorker } from '../worker.js';
@@ -243,14 +243,8 @@ export function createPodmanBackend({ config, hostIds, cgroups }: PodmanBackendO
       const { id, target, sessionId, sessionDir, healthCheck, logger } = request;
       const name = `agentrt-${id}`;
       const relayed = isRelayed(request, config);
-      const env: Record<string, string> = {
-        ...request.env(CONTAINER_PORT, relayed),
-        HOME: '/tmp',
-        TMPDIR: '/tmp',
-      };
-      delete env.PATH; // the image's own
-      const serviceName = tenantServiceName(env.OTEL_SERVICE_NAME, target.runtime.name);
-      env.OTEL_SERVICE_NAME = serviceName;
+      const env = containerEnv(request.env(CONTAINER_PORT, relayed), target.runtime.name);
+      const serviceName = env.OTEL_SERVICE_NAME ?? target.runtime.name;
       const mountPath = sessionStorageMount(target);
       const cleanups: (() => void)[] = [];
       const group = containerCgroup(cgroups, id, limits, podmanLimits);
