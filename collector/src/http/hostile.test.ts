@@ -279,13 +279,15 @@ describe('hostile queries under ingest load (collector process)', () => {
     // query on the main thread (issue #14: 8.5 s to 150 s stalls) fails either way.
     const bound = (base: number[], floor = 100): number => Math.max(floor, 3 * p99(base));
     expect(p99(healthMs)).toBeLessThan(bound(baseHealthMs));
-    // On ClickHouse a request is acknowledged once in the spool (an fsync), no longer after
-    // ClickHouse's INSERT; what still slows it under these reads is the main thread, which decodes
-    // the trace and session lists' rows there (the reads SQLite runs on its query threads). With a
-    // load average of 7.6 from other work on the 2 cores: ingest p99 198 ms during the hostile
-    // reads (42 ms without) on ClickHouse, 173 ms (9 ms without) on SQLite at a load of 10 — both
-    // over 100 ms on a machine that busy. The floor on ClickHouse stays what catches a stall.
-    expect(p99(ingestMs)).toBeLessThan(bound(baseIngestMs, TEST_STORE === 'clickhouse' ? 1000 : 100));
+    // On ClickHouse a request is acknowledged once in the spool, and the trace and session lists
+    // decode their records on the query threads as SQLite's do (on the main thread they held ingest
+    // up: p99 198 ms during these reads, with a 1 s floor here). The collector's main thread is 90%
+    // idle during them (a CPU profile of this test); what is left is the 2 cores shared with
+    // clickhouse-server, which runs each hostile scan on every core (max_threads = cores), where
+    // SQLite's scans run on the pool's one query thread. Five runs on this machine: ingest p99 39,
+    // 46, 94, 110 and 148 ms during the reads (11–92 ms without), so the floor there is 250 ms:
+    // still well under what a main-thread stall costs.
+    expect(p99(ingestMs)).toBeLessThan(bound(baseIngestMs, TEST_STORE === 'clickhouse' ? 250 : 100));
 
     // Nothing acknowledged is lost.
     const count = await fetch(`${url}/api/query`, {

@@ -32,7 +32,7 @@ export interface ExportPage {
 /**
  * Reads the page of `table` after `after` for the selection, or undefined when no records are
  * left. The SQLite store builds pages on its query threads (read-ops.ts `exportPage`), the
- * ClickHouse store from one keyset SELECT each (clickhouse-store.ts).
+ * ClickHouse store from one keyset SELECT each (clickhouse-reads.ts), on its query threads too.
  */
 export type ExportPageReader = (
   table: 'spans' | 'logs',
@@ -66,4 +66,20 @@ export function exportPageOf(
   const records = docs.map((d) => JSON.parse(d) as SpanRecord & LogRecord);
   const body = table === 'spans' ? spansToOtlpJson(records) : logsToOtlpJson(records);
   return { text: JSON.stringify(body), last };
+}
+
+const pageEncoder = new TextEncoder();
+const pageDecoder = new TextDecoder();
+
+/** A page as a query thread sends it: `{"last":[t,id]}\n`, then its line (newline included). */
+export function exportPageBytes(page: { text: string; last: ExportKey } | undefined): Uint8Array | undefined {
+  return page && pageEncoder.encode(`${JSON.stringify({ last: page.last })}\n${page.text}\n`);
+}
+
+/** The page a query thread sent (exportPageBytes), or undefined for none. */
+export function exportPageFromBytes(bytes: Uint8Array | undefined): ExportPage | undefined {
+  if (!bytes) return undefined;
+  const cut = bytes.indexOf(10);
+  const { last } = JSON.parse(pageDecoder.decode(bytes.subarray(0, cut))) as { last: ExportKey };
+  return { last, line: bytes.subarray(cut + 1) };
 }

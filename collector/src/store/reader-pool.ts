@@ -15,6 +15,8 @@ import type { QueryErrorBody } from '../wire-types.js';
 import type { QueryOptions } from '../query/engine.js';
 import { narrowHint } from '../query/sqlite-deadline.js';
 
+const decoder = new TextDecoder();
+
 /** What a query thread starts with. */
 export interface QueryPoolData {
   entry: string;
@@ -346,6 +348,25 @@ export async function createQueryPool(options: QueryPoolOptions) {
       { ahead = false }: { ahead?: boolean } = {},
     ): Promise<Uint8Array> {
       return enqueue({ kind: 'read', op, args, query: '', options: {} }, ahead);
+    },
+    /** A read's result as bytes; `null` (an undefined result: no such trace, session, page) as undefined. */
+    async readBytes<K extends ReadOp>(
+      op: K,
+      args: Parameters<ReadOps[K]>,
+      ahead = false,
+    ): Promise<Uint8Array | undefined> {
+      const json = await this.read(op, args, { ahead });
+      return json.length === 4 && decoder.decode(json) === 'null' ? undefined : json;
+    },
+    /** A read's result, parsed (bounded results: lists of at most 1000, one summary). */
+    async readParsed<K extends ReadOp>(
+      op: K,
+      args: Parameters<ReadOps[K]>,
+    ): Promise<Awaited<ReturnType<ReadOps[K]>>> {
+      const json = await this.readBytes(op, args);
+      return (json === undefined ? undefined : JSON.parse(decoder.decode(json))) as Awaited<
+        ReturnType<ReadOps[K]>
+      >;
     },
     /**
      * Runs SQLite's `PRAGMA quick_check` on a query thread (ahead of waiting queries); resolves with

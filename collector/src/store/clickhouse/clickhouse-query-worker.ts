@@ -1,5 +1,6 @@
 // A query thread of the ClickHouse store (started by store/reader-pool.ts, as SQLite's are): its own
-// HTTP client to ClickHouse; runs one query or read (the log search, metric reads) at a time — ClickHouse does the scan, this thread the
+// HTTP client to ClickHouse; runs one query or read (trace and session views and lists, export
+// pages, the log search, metric reads) at a time — ClickHouse does the scan, this thread the
 // parts the language evaluates in JS (regex filters, stats ClickHouse cannot group, sorting) — and
 // answers with the response's JSON bytes. On the main thread that work held up ingest and /healthz
 // for as long as a second per query; here the pool's deadline ends it with the thread.
@@ -9,6 +10,7 @@ import { resultBytes } from '../../query/result-bytes.js';
 import { type ClickHouseConnection, connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { clickHouseQueryFailure, runClickHouseQuery } from './clickhouse-query.js';
 import { queryClickHouseLogs } from './clickhouse-logs.js';
+import { createClickHouseReads } from './clickhouse-reads.js';
 import { createClickHouseMetricReader } from './clickhouse-metrics.js';
 import { tableName } from './schema.js';
 import type { LogQuery } from '../../logs/log-query.js';
@@ -39,8 +41,17 @@ async function select<T>(sql: string): Promise<T[]> {
 }
 
 const T = (name: string): string => tableName({ database: extra.database, replicated: false }, name);
-/** The store's reads these threads run (the pool's `read` requests), by name. */
+const spans = createClickHouseReads({
+  T,
+  select,
+  eachRow: async (sql, each) => {
+    const rs = await client.query({ query: sql, format: 'JSONEachRow' });
+    for await (const rows of rs.stream()) for (const row of rows) each(row.json());
+  },
+});
+/** The store's reads these threads run (the pool's `read` requests), by name (SQLite's names). */
 const reads: Partial<Record<ReadOp, (...args: never[]) => Promise<unknown>>> = {
+  ...spans,
   logs: (q: LogQuery) =>
     queryClickHouseLogs({ select, logs: T('logs'), sessionTraces: T('session_traces') }, q),
   metric: (read: MetricRead) => answerMetricRead(createClickHouseMetricReader({ select, table: T }), read),
@@ -74,7 +85,11 @@ async function answer(m: Extract<QueryRequest, { type: 'query' | 'read' }>): Pro
       reply({
         type: 'error',
         id: m.id,
-        message: error instanceof Error ? error.message : String(error),
+        message: isUnreachable(error)
+          ? `ClickHouse at ${extra.url} is not answering (${(error as Error).message})`
+          : error instanceof Error
+            ? error.message
+            : String(error),
         unavailable: isUnreachable(error),
       });
   }

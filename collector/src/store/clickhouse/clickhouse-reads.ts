@@ -1,22 +1,25 @@
-// The ClickHouse store's reads of spans and logs for the HTTP API: a trace's records, trace and
-// session summaries (finished on read from the materialized views' aggregates, and reused while a
-// trace has not grown), the trace and session lists, services, attribute keys and export pages.
+// The ClickHouse store's reads of spans and logs for the HTTP API, run on its query threads
+// (clickhouse-query-worker.ts) as SQLite's are: a trace's records and view, trace and session
+// summaries (finished on read from the materialized views' aggregates, and reused while a trace has
+// not grown), the trace and session lists, services and export pages. Decoding a session list's
+// records held up ingest on the main thread for as long as a second. Attribute keys (one small
+// SELECT) stay on the main thread.
 import {
   EXPORT_CHUNK_RECORDS,
   type ExportKey,
-  type ExportPage,
   type ExportSelection,
   type ExportShape,
+  exportPageBytes,
   exportPageOf,
 } from '../export-page.js';
-import type { LogRecord, SessionSummary, SpanRecord, TraceSummary } from '../../wire-types.js';
+import type { LogRecord, SessionSummary, SpanRecord, TraceResponse, TraceSummary } from '../../wire-types.js';
 import { FIXED_KEYS, noiseFilter } from '../read-options.js';
 import type { TraceListFilter } from '../store.js';
 import { summarizeSession, summarizeTrace } from '../summaries.js';
+import { traceResponse } from '../trace-view.js';
 import { spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
 import { LAST_US, daysSql, literal } from './rows.js';
 
-const encoder = new TextEncoder();
 /** Trace summaries a collector keeps for reuse (about 1 KiB each). */
 const MAX_KNOWN_SUMMARIES = 20_000;
 
@@ -264,15 +267,6 @@ export function createClickHouseReads({ T, select, eachRow }: ClickHouseReadCont
     }));
   }
 
-  async function attributeKeys(): Promise<string[]> {
-    const rows = await select<{ key: string }>(
-      `SELECT arrayJoin(groupUniqArrayArrayMerge(keys)) AS key FROM ${T('attribute_key_sets')} ORDER BY key LIMIT 10000`,
-    );
-    return [...FIXED_KEYS, 'resource.attributes.service.name', ...rows.map((r) => r.key)].filter(
-      (k, i, all) => all.indexOf(k) === i,
-    );
-  }
-
   /**
    * One export page (http/export.ts): the records after the key, in (time, id) order, from one
    * keyset SELECT — spans by their start µs and span id (a time range reads only the hours from the
@@ -284,7 +278,7 @@ export function createClickHouseReads({ T, select, eachRow }: ClickHouseReadCont
     selection: ExportSelection,
     after: ExportKey,
     shape?: ExportShape,
-  ): Promise<ExportPage | undefined> {
+  ): Promise<Uint8Array | undefined> {
     // a range's end past 2100 (the API's default is the end of JS time) is ClickHouse's DateTime's
     const sel =
       'traceId' in selection ? selection : { ...selection, endUs: Math.min(selection.endUs, LAST_US) };
@@ -323,13 +317,19 @@ export function createClickHouseReads({ T, select, eachRow }: ClickHouseReadCont
       unique.map((r) => ({ t: Number(r.t), id: r.k, doc: r.doc })),
       shape,
     );
-    return page && { last: page.last, line: encoder.encode(`${page.text}\n`) };
+    return exportPageBytes(page);
   }
 
   const logsOfTrace = async (traceId: string): Promise<LogRecord[]> =>
     docs<LogRecord>(
       await select(`SELECT doc FROM ${T('logs')} WHERE trace_id = ${literal(traceId)} ORDER BY time_ns`),
     );
+
+  /** The whole trace view, or undefined for a trace with no spans (the summary from the spans in hand). */
+  async function trace(traceId: string): Promise<TraceResponse | undefined> {
+    const [spans, logs] = await Promise.all([spansOfTrace(traceId), logsOfTrace(traceId)]);
+    return spans.length ? traceResponse(summarizeTrace(traceId, spans), spans, logs) : undefined;
+  }
 
   return {
     spansOfTrace,
@@ -338,7 +338,20 @@ export function createClickHouseReads({ T, select, eachRow }: ClickHouseReadCont
     listSessions,
     getSession,
     services,
-    attributeKeys,
+    trace,
     exportPage,
   };
+}
+
+/** The attribute keys the query language offers: the fixed ones, then those the spans hold. */
+export async function attributeKeys({
+  T,
+  select,
+}: Pick<ClickHouseReadContext, 'T' | 'select'>): Promise<string[]> {
+  const rows = await select<{ key: string }>(
+    `SELECT arrayJoin(groupUniqArrayArrayMerge(keys)) AS key FROM ${T('attribute_key_sets')} ORDER BY key LIMIT 10000`,
+  );
+  return [...FIXED_KEYS, 'resource.attributes.service.name', ...rows.map((r) => r.key)].filter(
+    (k, i, all) => all.indexOf(k) === i,
+  );
 }

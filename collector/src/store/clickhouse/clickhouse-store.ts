@@ -14,13 +14,13 @@ import {
   type MetricBackend,
   StoreConfigError,
   StoreUnavailableError,
+  type TraceListFilter,
 } from '../store.js';
-import { summarizeTrace } from '../summaries.js';
-import { traceResponse } from '../trace-view.js';
 import type { MetricRead } from '../../metrics/metric-read.js';
 import { createClickHouseMetricStore } from './clickhouse-metrics.js';
 import type { MetricLimits, MetricStore } from '../../metrics/metric-store.js';
-import { createClickHouseReads } from './clickhouse-reads.js';
+import { attributeKeys } from './clickhouse-reads.js';
+import { exportPageFromBytes } from '../export-page.js';
 import { createClickHouseWriter } from './clickhouse-writer.js';
 import { dropOldDays } from './clickhouse-retention.js';
 import type { LogQuery } from '../../logs/log-query.js';
@@ -35,7 +35,6 @@ import {
   tableName,
 } from './schema.js';
 
-const encoder = new TextEncoder();
 const QUERY_WORKER = new URL(
   import.meta.url.endsWith('.ts') ? './clickhouse-query-worker.ts' : './clickhouse-query-worker.js',
   import.meta.url,
@@ -284,9 +283,6 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     },
   });
 
-  const reads = createClickHouseReads({ T, select, eachRow });
-  const { spansOfTrace, logsOfTrace, getSession } = reads;
-
   // Queries run on threads of their own (clickhouse-query-worker.ts), as on SQLite: the parts the
   // language evaluates in JS would hold up ingest and /healthz on this one.
   const queryTimeoutMs = options.queryTimeoutMs ?? 30_000;
@@ -323,7 +319,6 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     throw error;
   }
 
-  const json = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
   /** A read that first ships what this collector acknowledged: it sees its own writes. */
   const fresh =
     <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
@@ -347,26 +342,27 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     health: () => ({ ok: true, detail: { spool: writer.stats() } }),
     spans: {
       queryJson: fresh((q: string, range?: Parameters<typeof pool.run>[1]) => pool.run(q, range)),
-      spansOfTrace: fresh(spansOfTrace),
-      traceJson: fresh(async (traceId: string) => {
-        // The spans and the logs at once; the summary from the spans in hand (not read again).
-        const [spans, logs] = await Promise.all([spansOfTrace(traceId), logsOfTrace(traceId)]);
-        return spans.length ? json(traceResponse(summarizeTrace(traceId, spans), spans, logs)) : undefined;
-      }),
-      sessionJson: fresh(async (sessionId: string) => {
-        const found = await getSession(sessionId);
-        return found && json(found);
-      }),
-      listTraces: fresh(reads.listTraces),
-      listSessions: fresh(reads.listSessions),
-      getSession: fresh(getSession),
-      services: fresh(reads.services),
-      attributeKeys: fresh(reads.attributeKeys),
+      spansOfTrace: fresh((traceId: string) => pool.readParsed('spansOfTrace', [traceId])),
+      traceJson: fresh((traceId: string) => pool.readBytes('trace', [traceId])),
+      sessionJson: fresh((sessionId: string) => pool.readBytes('getSession', [sessionId])),
+      listTraces: fresh((filter?: TraceListFilter) => pool.readParsed('listTraces', [filter])),
+      listSessions: fresh((limit?: number) => pool.readParsed('listSessions', [limit])),
+      getSession: fresh((sessionId: string) => pool.readParsed('getSession', [sessionId])),
+      services: fresh(() => pool.readParsed('services', [])),
+      attributeKeys: fresh(() => attributeKeys({ T, select })),
       // Summaries are kept by materialized views and finished on read: nothing to refresh.
       refreshSummaries: async () => 0,
     },
-    logs: { json: fresh((q: LogQuery) => pool.read('logs', [q])), ofTrace: fresh(logsOfTrace) },
-    exportPage: fresh(reads.exportPage),
+    logs: {
+      json: fresh((q: LogQuery) => pool.read('logs', [q])),
+      ofTrace: fresh((traceId: string) => pool.readParsed('logsOfTrace', [traceId])),
+    },
+    // An export admitted (http/export.ts) is not refused half-way: its pages go ahead of queries.
+    exportPage: fresh(async (table, sel, after, shape) =>
+      exportPageFromBytes(
+        await pool.readBytes('exportPage', [table, sel, after, shape], after[0] !== -Infinity),
+      ),
+    ),
     applyRetention: (opts) => dropOldDays({ select, command }, target, opts),
     async close(): Promise<void> {
       closed = true;

@@ -8,6 +8,7 @@ import {
   type ExportKey,
   type ExportSelection,
   type ExportShape,
+  exportPageBytes,
   exportPageOf,
 } from '../export-page.js';
 import { traceResponse } from '../trace-view.js';
@@ -26,7 +27,6 @@ import { createSpanReader } from './span-store.js';
  */
 function createExportPager(db: DatabaseSync) {
   const statements = new Map<string, StatementSync>();
-  const encoder = new TextEncoder();
   return (
     table: 'spans' | 'logs',
     sel: ExportSelection,
@@ -50,9 +50,7 @@ function createExportPager(db: DatabaseSync) {
       t: number;
       doc: string;
     }>;
-    const page = exportPageOf(table, rows, shape);
-    if (!page) return undefined;
-    return encoder.encode(`${JSON.stringify({ last: page.last })}\n${page.text}\n`);
+    return exportPageBytes(exportPageOf(table, rows, shape));
   };
 }
 

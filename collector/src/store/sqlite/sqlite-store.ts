@@ -10,9 +10,8 @@ import { type QueryPool, createQueryPool } from '../reader-pool.js';
 import { RECOVERY_HINT, corruptError, createIntegrityMonitor, isCorruption } from './integrity.js';
 import type { LogRecord, SpanRecord } from '../../wire-types.js';
 import { type SpanStore, createSpanStore } from './span-store.js';
-import type { ExportKey } from '../export-page.js';
+import { exportPageFromBytes } from '../export-page.js';
 import type { MetricRead } from '../../metrics/metric-read.js';
-import type { ReadOp, ReadOps } from './read-ops.js';
 import { type Backend, type MetricBackend, StoreCorruptError } from '../store.js';
 import { type WriterThread, startWriterThread } from './writer-thread.js';
 
@@ -55,7 +54,6 @@ const READ_REFRESH_MS = 1000;
  */
 const REFRESH_SLICE_ITEMS = 64;
 const REFRESH_SLICE_MS = 10;
-const NULL_JSON = 'null';
 
 /** Opens (creates, migrates) the SQLite store and starts its writer thread. */
 export async function createSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
@@ -122,24 +120,8 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
   // Before the first acknowledgement: a damaged file found later may lose what was acknowledged.
   await integrity.start();
 
-  const decoder = new TextDecoder();
-  /** A read's result as bytes; `null` (an undefined result) as undefined. */
-  const readBytes = async <K extends ReadOp>(
-    op: K,
-    args: Parameters<ReadOps[K]>,
-    ahead = false,
-  ): Promise<Uint8Array | undefined> => {
-    const json = await queries.read(op, args, { ahead });
-    return json.length === NULL_JSON.length && decoder.decode(json) === NULL_JSON ? undefined : json;
-  };
-  /** A read's result, parsed (bounded results: lists of at most 1000, one summary). */
-  const read = async <K extends ReadOp>(
-    op: K,
-    args: Parameters<ReadOps[K]>,
-  ): Promise<ReturnType<ReadOps[K]>> => {
-    const json = await readBytes(op, args);
-    return (json === undefined ? undefined : JSON.parse(decoder.decode(json))) as ReturnType<ReadOps[K]>;
-  };
+  const readBytes = queries.readBytes.bind(queries);
+  const read = queries.readParsed.bind(queries);
   let refreshing: Promise<void> | undefined;
   /**
    * Brings stale summaries up to date before a read of them, as the in-process store does: on the
@@ -223,11 +205,9 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
     },
     async exportPage(table, sel, after, shape) {
       // An export admitted (http/export.ts) is not refused half-way: its pages go ahead of queries.
-      const bytes = await readBytes('exportPage', [table, sel, after, shape], after[0] !== -Infinity);
-      if (!bytes) return undefined;
-      const cut = bytes.indexOf(10);
-      const { last } = JSON.parse(decoder.decode(bytes.subarray(0, cut))) as { last: ExportKey };
-      return { last, line: bytes.subarray(cut + 1) };
+      return exportPageFromBytes(
+        await readBytes('exportPage', [table, sel, after, shape], after[0] !== -Infinity),
+      );
     },
     // On the writer thread, a DELETE chunk per message: ingest commits in between.
     async applyRetention(retention) {
