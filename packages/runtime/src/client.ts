@@ -259,6 +259,16 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
     /** Live sessions of this (local) runtime: state, times, CPU and memory. Not an AWS API. */
     activeSessions: () =>
       call<{ sessions: ActiveSession[] }>('GET', '/local/sessions').then((r) => r.sessions),
+    /**
+     * Gives the runtime's live sessions fresh workers, keeping their ids (`agentrt dev`'s hot
+     * reload); answers once they serve. Not an AWS API.
+     */
+    restartSessions: (arnOrId: string) =>
+      call<{ restarted: number }>(
+        'POST',
+        `/local/runtimes/${encodeURIComponent(arnOrId)}/sessions/restart`,
+        {},
+      ),
     /** Polls until the runtime leaves CREATING/UPDATING. */
     async waitSettled(id: string, timeoutMs = 60_000): Promise<RuntimeDetail> {
       const deadline = Date.now() + timeoutMs;

@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-bedrock-agentcore';
 import { UpdateAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRuntimeClient } from './client.js';
 import {
   ROLE_ARN,
   type TestRuntime,
@@ -177,6 +178,39 @@ describe('sessions through the AWS SDK clients', () => {
       ),
     ).rejects.toBeInstanceOf(ResourceNotFoundException);
     expect((await invokeJson(rt.data, runtime.agentRuntimeArn!, sid, {})).count).toBe(1);
+  });
+
+  it('restarts a live session on a fresh worker, same id, with calls meanwhile served by the new one', async () => {
+    const runtime = await createReady(rt.control, 'restartable', 'counter');
+    const arn = runtime.agentRuntimeArn!;
+    const sid = sessionId('restart-me');
+    await invokeJson(rt.data, arn, sid, {});
+    expect((await invokeJson(rt.data, arn, sid, {})).count).toBe(2);
+    const oldPid = rt.server.sessions().find((s) => s.sessionId === sid)!.worker!.pid;
+    const client = createRuntimeClient({ url: rt.server.url });
+    const restarting = client.restartSessions(arn);
+    await waitFor(
+      () => rt.server.sessions().some((s) => s.sessionId === sid && s.replacing),
+      5000,
+      'replacing',
+    );
+    // Sent while the new worker starts: it waits for it (no 409, not the old worker).
+    const during = await invokeJson(rt.data, arn, sid, {});
+    expect(await restarting).toEqual({ restarted: 1 });
+    expect(during.count).toBe(1);
+    expect(during.pid).not.toBe(oldPid);
+    expect((await invokeJson(rt.data, arn, sid, {})).count).toBe(2);
+    await waitFor(() => !alive(oldPid), 10_000, 'old worker gone');
+    expect(await client.restartSessions(runtime.agentRuntimeId!)).toEqual({ restarted: 1 });
+    const nothing = await createReady(rt.control, 'restartable_idle', 'counter');
+    expect(await client.restartSessions(nothing.agentRuntimeArn!)).toEqual({ restarted: 0 });
+    await expect(client.restartSessions('nope-0000000000')).rejects.toMatchObject({ status: 404 });
+    const huge = await fetch(`${rt.server.url}/local/runtimes/${encodeURIComponent(arn)}/sessions/restart`, {
+      method: 'POST',
+      body: 'x'.repeat(100_000),
+    });
+    expect(huge.status).toBe(400);
+    expect(await huge.text()).toMatch(/body.*limit is 1024/);
   });
 
   it('reaps idle sessions but keeps HealthyBusy ones alive', async () => {

@@ -22,6 +22,8 @@ let stack: RuntimeStack;
 let reloader: { close(): void };
 const lines: string[] = [];
 const events: ReloadEvent[] = [];
+/** Called as the reload asks the runtime for fresh workers (after the build). */
+let onRestart = (): void => undefined;
 
 /** The custom agent example as a folder of its own (its imports resolve from the repo's node_modules). */
 function copyAgent(): void {
@@ -69,9 +71,15 @@ beforeAll(async () => {
   });
   // As agentrt dev does: each reload is a log record in the collector, which the Inspector shows.
   const report = reportToCollector(stack.collector.url);
+  const client = createRuntimeClient({ url: stack.runtime.url });
   reloader = await startHotReload({
     agents: [{ name: 'hotreload', arn: stack.arn, dir: AGENT }],
-    runtime: createRuntimeClient({ url: stack.runtime.url }),
+    runtime: {
+      restartSessions: (arn) => {
+        onRestart();
+        return client.restartSessions(arn);
+      },
+    },
     log: (line) => lines.push(line),
     onEvent: (e) => {
       events.push(e);
@@ -92,13 +100,36 @@ describe('hot reload', { timeout: 60_000 }, () => {
     const first = await ask();
     expect(first).not.toMatch(/^v2:/);
     const oldPid = await pidOfSession(client);
+    // A call sent while the new worker starts waits for it: no 409 while the old one stops, no old code.
+    let asked: Promise<string> | undefined;
+    onRestart = () => {
+      asked = new Promise((r) => setTimeout(r, 20)).then(ask);
+    };
     const reloaded = await save('content: [{ text: `v2: ${answer.text}` }]');
     expect(reloaded).toMatchObject({ status: 'reloaded', sessions: 1 });
     expect(lines.at(-1)).toMatch(
-      /^↻ hotreload: 1 file\(s\) rebuilt in \d+ ms; 1 session worker\(s\) restart/,
+      /^↻ hotreload: 1 file\(s\) rebuilt in \d+ ms; 1 session\(s\) on new workers in \d+ ms/,
     );
+    // The new worker serves as the reload reports: it started beside the old one.
+    const newPid = await pidOfSession(client);
+    expect(newPid).not.toBe(oldPid);
+    expect(await asked).toBe(`v2: ${first}`);
+    onRestart = () => undefined;
     expect(await ask()).toBe(`v2: ${first}`);
-    expect(await pidOfSession(client)).not.toBe(oldPid);
+    expect(await pidOfSession(client)).toBe(newPid);
+  });
+
+  it('keeps the old worker serving when the new code builds but does not start', async () => {
+    const client = createRuntimeClient({ url: stack.runtime.url });
+    const pid = await pidOfSession(client);
+    const app = readFileSync(APP, 'utf8');
+    writeFileSync(APP, `${app}\nthrow new Error('boom at load');\n`);
+    await expect.poll(() => events.at(-1)?.message ?? '', { timeout: 20_000 }).toContain('boom at load');
+    expect(events.at(-1)).toMatchObject({ status: 'failed' });
+    expect(await ask()).toMatch(/^v2: /);
+    expect(await pidOfSession(client)).toBe(pid);
+    writeFileSync(APP, app);
+    await expect.poll(() => events.at(-1)?.status, { timeout: 20_000 }).toBe('reloaded');
   });
 
   it('keeps the old worker serving through a syntax error, and says where it is', async () => {

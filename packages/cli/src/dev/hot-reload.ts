@@ -1,6 +1,7 @@
 // `agentrt dev`'s hot reload: it watches each agent's sources; a save transpiles the changed files
-// (transpile.ts) and stops the agent's live session workers, so the next invocation of a session —
-// same session id — starts a worker on the new code. A build that fails stops nothing: the old
+// (transpile.ts) and has the runtime give the agent's live sessions fresh workers on the new code,
+// started beside the old ones (same session ids; a call arriving meanwhile waits for the new worker
+// rather than for the old one's shutdown). A build that fails restarts nothing: the old
 // workers keep serving, and the error goes to the terminal and, as a log record of the service
 // `agentrt-dev`, to the collector (where the Inspector shows it).
 import { type FSWatcher, existsSync, watch } from 'node:fs';
@@ -15,10 +16,9 @@ export interface HotReloadAgent {
   dir: string;
 }
 
-/** What the hot reload needs of the runtime: its live sessions, and StopRuntimeSession. */
+/** What the hot reload needs of the runtime: fresh workers for a runtime's live sessions. */
 export interface ReloadRuntime {
-  activeSessions(): Promise<{ runtimeArn: string; sessionId: string; inflight: number }[]>;
-  stopSession(arn: string, sessionId: string): Promise<unknown>;
+  restartSessions(arn: string): Promise<{ restarted: number }>;
 }
 
 export interface ReloadEvent {
@@ -98,37 +98,21 @@ async function reload(
   try {
     await build.build(files.filter((f) => existsSync(f)));
     event.buildMs = performance.now() - started;
-    event.sessions = await restartSessions(agent.arn, options.runtime);
+    event.sessions = (await options.runtime.restartSessions(agent.arn)).restarted;
     event.restartMs = performance.now() - started - event.buildMs;
-    event.message = `${files.length} file(s) rebuilt in ${Math.round(event.buildMs)} ms; ${event.sessions} session worker(s) restart on their next invocation`;
+    event.message = `${files.length} file(s) rebuilt in ${Math.round(event.buildMs)} ms; ${event.sessions} session(s) on new workers in ${Math.round(event.restartMs)} ms`;
     options.log(`↻ ${agent.name}: ${event.message}\n`);
   } catch (error) {
     event.status = 'failed';
     event.buildMs = performance.now() - started;
     event.message =
       error instanceof BuildError ? error.message : `reload failed: ${(error as Error).message}`;
+    const what = error instanceof BuildError ? 'build failed' : 'the new code did not start';
     options.log(
-      `✖ ${agent.name}: build failed, the running sessions keep the previous code\n${indent(event.message)}\n`,
+      `✖ ${agent.name}: ${what}, the running sessions keep the previous code\n${indent(event.message)}\n`,
     );
   }
   options.onEvent?.(event);
-}
-
-/** A session answering a call is stopped once it answered, or after this long regardless. */
-const DRAIN_MS = 10_000;
-
-/** Stops the runtime's live sessions, each once it has no call in flight; returns how many. */
-async function restartSessions(arn: string, runtime: ReloadRuntime): Promise<number> {
-  const mine = async () => (await runtime.activeSessions()).filter((s) => s.runtimeArn === arn);
-  const deadline = Date.now() + DRAIN_MS;
-  const stopped = new Set<string>();
-  for (let live = await mine(); live.some((s) => !stopped.has(s.sessionId)); live = await mine()) {
-    const idle = live.filter((s) => !stopped.has(s.sessionId) && (s.inflight === 0 || Date.now() > deadline));
-    await Promise.all(idle.map((s) => runtime.stopSession(arn, s.sessionId)));
-    for (const s of idle) stopped.add(s.sessionId);
-    if (idle.length < live.length) await new Promise((r) => setTimeout(r, 50));
-  }
-  return stopped.size;
 }
 
 const indent = (text: string): string => text.replace(/^/gm, '    ');

@@ -2,16 +2,21 @@
 // Not part of the AWS API (the hosted service has no listing of sessions); `agentrt sessions
 // --active` reads it. It answers only callers on the loopback interface, after the same
 // authentication as the control plane, since session ids are what a caller needs to reach a session.
+import { type IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
+import { parseRuntimeArn } from '../control/arn.js';
+import { getRuntimeOr404, getVersionOr404 } from '../control/control-plane.js';
 import { type Store } from '../control/store.js';
 import { type Authenticator } from '../data/auth.js';
 import { RuntimeApiError } from '../errors.js';
-import { sendJson } from '../http/http-util.js';
+import { readBody, sendJson } from '../http/http-util.js';
 import { type Router } from '../http/router.js';
-import { type Session } from '../sessions/session-manager.js';
+import { type SessionManager } from '../sessions/session-manager.js';
 import { createUsageSampler } from '../telemetry/process-usage.js';
 
 export const ACTIVE_SESSIONS_PATH = '/local/sessions';
+/** Gives a runtime's live sessions fresh workers (`agentrt dev`'s hot reload). */
+export const RESTART_SESSIONS_PATH = '/local/runtimes/:runtime/sessions/restart';
 
 function isLoopback(address: string | undefined): boolean {
   if (!address) return false;
@@ -19,18 +24,38 @@ function isLoopback(address: string | undefined): boolean {
   return isIP(plain) === 4 ? plain.startsWith('127.') : plain === '::1';
 }
 
+/** The /local routes answer only callers on the loopback interface, authenticated. */
+async function assertLocalCaller(req: IncomingMessage, auth: Authenticator): Promise<void> {
+  if (!isLoopback(req.socket.remoteAddress))
+    throw new RuntimeApiError(
+      'AccessDeniedException',
+      `${req.url?.split('?')[0] ?? '/local'} answers only on the loopback interface (it is not part of the AWS API)`,
+    );
+  await auth.authenticate(req);
+}
+
 export function registerActiveSessions(
   router: Router,
-  deps: { store: Store; auth: Authenticator; sessions: { list(): Session[] } },
+  deps: { store: Store; auth: Authenticator; sessions: Pick<SessionManager, 'list' | 'restart'> },
 ): void {
   const sampler = createUsageSampler();
+  router.add('POST', RESTART_SESSIONS_PATH, async ({ req, res, params }) => {
+    await assertLocalCaller(req, deps.auth);
+    await readBody(req, 1024);
+    const label = params.runtime ?? '';
+    const runtime = getRuntimeOr404(deps.store, parseRuntimeArn(label)?.runtimeId ?? label);
+    const restarted = await deps.sessions
+      .restart(runtime.id, (s) => ({ runtime, version: getVersionOr404(deps.store, runtime.id, s.version) }))
+      .catch((error: unknown) => {
+        throw new RuntimeApiError(
+          'RuntimeClientError',
+          `a new worker did not start: ${(error as Error).message}`,
+        );
+      });
+    sendJson(res, 200, { restarted });
+  });
   router.add('GET', ACTIVE_SESSIONS_PATH, async ({ req, res }) => {
-    if (!isLoopback(req.socket.remoteAddress))
-      throw new RuntimeApiError(
-        'AccessDeniedException',
-        `${ACTIVE_SESSIONS_PATH} answers only on the loopback interface (it is not part of the AWS API)`,
-      );
-    await deps.auth.authenticate(req);
+    await assertLocalCaller(req, deps.auth);
     const live = deps.sessions.list();
     const usage = sampler.sample(
       live.flatMap((s) =>

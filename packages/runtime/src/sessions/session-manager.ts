@@ -44,6 +44,8 @@ export interface Session {
   ping: PingState;
   /** True when it adopted a pre-started worker from the warm pool. */
   warm: boolean;
+  /** Set while a fresh worker is being swapped in (`restart`): new calls wait for it. */
+  replacing?: Promise<void> | undefined;
 }
 
 export interface SessionManager {
@@ -56,6 +58,13 @@ export interface SessionManager {
   /** Marks the end of one invocation on the session (resets its idle clock). */
   release(session: Session): void;
   stop(runtimeId: string, sessionId: string): Promise<void>;
+  /**
+   * Gives each live session of the runtime a fresh worker (a live artifact's new code), keeping the
+   * session: the new worker starts beside the old one, calls arriving meanwhile wait for it, and the
+   * old one is stopped, without waiting, once its calls in flight ended. Resolves with how many
+   * sessions got one; a worker that fails to start leaves its session on the old one (rejects).
+   */
+  restart(runtimeId: string, targetOf: (session: Session) => SessionTarget): Promise<number>;
   stopRuntime(runtimeId: string): Promise<void>;
   /** Keeps the version's warm pool (sized from its recent demand); drops pools of other versions. */
   refreshWarmPool(target: SessionTarget): void;
@@ -79,6 +88,8 @@ export interface SessionManagerOptions {
 }
 
 const CONSECUTIVE_PING_FAILURES_TO_STOP = 3;
+/** `restart` waits this long for a session's calls in flight on the old worker before swapping. */
+const DRAIN_MS = 10_000;
 
 /** What a worker inherits from the runtime's own environment (before its runtime's variables). */
 const WORKER_RUNTIME_VARIABLES = [
@@ -337,11 +348,69 @@ export function createSessionManager({
     const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
     void stopSession(session, `exited:${how}`);
   };
+  /** Each session's worker's exit stops the session; a worker swapped out is unsubscribed. */
+  const exitWatch = new WeakMap<Session, () => void>();
+  const watchExit = (session: Session, worker: Worker) => {
+    exitWatch.get(session)?.();
+    exitWatch.set(session, worker.onExit(onWorkerExit(session)));
+  };
+
+  /** Resolves once `done()` holds, polling, or after `ms` regardless; true if it held. */
+  const until = async (done: () => boolean, ms: number): Promise<boolean> => {
+    for (const deadline = Date.now() + ms; !done(); await new Promise((r) => setTimeout(r, 5)))
+      if (Date.now() > deadline) return false;
+    return true;
+  };
+
+  /**
+   * `restart` of one session: a fresh worker started beside the old one, then swapped in once the
+   * calls in flight on the old one ended (new ones wait on `replacing` meanwhile); the old worker
+   * is stopped without anyone waiting for its grace period.
+   */
+  const replaceWorker = async (session: Session, target: SessionTarget): Promise<boolean> => {
+    while (session.replacing) await session.replacing;
+    const live = () => sessions.get(keyOf(session.runtimeId, session.sessionId)) === session;
+    await until(() => session.state !== 'starting' || !live(), config.startTimeoutMs);
+    if (session.state !== 'ready' || !live()) return false;
+    let swapped!: () => void;
+    session.replacing = new Promise<void>((r) => (swapped = r));
+    let fresh: Worker | undefined;
+    try {
+      const tag = { sessionId: session.sessionId };
+      const start = withStartSlot(() =>
+        startReady(target, tag, session.sessionId, (w) => (fresh = w.worker)),
+      ).then(() => undefined);
+      starting.add(start); // close() waits for it, then stops the fresh worker with the session
+      await start.finally(() => starting.delete(start));
+      if (closing) throw new WorkerStartError('The runtime shut down while the session restarted');
+      await until(() => session.inflight === 0, DRAIN_MS);
+      if (session.state !== 'ready')
+        throw new WorkerStartError('the session stopped while its new worker started');
+      const old = session.worker;
+      session.worker = fresh;
+      session.warm = false;
+      watchExit(session, fresh!);
+      void old?.stop(config.stopGraceMs);
+      logger.info('session worker replaced', {
+        runtimeId: session.runtimeId,
+        sessionId: session.sessionId,
+        pid: fresh?.pid,
+      });
+      return true;
+    } catch (error) {
+      if (fresh && fresh !== session.worker) void fresh.stop(0);
+      throw error;
+    } finally {
+      session.replacing = undefined;
+      swapped();
+    }
+  };
 
   return {
     async acquire(target, sessionId, phase) {
       if (closing) throw new RuntimeApiError('RetryableConflictException', 'The runtime is shutting down');
       const key = keyOf(target.runtime.id, sessionId);
+      await sessions.get(key)?.replacing; // a fresh worker being swapped in serves this call
       const existing = sessions.get(key);
       if (existing) {
         if (existing.state !== 'ready' || existing.worker?.exited)
@@ -418,7 +487,7 @@ export function createSessionManager({
       }
       if (!session.worker)
         throw new RuntimeApiError('InternalServerException', 'session started without a worker');
-      session.worker.onExit(onWorkerExit(session));
+      watchExit(session, session.worker);
       session.state = 'ready';
       const { idleRuntimeSessionTimeout, maxLifetime } = target.version.config.lifecycleConfiguration;
       monitor(session, idleRuntimeSessionTimeout * 1000, maxLifetime * 1000);
@@ -443,6 +512,12 @@ export function createSessionManager({
           'Session operation in progress, please retry',
         );
       await stopSession(session, 'stopped');
+    },
+    async restart(runtimeId, targetOf) {
+      void pool.dropRuntime(runtimeId); // its warm workers run the code from before
+      const live = [...sessions.values()].filter((s) => s.runtimeId === runtimeId);
+      const replaced = await Promise.all(live.map((s) => replaceWorker(s, targetOf(s))));
+      return replaced.filter(Boolean).length;
     },
     async stopRuntime(runtimeId) {
       const doomed = [...sessions.values()].filter((s) => s.runtimeId === runtimeId);
