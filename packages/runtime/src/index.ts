@@ -43,3 +43,13 @@ export {
 export type { CustomEvaluatorConfig } from './evaluate/custom/custom-evaluators.js';
 export { createOnlineEvaluator, sampled } from './evaluate/online.js';
 export type { OnlineEvaluator, OnlineRule } from './evaluate/online.js';
+export {
+  sessionPod,
+  sessionNetworkPolicy,
+  sessionStorageClaim,
+  podSettingsOf,
+  sessionPodName,
+  sessionSelector,
+} from './sessions/backends/kubernetes/pod-spec.js';
+export type { PodSettings, SessionPodInput, PodFor } from './sessions/backends/kubernetes/pod-spec.js';
+export type { SessionTarget } from './sessions/backend.js';

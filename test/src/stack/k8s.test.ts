@@ -1,8 +1,6 @@
-import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
 import { parseStoreSetting } from '@agentrt/collector';
-import { readRepoFile } from './repo.js';
+import { kustomize } from './k8s-schema.js';
 
 interface Manifest {
   kind: string;
@@ -31,10 +29,9 @@ const DIR = 'examples/weather/k8s';
 /** Collectors on ClickHouse: a Deployment of N replicas, a Service, the store's Secret. */
 const COLLECTOR_DIR = 'deploy/k8s';
 
+/** What `kubectl apply -k <dir>` applies. */
 function manifests(dir = DIR): Manifest[] {
-  return readdirSync(new URL(`../../../${dir}`, import.meta.url))
-    .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseAllDocuments(readRepoFile(`${dir}/${f}`)).map((d) => d.toJS() as Manifest));
+  return kustomize(dir) as unknown as Manifest[];
 }
 
 /** Every Service selects a Deployment's pods and targets a port they name. */
@@ -58,7 +55,7 @@ function checkServices(all: Manifest[]): void {
 }
 
 /**
- * `kubectl apply -f examples/weather/k8s/` (no cluster here): every Service a pod sends to is defined
+ * `kubectl apply -k examples/weather/k8s/` (no cluster here): every Service a pod sends to is defined
  * in the folder, selects a Deployment's pods and targets a port they expose.
  */
 describe('examples/weather/k8s', () => {
@@ -122,7 +119,7 @@ describe('deploy/k8s (collectors on ClickHouse)', () => {
     const env = Object.fromEntries((container!.env ?? []).map((e) => [e.name, e.value]));
     expect(env['AGENTRT_COLLECTOR_HOST']).toBe('0.0.0.0');
     expect(container!.ports?.map((p) => String(p.containerPort))).toContain(env['AGENTRT_COLLECTOR_PORT']);
-    const service = all.find((m) => m.kind === 'Service')!;
+    const service = all.find((m) => m.kind === 'Service' && m.metadata.name === 'agentrt-collector')!;
     expect(env['AGENTRT_COLLECTOR_ALLOWED_HOSTS']?.split(',')).toContain(service.metadata.name);
   });
 });
