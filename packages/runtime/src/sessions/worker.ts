@@ -79,6 +79,38 @@ function parseTimeOfLastUpdate(value: unknown): number | undefined {
   return undefined;
 }
 
+/** `GET /ping` over `target`: what the worker says of its health (HTTP, A2A and AG-UI workers). */
+export function pingOver(
+  target: { socketPath: string } | { host: string; port: number },
+  agent: Agent,
+  timeoutMs: number,
+): Promise<PingState> {
+  return new Promise((resolve, reject) => {
+    const req = request({ ...target, path: '/ping', method: 'GET', agent, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body = (body + c).slice(0, 4096)));
+      res.on('end', () => {
+        if (res.statusCode !== 200) return reject(new Error(`/ping answered ${res.statusCode}`));
+        let parsed: Record<string, unknown> = {};
+        try {
+          parsed = JSON.parse(body) as Record<string, unknown>;
+        } catch {
+          // A 200 with a non-JSON body still means the server is up; its status is unknown.
+        }
+        const status =
+          parsed.status === 'Healthy' || parsed.status === 'HealthyBusy' ? parsed.status : 'Unknown';
+        const t = parseTimeOfLastUpdate(parsed.time_of_last_update);
+        resolve(t === undefined ? { status } : { status, timeOfLastUpdateMs: t });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`/ping timed out after ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 export interface SpawnWorkerOptions {
   id: string;
   /** Starts with a helper by absolute path (see isolate), or the container engine. */
@@ -233,31 +265,7 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
   }
   const target = options.socketPath ? { socketPath: options.socketPath } : { host: '127.0.0.1', port };
 
-  const httpPing = (timeoutMs = 2000): Promise<PingState> =>
-    new Promise((resolve, reject) => {
-      const req = request({ ...target, path: '/ping', method: 'GET', agent, timeout: timeoutMs }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body = (body + c).slice(0, 4096)));
-        res.on('end', () => {
-          if (res.statusCode !== 200) return reject(new Error(`/ping answered ${res.statusCode}`));
-          let parsed: Record<string, unknown> = {};
-          try {
-            parsed = JSON.parse(body) as Record<string, unknown>;
-          } catch {
-            // A 200 with a non-JSON body still means the server is up; its status is unknown.
-          }
-          const status =
-            parsed.status === 'Healthy' || parsed.status === 'HealthyBusy' ? parsed.status : 'Unknown';
-          const t = parseTimeOfLastUpdate(parsed.time_of_last_update);
-          resolve(t === undefined ? { status } : { status, timeOfLastUpdateMs: t });
-        });
-        res.on('error', reject);
-      });
-      req.on('timeout', () => req.destroy(new Error(`/ping timed out after ${timeoutMs} ms`)));
-      req.on('error', reject);
-      req.end();
-    });
+  const httpPing = (timeoutMs = 2000): Promise<PingState> => pingOver(target, agent, timeoutMs);
 
   // Through a sandbox's socket a connect always succeeds (its bridge listens): any HTTP answer from
   // the worker behind it, whatever the status, is what shows an MCP server is up.

@@ -1,0 +1,348 @@
+// A kubelet for tests (never shipped): it schedules unbound pods onto its node, watches the pods
+// bound to it (an informer of @kubernetes/client-node against the API server, test or real), and
+// runs each one as a real worker through a local session backend (process-group: the container's
+// image must be a `file://` directory the runtime's artifact rules can start). Each pod gets its own
+// loopback address (127.0.x.y) with its container port forwarded to the worker, so the pods really
+// serve HTTP at podIP:8080. It reports phase, the Ready condition, podIP and container states,
+// writes the events a kubelet writes, and answers pods/log and pods/exec for the API server.
+import { mkdirSync, rmSync } from 'node:fs';
+import { type Server, createServer, connect } from 'node:net';
+import { join } from 'node:path';
+import { type Writable } from 'node:stream';
+import {
+  CoreV1Api,
+  KubeConfig,
+  type V1Pod,
+  PatchStrategy,
+  makeInformer,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { createLogger } from '../../logger.js';
+import { launchOf, type LaunchSpec } from '../../sessions/artifact.js';
+import { type SessionBackend, type SessionTarget, type StartedWorker } from '../../sessions/backend.js';
+import { spawnHelper } from '../../sessions/helpers.js';
+import { type KubeApiServer } from './api-server.js';
+import { type KubeObject, timestamp } from './objects.js';
+import { type ExecOptions, type LogOptions, type PodRuntime } from './pod-runtime.js';
+
+export interface KubeletOptions {
+  api: KubeApiServer;
+  kubeconfig: string;
+  nodeName?: string;
+  /** Where each pod's folder (its HOME and TMPDIR) is made. */
+  dataDir: string;
+  backend: SessionBackend;
+  /** How long a container may take to answer its readiness probe (default 60 s). */
+  readyTimeoutMs?: number;
+}
+
+export interface Kubelet {
+  readonly nodeName: string;
+  /** Pods running on it now. */
+  running(): number;
+  close(): Promise<void>;
+}
+
+interface RunningPod {
+  started: StartedWorker | undefined;
+  forward: Server | undefined;
+  dir: string;
+  stopped: boolean;
+}
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const container = (pod: V1Pod) => pod.spec?.containers[0];
+
+class TestKubelet implements PodRuntime {
+  private readonly core: CoreV1Api;
+  private readonly pods = new Map<string, RunningPod>();
+  private nextIp = 1;
+  private readonly informer;
+
+  constructor(
+    readonly nodeName: string,
+    private readonly options: KubeletOptions,
+  ) {
+    const kc = new KubeConfig();
+    kc.loadFromFile(options.kubeconfig);
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.informer = makeInformer(kc, '/api/v1/pods', () => this.core.listPodForAllNamespaces());
+    this.informer.on('add', (pod) => void this.seen(pod));
+    this.informer.on('update', (pod) => void this.seen(pod));
+    this.informer.on('delete', (pod) => void this.gone(pod));
+    // client-node stops on a cut connection: a kubelet keeps watching, from where it was.
+    this.informer.on('error', () => setTimeout(() => void this.informer.start().catch(() => undefined), 200));
+  }
+
+  start(): Promise<void> {
+    this.options.api.attachNode(this.nodeName, this);
+    return this.informer.start();
+  }
+
+  running(): number {
+    return this.pods.size;
+  }
+
+  private async seen(pod: V1Pod): Promise<void> {
+    const { name, namespace, uid } = pod.metadata ?? {};
+    if (!name || !namespace || !uid) return;
+    if (!pod.spec?.nodeName) return this.bind(name, namespace);
+    if (pod.spec.nodeName !== this.nodeName || this.pods.has(uid) || pod.status?.phase !== 'Pending') return;
+    const dir = join(this.options.dataDir, uid);
+    const running: RunningPod = { started: undefined, forward: undefined, dir, stopped: false };
+    this.pods.set(uid, running);
+    await this.run(pod, running).catch((error: unknown) =>
+      this.fail(pod, 'Failed', String((error as Error).message ?? error)),
+    );
+  }
+
+  /** The scheduler's part: every unbound pod goes to this node. */
+  private async bind(name: string, namespace: string): Promise<void> {
+    const body = { spec: { nodeName: this.nodeName } };
+    await this.core.patchNamespacedPod({ name, namespace, body }, merge).catch(() => undefined);
+    await this.event(
+      { metadata: { name, namespace } } as V1Pod,
+      'Normal',
+      'Scheduled',
+      `Successfully assigned ${namespace}/${name} to ${this.nodeName}`,
+    );
+  }
+
+  private async launchOf(pod: V1Pod): Promise<LaunchSpec> {
+    const image = container(pod)?.image ?? '';
+    if (!image.startsWith('file://')) {
+      const message = `Failed to pull image "${image}": the test kubelet runs file:// directories only`;
+      await this.waiting(pod, 'ErrImagePull', message);
+      throw new ImagePullError(message);
+    }
+    const launch = await launchOf(image, undefined, { engine: 'auto', maxSnapshotBytes: 0 });
+    await this.event(pod, 'Normal', 'Pulled', `Container image "${image}" already present on machine`);
+    return launch;
+  }
+
+  private async run(pod: V1Pod, running: RunningPod): Promise<void> {
+    const launch = await this.launchOf(pod);
+    const podIp = `127.0.${Math.floor(this.nextIp / 250)}.${(this.nextIp++ % 250) + 1}`;
+    mkdirSync(join(running.dir, 'tmp'), { recursive: true, mode: 0o700 });
+    const env = Object.fromEntries((container(pod)?.env ?? []).map((e) => [e.name, e.value ?? '']));
+    Object.assign(env, {
+      HOME: running.dir,
+      TMPDIR: join(running.dir, 'tmp'),
+      HOSTNAME: pod.metadata?.name ?? '',
+    });
+    const started = await this.options.backend.start({
+      id: pod.metadata?.uid as string,
+      // The local backends read the version only for session storage and network mode.
+      target: {
+        runtime: {},
+        version: { config: { networkConfiguration: { networkMode: 'PUBLIC' } } },
+      } as unknown as SessionTarget,
+      launch,
+      sessionDir: running.dir,
+      sessionId: undefined,
+      servedSession: () => undefined,
+      healthCheck: container(pod)?.readinessProbe?.tcpSocket ? 'connect' : 'ping',
+      logger: createLogger({ level: 'error', sink: () => undefined }),
+      env: (port) => ({ ...env, PORT: String(port), HOST: '127.0.0.1' }),
+    });
+    running.started = started;
+    if (running.stopped) return void (await started.worker.stop(0));
+    running.forward = await forward(podIp, containerPort(pod), started.worker.port);
+    await this.event(pod, 'Normal', 'Started', `Started container ${container(pod)?.name ?? ''}`);
+    await this.status(pod, 'Running', podIp, false);
+    started.worker.onExit((exit) => void this.exited(pod, running, exit.code ?? 137));
+    try {
+      await started.worker.waitReady(this.options.readyTimeoutMs ?? 60_000, () => running.stopped);
+    } catch (error) {
+      if (!running.stopped)
+        await this.event(
+          pod,
+          'Warning',
+          'Unhealthy',
+          `Readiness probe failed: ${(error as Error).message.split('\n')[0] ?? ''}`,
+        );
+      return;
+    }
+    if (!running.stopped) await this.status(pod, 'Running', podIp, true);
+  }
+
+  private async status(pod: V1Pod, phase: string, podIp: string, ready: boolean): Promise<void> {
+    const now = timestamp();
+    const flag = ready ? 'True' : 'False';
+    const status = {
+      phase,
+      hostIP: '127.0.0.1',
+      podIP: podIp,
+      podIPs: [{ ip: podIp }],
+      startTime: now,
+      conditions: [
+        { type: 'PodScheduled', status: 'True', lastTransitionTime: now },
+        { type: 'Initialized', status: 'True', lastTransitionTime: now },
+        { type: 'ContainersReady', status: flag, lastTransitionTime: now },
+        { type: 'Ready', status: flag, lastTransitionTime: now },
+      ],
+      containerStatuses: [
+        {
+          name: container(pod)?.name ?? '',
+          image: container(pod)?.image ?? '',
+          imageID: '',
+          ready,
+          restartCount: 0,
+          started: true,
+          state: { running: { startedAt: now } },
+        },
+      ],
+    };
+    await this.patchStatus(pod, status);
+  }
+
+  private async waiting(pod: V1Pod, reason: string, message: string): Promise<void> {
+    const state = { waiting: { reason, message } };
+    await this.event(pod, 'Warning', 'Failed', message);
+    await this.patchStatus(pod, {
+      phase: 'Pending',
+      containerStatuses: [
+        {
+          name: container(pod)?.name ?? '',
+          image: container(pod)?.image ?? '',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state,
+        },
+      ],
+    });
+  }
+
+  private async exited(pod: V1Pod, running: RunningPod, code: number): Promise<void> {
+    if (running.stopped) return;
+    const now = timestamp();
+    const terminated = { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', finishedAt: now };
+    await this.patchStatus(pod, {
+      phase: code === 0 ? 'Succeeded' : 'Failed',
+      conditions: [{ type: 'Ready', status: 'False', reason: 'PodCompleted', lastTransitionTime: now }],
+      containerStatuses: [
+        {
+          name: container(pod)?.name ?? '',
+          image: container(pod)?.image ?? '',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: { terminated },
+        },
+      ],
+    });
+  }
+
+  private async fail(pod: V1Pod, reason: string, message: string): Promise<void> {
+    if (!message.startsWith('Failed to pull')) await this.event(pod, 'Warning', reason, message);
+  }
+
+  private patchStatus(pod: V1Pod, status: Record<string, unknown>): Promise<unknown> {
+    const { name, namespace } = pod.metadata as { name: string; namespace: string };
+    return this.core
+      .patchNamespacedPodStatus({ name, namespace, body: { status } }, merge)
+      .catch(() => undefined);
+  }
+
+  private event(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): Promise<unknown> {
+    const { name, namespace, uid } = pod.metadata as { name: string; namespace: string; uid?: string };
+    const now = new Date();
+    const body = {
+      metadata: { generateName: `${name}.`, namespace },
+      involvedObject: { kind: 'Pod', name, namespace, uid, apiVersion: 'v1' },
+      type,
+      reason,
+      message,
+      source: { component: 'kubelet', host: this.nodeName },
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    };
+    return this.core.createNamespacedEvent({ namespace, body }).catch(() => undefined);
+  }
+
+  private async gone(pod: V1Pod): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    const running = this.pods.get(uid);
+    if (!running) return;
+    running.stopped = true;
+    const grace = (pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000;
+    running.forward?.close();
+    await running.started?.worker.stop(grace);
+    rmSync(running.dir, { recursive: true, force: true });
+    this.pods.delete(uid);
+  }
+
+  private runningPod(pod: KubeObject): RunningPod {
+    const running = this.pods.get(pod.metadata.uid);
+    if (!running?.started) throw new Error(`container of pod ${pod.metadata.name} is not running`);
+    return running;
+  }
+
+  async logs(pod: KubeObject, options: LogOptions, out: Writable): Promise<void> {
+    const running = this.runningPod(pod);
+    let lines = running.started?.worker.lastOutput().split('\n') ?? [];
+    if (options.tailLines !== undefined) lines = lines.slice(-options.tailLines - 1);
+    out.end(lines.join('\n'));
+    return Promise.resolve();
+  }
+
+  exec(pod: KubeObject, options: ExecOptions): Promise<number> {
+    const spawn = this.runningPod(pod).started?.exec(options.command);
+    if (!spawn) throw new Error('no container');
+    const child = spawnHelper(spawn.argv, {
+      cwd: spawn.cwd,
+      tenantEnv: spawn.env,
+      stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
+    if (options.stdin && child.stdin) options.stdin.pipe(child.stdin);
+    child.stdout?.pipe(options.stdout);
+    child.stderr?.pipe(options.stderr);
+    return new Promise((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', (code, signal) => resolve(code ?? (signal ? 128 + 9 : 1)));
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.informer.stop();
+    await Promise.all(
+      [...this.pods.values()].map(async (running) => {
+        running.stopped = true;
+        running.forward?.close();
+        await running.started?.worker.stop(0);
+      }),
+    );
+    this.pods.clear();
+  }
+}
+
+class ImagePullError extends Error {
+  override name = 'ImagePullError';
+}
+
+function containerPort(pod: V1Pod): number {
+  return container(pod)?.ports?.[0]?.containerPort ?? 8080;
+}
+
+/** Listens on podIp:port and pipes each connection to the worker's loopback port. */
+function forward(podIp: string, port: number, target: number): Promise<Server> {
+  const server = createServer((socket) => {
+    const upstream = connect(target, '127.0.0.1');
+    socket.pipe(upstream).pipe(socket);
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', () => socket.destroy());
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, podIp, () => resolve(server));
+  });
+}
+
+/** Starts a kubelet for node `nodeName` (default `agentrt-test-node`) that runs pods as local workers. */
+export async function startKubelet(options: KubeletOptions): Promise<Kubelet> {
+  const kubelet = new TestKubelet(options.nodeName ?? 'agentrt-test-node', options);
+  await kubelet.start();
+  return kubelet;
+}
