@@ -181,17 +181,7 @@ class TestKubelet implements PodRuntime {
         { type: 'ContainersReady', status: flag, lastTransitionTime: now },
         { type: 'Ready', status: flag, lastTransitionTime: now },
       ],
-      containerStatuses: [
-        {
-          name: container(pod)?.name ?? '',
-          image: container(pod)?.image ?? '',
-          imageID: '',
-          ready,
-          restartCount: 0,
-          started: true,
-          state: { running: { startedAt: now } },
-        },
-      ],
+      containerStatuses: [containerStatus(pod, ready, { running: { startedAt: now } })],
     };
     await this.patchStatus(pod, status);
   }
@@ -201,16 +191,7 @@ class TestKubelet implements PodRuntime {
     await this.event(pod, 'Warning', 'Failed', message);
     await this.patchStatus(pod, {
       phase: 'Pending',
-      containerStatuses: [
-        {
-          name: container(pod)?.name ?? '',
-          image: container(pod)?.image ?? '',
-          imageID: '',
-          ready: false,
-          restartCount: 0,
-          state,
-        },
-      ],
+      containerStatuses: [containerStatus(pod, false, state)],
     });
   }
 
@@ -221,16 +202,7 @@ class TestKubelet implements PodRuntime {
     await this.patchStatus(pod, {
       phase: code === 0 ? 'Succeeded' : 'Failed',
       conditions: [{ type: 'Ready', status: 'False', reason: 'PodCompleted', lastTransitionTime: now }],
-      containerStatuses: [
-        {
-          name: container(pod)?.name ?? '',
-          image: container(pod)?.image ?? '',
-          imageID: '',
-          ready: false,
-          restartCount: 0,
-          state: { terminated },
-        },
-      ],
+      containerStatuses: [containerStatus(pod, false, { terminated })],
     });
   }
 
@@ -320,6 +292,12 @@ class TestKubelet implements PodRuntime {
 
 class ImagePullError extends Error {
   override name = 'ImagePullError';
+}
+
+/** The status of the pod's one container. */
+function containerStatus(pod: V1Pod, ready: boolean, state: Record<string, unknown>) {
+  const { name = '', image = '' } = container(pod) ?? {};
+  return { name, image, imageID: '', ready, restartCount: 0, started: 'running' in state, state };
 }
 
 function containerPort(pod: V1Pod): number {
