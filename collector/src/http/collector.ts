@@ -17,6 +17,7 @@ import { createForwarder } from './forwarder.js';
 import { HttpError } from './http-error.js';
 import { type Encoding, type IngestCounters, createIngest, ingestEncoding } from './ingest.js';
 import { createIngestQueue } from './ingest-queue.js';
+import { IMPORT_PATH, createImport } from './import.js';
 import { createLiveHub } from './live-hub.js';
 import { send, sendJson } from './respond.js';
 import { DEFAULT_UI_DIR, serveUi } from './static-ui.js';
@@ -61,6 +62,7 @@ interface Parts {
   uiDir: string;
   access: ReturnType<typeof createAccessGuard>;
   ingest: ReturnType<typeof createIngest>;
+  importLines: ReturnType<typeof createImport>;
   routes: readonly ApiRoute[];
   counters: IngestCounters;
   health: () => Record<string, unknown>;
@@ -84,6 +86,15 @@ async function handle(parts: Parts, req: IncomingMessage, res: ServerResponse): 
       route = { errors: encoding };
       parts.access.check(req, path);
       return await parts.ingest(signal, req, res, encoding);
+    }
+    if (path === IMPORT_PATH || path === `${IMPORT_PATH}/`) {
+      parts.counters.requests++;
+      if (req.method !== 'POST')
+        throw new HttpError(405, 'method_not_allowed', `use POST for ${IMPORT_PATH}`, {
+          headers: { allow: 'POST' },
+        });
+      parts.access.check(req, path);
+      return await parts.importLines(req, res);
     }
     parts.access.check(req, path);
     if (path === '/healthz') {
@@ -203,6 +214,12 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       backend,
       queue,
       forwarder,
+      counters,
+      maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
+    }),
+    importLines: createImport({
+      backend,
+      queue,
       counters,
       maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
     }),

@@ -227,14 +227,31 @@ describe('agentrt traces / sessions against a running collector', () => {
     const other = await createCollector({ dataDir: join(dir, 'other'), host: '127.0.0.1', port: 0 });
     try {
       const imp = await run(['traces', 'import', file, '--url', other.url]);
-      expect(imp.out).toMatch(/1 trace request/);
+      expect(imp.out).toMatch(/^imported .*trace\.jsonl: 1 line\(s\), 3 span\(s\), 0 log record\(s\)/);
       const shown = await run(['traces', 'show', TRACE, '--url', other.url]);
       expect(shown.out).toMatch(/3 spans, 1 errors/);
       const bad = join(dir, 'bad.json');
       writeFileSync(bad, '{"hello": 1}');
       const refused = await run(['traces', 'import', bad, '--url', other.url]);
       expect(refused.code).toBe(1);
-      expect(refused.err).toMatch(/holds no resourceSpans/);
+      expect(refused.err).toMatch(
+        /bad\.json: nothing imported: collector answered 400: line 1: is not an OTLP/,
+      );
+      // A truncated copy of another collector's export: its second line is cut; nothing of it lands.
+      const fresh = await createCollector({ dataDir: join(dir, 'fresh'), host: '127.0.0.1', port: 0 });
+      try {
+        const cut = join(dir, 'cut.otlp.jsonl');
+        const line = readFileSync(file, 'utf8').split('\n')[0]!;
+        writeFileSync(cut, `${line}\n${line.slice(0, 50)}`);
+        const half = await run(['traces', 'import', cut, '--url', fresh.url]);
+        expect(half.code).toBe(1);
+        expect(half.err).toMatch(
+          /cut\.otlp\.jsonl: nothing imported: collector answered 400: line 2: not JSON/,
+        );
+        expect((await run(['traces', 'show', TRACE, '--wait', '0', '--url', fresh.url])).code).toBe(1);
+      } finally {
+        await fresh.close();
+      }
     } finally {
       await other.close();
     }

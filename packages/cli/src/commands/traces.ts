@@ -35,7 +35,8 @@ const usage = `Usage: agentrt traces <query|show|list|export|import> …
   agentrt traces list [--service s] [--status error|ok] [--min-duration-ms n] [--q text] [--all] [--limit n] [--json]
       --all also lists health probes, agentrt doctor checks and the stack's own traffic (hidden by default)
   agentrt traces export <file> [--trace <id>] [--since 1h]   OTLP/JSON lines (traces, then logs)
-  agentrt traces import <file>                  send an OTLP/JSON file (one request, or JSON lines)
+  agentrt traces import <file>                  store an OTLP/JSON lines file (agentcore dev's .otlp.jsonl)
+      or one OTLP/JSON request, all or nothing: a bad line is named and nothing is stored
 
   --url <url>   the collector (default $AGENTRT_COLLECTOR_URL or http://127.0.0.1:4318)
   --json        machine-readable output`;
@@ -174,46 +175,31 @@ export function renderWaterfall(trace: TraceResponse, width = BAR_WIDTH): string
   );
 }
 
+/**
+ * `traces import`: the file's OTLP/JSON lines (`agentcore dev`'s `.otlp.jsonl`, any OTLP/JSON
+ * lines, or one OTLP/JSON document) to the collector's POST /v1/import, which stores all of it or
+ * nothing and names the first bad line.
+ */
 async function importFile(base: string, file: string, io: CliIO): Promise<number> {
-  const text = await readFile(file, 'utf8');
-  let docs: unknown[];
+  let text = await readFile(file, 'utf8');
   try {
-    docs = [JSON.parse(text)];
+    // One (pretty-printed) document is one line.
+    text = JSON.stringify(JSON.parse(text));
   } catch {
-    try {
-      docs = text
-        .split('\n')
-        .filter((l) => l.trim())
-        .map((l) => JSON.parse(l) as unknown);
-    } catch (error) {
-      throw new Error(
-        `${file} is neither an OTLP/JSON document nor OTLP/JSON lines: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
+    // JSON lines: the collector reads them line by line.
   }
-  const sent = { traces: 0, logs: 0, metrics: 0 };
-  for (const doc of docs) {
-    const d = doc as Record<string, unknown>;
-    const signal = d.resourceSpans
-      ? 'traces'
-      : d.resourceLogs
-        ? 'logs'
-        : d.resourceMetrics
-          ? 'metrics'
-          : undefined;
-    if (!signal) continue;
-    await collectorFetch(base, `/v1/${signal}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(doc),
-    });
-    sent[signal]++;
-  }
-  if (!sent.traces && !sent.logs && !sent.metrics)
-    throw new Error(`${file} holds no resourceSpans, resourceLogs or resourceMetrics`);
+  const res = await collectorFetch(base, '/v1/import', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-ndjson' },
+    body: text,
+  }).catch((error: unknown) => {
+    throw error instanceof CollectorRequestError
+      ? new Error(`${file}: nothing imported: ${error.message}`, { cause: error })
+      : error;
+  });
+  const got = (await res.json()) as { lines: number; spans: number; logs: number; metricDataPoints: number };
   io.stdout(
-    `imported ${file}: ${sent.traces} trace request(s), ${sent.logs} log request(s), ${sent.metrics} metric request(s)\n`,
+    `imported ${file}: ${got.lines} line(s), ${got.spans} span(s), ${got.logs} log record(s), ${got.metricDataPoints} metric point(s)\n`,
   );
   return 0;
 }
