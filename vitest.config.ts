@@ -101,6 +101,7 @@ const CLICKHOUSE_PASS = [
   'collector/src/http/collector.test.ts',
   'collector/src/http/export.test.ts',
   'collector/src/http/session-spans.test.ts',
+  'collector/src/http/import.test.ts',
   'collector/src/http/hostile.test.ts',
   'collector/src/http/access.test.ts',
   'collector/src/trace-model/token-query.test.ts',
