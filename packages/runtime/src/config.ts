@@ -67,6 +67,17 @@ export interface RuntimeServerOptions {
   /** The OCI runtime of podman's session containers: `runc` (default) or `runsc` (gVisor). */
   ociRuntime?: 'runc' | 'runsc';
   /**
+   * Where runtimes, versions and endpoints live: `sqlite` (one file in the data dir, one runtime
+   * process) or `kubernetes` (agentrt.dev/v1 custom resources, shared by every runtime replica).
+   */
+  controlStore?: 'sqlite' | 'kubernetes';
+  /** The namespace of the Kubernetes control store and of the leader Lease. */
+  kubernetesNamespace?: string;
+  /** A kubeconfig file for the Kubernetes control store; blank: KUBECONFIG, ~/.kube/config or in-cluster. */
+  kubeconfig?: string;
+  /** This replica's name, the leader Lease's holderIdentity (the pod name; default: the host name). */
+  replicaName?: string;
+  /**
    * `snapshot` (default): a `file://` artifact is copied into the data dir at create/update, so a
    * version runs what the directory held then; `live` runs it in place (`agentrt dev`'s hot reload).
    */
@@ -224,6 +235,12 @@ export function resolveRuntimeConfig(
       oneOf<ContainerEngineSetting>('AGENTRT_CONTAINER_ENGINE', ['auto', 'podman', 'docker'], 'auto'),
     ociRuntime:
       options.ociRuntime ?? oneOf<'runc' | 'runsc'>('AGENTRT_OCI_RUNTIME', ['runc', 'runsc'], 'runc'),
+    controlStore:
+      options.controlStore ??
+      oneOf<'sqlite' | 'kubernetes'>('AGENTRT_CONTROL_STORE', ['sqlite', 'kubernetes'], 'sqlite'),
+    kubernetesNamespace: options.kubernetesNamespace ?? str('AGENTRT_K8S_NAMESPACE') ?? 'default',
+    kubeconfig: options.kubeconfig ?? str('KUBECONFIG') ?? '',
+    replicaName: options.replicaName ?? str('AGENTRT_K8S_POD_NAME') ?? os.hostname(),
     fileArtifacts:
       options.fileArtifacts ??
       oneOf<'snapshot' | 'live'>('AGENTRT_FILE_ARTIFACTS', ['snapshot', 'live'], 'snapshot'),

@@ -30,7 +30,7 @@ import {
   startRuntime,
   waitFor,
 } from './test-support.js';
-import { createStore } from './control/store.js';
+import { createSqliteStore } from './control/store/sqlite-store.js';
 
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
 const artifact = (fixture: string) => ({ containerConfiguration: { containerUri: fixtureUri(fixture) } });
@@ -571,19 +571,19 @@ describe('persistence', () => {
     const ready = await createReady(first.control, 'interrupted', 'counter');
     await first.server.close();
     // What a crash between CreateAgentRuntime and its artifact check leaves behind.
-    const store = createStore(first.dataDir);
+    const store = createSqliteStore(first.dataDir);
     const id = ready.agentRuntimeId!;
     const runtime = store.get('runtime', id)!;
     const key = `${id}#${runtime.latestVersion}`;
-    store.put('runtime', id, { ...runtime, status: 'CREATING' }, '', Date.parse(runtime.createdAt));
-    store.put(
+    await store.put('runtime', id, { ...runtime, status: 'CREATING' }, '', Date.parse(runtime.createdAt));
+    await store.put(
       'version',
       key,
       { ...store.get('version', key)!, status: 'CREATING' },
       id,
       runtime.latestVersion,
     );
-    store.close();
+    await store.close();
     const second = await startRuntime({}, first.dataDir);
     try {
       expect((await pollStatus(second.control, id)).status).toBe('READY');

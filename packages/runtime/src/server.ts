@@ -4,7 +4,7 @@ import { type AddressInfo } from 'node:net';
 import { type Duplex } from 'node:stream';
 import { type RuntimeServerOptions, resolveRuntimeConfig } from './config.js';
 import { registerControlPlane } from './control/control-plane.js';
-import { createStore } from './control/store.js';
+import { openControlStore } from './control/store/open-store.js';
 import { createAuthenticator } from './data/auth.js';
 import { registerDataPlane } from './data/data-plane.js';
 import { registerEvaluate } from './data/evaluate-route.js';
@@ -87,7 +87,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
     sandboxIds: { uid: config.sandboxUid, gid: config.sandboxGid },
   });
   for (const off of isolation.off) logger.warn(`isolation: ${off}`);
-  const store = createStore(config.dataDir);
+  const store = await openControlStore(config, logger);
   let origin = '';
   const sessions = createSessionManager({ config, isolation, logger, origin: () => origin });
   const auth = createAuthenticator(config.apiKeys, { requireExp: config.jwtRequireExp });
@@ -181,8 +181,8 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
     const version = store.get('version', `${runtime.id}#${runtime.latestVersion}`);
     if (runtime.status === 'DELETING') {
-      store.deleteChildren(runtime.id);
-      store.delete('runtime', runtime.id);
+      await store.deleteChildren(runtime.id);
+      await store.delete('runtime', runtime.id);
     } else if (version?.status === 'READY' && runtime.status === 'READY')
       sessions.refreshWarmPool({ runtime, version });
   }
@@ -211,7 +211,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
         await sessions.close();
         server.closeAllConnections();
         await serverClosed;
-        store.close();
+        await store.close();
         await telemetry.close();
       })()),
   };

@@ -131,6 +131,7 @@ describe('deploy/k8s (kubectl apply -k deploy/k8s/)', () => {
       '/events:list',
       'networking.k8s.io/networkpolicies:create',
       'agentrt.dev/agentruntimes:update',
+      '/configmaps:update',
       'extensions.agents.x-k8s.io/sandboxclaims:delete',
       'coordination.k8s.io/leases:update',
     ])

@@ -13,6 +13,7 @@ import {
   type RuntimeRecord,
   type RuntimeStatus,
   type Store,
+  StoreConflictError,
   type VersionRecord,
 } from './store.js';
 import {
@@ -110,14 +111,19 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
     const key = `${runtimeId}#${version}`;
     const record = store.get('version', key);
     const uri = record?.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
-    void pins.pin(uri, finish);
-    function finish(artifact: PinnedArtifact | undefined, reason: string | undefined) {
+    void pins.pin(uri, (artifact, reason) =>
+      finish(artifact, reason).catch((error: unknown) =>
+        // The store is unreachable (the API server): the next start's prune settles it again.
+        logger.error('runtime version not settled', { runtimeId, version, error: (error as Error).message }),
+      ),
+    );
+    async function finish(artifact: PinnedArtifact | undefined, reason: string | undefined) {
       const stored = store.get('version', key);
       const runtime = store.get('runtime', runtimeId);
       if (!stored || !runtime || runtime.status === 'DELETING') return;
       const status = reason ? failed : ok;
       const v: VersionRecord = { ...stored, ...(artifact ? { artifact } : {}) };
-      store.put(
+      await store.put(
         'version',
         key,
         { ...v, status: reason ? 'CREATE_FAILED' : 'READY', ...(reason ? { failureReason: reason } : {}) },
@@ -128,7 +134,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
         const next: RuntimeRecord = { ...runtime, status, lastUpdatedAt: now() };
         if (reason) next.failureReason = reason;
         else delete next.failureReason;
-        store.put('runtime', runtimeId, next, '', Date.parse(runtime.createdAt));
+        await store.put('runtime', runtimeId, next, '', Date.parse(runtime.createdAt));
         if (!reason) sessions.refreshWarmPool({ runtime: next, version: { ...v, status: 'READY' } });
       }
       logger.info('runtime version settled', { runtimeId, version, status, ...(reason ? { reason } : {}) });
@@ -149,7 +155,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
   }
 
   const idempotent = (token: string | undefined, op: string, body: Record<string, unknown>) => {
-    if (!token) return { replay: undefined, remember: () => undefined };
+    if (!token) return { replay: undefined, remember: () => Promise.resolve() };
     const key = `${op}:${token}`;
     const { clientToken: _ignored, ...rest } = body;
     const fingerprint = JSON.stringify(rest);
@@ -200,15 +206,19 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
         lastUpdatedAt: createdAt,
         workloadIdentityArn: workloadIdentityArn(region, config.accountId, id),
       };
-      store.put('runtime', id, runtime, '', Date.parse(createdAt));
-      store.put(
+      // Another replica may create the same name at once: the cluster lets only one through.
+      await store.put('runtime', id, runtime, '', Date.parse(createdAt)).catch((error: unknown) => {
+        if (!(error instanceof StoreConflictError)) throw error;
+        throw new RuntimeApiError('ConflictException', `An agent runtime named ${name} already exists`);
+      });
+      await store.put(
         'version',
         `${id}#1`,
         { runtimeId: id, version: 1, config: versionConfig, status: 'CREATING', createdAt },
         id,
         1,
       );
-      if (tags) store.put('tags', runtime.arn, tags, id);
+      if (tags) await store.put('tags', runtime.arn, tags, id);
       const response = {
         agentRuntimeArn: runtime.arn,
         agentRuntimeId: id,
@@ -217,7 +227,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
         status: runtime.status,
         workloadIdentityDetails: { workloadIdentityArn: runtime.workloadIdentityArn },
       };
-      once.remember(response);
+      await once.remember(response);
       logger.info('runtime created', { runtimeId: id, name });
       settle(id, 1, 'READY', 'CREATE_FAILED');
       sendJson(ctx.res, 202, response);
@@ -289,7 +299,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
       if (version > 99_999)
         throw new RuntimeApiError('ServiceQuotaExceededException', 'Version limit reached');
       const at = now();
-      store.put(
+      await store.put(
         'version',
         `${runtime.id}#${version}`,
         { runtimeId: runtime.id, version, config: versionConfig, status: 'CREATING', createdAt: at },
@@ -303,7 +313,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
         lastUpdatedAt: at,
       };
       delete next.failureReason;
-      store.put('runtime', runtime.id, next, '', Date.parse(runtime.createdAt));
+      await store.put('runtime', runtime.id, next, '', Date.parse(runtime.createdAt));
       logger.info('runtime updated', { runtimeId: runtime.id, version });
       settle(runtime.id, version, 'READY', 'UPDATE_FAILED');
       sendJson(ctx.res, 202, {
@@ -340,7 +350,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
             'ConflictException',
             `Version ${version} is used by endpoint ${pinned.name}`,
           );
-        store.delete('version', `${runtime.id}#${version}`);
+        await store.delete('version', `${runtime.id}#${version}`);
         void pins.prune();
         return sendJson(ctx.res, 202, {
           status: 'DELETING',
@@ -348,7 +358,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
           agentRuntimeVersion: String(version),
         });
       }
-      store.put(
+      await store.put(
         'runtime',
         runtime.id,
         { ...runtime, status: 'DELETING', lastUpdatedAt: now() },
@@ -357,9 +367,9 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
       );
       sendJson(ctx.res, 202, { status: 'DELETING', agentRuntimeId: runtime.id });
       await sessions.stopRuntime(runtime.id);
-      store.deleteChildren(runtime.id);
-      store.delete('tags', runtime.arn);
-      store.delete('runtime', runtime.id);
+      await store.deleteChildren(runtime.id);
+      await store.delete('tags', runtime.arn);
+      await store.delete('runtime', runtime.id);
       void pins.prune();
       logger.info('runtime deleted', { runtimeId: runtime.id });
     }),
@@ -423,8 +433,8 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
         createdAt: at,
         lastUpdatedAt: at,
       };
-      store.put('endpoint', `${runtime.id}#${name}`, endpoint, runtime.id, Date.parse(at));
-      if (tags) store.put('tags', endpoint.arn, tags, runtime.id);
+      await store.put('endpoint', `${runtime.id}#${name}`, endpoint, runtime.id, Date.parse(at));
+      if (tags) await store.put('tags', endpoint.arn, tags, runtime.id);
       sendJson(ctx.res, 202, {
         targetVersion: String(version),
         agentRuntimeEndpointArn: endpoint.arn,
@@ -457,7 +467,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
   router.add(
     'GET',
     '/runtimes/:runtimeId/runtime-endpoints/:endpointName/',
-    authed((ctx) => {
+    authed(async (ctx) => {
       const runtime = getRuntimeOr404(store, ctx.params.runtimeId as string);
       sendJson(
         ctx.res,
@@ -493,7 +503,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
         lastUpdatedAt: at,
         ...(description !== undefined ? { description } : {}),
       };
-      store.put('endpoint', `${runtime.id}#${name}`, next, runtime.id, Date.parse(endpoint.createdAt));
+      await store.put('endpoint', `${runtime.id}#${name}`, next, runtime.id, Date.parse(endpoint.createdAt));
       sendJson(ctx.res, 202, { ...endpointView(next, runtime), status: 'UPDATING' });
     }),
   );
@@ -501,14 +511,14 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
   router.add(
     'DELETE',
     '/runtimes/:runtimeId/runtime-endpoints/:endpointName/',
-    authed((ctx) => {
+    authed(async (ctx) => {
       const runtime = getRuntimeOr404(store, ctx.params.runtimeId as string);
       const name = ctx.params.endpointName as string;
       if (name === DEFAULT_ENDPOINT)
         throw new RuntimeApiError('ConflictException', 'DEFAULT cannot be deleted');
       const endpoint = getEndpointOr404(store, runtime, name);
-      store.delete('endpoint', `${runtime.id}#${name}`);
-      store.delete('tags', endpoint.arn);
+      await store.delete('endpoint', `${runtime.id}#${name}`);
+      await store.delete('tags', endpoint.arn);
       sendJson(ctx.res, 202, { status: 'DELETING', agentRuntimeId: runtime.id, endpointName: name });
     }),
   );
@@ -535,7 +545,7 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
       if (body.tags === undefined) throw validationError('tags', 'is required');
       const merged = { ...(store.get('tags', arn) ?? {}), ...validateTags(body.tags) };
       validateTags(merged);
-      store.put('tags', arn, merged, runtimeId);
+      await store.put('tags', arn, merged, runtimeId);
       ctx.res.writeHead(204).end();
     }),
   );
@@ -543,13 +553,13 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
   router.add(
     'DELETE',
     '/tags/:resourceArn',
-    authed((ctx) => {
+    authed(async (ctx) => {
       const { arn, runtimeId } = taggable(ctx);
       const keys = ctx.query.getAll('tagKeys');
       if (keys.length === 0) throw validationError('tagKeys', 'is required');
       const tags = { ...(store.get('tags', arn) ?? {}) };
       for (const key of keys) delete tags[key];
-      store.put('tags', arn, tags, runtimeId);
+      await store.put('tags', arn, tags, runtimeId);
       ctx.res.writeHead(204).end();
     }),
   );

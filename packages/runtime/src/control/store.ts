@@ -1,6 +1,3 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { type PinnedArtifact } from '../sessions/artifact.js';
 
 export type RuntimeStatus =
@@ -67,7 +64,7 @@ export interface EndpointRecord {
   lastUpdatedAt: string;
 }
 
-interface Kinds {
+export interface Kinds {
   runtime: RuntimeRecord;
   version: VersionRecord;
   endpoint: EndpointRecord;
@@ -78,76 +75,28 @@ interface Kinds {
 export type Kind = keyof Kinds;
 
 /**
- * The control plane's state in one SQLite file (`node:sqlite`). Every record is a JSON document
- * keyed by kind and id, with a parent (the runtime id) and an order column for paging, so the
- * store needs no migrations when a record grows a field.
+ * The control plane's state: records as JSON documents keyed by kind and id, with a parent (the
+ * runtime id) and an order for paging. One interface, two implementations (store/sqlite-store.ts:
+ * one SQLite file; store/kubernetes-store.ts: agentrt.dev/v1 custom resources shared by every
+ * runtime replica), one contract suite (store/store-contract.ts).
+ *
+ * Reads are synchronous, from memory (every invoke reads its runtime and version): the SQLite
+ * store's write-through cache, the Kubernetes store's watch-fed cache. Writes resolve once durable
+ * (in the file; acknowledged by the API server) and are then visible to this store's reads at once,
+ * and to other replicas' stores once their watch delivers them.
  */
 export interface Store {
   get<K extends Kind>(kind: K, id: string): Kinds[K] | undefined;
-  put<K extends Kind>(kind: K, id: string, doc: Kinds[K], parent?: string, ord?: number): void;
-  delete(kind: Kind, id: string): void;
-  /** Deletes every record whose parent is `parent` (a runtime's versions and endpoints). */
-  deleteChildren(parent: string): void;
+  put<K extends Kind>(kind: K, id: string, doc: Kinds[K], parent?: string, ord?: number): Promise<void>;
+  delete(kind: Kind, id: string): Promise<void>;
+  /** Deletes every record whose parent is `parent` (a runtime's versions, endpoints and tags). */
+  deleteChildren(parent: string): Promise<void>;
   list<K extends Kind>(kind: K, options: { parent?: string; offset: number; limit: number }): Kinds[K][];
   count(kind: Kind, parent?: string): number;
-  close(): void;
+  close(): Promise<void>;
 }
 
-export function createStore(dataDir: string): Store {
-  mkdirSync(dataDir, { recursive: true });
-  const db = new DatabaseSync(join(dataDir, 'runtime.sqlite'));
-  db.exec(`
-    PRAGMA journal_mode = WAL;
-    PRAGMA synchronous = NORMAL;
-    CREATE TABLE IF NOT EXISTS docs (
-      kind TEXT NOT NULL, id TEXT NOT NULL, parent TEXT NOT NULL DEFAULT '', ord INTEGER NOT NULL DEFAULT 0,
-      doc TEXT NOT NULL, PRIMARY KEY (kind, id));
-    CREATE INDEX IF NOT EXISTS docs_parent ON docs (kind, parent, ord, id);
-  `);
-  const getStmt = db.prepare('SELECT doc FROM docs WHERE kind = ? AND id = ?');
-  const putStmt = db.prepare(
-    'INSERT INTO docs (kind, id, parent, ord, doc) VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc, parent = excluded.parent, ord = excluded.ord',
-  );
-  const delStmt = db.prepare('DELETE FROM docs WHERE kind = ? AND id = ?');
-  const delChildren = db.prepare("DELETE FROM docs WHERE parent = ? AND parent <> ''");
-  const listAll = db.prepare('SELECT doc FROM docs WHERE kind = ? ORDER BY ord, id LIMIT ? OFFSET ?');
-  const listByParent = db.prepare(
-    'SELECT doc FROM docs WHERE kind = ? AND parent = ? ORDER BY ord, id LIMIT ? OFFSET ?',
-  );
-  const countAll = db.prepare('SELECT count(*) AS n FROM docs WHERE kind = ?');
-  const countByParent = db.prepare('SELECT count(*) AS n FROM docs WHERE kind = ? AND parent = ?');
-  const parse = <T>(row: unknown): T => JSON.parse((row as { doc: string }).doc) as T;
-  // Write-through cache of parsed documents: every invoke reads its runtime and version, so the hot
-  // path never touches SQLite. Callers treat documents as immutable (they spread, never mutate).
-  const cache = new Map<string, unknown>();
-  return {
-    get: <K extends Kind>(kind: K, id: string) => {
-      const key = `${kind}\u0000${id}`;
-      if (cache.has(key)) return cache.get(key) as Kinds[K];
-      const row = getStmt.get(kind, id);
-      const doc = row ? parse<Kinds[K]>(row) : undefined;
-      if (doc) cache.set(key, doc);
-      return doc;
-    },
-    put: (kind, id, doc, parent = '', ord = 0) => {
-      putStmt.run(kind, id, parent, ord, JSON.stringify(doc));
-      cache.set(`${kind}\u0000${id}`, structuredClone(doc));
-    },
-    delete: (kind, id) => {
-      delStmt.run(kind, id);
-      cache.delete(`${kind}\u0000${id}`);
-    },
-    deleteChildren: (parent) => {
-      delChildren.run(parent);
-      cache.clear();
-    },
-    list: (kind, { parent, offset, limit }) =>
-      (parent === undefined
-        ? listAll.all(kind, limit, offset)
-        : listByParent.all(kind, parent, limit, offset)
-      ).map((row) => parse(row)),
-    count: (kind, parent) =>
-      Number((parent === undefined ? countAll.get(kind) : countByParent.get(kind, parent))?.n ?? 0),
-    close: () => db.close(),
-  };
+/** A write the store refused because another writer got there first (another replica). */
+export class StoreConflictError extends Error {
+  override name = 'StoreConflictError';
 }

@@ -1,0 +1,156 @@
+// Two runtime replicas on one Kubernetes control store (the test API server): what one creates,
+// updates or deletes through the AWS SDK, the other serves; kubectl agrees with both.
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import {
+  CreateAgentRuntimeCommand,
+  DeleteAgentRuntimeCommand,
+  GetAgentRuntimeCommand,
+  ListAgentRuntimesCommand,
+  UpdateAgentRuntimeCommand,
+} from '@aws-sdk/client-bedrock-agentcore-control';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type KubeApiServer, startKubeApiServer } from '../../test-support/k8s/api-server.js';
+import { writeKubeconfig } from '../../test-support/k8s/kubeconfig.js';
+import {
+  ROLE_ARN,
+  type TestRuntime,
+  fixtureUri,
+  invokeJson,
+  pollStatus,
+  sessionId,
+  startRuntime,
+} from '../../test-support.js';
+
+const run = promisify(execFile);
+const CRDS = resolve(fileURLToPath(import.meta.url), '../../../../../../deploy/k8s/crds');
+const NAMESPACE = 'agentrt';
+
+let api: KubeApiServer;
+let kubeconfig: string;
+let a: TestRuntime;
+let b: TestRuntime;
+
+const kubectl = async (...args: string[]) =>
+  (await run('kubectl', ['-n', NAMESPACE, ...args], { env: { ...process.env, KUBECONFIG: kubeconfig } }))
+    .stdout;
+
+/** A replica as deploy/k8s/runtime.yaml runs it, with its own data dir, on the shared control store. */
+const replica = (name: string) =>
+  startRuntime({
+    controlStore: 'kubernetes',
+    kubernetesNamespace: NAMESPACE,
+    kubeconfig,
+    replicaName: name,
+    fileArtifacts: 'live', // the fixture folder is where both replicas run it (no per-replica snapshot)
+  });
+
+beforeAll(async () => {
+  api = await startKubeApiServer();
+  for (const plural of ['agentruntimes', 'agentruntimeversions', 'agentruntimeendpoints'])
+    api.applyYaml(`${CRDS}/agentrt.dev_${plural}.yaml`);
+  kubeconfig = writeKubeconfig(api.url);
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
+  [a, b] = await Promise.all([replica('runtime-a'), replica('runtime-b')]);
+}, 60_000);
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close()]);
+  await api?.close();
+});
+
+/** Polls `check` against replica `on` until it holds (its watch delivers the other replica's writes). */
+async function eventually<T>(check: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
+  for (let i = 0; ; i++) {
+    const value = await check();
+    if (ok(value) || i >= 200) return value;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('two runtime replicas, one Kubernetes control store', () => {
+  it('create on A, get, list, invoke and update on B, delete on A; kubectl agrees', async () => {
+    const created = await a.control.send(
+      new CreateAgentRuntimeCommand({
+        agentRuntimeName: 'shared_counter',
+        agentRuntimeArtifact: { containerConfiguration: { containerUri: fixtureUri('counter') } },
+        roleArn: ROLE_ARN,
+        networkConfiguration: { networkMode: 'PUBLIC' },
+      }),
+    );
+    const id = created.agentRuntimeId!;
+    const onB = await eventually(
+      () => b.control.send(new GetAgentRuntimeCommand({ agentRuntimeId: id })).catch(() => undefined),
+      (got) => got?.status === 'READY',
+    );
+    expect(onB?.status).toBe('READY');
+    const listed = await b.control.send(new ListAgentRuntimesCommand({}));
+    expect(listed.agentRuntimes?.map((r) => r.agentRuntimeId)).toEqual([id]);
+    const rows = JSON.parse(await kubectl('get', 'agentruntimes', '-o', 'json')) as {
+      items: { spec: { id: string; latestVersion: number }; status: { status: string } }[];
+    };
+    expect(rows.items.map((i) => [i.spec.id, i.status.status])).toEqual([[id, 'READY']]);
+
+    const session = sessionId('replica-b');
+    expect((await invokeJson(b.data, created.agentRuntimeArn!, session, {})).count).toBe(1);
+    expect((await invokeJson(b.data, created.agentRuntimeArn!, session, {})).count).toBe(2);
+
+    await b.control.send(
+      new UpdateAgentRuntimeCommand({
+        agentRuntimeId: id,
+        agentRuntimeArtifact: { containerConfiguration: { containerUri: fixtureUri('echo') } },
+        roleArn: ROLE_ARN,
+        networkConfiguration: { networkMode: 'PUBLIC' },
+      }),
+    );
+    expect((await pollStatus(b.control, id)).agentRuntimeVersion).toBe('2');
+    const onA = await eventually(
+      () => a.control.send(new GetAgentRuntimeCommand({ agentRuntimeId: id })),
+      (got) => got.agentRuntimeVersion === '2' && got.status === 'READY',
+    );
+    expect(onA).toMatchObject({ agentRuntimeVersion: '2', status: 'READY' });
+    expect(await kubectl('get', 'agentruntimeversions', '-o', 'name')).toMatch(
+      /(agentruntimeversion\S+\n){2}/,
+    );
+
+    await a.control.send(new DeleteAgentRuntimeCommand({ agentRuntimeId: id }));
+    const gone = await eventually(
+      () => b.control.send(new ListAgentRuntimesCommand({})),
+      (l) => (l.agentRuntimes ?? []).length === 0,
+    );
+    expect(gone.agentRuntimes).toEqual([]);
+    await eventually(
+      () => kubectl('get', 'agentruntimes,agentruntimeversions,agentruntimeendpoints', '-o', 'name'),
+      (out) => out.trim() === '',
+    );
+    expect(
+      (await kubectl('get', 'agentruntimes,agentruntimeversions,agentruntimeendpoints', '-o', 'name')).trim(),
+    ).toBe('');
+  });
+
+  it('the same name created on both replicas at once makes one runtime and one ConflictException', async () => {
+    const create = (replica: TestRuntime) =>
+      replica.control.send(
+        new CreateAgentRuntimeCommand({
+          agentRuntimeName: 'raced',
+          agentRuntimeArtifact: { containerConfiguration: { containerUri: fixtureUri('counter') } },
+          roleArn: ROLE_ARN,
+          networkConfiguration: { networkMode: 'PUBLIC' },
+        }),
+      );
+    const results = await Promise.allSettled([create(a), create(b)]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    expect((lost.reason as Error).name).toBe('ConflictException');
+    const listed = await eventually(
+      () => a.control.send(new ListAgentRuntimesCommand({})),
+      (l) => (l.agentRuntimes ?? []).length === 1,
+    );
+    expect(listed.agentRuntimes).toHaveLength(1);
+    expect(JSON.parse(await kubectl('get', 'agentruntimes', '-o', 'json')).items).toHaveLength(1);
+  });
+});
