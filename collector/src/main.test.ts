@@ -32,6 +32,18 @@ describe('collector main (dist)', () => {
     expect(existsSync(MAIN), `${MAIN} missing: run npx tsc -b collector`).toBe(true);
   });
 
+  it('outlives the reader of its stdout: the log lines are lost, not the collector', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.remove);
+    const c = start(tmp.dir);
+    const url = await c.url;
+    // The pipe's reader goes away (a supervisor or a bench that ended): the next lines meet EPIPE.
+    c.child.stdout!.destroy();
+    c.child.kill('SIGTERM');
+    expect(await c.exited).toBe(0);
+    expect((await fetch(`${url}/healthz`).catch(() => undefined))?.status).toBeUndefined();
+  });
+
   it('logs JSON lines, warns on bad env values, and on SIGTERM writes what it acknowledged before exiting 0', async () => {
     const tmp = tempDir();
     cleanups.push(tmp.remove);

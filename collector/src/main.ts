@@ -5,6 +5,8 @@ import { loadConfig } from './config.js';
 import { createCollector } from './http/collector.js';
 import { createJsonLogger } from './logger.js';
 
+// A reader of stdout that went away (its pipe closed: EPIPE) loses the log lines, not the collector.
+process.stdout.on('error', () => undefined);
 const logger = createJsonLogger((line) => process.stdout.write(line), { service: 'agentrt-collector' });
 const { config, warnings } = loadConfig(process.env);
 for (const w of warnings) logger.warn(w);
