@@ -75,3 +75,9 @@ export type { MetricQueryResult, MetricSeriesResult } from './metrics/metric-que
 export type { MetricKind } from './metrics/metric-point.js';
 export type { MetricName } from './metrics/metric-store.js';
 export type { LogQueryResult, LogRow } from './logs/log-query.js';
+export {
+  NotReplayable,
+  REPLAY_OF_HEADER,
+  replayRequestOf,
+  type ReplayRequest,
+} from './trace-model/replay.js';

@@ -40,3 +40,5 @@ export type {
   MessageSource,
   ToolCall,
 } from './genai.js';
+export { NotReplayable, REPLAY_OF_HEADER, replayRequestOf } from './replay.js';
+export type { ReplayRequest } from './replay.js';

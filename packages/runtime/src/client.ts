@@ -86,6 +86,8 @@ export interface InvokeOptions {
   accept?: string;
   /** Sent as `Authorization: Bearer <token>` (runtimes with a JWT authorizer). */
   bearerToken?: string;
+  /** More headers: custom ones for the agent, `traceparent`, `X-Agentrt-Replay-Of`. */
+  headers?: Record<string, string>;
 }
 
 export interface InvokeResult {
@@ -288,6 +290,7 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
       const res = await fetch(`${base}/runtimes/${encodeURIComponent(arn)}/invocations${query}`, {
         method: 'POST',
         headers: headers({
+          ...invoke.headers,
           'content-type': invoke.contentType ?? 'application/json',
           ...(invoke.accept ? { accept: invoke.accept } : {}),
           ...(invoke.bearerToken ? { authorization: `Bearer ${invoke.bearerToken}` } : {}),

@@ -97,6 +97,12 @@ export interface RuntimeServerOptions {
   /** Preload @agentrt/instrument into node workers. */
   instrumentWorkers?: boolean;
   /**
+   * Record each invocation's request (payload up to 64 KiB, content type, accept, custom headers) on
+   * its InvokeAgentRuntime span, so `agentrt replay` can send it again. Off by default: payloads may
+   * hold personal data. `agentrt dev` turns it on (AGENTRT_CAPTURE_REQUESTS).
+   */
+  captureRequests?: boolean;
+  /**
    * OTLP/HTTP base endpoint: the runtime's spans, metrics and logs (worker output included) are
    * exported there, and workers get it as OTEL_EXPORTER_OTLP_ENDPOINT.
    */
@@ -251,6 +257,7 @@ export function resolveRuntimeConfig(
     lifecycleMinSeconds: options.lifecycleMinSeconds ?? int('AGENTRT_LIFECYCLE_MIN_S', 60, 1),
     apiKeys: options.apiKeys ?? list('AGENTRT_API_KEYS'),
     instrumentWorkers: options.instrumentWorkers ?? bool('AGENTRT_INSTRUMENT_WORKERS', false),
+    captureRequests: options.captureRequests ?? bool('AGENTRT_CAPTURE_REQUESTS', false),
     otlpEndpoint: options.otlpEndpoint ?? str('OTEL_EXPORTER_OTLP_ENDPOINT'),
     otlpProtocol: options.otlpProtocol ?? otlpProtocol,
     metricExportIntervalMs: options.metricExportIntervalMs ?? int('OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100),

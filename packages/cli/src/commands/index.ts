@@ -9,6 +9,7 @@ import { sessionsCommand } from './sessions.js';
 import { metricsCommand } from './metrics.js';
 import { logsCommand } from './logs.js';
 import { evalCommand } from './eval.js';
+import { replayCommand } from './replay.js';
 
 /** Every subcommand, in the order `agentrt --help` lists them. Add one line per command file. */
 export const commands: Command[] = [
@@ -18,6 +19,7 @@ export const commands: Command[] = [
   invokeCommand,
   collectorCommand,
   tracesCommand,
+  replayCommand,
   sessionsCommand,
   metricsCommand,
   logsCommand,

@@ -292,6 +292,8 @@ export async function runDevStack(options: DevStackOptions): Promise<number> {
           AGENTRT_RUNTIME_PORT: String(options.runtimePort),
           AGENTRT_DATA_DIR: join(dataDir, 'runtime'),
           AGENTRT_INSTRUMENT_WORKERS: '1',
+          // Each invocation's request on its span: \`agentrt replay\` and the trace view's Replay send it again.
+          AGENTRT_CAPTURE_REQUESTS: '1',
           // The collector's pages (the Inspector) call the runtime from the browser, across origins.
           AGENTRT_RUNTIME_ALLOWED_ORIGINS: pageOrigins(collectorUrl, options.collectorPort).join(','),
           // The examples run where they are built: a rebuild reaches the next new session.

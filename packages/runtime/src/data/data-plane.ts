@@ -5,6 +5,7 @@ import { W3CBaggagePropagator } from '@opentelemetry/core';
 import { type RuntimeConfig } from '../config.js';
 import { parseRuntimeArn } from '../control/arn.js';
 import { getEndpointOr404, getRuntimeOr404, getVersionOr404 } from '../control/control-plane.js';
+import { REQUEST_ATTRIBUTES, capturedRequest, replayOf } from './request-capture.js';
 import { type RuntimeRecord, type Store, type VersionRecord } from '../control/store.js';
 import { validateSessionId } from '../control/validate.js';
 import { RuntimeApiError, notFound, validationError } from '../errors.js';
@@ -335,6 +336,19 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
 
   const mcpSessions = createMcpSessionRouter();
 
+  /** The request on the invocation's span (when captured), and the link of a replay to its original. */
+  const recordRequest = (ctx: RouteContext, body: Buffer) => {
+    const original = replayOf(ctx.req);
+    if (original) {
+      ctx.operation.linkTo(original.traceId, original.spanId, { 'agentrt.link.type': 'replay_of' });
+      ctx.operation.setAttributes({
+        [REQUEST_ATTRIBUTES.replayOfTrace]: original.traceId,
+        [REQUEST_ATTRIBUTES.replayOfSpan]: original.spanId,
+      });
+    }
+    if (config.captureRequests) ctx.operation.setAttributes(capturedRequest(ctx.req, body));
+  };
+
   /** Runs one proxied request on a session: acquires it (starting a worker), then releases it. */
   const onSession = async (
     ctx: RouteContext,
@@ -399,6 +413,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
       if (protocol !== 'MCP') {
         const sessionId = sessionIdOf(ctx.req, false);
         body = await readBody(ctx.req, config.maxBodyBytes);
+        recordRequest(ctx, body);
         if (protocol === 'A2A' && (header(ctx.req, 'mcp-protocol-version') || isMcpInitialize(body)))
           throw validationError(
             'protocolConfiguration.serverProtocol',

@@ -23,7 +23,18 @@ const ALLOWED_HEADERS = [
   'last-event-id',
   'a2a-version',
   'a2a-extensions',
+  'x-agentrt-replay-of',
 ].join(', ');
+const CUSTOM_PREFIX = 'x-amzn-bedrock-agentcore-runtime-custom-';
+
+/** The fixed list, and the custom headers the preflight asks for (the agent gets those; a replay resends them). */
+function allowedHeaders(req: IncomingMessage): string {
+  const asked = String(req.headers['access-control-request-headers'] ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => h.startsWith(CUSTOM_PREFIX) && /^[a-z0-9-]{1,200}$/.test(h));
+  return [ALLOWED_HEADERS, ...asked].join(', ');
+}
 
 /** Answer headers a page may read. */
 const EXPOSED_HEADERS = [
@@ -60,7 +71,7 @@ export function handleCors(req: IncomingMessage, res: ServerResponse, allowed: r
   if (req.method !== 'OPTIONS' || !req.headers['access-control-request-method']) return false;
   res.writeHead(204, {
     'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE',
-    'access-control-allow-headers': ALLOWED_HEADERS,
+    'access-control-allow-headers': allowedHeaders(req),
     'access-control-max-age': '600',
   });
   res.end();

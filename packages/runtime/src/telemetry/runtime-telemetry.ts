@@ -92,6 +92,10 @@ export interface Operation {
   traceHeaders(): Record<string, string>;
   /** Records the error that failed the call (its AWS error type goes on the span and the metrics). */
   fail(error: unknown): void;
+  /** Adds attributes to the call's span (the request a replay re-sends). */
+  setAttributes(attributes: Attributes): void;
+  /** Links the call's span to a span of another trace (the invocation a replay re-sends). */
+  linkTo(traceId: string, spanId: string, attributes?: Attributes): void;
 }
 
 export interface RuntimeTelemetry {
@@ -156,6 +160,8 @@ export const UNTRACED_OPERATION: Operation = {
   coldStart: (start) => start(() => undefined),
   traceHeaders: () => ({}),
   fail: () => undefined,
+  setAttributes: () => undefined,
+  linkTo: () => undefined,
 };
 
 interface ErrorLike {
@@ -386,6 +392,13 @@ export function createRuntimeTelemetry(options: RuntimeTelemetryOptions): Runtim
         } finally {
           child.end();
         }
+      },
+      setAttributes: (attributes) => void span.setAttributes(attributes),
+      linkTo(traceId, spanId, attributes) {
+        span.addLink({
+          context: { traceId, spanId, traceFlags: TraceFlags.SAMPLED },
+          attributes: attributes ?? {},
+        });
       },
       traceHeaders() {
         const carrier: Record<string, string> = {};
