@@ -4,7 +4,8 @@ import { type AddressInfo } from 'node:net';
 import { type Duplex } from 'node:stream';
 import { type RuntimeServerOptions, resolveRuntimeConfig } from './config.js';
 import { registerControlPlane } from './control/control-plane.js';
-import { openControlStore } from './control/store/open-store.js';
+import { createLeaderElection } from './control/leader-lease.js';
+import { kubeConfigOf, openControlStore } from './control/store/open-store.js';
 import { createAuthenticator } from './data/auth.js';
 import { registerDataPlane } from './data/data-plane.js';
 import { registerEvaluate } from './data/evaluate-route.js';
@@ -88,6 +89,16 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   });
   for (const off of isolation.off) logger.warn(`isolation: ${off}`);
   const store = await openControlStore(config, logger);
+  // Shared records, several replicas: work only one of them may do runs on the Lease's holder.
+  const leader =
+    config.controlStore === 'kubernetes'
+      ? createLeaderElection({
+          kubeConfig: kubeConfigOf(config),
+          namespace: config.kubernetesNamespace,
+          identity: config.replicaName,
+          logger: logger.child({ component: 'leader' }),
+        })
+      : undefined;
   let origin = '';
   const sessions = createSessionManager({ config, isolation, logger, origin: () => origin });
   const auth = createAuthenticator(config.apiKeys, { requireExp: config.jwtRequireExp });
@@ -177,13 +188,29 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
   origin = url;
-  // Runtimes that were mid-transition when the last process stopped settle now; warm pools refill.
+  // Runtimes a stopped process left DELETING are removed — by one replica, the leader, when the
+  // records are shared (AGENTRT_CONTROL_STORE=kubernetes) — and this replica's warm pools refill.
+  const finishDeletions = async () => {
+    for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 }))
+      if (runtime.status === 'DELETING') {
+        await store.deleteChildren(runtime.id);
+        await store.delete('runtime', runtime.id);
+      }
+  };
+  if (leader)
+    leader.whileLeading({
+      start: () =>
+        void finishDeletions().catch((error: unknown) =>
+          logger.warn('deletions left by a stopped replica not finished', {
+            error: (error as Error).message,
+          }),
+        ),
+      stop: () => undefined,
+    });
+  else await finishDeletions();
   for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
     const version = store.get('version', `${runtime.id}#${runtime.latestVersion}`);
-    if (runtime.status === 'DELETING') {
-      await store.deleteChildren(runtime.id);
-      await store.delete('runtime', runtime.id);
-    } else if (version?.status === 'READY' && runtime.status === 'READY')
+    if (version?.status === 'READY' && runtime.status === 'READY')
       sessions.refreshWarmPool({ runtime, version });
   }
 
@@ -208,6 +235,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
       (closed ??= (async () => {
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         webSockets.close();
+        await leader?.close();
         await sessions.close();
         server.closeAllConnections();
         await serverClosed;

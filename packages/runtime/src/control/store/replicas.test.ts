@@ -153,4 +153,17 @@ describe('two runtime replicas, one Kubernetes control store', () => {
     expect(listed.agentRuntimes).toHaveLength(1);
     expect(JSON.parse(await kubectl('get', 'agentruntimes', '-o', 'json')).items).toHaveLength(1);
   });
+
+  it('one replica holds the leader Lease', async () => {
+    const holder = await eventually(
+      async () =>
+        (
+          JSON.parse(await kubectl('get', 'lease', 'agentrt-leader', '-o', 'json').catch(() => '{}')) as {
+            spec?: { holderIdentity?: string };
+          }
+        ).spec?.holderIdentity,
+      (h) => h === 'runtime-a' || h === 'runtime-b',
+    );
+    expect(['runtime-a', 'runtime-b']).toContain(holder);
+  });
 });
