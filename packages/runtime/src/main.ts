@@ -2,6 +2,10 @@
 // Runs the runtime as a service: `node dist/main.js` (settings from AGENTRT_* env vars).
 import { createRuntimeServer } from './server.js';
 
+// A reader of stdout that went away (its pipe closed: EPIPE) loses the log lines, not the runtime
+// and every session it runs.
+process.stdout.on('error', () => undefined);
+
 const server = await createRuntimeServer();
 let stopping = false;
 const stop = (signal: string) => {

@@ -161,6 +161,31 @@ describe.skipIf(process.platform !== 'linux')('the runnable service (dist/main.j
   const dataDir = mkdtempSync(join(os.tmpdir(), 'agentrt-main-test-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
+  it('outlives the reader of its stdout: the log lines are lost, not the runtime', async () => {
+    const child = spawn(process.execPath, [main], {
+      env: { ...process.env, AGENTRT_RUNTIME_PORT: '0', AGENTRT_DATA_DIR: dataDir },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
+      await waitFor(() => output.includes('runtime listening'), 15_000, 'runtime listening');
+      const { url } = JSON.parse(output.split('\n').find((l) => l.includes('runtime listening'))!) as {
+        url: string;
+      };
+      // The pipe's reader goes away (a supervisor restarted, a terminal closed): lines meet EPIPE.
+      child.stdout.destroy();
+      const { control, data } = sdkClients(url);
+      const runtime = await createReady(control, 'unlogged', 'counter');
+      expect(await invokeJson(data, runtime.agentRuntimeArn!, sessionId('epipe'), {})).toBeDefined();
+      control.destroy();
+      data.destroy();
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
   it('leaves no worker behind when it is SIGKILLed', async () => {
     const child = spawn(process.execPath, [main], {
       env: {
