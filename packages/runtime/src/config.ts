@@ -64,6 +64,11 @@ export interface RuntimeServerOptions {
   sessionStorageMb?: number;
   /** Which engine runs image artifacts: `auto` (podman, else Docker), `podman` or `docker`. */
   containerEngine?: ContainerEngineSetting;
+  /**
+   * Where sessions run: `local` (default: this host's backends) or `kubernetes` (one pod per
+   * session, through KUBECONFIG or the in-cluster service account).
+   */
+  sessions?: 'local' | 'kubernetes';
   /** The OCI runtime of podman's session containers: `runc` (default) or `runsc` (gVisor). */
   ociRuntime?: 'runc' | 'runsc';
   /**
@@ -236,6 +241,8 @@ export function resolveRuntimeConfig(
     sessionPids: options.sessionPids ?? int('AGENTRT_SESSION_PIDS', 1024, 16),
     sessionDiskMb: options.sessionDiskMb ?? int('AGENTRT_SESSION_DISK_MB', 1024, 1),
     sessionStorageMb: options.sessionStorageMb ?? int('AGENTRT_SESSION_STORAGE_MB', 1024, 8),
+    sessions:
+      options.sessions ?? oneOf<'local' | 'kubernetes'>('AGENTRT_SESSIONS', ['local', 'kubernetes'], 'local'),
     containerEngine:
       options.containerEngine ??
       oneOf<ContainerEngineSetting>('AGENTRT_CONTAINER_ENGINE', ['auto', 'podman', 'docker'], 'auto'),

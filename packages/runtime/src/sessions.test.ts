@@ -9,6 +9,7 @@ import {
 import { UpdateAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntimeClient } from './client.js';
+import { type Worker } from './sessions/worker.js';
 import {
   ROLE_ARN,
   type TestRuntime,
@@ -22,6 +23,12 @@ import {
   startRuntime,
   waitFor,
 } from './test-support.js';
+
+/**
+ * Whether a session's worker is gone: its process on the local backends; on the kubernetes one
+ * (pid 0: no process of this host) its pod, which the pod watch saw deleted or ended.
+ */
+const gone = (worker: Worker) => (worker.pid > 0 ? !alive(worker.pid) : worker.exited !== undefined);
 
 describe('sessions through the AWS SDK clients', () => {
   let rt: TestRuntime;
@@ -51,7 +58,7 @@ describe('sessions through the AWS SDK clients', () => {
     const hostPids = rt.server
       .sessions()
       .filter((s) => s.runtimeId === runtime.agentRuntimeId)
-      .map((s) => s.worker!.pid);
+      .map((s) => s.worker!.id);
     expect(new Set(hostPids).size).toBe(2);
     expect((b.env as Record<string, string>).TMPDIR).not.toBe((first.env as Record<string, string>).TMPDIR);
     if (rt.server.isolation === 'bwrap') {
@@ -166,12 +173,12 @@ describe('sessions through the AWS SDK clients', () => {
     const sid = sessionId('stop-me');
     await invokeJson(rt.data, runtime.agentRuntimeArn!, sid, {});
     expect((await invokeJson(rt.data, runtime.agentRuntimeArn!, sid, {})).count).toBe(2);
-    const pid = rt.server.sessions().find((s) => s.sessionId === sid)!.worker!.pid;
+    const worker = rt.server.sessions().find((s) => s.sessionId === sid)!.worker!;
     const stopped = await rt.data.send(
       new StopRuntimeSessionCommand({ agentRuntimeArn: runtime.agentRuntimeArn!, runtimeSessionId: sid }),
     );
     expect(stopped.runtimeSessionId).toBe(sid);
-    expect(alive(pid)).toBe(false);
+    expect(gone(worker)).toBe(true);
     await expect(
       rt.data.send(
         new StopRuntimeSessionCommand({ agentRuntimeArn: runtime.agentRuntimeArn!, runtimeSessionId: sid }),
@@ -186,7 +193,8 @@ describe('sessions through the AWS SDK clients', () => {
     const sid = sessionId('restart-me');
     await invokeJson(rt.data, arn, sid, {});
     expect((await invokeJson(rt.data, arn, sid, {})).count).toBe(2);
-    const oldPid = rt.server.sessions().find((s) => s.sessionId === sid)!.worker!.pid;
+    const old = rt.server.sessions().find((s) => s.sessionId === sid)!.worker!;
+    const oldPid = old.pid;
     const client = createRuntimeClient({ url: rt.server.url });
     const restarting = client.restartSessions(arn);
     await waitFor(
@@ -200,7 +208,7 @@ describe('sessions through the AWS SDK clients', () => {
     expect(during.count).toBe(1);
     expect(during.pid).not.toBe(oldPid);
     expect((await invokeJson(rt.data, arn, sid, {})).count).toBe(2);
-    await waitFor(() => !alive(oldPid), 10_000, 'old worker gone');
+    await waitFor(() => gone(old), 10_000, 'old worker gone');
     expect(await client.restartSessions(runtime.agentRuntimeId!)).toEqual({ restarted: 1 });
     const nothing = await createReady(rt.control, 'restartable_idle', 'counter');
     expect(await client.restartSessions(nothing.agentRuntimeArn!)).toEqual({ restarted: 0 });
@@ -224,14 +232,14 @@ describe('sessions through the AWS SDK clients', () => {
       invokeJson(rt.data, busy.agentRuntimeArn!, sessionId('busy'), {}),
     ]);
     const find = (id: string) => rt.server.sessions().find((s) => s.runtimeId === id);
-    const busyPid = find(busy.agentRuntimeId!)!.worker!.pid;
-    const idlePid = find(idle.agentRuntimeId!)!.worker!.pid;
+    const busyWorker = find(busy.agentRuntimeId!)!.worker!;
+    const idleWorker = find(idle.agentRuntimeId!)!.worker!;
     await waitFor(() => find(idle.agentRuntimeId!) === undefined, 10_000, 'idle session reaped');
-    expect(alive(idlePid)).toBe(false);
+    expect(gone(idleWorker)).toBe(true);
     // The busy one has been idle just as long (its time_of_last_update is older still) and survives.
     expect(find(busy.agentRuntimeId!)?.state).toBe('ready');
     expect(find(busy.agentRuntimeId!)?.ping.status).toBe('HealthyBusy');
-    expect(alive(busyPid)).toBe(true);
+    expect(gone(busyWorker)).toBe(false);
   });
 
   it('stops even a HealthyBusy session at its max lifetime', async () => {
@@ -240,9 +248,9 @@ describe('sessions through the AWS SDK clients', () => {
     });
     const sid = sessionId('short-lived');
     await invokeJson(rt.data, runtime.agentRuntimeArn!, sid, {});
-    const pid = rt.server.sessions().find((s) => s.sessionId === sid)!.worker!.pid;
+    const worker = rt.server.sessions().find((s) => s.sessionId === sid)!.worker!;
     await waitFor(() => !rt.server.sessions().some((s) => s.sessionId === sid), 10_000, 'max lifetime stop');
-    expect(alive(pid)).toBe(false);
+    expect(gone(worker)).toBe(true);
     expect(
       rt.logs.some((l) => l.msg === 'session stopped' && l.sessionId === sid && l.reason === 'max-lifetime'),
     ).toBe(true);
@@ -404,9 +412,9 @@ describe('session start failures, limits and shutdown', () => {
       [1, 2, 3].map((i) => invokeJson(rt.data, runtime.agentRuntimeArn!, sessionId(`orphan-${i}`), {})),
     );
     await waitFor(() => rt.server.warmCount() === 1, 15_000, 'warm worker');
-    const pids = rt.server.sessions().map((s) => s.worker!.pid);
-    expect(pids).toHaveLength(3);
+    const workers = rt.server.sessions().map((s) => s.worker!);
+    expect(workers).toHaveLength(3);
     await rt.close();
-    for (const pid of pids) expect(alive(pid)).toBe(false);
+    for (const worker of workers) expect(gone(worker)).toBe(true);
   });
 });

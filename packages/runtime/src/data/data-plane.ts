@@ -279,7 +279,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
         {
           ...(worker.socketPath
             ? { socketPath: worker.socketPath }
-            : { host: '127.0.0.1', port: worker.port }),
+            : { host: worker.host ?? '127.0.0.1', port: worker.port }),
           method: target.method,
           path: target.path,
           agent: worker.agent,

@@ -149,7 +149,7 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
   });
 
   const openUpstream = (
-    worker: { port: number; socketPath: string | undefined },
+    worker: { port: number; socketPath: string | undefined; host?: string | undefined },
     headers: OutgoingHttpHeaders,
   ) =>
     new Promise<{ upstream: WebSocket; early: [Buffer, boolean][] }>((resolve, reject) => {
@@ -158,7 +158,7 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
       // A sandboxed worker is reachable only through its session's Unix socket.
       const address = worker.socketPath
         ? `ws+unix://${worker.socketPath}:/ws`
-        : `ws://127.0.0.1:${worker.port}/ws`;
+        : `ws://${worker.host ?? '127.0.0.1'}:${worker.port}/ws`;
       const upstream = new WebSocket(address, {
         headers: headers as Record<string, string>,
         maxPayload: config.wsMaxFrameBytes,

@@ -58,7 +58,7 @@ export interface StartedWorker {
  * reaches it, probes it, reads its usage and stops it.
  */
 export interface SessionBackend {
-  readonly name: 'process-group' | 'bwrap' | 'docker' | 'podman';
+  readonly name: 'process-group' | 'bwrap' | 'docker' | 'podman' | 'kubernetes';
   /** Removes what a runtime that was killed left of this backend's workers (before any session starts). */
   sweep?(): Promise<void>;
   start(request: WorkerRequest): Promise<StartedWorker>;

@@ -9,6 +9,7 @@ import { createWarmPool } from './warm-pool.js';
 import { type CommandSpawn, type SessionBackend, type SessionTarget } from './backend.js';
 import { RELAY_PORT, createBwrapBackend } from './backends/bwrap.js';
 import { createDockerBackend } from './backends/docker.js';
+import { type KubernetesBackend, createKubernetesBackend } from './backends/kubernetes/kubernetes.js';
 import { createPodmanBackend } from './backends/podman.js';
 import { createProcessGroupBackend } from './backends/process-group.js';
 import { fromRuntimeEnv } from './helpers.js';
@@ -102,6 +103,11 @@ const WORKER_RUNTIME_VARIABLES = [
   'AWS_SESSION_TOKEN',
 ];
 
+/** What a start span says of its worker: its pid, or its pod. */
+function workerAttributes(worker: Worker): Record<string, string | number> {
+  return worker.podName ? { 'k8s.pod.name': worker.podName } : { 'process.pid': worker.pid };
+}
+
 export function createSessionManager({
   config,
   isolation,
@@ -122,7 +128,11 @@ export function createSessionManager({
         ? createBwrapBackend({ config, isolation, instrumentPath: () => instrumentPath ?? undefined })
         : createProcessGroupBackend(isolation),
   };
+  // AGENTRT_SESSIONS=kubernetes: every session is a pod, whatever its artifact.
+  const kubernetes: KubernetesBackend | undefined =
+    config.sessions === 'kubernetes' ? createKubernetesBackend(config, logger) : undefined;
   const backendFor = (launch: LaunchSpec): SessionBackend => {
+    if (kubernetes) return kubernetes;
     if (launch.kind === 'process') return backends.process;
     if (launch.engine === 'docker') return backends.docker;
     if (!backends.podman)
@@ -223,7 +233,10 @@ export function createSessionManager({
   const startWorker = async (target: SessionTarget, tag: Record<string, string>, sessionId?: string) => {
     const containerUri =
       target.version.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
-    const launch = await launchOf(containerUri, target.version.artifact, pinOptionsOf(config));
+    // A pod runs the version's image as the cluster pulls it: nothing is resolved on this host.
+    const launch: LaunchSpec = kubernetes
+      ? { kind: 'image', image: containerUri, engine: 'podman' }
+      : await launchOf(containerUri, target.version.artifact, pinOptionsOf(config));
     await swept;
     const id = randomUUID();
     const sessionDir = join(sessionsRoot, id);
@@ -291,6 +304,19 @@ export function createSessionManager({
     start: (target, onWorker) =>
       withStartSlot(() => startReady(target, { pool: 'warm' }, undefined, onWorker).then(() => undefined)),
   });
+
+  /**
+   * A ready warm worker of the version for `sessionId`. A warm pod is claimed in the cluster first
+   * (a label patch with its resourceVersion): one another runtime replica took is dropped.
+   */
+  const claimWarm = async (target: SessionTarget, sessionId: string) => {
+    for (let warm = pool.take(target); warm; warm = pool.take(target)) {
+      const podName = warm.worker.podName;
+      if (!kubernetes || !podName || (await kubernetes.claim(podName, sessionId))) return warm;
+      void warm.worker.stop(0);
+    }
+    return undefined;
+  };
 
   const clearTimers = (session: Session) => {
     for (const t of timers.get(session) ?? []) clearTimeout(t);
@@ -442,9 +468,12 @@ export function createSessionManager({
       const log = logger.child({ runtimeId: target.runtime.id, sessionId });
       const start = (async () => {
         const queuedMs = Date.now();
-        const warm = pool.take(target);
+        const warm = await claimWarm(target, sessionId);
         if (warm) {
-          phase?.('warm-pool', queuedMs, Date.now(), { 'process.pid': warm.worker.pid });
+          phase?.('warm-pool', queuedMs, Date.now(), {
+            ...workerAttributes(warm.worker),
+            launch_type: 'warm',
+          });
           session.worker = warm.worker;
           session.warm = true;
           warm.adopt(sessionId);
@@ -462,8 +491,9 @@ export function createSessionManager({
               session.worker = worker;
               readyMs = Date.now();
               phase?.('spawn', spawnMs, readyMs, {
-                'process.pid': worker.pid,
-                'agentrt.isolation': isolation.mode,
+                ...workerAttributes(worker),
+                'agentrt.isolation': kubernetes ? 'kubernetes' : isolation.mode,
+                launch_type: 'cold',
               });
             });
           } finally {
@@ -545,6 +575,7 @@ export function createSessionManager({
         ),
         pool.close(),
       ]);
+      await kubernetes?.close();
     },
   };
 }

@@ -20,6 +20,10 @@ export interface Worker {
   readonly id: string;
   readonly pid: number;
   readonly port: number;
+  /** The address it listens on when not this host's loopback (a session pod's IP). */
+  readonly host?: string | undefined;
+  /** The pod it runs in (the kubernetes backend), named on the runtime's spans. */
+  readonly podName?: string | undefined;
   /** When set, requests reach the worker through this Unix socket (its sandbox's bridge), not `port`. */
   readonly socketPath: string | undefined;
   /** The sandbox's first process (host pid) once bwrap reported it: commands join its namespaces. */

@@ -1,7 +1,7 @@
 // The test kubelet: pods created through kubectl and client-node really run (as local workers of
 // the process-group backend), serve HTTP on their pod IP, report Ready, and answer logs and exec.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,10 +10,9 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api, Exec, KubeConfig, type V1Pod, type V1Status } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProcessGroupBackend } from '../../sessions/backends/process-group.js';
 import { fixtureUri } from '../../test-support.js';
 import { type KubeApiServer, startKubeApiServer } from './api-server.js';
-import { type Kubelet, startKubelet } from './kubelet.js';
+import { type Kubelet, nodeBackend, startKubelet } from './kubelet.js';
 import { writeKubeconfig } from './kubeconfig.js';
 
 const run = promisify(execFile);
@@ -40,7 +39,7 @@ function pod(name: string, image: string): V1Pod {
 
 function httpGet(url: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    get(url, (res) => {
+    get(url, { agent: false }, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -63,20 +62,11 @@ beforeAll(async () => {
   kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   core = kc.makeApiClient(CoreV1Api);
-  const isolation = {
-    mode: 'process-group',
-    network: 'shared',
-    reason: 'test kubelet',
-    off: [],
-    pdeathsig: false,
-    hostIds: undefined,
-    cgroups: undefined,
-  } as const;
   kubelet = await startKubelet({
     api,
     kubeconfig,
     dataDir: mkdtempSync(join(tmpdir(), 'agentrt-kubelet-')),
-    backend: createProcessGroupBackend({ ...isolation, off: [] }),
+    backend: nodeBackend(),
   });
 });
 afterAll(async () => {
@@ -146,6 +136,7 @@ describe('test kubelet', () => {
       /Failed to pull image "registry.invalid\/agent:1"/,
     );
     const exiting = mkdtempSync(join(tmpdir(), 'agentrt-exiting-'));
+    chmodSync(exiting, 0o755); // readable by a sandbox's user
     writeFileSync(
       join(exiting, 'agentrt.json'),
       JSON.stringify({ command: ['sh', '-c', 'echo boom: no config >&2; exit 3'] }),

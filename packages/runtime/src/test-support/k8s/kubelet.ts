@@ -5,8 +5,9 @@
 // loopback address (127.0.x.y) with its container port forwarded to the worker, so the pods really
 // serve HTTP at podIP:8080. It reports phase, the Ready condition, podIP and container states,
 // writes the events a kubelet writes, and answers pods/log and pods/exec for the API server.
-import { mkdirSync, rmSync } from 'node:fs';
-import { type Server, createServer, connect } from 'node:net';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { type NetConnectOpts, type Server, connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { type Writable } from 'node:stream';
 import {
@@ -17,10 +18,14 @@ import {
   makeInformer,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { resolveRuntimeConfig } from '../../config.js';
 import { createLogger } from '../../logger.js';
 import { launchOf, type LaunchSpec } from '../../sessions/artifact.js';
 import { type SessionBackend, type SessionTarget, type StartedWorker } from '../../sessions/backend.js';
-import { spawnHelper } from '../../sessions/helpers.js';
+import { createBwrapBackend } from '../../sessions/backends/bwrap.js';
+import { createProcessGroupBackend } from '../../sessions/backends/process-group.js';
+import { SECURE_PATH, spawnHelper } from '../../sessions/helpers.js';
+import { type Isolation, detectIsolation } from '../../sessions/isolation.js';
 import { type KubeApiServer } from './api-server.js';
 import { type KubeObject, timestamp } from './objects.js';
 import { type ExecOptions, type LogOptions, type PodRuntime } from './pod-runtime.js';
@@ -49,6 +54,15 @@ interface RunningPod {
   dir: string;
   stopped: boolean;
 }
+
+/**
+ * What the local backends read of a version (session storage, network mode, the telemetry relay's
+ * identity): a pod carries none of it, so a node's sandboxes get the plain defaults.
+ */
+const NODE_TARGET = {
+  runtime: { id: 'pod', arn: 'pod', name: 'pod' },
+  version: { config: { environmentVariables: {}, networkConfiguration: { networkMode: 'PUBLIC' } } },
+} as unknown as SessionTarget;
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const container = (pod: V1Pod) => pod.spec?.containers[0];
@@ -92,7 +106,7 @@ class TestKubelet implements PodRuntime {
     const running: RunningPod = { started: undefined, forward: undefined, dir, stopped: false };
     this.pods.set(uid, running);
     await this.run(pod, running).catch((error: unknown) =>
-      this.fail(pod, 'Failed', String((error as Error).message ?? error)),
+      this.fail(pod, String((error as Error).message ?? error)),
     );
   }
 
@@ -125,6 +139,8 @@ class TestKubelet implements PodRuntime {
     const podIp = `127.0.${Math.floor(this.nextIp / 250)}.${(this.nextIp++ % 250) + 1}`;
     mkdirSync(join(running.dir, 'tmp'), { recursive: true, mode: 0o700 });
     const env = Object.fromEntries((container(pod)?.env ?? []).map((e) => [e.name, e.value ?? '']));
+    // An image's config would give PATH; a folder's HOME and TMPDIR are the pod's own.
+    env.PATH ??= SECURE_PATH;
     Object.assign(env, {
       HOME: running.dir,
       TMPDIR: join(running.dir, 'tmp'),
@@ -133,10 +149,7 @@ class TestKubelet implements PodRuntime {
     const started = await this.options.backend.start({
       id: pod.metadata?.uid as string,
       // The local backends read the version only for session storage and network mode.
-      target: {
-        runtime: {},
-        version: { config: { networkConfiguration: { networkMode: 'PUBLIC' } } },
-      } as unknown as SessionTarget,
+      target: NODE_TARGET,
       launch,
       sessionDir: running.dir,
       sessionId: undefined,
@@ -147,9 +160,15 @@ class TestKubelet implements PodRuntime {
     });
     running.started = started;
     if (running.stopped) return void (await started.worker.stop(0));
-    running.forward = await forward(podIp, containerPort(pod), started.worker.port);
+    const { socketPath, port } = started.worker;
+    running.forward = await forward(
+      podIp,
+      containerPort(pod),
+      socketPath ? { path: socketPath } : { port, host: '127.0.0.1' },
+    );
     await this.event(pod, 'Normal', 'Started', `Started container ${container(pod)?.name ?? ''}`);
-    await this.status(pod, 'Running', podIp, false);
+    // Running first, then the exit (at once if it came already), so an early exit's status is the last.
+    if (!started.worker.exited) await this.status(pod, 'Running', podIp, false);
     started.worker.onExit((exit) => void this.exited(pod, running, exit.code ?? 137));
     try {
       await started.worker.waitReady(this.options.readyTimeoutMs ?? 60_000, () => running.stopped);
@@ -163,6 +182,8 @@ class TestKubelet implements PodRuntime {
         );
       return;
     }
+    // The probe's kept-alive connection would hold a process in the sandbox (its socket bridge's).
+    started.worker.agent.destroy();
     if (!running.stopped) await this.status(pod, 'Running', podIp, true);
   }
 
@@ -206,8 +227,10 @@ class TestKubelet implements PodRuntime {
     });
   }
 
-  private async fail(pod: V1Pod, reason: string, message: string): Promise<void> {
-    if (!message.startsWith('Failed to pull')) await this.event(pod, 'Warning', reason, message);
+  /** A container that could not be made (its artifact unreadable, say): CreateContainerError. */
+  private async fail(pod: V1Pod, message: string): Promise<void> {
+    if (message.startsWith('Failed to pull')) return; // said already, as ErrImagePull
+    await this.waiting(pod, 'CreateContainerError', message);
   }
 
   private patchStatus(pod: V1Pod, status: Record<string, unknown>): Promise<unknown> {
@@ -304,10 +327,10 @@ function containerPort(pod: V1Pod): number {
   return container(pod)?.ports?.[0]?.containerPort ?? 8080;
 }
 
-/** Listens on podIp:port and pipes each connection to the worker's loopback port. */
-function forward(podIp: string, port: number, target: number): Promise<Server> {
+/** Listens on podIp:port and pipes each connection to the worker (its loopback port, or its sandbox's socket). */
+function forward(podIp: string, port: number, target: NetConnectOpts): Promise<Server> {
   const server = createServer((socket) => {
-    const upstream = connect(target, '127.0.0.1');
+    const upstream = connect(target);
     socket.pipe(upstream).pipe(socket);
     socket.on('error', () => upstream.destroy());
     upstream.on('error', () => socket.destroy());
@@ -324,3 +347,32 @@ export async function startKubelet(options: KubeletOptions): Promise<Kubelet> {
   await kubelet.start();
   return kubelet;
 }
+
+/** The node's container runtime: a bubblewrap sandbox per pod where this machine has one, else process groups. */
+export function nodeBackend(): SessionBackend {
+  const dataDir = mkdtempSync(join(tmpdir(), 'agentrt-node-'));
+  try {
+    const isolation = detectIsolation({ setting: 'auto', sandboxIds: { uid: 65534, gid: 65534 } });
+    if (isolation.mode === 'bwrap') {
+      const config = resolveRuntimeConfig({ dataDir }, {});
+      return createBwrapBackend({
+        config,
+        isolation: { ...isolation, network: 'allowlist-only' },
+        instrumentPath: () => undefined,
+      });
+    }
+  } catch {
+    // root without a sandbox: process groups
+  }
+  return createProcessGroupBackend(PROCESS_GROUP);
+}
+
+const PROCESS_GROUP: Isolation = {
+  mode: 'process-group',
+  network: 'shared',
+  reason: 'test kubelet',
+  off: [],
+  pdeathsig: false,
+  hostIds: undefined,
+  cgroups: undefined,
+};

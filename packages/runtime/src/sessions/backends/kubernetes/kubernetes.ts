@@ -1,0 +1,148 @@
+// The `kubernetes` session backend (AGENTRT_SESSIONS=kubernetes), `pods` mode: one pod per session
+// from the version's pod spec (pod-spec.ts), reached at its pod IP from an informer cache. A warm
+// pod (made for the session manager's warm pool, labelled agentrt.dev/pool=warm) becomes a
+// session's by a label patch that carries the resourceVersion it was read at: of two runtime
+// replicas claiming it, one gets a 409 and starts another.
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, KubeConfig, PatchStrategy, type V1Pod, setHeaderOptions } from '@kubernetes/client-node';
+import { type RuntimeConfig } from '../../../config.js';
+import { type Logger } from '../../../logger.js';
+import { type CommandSpawn, type SessionBackend, type WorkerRequest } from '../../backend.js';
+import { containerEnv } from '../../container-env.js';
+import { WorkerStartError } from '../../worker.js';
+import { type PodCache, createPodCache } from './pod-cache.js';
+import {
+  ANNOTATIONS,
+  LABELS,
+  POD_PORT,
+  type PodSettings,
+  podSettingsOf,
+  sessionHash,
+  sessionPod,
+} from './pod-spec.js';
+import { PodWorker } from './pod-worker.js';
+
+export interface KubernetesBackend extends SessionBackend {
+  /** Claims the warm pod for `sessionId` (label patch with its resourceVersion); false when another took it. */
+  claim(podName: string, sessionId: string): Promise<boolean>;
+  /** API writes made (creates, patches, deletes): bench figures. */
+  readonly writes: { value: number };
+  close(): Promise<void>;
+}
+
+/** The configured kubeconfig (KUBECONFIG), else the in-cluster service account. */
+function loadKubeConfig(config: Readonly<RuntimeConfig>): { kc: KubeConfig; source: string } {
+  const kc = new KubeConfig();
+  const file = config.kubeconfig || process.env.KUBECONFIG;
+  if (file) {
+    kc.loadFromFile(file);
+    return { kc, source: file };
+  }
+  kc.loadFromCluster();
+  const host = process.env.KUBERNETES_SERVICE_HOST ?? '';
+  return { kc, source: `in-cluster:${host}:${process.env.KUBERNETES_SERVICE_PORT ?? '443'}` };
+}
+
+const EXEC_HELPER = fileURLToPath(new URL('./kube-exec.js', import.meta.url));
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** A kube API error as a start failure that says what the cluster answered. */
+function apiFailure(what: string, error: unknown): WorkerStartError {
+  const e = error as { code?: number; body?: string; message?: string; cause?: { code?: string } };
+  let detail = e.cause?.code ?? e.message ?? String(error);
+  try {
+    detail = (JSON.parse(e.body ?? '') as { message?: string }).message ?? detail;
+  } catch {
+    // not a Status body: the transport error says it
+  }
+  return new WorkerStartError(`kubernetes: ${what} failed${e.code ? ` (${e.code})` : ''}: ${detail}`);
+}
+
+export function createKubernetesBackend(config: Readonly<RuntimeConfig>, logger: Logger): KubernetesBackend {
+  const { kc, source } = loadKubeConfig(config);
+  const core = kc.makeApiClient(CoreV1Api);
+  const settings: PodSettings = podSettingsOf(config, { namespace: config.kubernetesNamespace });
+  const cache: PodCache = createPodCache(kc, core, settings.namespace, logger);
+  const writes = { value: 0 };
+  let slot = 0;
+
+  const create = async (request: WorkerRequest) => {
+    const env = containerEnv(request.env(POD_PORT, false), request.target.runtime.name);
+    const pod = sessionPod({
+      target: request.target,
+      for: request.sessionId
+        ? { kind: 'session', sessionId: request.sessionId }
+        : { kind: 'warm', slot: slot++ },
+      env,
+      healthCheck: request.healthCheck,
+      settings,
+    });
+    // A warm slot's name is per (runtime, version, slot): slots count up, so a name is never reused.
+    await cache.ready().catch(() => undefined);
+    return createPod(pod);
+  };
+
+  /**
+   * Creates the pod; when its name is taken (the session's old pod still being replaced, or a warm
+   * slot another replica made) it is made once more under the name and a random suffix.
+   */
+  const createPod = async (pod: V1Pod, retried = false): Promise<string> => {
+    writes.value++;
+    try {
+      const made = await core.createNamespacedPod({ namespace: settings.namespace, body: pod });
+      return made.metadata?.name as string;
+    } catch (error) {
+      const name = pod.metadata?.name ?? '';
+      if ((error as { code?: number }).code !== 409 || retried)
+        throw apiFailure(`creating pod ${name}`, error);
+      const suffix = randomBytes(3).toString('hex');
+      return createPod({ ...pod, metadata: { ...pod.metadata, name: `${name}-${suffix}` } }, true);
+    }
+  };
+
+  const exec =
+    (name: string) =>
+    (argv: string[]): CommandSpawn => ({
+      argv: [process.execPath, EXEC_HELPER, source, settings.namespace, name, 'agent', ...argv],
+      cwd: '/',
+      env: {},
+      cgroup: undefined,
+    });
+
+  return {
+    name: 'kubernetes',
+    writes,
+    async start(request) {
+      const name = await create(request);
+      const worker = new PodWorker({
+        name,
+        namespace: settings.namespace,
+        core,
+        cache,
+        healthCheck: request.healthCheck,
+      });
+      return { worker, exec: exec(name) };
+    },
+    async claim(podName, sessionId) {
+      const pod = cache.get(podName);
+      if (!pod?.metadata?.resourceVersion) return false;
+      const body = {
+        metadata: {
+          resourceVersion: pod.metadata.resourceVersion,
+          labels: { [LABELS.pool]: null, [LABELS.sessionHash]: sessionHash(sessionId) },
+          annotations: { [ANNOTATIONS.sessionId]: sessionId },
+        },
+      };
+      writes.value++;
+      return core.patchNamespacedPod({ name: podName, namespace: settings.namespace, body }, merge).then(
+        () => true,
+        (error: unknown) => {
+          if ((error as { code?: number }).code === 409) return false;
+          throw apiFailure(`claiming warm pod ${podName}`, error);
+        },
+      );
+    },
+    close: () => cache.close(),
+  };
+}
