@@ -76,8 +76,13 @@ export async function listTraces(filters: TraceFilters, limit = 200): Promise<Tr
   return r.traces.map(toTraceSummaryView);
 }
 
+/** A trace as the API answers it (raw span attributes: what a replay re-sends). */
+export function getTraceResponse(traceId: string): Promise<TraceResponse> {
+  return request<TraceResponse>(`/api/traces/${encodeURIComponent(traceId)}`);
+}
+
 export async function getTrace(traceId: string): Promise<TraceView> {
-  return toTraceView(await request<TraceResponse>(`/api/traces/${encodeURIComponent(traceId)}`));
+  return toTraceView(await getTraceResponse(traceId));
 }
 
 export async function listServices(): Promise<ServiceView[]> {

@@ -3,6 +3,7 @@
  * on 127.0.0.1 port 0 (the runtime exporting its telemetry to the collector, workers instrumented),
  * one agent runtime of a reference example created and invoked through the official AWS SDK clients.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -156,4 +157,59 @@ export async function startRuntimeStack(options: RuntimeStackOptions): Promise<R
     await close();
     throw error;
   }
+}
+
+/** A span as GET /api/traces/{id} answers it (the fields the replay tests read). */
+export interface ApiSpan {
+  spanId: string;
+  traceId: string;
+  attributes: Record<string, unknown>;
+  links: { traceId: string; spanId: string; attributes: Record<string, unknown> }[];
+}
+
+/** The runtime's InvokeAgentRuntime span of a trace, once the collector has it. */
+export function invocationSpanOf(collectorUrl: string, traceId: string): Promise<ApiSpan> {
+  interface Node {
+    span: ApiSpan;
+    children: Node[];
+  }
+  return until(`InvokeAgentRuntime span of ${traceId}`, async () => {
+    const res = await fetch(`${collectorUrl}/api/traces/${traceId}`);
+    if (!res.ok) return undefined;
+    const all: ApiSpan[] = [];
+    const walk = (nodes: Node[]): void => {
+      for (const n of nodes) {
+        all.push(n.span);
+        walk(n.children);
+      }
+    };
+    walk(((await res.json()) as { roots: Node[] }).roots);
+    return all.find((s) => s.attributes['rpc.method'] === 'InvokeAgentRuntime');
+  });
+}
+
+/** A one-span trace sent straight to the collector (an agent's own, no runtime call); its id. */
+export async function sendAgentOnlyTrace(collectorUrl: string): Promise<string> {
+  const traceId = randomBytes(16).toString('hex');
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const span = {
+    traceId,
+    spanId: '00000000000000a1',
+    name: 'invoke_agent local',
+    kind: 2,
+    startTimeUnixNano: String(now),
+    endTimeUnixNano: String(now + 1_000_000n),
+    status: {},
+  };
+  const res = await fetch(`${collectorUrl}/v1/traces`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      resourceSpans: [
+        { resource: { attributes: [] }, scopeSpans: [{ scope: { name: 't' }, spans: [span] }] },
+      ],
+    }),
+  });
+  if (!res.ok) throw new Error(`collector answered ${res.status}`);
+  return traceId;
 }

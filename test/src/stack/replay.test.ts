@@ -9,19 +9,18 @@ import { DeleteAgentRuntimeCommand, GetAgentRuntimeCommand } from '@aws-sdk/clie
 import { main } from '@agentrt/cli';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RuntimeStack, startRuntimeStack, until } from '../observability/runtime-stack.js';
+import {
+  type RuntimeStack,
+  invocationSpanOf,
+  sendAgentOnlyTrace,
+  startRuntimeStack,
+  until,
+} from '../observability/runtime-stack.js';
 
 const SESSION = `replay-session-${'0'.repeat(24)}`;
 const CUSTOM = 'x-amzn-bedrock-agentcore-runtime-custom-tenant';
 
 let stack: RuntimeStack;
-
-interface SpanView {
-  spanId: string;
-  traceId: string;
-  attributes: Record<string, unknown>;
-  links: { traceId: string; spanId: string; attributes: Record<string, unknown> }[];
-}
 
 async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
@@ -39,23 +38,7 @@ async function run(args: string[]): Promise<{ code: number; out: string; err: st
 const replay = (traceId: string) =>
   run(['replay', traceId, '--collector', stack.collector.url, '--url', stack.runtime.url]);
 
-/** The InvokeAgentRuntime span of a trace, once the collector has it. */
-function invocationOf(traceId: string): Promise<SpanView> {
-  return until(`InvokeAgentRuntime span of ${traceId}`, async () => {
-    const res = await fetch(`${stack.collector.url}/api/traces/${traceId}`);
-    if (!res.ok) return undefined;
-    const body = (await res.json()) as { roots: { span: SpanView; children: unknown[] }[] };
-    const all: SpanView[] = [];
-    const walk = (nodes: { span: SpanView; children: unknown[] }[]) => {
-      for (const n of nodes) {
-        all.push(n.span);
-        walk(n.children as typeof nodes);
-      }
-    };
-    walk(body.roots);
-    return all.find((s) => s.attributes['rpc.method'] === 'InvokeAgentRuntime');
-  });
-}
+const invocationOf = (traceId: string) => invocationSpanOf(stack.collector.url, traceId);
 
 beforeAll(async () => {
   stack = await startRuntimeStack({ name: 'replay_agent', runtime: { captureRequests: true } });
@@ -114,35 +97,7 @@ describe('agentrt replay', { timeout: 90_000 }, () => {
     expect((await run(['replay', 'not-a-trace'])).err).toMatch(/32 lowercase hex/);
 
     // A trace with no runtime call in it (an agent's own spans, sent straight to the collector).
-    const plain = randomBytes(16).toString('hex');
-    const now = BigInt(Date.now()) * 1_000_000n;
-    await fetch(`${stack.collector.url}/v1/traces`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        resourceSpans: [
-          {
-            resource: { attributes: [{ key: 'service.name', value: { stringValue: 'local-agent' } }] },
-            scopeSpans: [
-              {
-                scope: { name: 't' },
-                spans: [
-                  {
-                    traceId: plain,
-                    spanId: '00000000000000a1',
-                    name: 'invoke_agent local',
-                    kind: 2,
-                    startTimeUnixNano: String(now),
-                    endTimeUnixNano: String(now + 1_000_000n),
-                    status: {},
-                  },
-                ],
-              },
-            ],
-          },
-        ],
-      }),
-    });
+    const plain = await sendAgentOnlyTrace(stack.collector.url);
     const noCall = await until('plain trace refused', async () => {
       const r = await replay(plain);
       return r.err.includes('not in the collector') ? undefined : r;

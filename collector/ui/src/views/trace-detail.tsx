@@ -1,6 +1,7 @@
 /** One trace: summary, waterfall with critical path, span panel. */
 import { getTrace } from '../api.js';
 import { Cost, ErrorBox, Loading, Section, StatusPill, Tokens } from '../components/common.js';
+import { ReplayButton } from '../components/replay-button.js';
 import { LogList, SpanPanel } from '../components/span-panel.js';
 import { Waterfall } from '../components/waterfall.js';
 import { formatClock, formatDateTime, formatDuration } from '../format.js';
@@ -60,6 +61,7 @@ export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?:
         />
       </div>
       <div class="toolbar">
+        <ReplayButton traceId={traceId} />
         <a class="btn ghost" href={routeHref({ view: 'compare', a: traceId })}>
           Compare with…
         </a>
