@@ -11,6 +11,7 @@ import {
   createSessionCgroup,
   removeWhenEmpty,
 } from './cgroups.js';
+import { readAllStats } from '../telemetry/process-usage.js';
 import { SLIRP_DNS, closeEgress } from './egress.js';
 import { HELPER_ENV, requireHelper } from './helpers.js';
 import { type Isolation, dropPrivileges, isolate } from './isolation.js';
@@ -265,4 +266,38 @@ export function sealRunDir(sessionDir: string, isolation: Isolation): void {
   const runDir = join(sessionDir, 'run');
   chownSync(runDir, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
   chmodSync(runDir, 0o755);
+}
+
+/** Host pids of the processes whose parent is `pid` (none once it is gone). */
+function childrenOf(pid: number): number[] {
+  return [...readAllStats()].filter(([, stat]) => stat.ppid === pid).map(([child]) => child);
+}
+
+/** Sends `signal` to each of the processes; one already gone is skipped. */
+function signalAll(pids: number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/**
+ * Lets a sandboxed worker end on its own before its sandbox goes: SIGTERM to the worker alone (the
+ * child of the sandbox's first process), SIGKILL if it has not ended within `graceMs`; resolves once
+ * the sandbox has exited with it (or after the grace). Signalling the group at once would end bwrap
+ * (and so, dying with it, the whole sandbox) and the bridge to the telemetry relay together with the
+ * worker, while the worker still flushes its spans through it.
+ */
+export async function stopSandboxWorker(
+  sandboxPid: number | undefined,
+  graceMs: number,
+  exitedWithin: (ms: number) => Promise<boolean>,
+): Promise<void> {
+  if (sandboxPid === undefined) return;
+  const workers = childrenOf(sandboxPid);
+  signalAll(workers, 'SIGTERM');
+  if (!(await exitedWithin(graceMs))) signalAll(workers, 'SIGKILL');
 }

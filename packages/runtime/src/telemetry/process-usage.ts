@@ -52,7 +52,8 @@ export function parseProcStat(text: string): ProcStat | undefined {
   return Object.values(stat).every(Number.isFinite) ? stat : undefined;
 }
 
-function readAllStats(): Map<number, ProcStat> {
+/** Every process's `/proc/<pid>/stat` by pid (none without procfs). */
+export function readAllStats(): Map<number, ProcStat> {
   const stats = new Map<number, ProcStat>();
   let entries: string[];
   try {

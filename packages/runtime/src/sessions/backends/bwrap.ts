@@ -5,7 +5,13 @@ import { type SessionBackend, type WorkerRequest, sessionStorageMount } from '..
 import { joinCgroupArgv } from '../cgroups.js';
 import { type Isolation, enterSandbox } from '../isolation.js';
 import { createOtlpRelay, tenantServiceName } from '../otlp-relay.js';
-import { type SandboxPlan, planSandbox, sealRunDir, storageDirOf } from '../sandbox-session.js';
+import {
+  type SandboxPlan,
+  planSandbox,
+  sealRunDir,
+  stopSandboxWorker,
+  storageDirOf,
+} from '../sandbox-session.js';
 import { dependencyPaths } from '../sandbox-view.js';
 import { mountStorageVolume } from '../storage-volume.js';
 import { spawnWorker } from '../worker.js';
@@ -131,6 +137,8 @@ export function createBwrapBackend({
         prepare: sandbox.prepare,
         limitHit: sandbox.limitHit,
         usage: sandbox.usage,
+        // The worker first, alone: it flushes its telemetry through the relay's bridge before the rest ends.
+        stopWith: (graceMs) => stopSandboxWorker(worker.sandboxPid, graceMs, worker.exitedWithin),
       });
       worker.onExit(unmount);
       const exec = (argv: string[]) => {
