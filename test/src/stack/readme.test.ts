@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -136,6 +136,40 @@ function binExists(name: string): boolean {
   });
 }
 
+/** Resources the READMEs' `kubectl get` names: built-in kinds and the plurals of deploy/k8s/crds. */
+const KUBECTL_RESOURCES = new Set([
+  'pods',
+  'services',
+  'deployments',
+  'leases',
+  ...readdirSync(join(repoRoot, 'deploy/k8s/crds')).map((f) => f.split('_')[1]!.replace(/\.yaml$/, '')),
+]);
+
+/** kubectl as the READMEs use it: apply -f/-k and kustomize of repo paths, get of known resources, port-forward, rollout. */
+function checkKubectl(args: string[]): string[] {
+  const rest = args[0] === '-n' ? args.slice(2) : args;
+  const [sub, ...more] = rest;
+  switch (sub) {
+    case 'apply':
+      if (more[0] !== '-f' && more[0] !== '-k') return ['kubectl apply: neither -f nor -k'];
+      return existsSync(join(repoRoot, more[1] ?? '')) ? [] : [`kubectl apply: no ${more[1]}`];
+    case 'kustomize':
+      return existsSync(join(repoRoot, more[0] ?? '', 'kustomization.yaml'))
+        ? []
+        : [`kubectl kustomize: no kustomization.yaml in ${more[0]}`];
+    case 'get':
+      return (more[0] ?? '')
+        .split(',')
+        .filter((r) => !KUBECTL_RESOURCES.has(r))
+        .map((r) => `kubectl get: no resource ${r}`);
+    case 'port-forward':
+    case 'rollout':
+      return [];
+    default:
+      return [`kubectl ${sub}?`];
+  }
+}
+
 async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
   const [program, ...args] = argv;
   switch (program) {
@@ -186,9 +220,12 @@ async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
     case 'cp':
       return [];
     case 'kubectl':
-      if (args[0] === 'apply')
-        return existsSync(join(repoRoot, args[2] ?? '')) ? [] : [`kubectl apply: no ${args[2]}`];
-      return args[0] === 'port-forward' ? [] : [`kubectl ${args[0]}?`];
+      return checkKubectl(args);
+    case 'grep': {
+      // What it reads: a file of the repo, or one an earlier command wrote under .data/.
+      const file = args.at(-1) ?? '';
+      return file.startsWith('.data/') || existsSync(join(repoRoot, file)) ? [] : [`grep: no file ${file}`];
+    }
     case 'docker': {
       if (args[0] === 'build' || args[0] === 'buildx') {
         const file = args[args.indexOf('-f') + 1] ?? '';
