@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   RuntimeClientError: 424,
   ThrottlingException: 429,
   InternalServerException: 500,
+  /** What the sessions run on cannot be reached now (a cluster's API server): retry later. */
+  ServiceException: 503,
 } as const;
 
 export type ErrorType = keyof typeof ERROR_STATUS;
@@ -36,7 +38,7 @@ export class RuntimeApiError extends Error {
   ) {
     super(message, options);
     this.status = ERROR_STATUS[type];
-    this.expose = this.status < 500;
+    this.expose = this.status < 500 || type === 'ServiceException';
     this.headers = options?.headers ?? {};
   }
   readonly headers: Record<string, string>;

@@ -16,7 +16,13 @@ import { fromRuntimeEnv } from './helpers.js';
 import { findInstrumentPreload } from './instrument-preload.js';
 import { type Isolation } from './isolation.js';
 import { sweepSessionDirs } from './leftovers.js';
-import { type PingState, type Worker, type WorkerExit, WorkerStartError } from './worker.js';
+import {
+  BackendUnavailableError,
+  type PingState,
+  type Worker,
+  type WorkerExit,
+  WorkerStartError,
+} from './worker.js';
 
 export type { CommandSpawn, SessionTarget } from './backend.js';
 
@@ -511,6 +517,13 @@ export function createSessionManager({
         await session.worker?.stop(0);
         const message = error instanceof Error ? error.message : String(error);
         log.warn('session failed to start', { error: message });
+        if (error instanceof BackendUnavailableError)
+          throw new RuntimeApiError(
+            'ServiceException',
+            message,
+            {},
+            { cause: error, headers: { 'retry-after': '5' } },
+          );
         throw new RuntimeApiError('RuntimeClientError', message, {}, { cause: error });
       } finally {
         starting.delete(start);

@@ -57,6 +57,11 @@ export class WorkerStartError extends Error {
   override name = 'WorkerStartError';
 }
 
+/** What starts workers cannot be reached now (a cluster's API server): nothing started, retry later. */
+export class BackendUnavailableError extends WorkerStartError {
+  override name = 'BackendUnavailableError';
+}
+
 const OUTPUT_TAIL_BYTES = 4096;
 
 /** A free loopback port for a worker's `PORT` (bind 0, read, release). */

@@ -10,7 +10,7 @@ import { type RuntimeConfig } from '../../../config.js';
 import { type Logger } from '../../../logger.js';
 import { type CommandSpawn, type SessionBackend, type WorkerRequest } from '../../backend.js';
 import { containerEnv } from '../../container-env.js';
-import { WorkerStartError } from '../../worker.js';
+import { BackendUnavailableError, WorkerStartError } from '../../worker.js';
 import { type PodCache, createPodCache } from './pod-cache.js';
 import {
   ANNOTATIONS,
@@ -56,7 +56,11 @@ function apiFailure(what: string, error: unknown): WorkerStartError {
   } catch {
     // not a Status body: the transport error says it
   }
-  return new WorkerStartError(`kubernetes: ${what} failed${e.code ? ` (${e.code})` : ''}: ${detail}`);
+  const text = `kubernetes: ${what} failed${e.code ? ` (${e.code})` : ''}: ${detail}`;
+  // No HTTP answer at all: the API server is unreachable, and nothing was made.
+  return e.code === undefined
+    ? new BackendUnavailableError(`${text}; the API server is unreachable, retry`)
+    : new WorkerStartError(text);
 }
 
 export function createKubernetesBackend(config: Readonly<RuntimeConfig>, logger: Logger): KubernetesBackend {
