@@ -54,6 +54,8 @@ export interface CollectorConfig {
   integrityCheckMinutes: number;
   /** JSON price table over the default model prices (cost columns). Env AGENTRT_PRICES_FILE. */
   pricesFile?: string;
+  /** Cost alert rules `{"rules": [...]}` (else the API's, kept in the data dir). Env AGENTRT_ALERT_RULES_FILE. */
+  alertRulesFile?: string;
   /** Bearer token required on /v1/* (OTLP ingest) when set. Env AGENTRT_INGEST_TOKEN. */
   ingestToken?: string;
   /** Bearer token required on /api/* when set (the UI takes it once via /?token=). Env AGENTRT_QUERY_TOKEN. */
@@ -157,6 +159,8 @@ export function loadConfig(
   if (store) config.store = store;
   const pricesFile = raw('AGENTRT_PRICES_FILE');
   if (pricesFile) config.pricesFile = resolve(cwd, pricesFile);
+  const alertRulesFile = raw('AGENTRT_ALERT_RULES_FILE');
+  if (alertRulesFile) config.alertRulesFile = resolve(cwd, alertRulesFile);
   const uiDir = raw('AGENTRT_UI_DIR');
   if (uiDir) config.uiDir = resolve(cwd, uiDir);
   for (const [k, v] of Object.entries(overrides)) {

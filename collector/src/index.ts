@@ -81,3 +81,5 @@ export {
   replayRequestOf,
   type ReplayRequest,
 } from './trace-model/replay.js';
+export type { AlertEvent } from './alerts/engine.js';
+export type { AlertRule } from './alerts/rules.js';

@@ -18,6 +18,8 @@ import { HttpError } from './http-error.js';
 import { type Encoding, type IngestCounters, createIngest, ingestEncoding } from './ingest.js';
 import { createIngestQueue } from './ingest-queue.js';
 import { IMPORT_PATH, createImport } from './import.js';
+import { alertRoutes, loadAlertRules } from '../alerts/alert-routes.js';
+import { createAlertEngine } from '../alerts/engine.js';
 import { createLiveHub } from './live-hub.js';
 import { send, sendJson } from './respond.js';
 import { DEFAULT_UI_DIR, serveUi } from './static-ui.js';
@@ -179,6 +181,8 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   const prices = options.pricesFile
     ? parsePriceFile(readFileSync(options.pricesFile, 'utf8'), options.pricesFile)
     : DEFAULT_PRICES;
+  const alerts = createAlertEngine({ prices });
+  loadAlertRules(alerts, options.dataDir, options.alertRulesFile);
   const backend = await openBackendOf(options, logger);
   const live = createLiveHub();
   const exporter = createExportStreamer(backend.exportPage, {
@@ -194,6 +198,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     onCommit: (spans) => {
       lastCommitMs = Date.now();
       live.publish(spans);
+      alerts.observe(spans);
     },
   });
   const forwarder = createForwarder(options.forwardEndpoints ?? [], logger);
@@ -223,7 +228,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       counters,
       maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
     }),
-    routes: apiRoutes({ backend, prices, live, exporter }),
+    routes: [...apiRoutes({ backend, prices, live, exporter }), ...alertRoutes(alerts, options.dataDir)],
     counters,
     health: () => ({
       status: 'ok',
@@ -263,6 +268,9 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   });
 
   let closing: Promise<void> | undefined;
+  // Resolutions that no new span brings: a window ages every second.
+  const alertClock = setInterval(() => alerts.tick(), 1000);
+  alertClock.unref();
   return {
     url: `http://${urlHost}:${address.port}`,
     port: address.port,
@@ -271,6 +279,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     close(): Promise<void> {
       closing ??= (async () => {
         jobs.stop();
+        clearInterval(alertClock);
         // Queued batches are written and their requests answered before the connections close.
         const drained = queue.close();
         live.close();

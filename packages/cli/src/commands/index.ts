@@ -10,6 +10,7 @@ import { metricsCommand } from './metrics.js';
 import { logsCommand } from './logs.js';
 import { evalCommand } from './eval.js';
 import { replayCommand } from './replay.js';
+import { alertsCommand } from './alerts.js';
 
 /** Every subcommand, in the order `agentrt --help` lists them. Add one line per command file. */
 export const commands: Command[] = [
@@ -23,5 +24,6 @@ export const commands: Command[] = [
   sessionsCommand,
   metricsCommand,
   logsCommand,
+  alertsCommand,
   evalCommand,
 ];
