@@ -115,6 +115,44 @@ describe('readConfig', () => {
     expect(read({ OTEL_PROPAGATORS: 'none' }).config.propagators).toEqual([]);
   });
 
+  it('AGENTRT_SDK picks the implementation; lean mode reads span limits and OTEL_BSP_* like the SDK', () => {
+    expect(read({}).config.sdk).toBe('otel');
+    expect(read({}).config.spanLimits).toEqual({
+      attributeCountLimit: 128,
+      attributeValueLengthLimit: Infinity,
+      eventCountLimit: 128,
+      linkCountLimit: 128,
+      attributePerEventCountLimit: 128,
+      attributePerLinkCountLimit: 128,
+    });
+    const { config, warnings } = read({
+      AGENTRT_SDK: 'LEAN',
+      OTEL_ATTRIBUTE_COUNT_LIMIT: '10',
+      OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT: '100',
+      OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT: '50',
+      OTEL_SPAN_EVENT_COUNT_LIMIT: '-1',
+      OTEL_BSP_MAX_QUEUE_SIZE: '64',
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+    expect(config.sdk).toBe('lean');
+    expect(config.spanLimits.attributeCountLimit).toBe(10);
+    expect(config.spanLimits.attributeValueLengthLimit).toBe(50);
+    expect(config.spanLimits.eventCountLimit).toBe(128);
+    expect(config.batch).toEqual({
+      maxQueueSize: 64,
+      maxExportBatchSize: 64,
+      scheduledDelayMs: 100,
+      exportTimeoutMs: 30_000,
+    });
+    expect(warnings).toEqual([
+      'OTEL_SPAN_EVENT_COUNT_LIMIT="-1" is not an integer in [0, 2147483647]; using 128',
+    ]);
+    expect(read({ AGENTRT_SDK: 'datadog' }).warnings).toEqual([
+      'AGENTRT_SDK="datadog" is not otel, lean; using otel',
+    ]);
+  });
+
   it('explicit options beat the environment', () => {
     const { config } = read(
       { OTEL_SERVICE_NAME: 'from-env', AGENTRT_SHUTDOWN_TIMEOUT_MS: '100' },

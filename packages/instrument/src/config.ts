@@ -27,9 +27,37 @@ export interface SignalConfig {
   url: string;
 }
 
+/** Span limits (`OTEL_SPAN_*_LIMIT`, `OTEL_ATTRIBUTE_*_LIMIT`), as the SDK reads them. */
+export interface SpanLimits {
+  attributeCountLimit: number;
+  /** Characters kept of a string attribute value (Infinity: all). */
+  attributeValueLengthLimit: number;
+  eventCountLimit: number;
+  linkCountLimit: number;
+  attributePerEventCountLimit: number;
+  attributePerLinkCountLimit: number;
+}
+
+/** Batch span processor settings (`OTEL_BSP_*`). */
+export interface BatchConfig {
+  maxQueueSize: number;
+  maxExportBatchSize: number;
+  scheduledDelayMs: number;
+  exportTimeoutMs: number;
+}
+
 /** Everything the launcher needs, resolved from options, then env, then defaults. */
 export interface InstrumentConfig {
   disabled: boolean;
+  /**
+   * Which implementation of the OpenTelemetry API globals runs (`AGENTRT_SDK`): `otel`, the
+   * upstream SDK, or `lean`, agentrt's own (src/lean/).
+   */
+  sdk: 'otel' | 'lean';
+  /** Read for lean mode; the upstream SDK reads the same variables itself. */
+  spanLimits: Readonly<SpanLimits>;
+  /** Read for lean mode; the upstream SDK reads the same variables itself. */
+  batch: Readonly<BatchConfig>;
   /** `OTEL_SERVICE_NAME`; undefined means "take it from the app's package.json". */
   serviceName: string | undefined;
   /** Parsed `OTEL_RESOURCE_ATTRIBUTES`. */
@@ -232,6 +260,9 @@ export function readConfig(
 
   const fromEnv: InstrumentConfig = {
     disabled: bool('OTEL_SDK_DISABLED', false),
+    sdk: oneOf('AGENTRT_SDK', ['otel', 'lean'] as const),
+    spanLimits: readSpanLimits(int),
+    batch: readBatchConfig(int),
     serviceName: str('OTEL_SERVICE_NAME'),
     resourceAttributes,
     deploymentEnvironment: str('NODE_ENV') ?? 'development',
@@ -262,6 +293,36 @@ export function readConfig(
     if (value !== undefined) (merged as unknown as Record<string, unknown>)[key] = value;
   }
   return Object.freeze(merged);
+}
+
+type IntReader = (name: string, fallback: number, min: number, max: number) => number;
+const MAX_LIMIT = 2 ** 31 - 1;
+
+/** The SDK's defaults: 128 of everything, values untruncated; span-specific beats general. */
+function readSpanLimits(int: IntReader): SpanLimits {
+  const attributeCount = int('OTEL_ATTRIBUTE_COUNT_LIMIT', 128, 0, MAX_LIMIT);
+  const valueLength = int('OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT', MAX_LIMIT, 0, MAX_LIMIT);
+  const spanValueLength = int('OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT', valueLength, 0, MAX_LIMIT);
+  return {
+    attributeCountLimit: int('OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT', attributeCount, 0, MAX_LIMIT),
+    attributeValueLengthLimit: spanValueLength === MAX_LIMIT ? Infinity : spanValueLength,
+    eventCountLimit: int('OTEL_SPAN_EVENT_COUNT_LIMIT', 128, 0, MAX_LIMIT),
+    linkCountLimit: int('OTEL_SPAN_LINK_COUNT_LIMIT', 128, 0, MAX_LIMIT),
+    attributePerEventCountLimit: int('OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT', 128, 0, MAX_LIMIT),
+    attributePerLinkCountLimit: int('OTEL_LINK_ATTRIBUTE_COUNT_LIMIT', 128, 0, MAX_LIMIT),
+  };
+}
+
+/** The batch span processor's settings and defaults (the batch never exceeds the queue). */
+function readBatchConfig(int: IntReader): BatchConfig {
+  const maxQueueSize = int('OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000);
+  const batchSize = int('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1, 1_000_000);
+  return {
+    maxQueueSize,
+    maxExportBatchSize: Math.min(batchSize, maxQueueSize),
+    scheduledDelayMs: int('OTEL_BSP_SCHEDULE_DELAY', 5000, 0, 3_600_000),
+    exportTimeoutMs: int('OTEL_BSP_EXPORT_TIMEOUT', 30_000, 0, 3_600_000),
+  };
 }
 
 function endpointOf(value: string | undefined, warn: ConfigWarn, name: string): string | undefined {

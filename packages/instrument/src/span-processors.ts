@@ -31,26 +31,32 @@ export function createBaggageSpanProcessor(keys: readonly string[]): SpanProcess
 export function createAttributeFilterSpanProcessor(filter: AttributeFilter): SpanProcessor {
   return {
     onStart() {},
-    onEnding(span: Span) {
-      filter.apply(span.attributes as Record<string, unknown>);
-      const events = span.events as ReadableSpan['events'] & unknown[];
-      for (let i = events.length - 1; i >= 0; i--) {
-        const event = events[i];
-        if (event === undefined) continue;
-        if (filter.dropsEvent(event.name)) {
-          events.splice(i, 1);
-        } else if (event.attributes !== undefined) {
-          filter.apply(event.attributes as Record<string, unknown>);
-        }
-      }
-      for (const link of span.links) {
-        if (link.attributes !== undefined) filter.apply(link.attributes as Record<string, unknown>);
-      }
-    },
+    onEnding: (span: Span) => filterSpan(filter, span),
     onEnd() {},
     forceFlush: () => Promise.resolve(),
     shutdown: () => Promise.resolve(),
   };
+}
+
+/** Applies `filter` to a span's attributes, its events (dropping the content ones) and links. */
+export function filterSpan(
+  filter: AttributeFilter,
+  span: Pick<ReadableSpan, 'attributes' | 'events' | 'links'>,
+): void {
+  filter.apply(span.attributes as Record<string, unknown>);
+  const events = span.events as ReadableSpan['events'] & unknown[];
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i];
+    if (event === undefined) continue;
+    if (filter.dropsEvent(event.name)) {
+      events.splice(i, 1);
+    } else if (event.attributes !== undefined) {
+      filter.apply(event.attributes as Record<string, unknown>);
+    }
+  }
+  for (const link of span.links) {
+    if (link.attributes !== undefined) filter.apply(link.attributes as Record<string, unknown>);
+  }
 }
 
 /** The same filter for log records (log attributes can carry headers and GenAI content too). */

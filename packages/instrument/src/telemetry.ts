@@ -8,12 +8,13 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type * as SdkMetrics from '@opentelemetry/sdk-metrics';
 import type { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { createRequire } from 'node:module';
-import { createAttributeFilter } from './attribute-filter.js';
+import { type AttributeFilter, createAttributeFilter } from './attribute-filter.js';
 import { type InstrumentConfig, type InstrumentOptions, readConfig } from './config.js';
 import { bridgeConsole } from './console-bridge.js';
 import { createOnceLogger, installDiagLogger } from './diag-logger.js';
 import { createLogExporter, createMetricExporter, createSpanExporter, warmUpExporter } from './exporters.js';
 import { createInstrumentations } from './instrumentations.js';
+import { type TracePipeline, startLeanTraces } from './lean/start.js';
 import { createPropagator } from './propagators.js';
 import { createResource } from './resource.js';
 import { createSampler } from './sampler.js';
@@ -96,14 +97,12 @@ export function disabledTelemetry(config: Readonly<InstrumentConfig>): Telemetry
   return { config, moduleNames: [], forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() };
 }
 
-/** Starts the pipeline from an already resolved configuration (the preload reads it first). */
-export function startWithConfig(
+/** The otel mode's traces: the upstream SDK's NodeTracerProvider with agentrt's processors. */
+function startOtelTraces(
   config: Readonly<InstrumentConfig>,
-  appDir: string = defaultAppDir(),
-): Telemetry {
-  const resource = createResource(config, appDir);
-  const filter = createAttributeFilter(config);
-
+  resource: ReturnType<typeof createResource>,
+  filter: AttributeFilter,
+): TracePipeline {
   const spanProcessors: SpanProcessor[] = [
     createBaggageSpanProcessor(config.baggageSpanAttributes),
     createAttributeFilterSpanProcessor(filter),
@@ -124,6 +123,28 @@ export function startWithConfig(
     spanProcessors,
   });
   tracerProvider.register({ propagator: createPropagator(config.propagators) });
+  return {
+    tracerProvider,
+    exporters,
+    forceFlush: () => tracerProvider.forceFlush(),
+    shutdown: () => tracerProvider.shutdown(),
+  };
+}
+
+/** Starts the pipeline from an already resolved configuration (the preload reads it first). */
+export function startWithConfig(
+  config: Readonly<InstrumentConfig>,
+  appDir: string = defaultAppDir(),
+): Telemetry {
+  const resource = createResource(config, appDir);
+  const filter = createAttributeFilter(config);
+
+  const traces =
+    config.sdk === 'lean'
+      ? startLeanTraces(config, resource, filter)
+      : startOtelTraces(config, resource, filter);
+  const { tracerProvider } = traces;
+  const exporters: object[] = [...traces.exporters];
 
   // Logs are optional: a failure here leaves traces working (the preload catches the rest).
   let loggerProvider: LoggerProvider | undefined;
@@ -200,7 +221,7 @@ export function startWithConfig(
     config.captureConsole && loggerProvider ? bridgeConsole(loggerProvider.getLogger('console')) : () => {};
 
   const flushAll = () =>
-    Promise.all([tracerProvider.forceFlush(), loggerProvider?.forceFlush(), meterProvider?.forceFlush()]);
+    Promise.all([traces.forceFlush(), loggerProvider?.forceFlush(), meterProvider?.forceFlush()]);
   const moduleNames = [...new Set(instrumentations.flatMap((i) => patchedModules(i)))];
   return {
     config,
@@ -211,7 +232,7 @@ export function startWithConfig(
         undoConsole();
         disableInstrumentations();
         const done = Promise.all([
-          tracerProvider.shutdown(),
+          traces.shutdown(),
           loggerProvider?.shutdown(),
           meterProvider?.shutdown(),
         ]).finally(() => {

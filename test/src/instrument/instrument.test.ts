@@ -59,109 +59,113 @@ afterEach(async () => {
 });
 
 describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', { timeout: 90_000 }, () => {
-  it('continues incoming context, adds session.id, propagates outbound, exports logs with trace ids', async () => {
-    const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
-      ...FAST_EXPORT,
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_SERVICE_NAME: 'koa-fixture',
-      OTEL_RESOURCE_ATTRIBUTES:
-        'cloud.resource_id=arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/r-1',
-      AGENTRT_REDACT_ATTRIBUTES: 'user.email',
-      DOWNSTREAM_URL: downstream.url,
-    });
+  it.each(['otel', 'lean'] as const)(
+    'AGENTRT_SDK=%s: continues incoming context, adds session.id, propagates outbound, exports logs with trace ids',
+    async (sdk) => {
+      const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
+        ...FAST_EXPORT,
+        AGENTRT_SDK: sdk,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'koa-fixture',
+        OTEL_RESOURCE_ATTRIBUTES:
+          'cloud.resource_id=arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/r-1',
+        AGENTRT_REDACT_ATTRIBUTES: 'user.email',
+        DOWNSTREAM_URL: downstream.url,
+      });
 
-    // 1. traceparent + our session header (no baggage header at all)
-    const t1 = hex(16);
-    const p1 = hex(8);
-    const r1 = await get(app, '/invocations', {
-      traceparent: traceparent(t1, p1),
-      'x-cloud-agent-runtime-session-id': 'sess-from-header',
-      'x-test-name': 'first',
-    });
-    expect(r1.status).toBe(200);
-    expect(JSON.parse(r1.body).traceId).toBe(t1);
+      // 1. traceparent + our session header (no baggage header at all)
+      const t1 = hex(16);
+      const p1 = hex(8);
+      const r1 = await get(app, '/invocations', {
+        traceparent: traceparent(t1, p1),
+        'x-cloud-agent-runtime-session-id': 'sess-from-header',
+        'x-test-name': 'first',
+      });
+      expect(r1.status).toBe(200);
+      expect(JSON.parse(r1.body).traceId).toBe(t1);
 
-    // 2. baggage session.id
-    const t2 = hex(16);
-    await get(app, '/invocations', {
-      traceparent: traceparent(t2, hex(8)),
-      baggage: 'session.id=sess-from-baggage,other=x',
-    });
+      // 2. baggage session.id
+      const t2 = hex(16);
+      await get(app, '/invocations', {
+        traceparent: traceparent(t2, hex(8)),
+        baggage: 'session.id=sess-from-baggage,other=x',
+      });
 
-    // 3. X-Cloud-Trace-Id only (X-Ray format)
-    const xrayRoot = `1-${hex(4)}-${hex(12)}`;
-    const xrayParent = hex(8);
-    const r3 = await get(app, '/invocations', {
-      'x-cloud-trace-id': `Root=${xrayRoot};Parent=${xrayParent};Sampled=1`,
-    });
-    const t3 = xrayRoot.slice(2).replace('-', '');
-    expect(JSON.parse(r3.body).traceId).toBe(t3);
+      // 3. X-Cloud-Trace-Id only (X-Ray format)
+      const xrayRoot = `1-${hex(4)}-${hex(12)}`;
+      const xrayParent = hex(8);
+      const r3 = await get(app, '/invocations', {
+        'x-cloud-trace-id': `Root=${xrayRoot};Parent=${xrayParent};Sampled=1`,
+      });
+      const t3 = xrayRoot.slice(2).replace('-', '');
+      expect(JSON.parse(r3.body).traceId).toBe(t3);
 
-    // 4. health check
-    expect((await get(app, '/ping')).status).toBe(200);
+      // 4. health check
+      expect((await get(app, '/ping')).status).toBe(200);
 
-    const s1 = await receiver.waitFor('server span of request 1', () => serverSpan(receiver, t1));
-    expect(s1.parentSpanId).toBe(p1);
-    expect(s1.attributes['session.id']).toBe('sess-from-header');
-    expect(s1.resource.attributes['service.name']).toBe('koa-fixture');
-    expect(s1.resource.attributes['cloud.resource_id']).toContain('runtime/r-1');
-    expect(s1.resource.attributes['process.pid']).toBe(app.child.pid);
+      const s1 = await receiver.waitFor('server span of request 1', () => serverSpan(receiver, t1));
+      expect(s1.parentSpanId).toBe(p1);
+      expect(s1.attributes['session.id']).toBe('sess-from-header');
+      expect(s1.resource.attributes['service.name']).toBe('koa-fixture');
+      expect(s1.resource.attributes['cloud.resource_id']).toContain('runtime/r-1');
+      expect(s1.resource.attributes['process.pid']).toBe(app.child.pid);
 
-    const s2 = await receiver.waitFor('server span of request 2', () => serverSpan(receiver, t2));
-    expect(s2.attributes['session.id']).toBe('sess-from-baggage');
+      const s2 = await receiver.waitFor('server span of request 2', () => serverSpan(receiver, t2));
+      expect(s2.attributes['session.id']).toBe('sess-from-baggage');
 
-    const s3 = await receiver.waitFor('server span of request 3', () => serverSpan(receiver, t3));
-    expect(s3.parentSpanId).toBe(xrayParent);
+      const s3 = await receiver.waitFor('server span of request 3', () => serverSpan(receiver, t3));
+      expect(s3.parentSpanId).toBe(xrayParent);
 
-    // session.id is on every span of the request, not just the server span
-    const chat = await receiver.waitFor('chat span', () =>
-      receiver.spans.find((s) => s.traceId === t1 && s.name === 'chat fake-model'),
-    );
-    expect(chat.attributes['session.id']).toBe('sess-from-header');
-    // content capture is off by default: content attributes and content events are gone
-    expect(chat.attributes['gen_ai.operation.name']).toBe('chat');
-    expect(chat.attributes).not.toHaveProperty('gen_ai.input.messages');
-    expect(chat.attributes).not.toHaveProperty('gen_ai.output.messages');
-    expect(chat.attributes).not.toHaveProperty('gen_ai.system_instructions');
-    expect(chat.events.map((e) => e.name)).toEqual(['kept.event']);
-    expect(chat.events[0]?.attributes).toEqual({ other: 1 });
-    // secrets are redacted, always and by list
-    expect(chat.attributes['http.request.header.authorization']).toBe('[REDACTED]');
-    expect(chat.attributes['user.email']).toBe('[REDACTED]');
+      // session.id is on every span of the request, not just the server span
+      const chat = await receiver.waitFor('chat span', () =>
+        receiver.spans.find((s) => s.traceId === t1 && s.name === 'chat fake-model'),
+      );
+      expect(chat.attributes['session.id']).toBe('sess-from-header');
+      // content capture is off by default: content attributes and content events are gone
+      expect(chat.attributes['gen_ai.operation.name']).toBe('chat');
+      expect(chat.attributes).not.toHaveProperty('gen_ai.input.messages');
+      expect(chat.attributes).not.toHaveProperty('gen_ai.output.messages');
+      expect(chat.attributes).not.toHaveProperty('gen_ai.system_instructions');
+      expect(chat.events.map((e) => e.name)).toEqual(['kept.event']);
+      expect(chat.events[0]?.attributes).toEqual({ other: 1 });
+      // secrets are redacted, always and by list
+      expect(chat.attributes['http.request.header.authorization']).toBe('[REDACTED]');
+      expect(chat.attributes['user.email']).toBe('[REDACTED]');
 
-    // one span per request from the framework: Koa middleware spans are off by default
-    expect(receiver.spans.filter((s) => s.name.startsWith('middleware'))).toEqual([]);
+      // one span per request from the framework: Koa middleware spans are off by default
+      expect(receiver.spans.filter((s) => s.name.startsWith('middleware'))).toEqual([]);
 
-    // outbound fetch carried the same trace, the baggage and the X-Ray headers
-    const out1 = downstream.requests.find((h) => String(h.traceparent).includes(t1));
-    expect(out1, JSON.stringify(downstream.requests)).toBeDefined();
-    expect(String(out1!.baggage)).toContain('session.id=sess-from-header');
-    expect(String(out1!['x-amzn-trace-id'])).toContain(`Root=1-${t1.slice(0, 8)}-${t1.slice(8)}`);
-    expect(String(out1!['x-cloud-trace-id'])).toContain(`Root=1-${t1.slice(0, 8)}-${t1.slice(8)}`);
-    const out2 = downstream.requests.find((h) => String(h.traceparent).includes(t2));
-    expect(String(out2!.baggage)).toContain('session.id=sess-from-baggage');
-    expect(String(out2!.baggage)).toContain('other=x');
+      // outbound fetch carried the same trace, the baggage and the X-Ray headers
+      const out1 = downstream.requests.find((h) => String(h.traceparent).includes(t1));
+      expect(out1, JSON.stringify(downstream.requests)).toBeDefined();
+      expect(String(out1!.baggage)).toContain('session.id=sess-from-header');
+      expect(String(out1!['x-amzn-trace-id'])).toContain(`Root=1-${t1.slice(0, 8)}-${t1.slice(8)}`);
+      expect(String(out1!['x-cloud-trace-id'])).toContain(`Root=1-${t1.slice(0, 8)}-${t1.slice(8)}`);
+      const out2 = downstream.requests.find((h) => String(h.traceparent).includes(t2));
+      expect(String(out2!.baggage)).toContain('session.id=sess-from-baggage');
+      expect(String(out2!.baggage)).toContain('other=x');
 
-    // console and pino lines became log records in the request's trace
-    const consoleLog = await receiver.waitFor('console log record', () =>
-      receiver.logs.find((l) => l.body === 'handling invocation first'),
-    );
-    expect(consoleLog.traceId).toBe(t1);
-    expect(consoleLog.spanId).toMatch(/^[0-9a-f]{16}$/);
-    expect(consoleLog.severityText).toBe('INFO');
-    const pinoLog = await receiver.waitFor('pino log record', () =>
-      receiver.logs.find((l) => l.body === 'pino says hi' && l.traceId === t1),
-    );
-    expect(pinoLog.spanId).toMatch(/^[0-9a-f]{16}$/);
-    // console output itself is unchanged
-    expect(app.stdout()).toContain('handling invocation first\n');
+      // console and pino lines became log records in the request's trace
+      const consoleLog = await receiver.waitFor('console log record', () =>
+        receiver.logs.find((l) => l.body === 'handling invocation first'),
+      );
+      expect(consoleLog.traceId).toBe(t1);
+      expect(consoleLog.spanId).toMatch(/^[0-9a-f]{16}$/);
+      expect(consoleLog.severityText).toBe('INFO');
+      const pinoLog = await receiver.waitFor('pino log record', () =>
+        receiver.logs.find((l) => l.body === 'pino says hi' && l.traceId === t1),
+      );
+      expect(pinoLog.spanId).toMatch(/^[0-9a-f]{16}$/);
+      // console output itself is unchanged
+      expect(app.stdout()).toContain('handling invocation first\n');
 
-    // /ping produced no span at all
-    expect(receiver.spans.filter((s) => s.attributes['url.path'] === '/ping')).toEqual([]);
-    expect(receiver.contentTypes.get('/v1/traces')).toEqual(new Set(['application/json']));
-    expect(receiver.contentTypes.get('/v1/logs')).toEqual(new Set(['application/json']));
-  });
+      // /ping produced no span at all
+      expect(receiver.spans.filter((s) => s.attributes['url.path'] === '/ping')).toEqual([]);
+      expect(receiver.contentTypes.get('/v1/traces')).toEqual(new Set(['application/json']));
+      expect(receiver.contentTypes.get('/v1/logs')).toEqual(new Set(['application/json']));
+    },
+  );
 
   it('on SIGTERM flushes buffered spans within the deadline and exits by the signal', async () => {
     const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
@@ -221,9 +225,12 @@ describe('node --require @agentrt/instrument (CommonJS Koa app, OTLP JSON)', { t
 });
 
 describe('ES module apps under --import or --require (OTLP protobuf)', { timeout: 90_000 }, () => {
-  it('--import instruments the ESM app and exports protobuf traces and logs', async () => {
-    await checkEsmApp('--import', 'auto');
-  });
+  it.each(['otel', 'lean'] as const)(
+    'AGENTRT_SDK=%s: --import instruments the ESM app and exports protobuf traces and logs',
+    async (sdk) => {
+      await checkEsmApp('--import', 'auto', sdk);
+    },
+  );
 
   it('--import patches ES modules through the module.register loader thread too', async () => {
     await checkEsmApp('--import', 'async');
@@ -260,9 +267,14 @@ describe('ES module apps under --import or --require (OTLP protobuf)', { timeout
     },
   );
 
-  async function checkEsmApp(flag: '--import' | '--require', esmLoader: 'auto' | 'async') {
+  async function checkEsmApp(
+    flag: '--import' | '--require',
+    esmLoader: 'auto' | 'async',
+    sdk: 'otel' | 'lean' = 'otel',
+  ) {
     const app = await spawnApp([flag, '@agentrt/instrument', ESM_APP], {
       ...FAST_EXPORT,
+      AGENTRT_SDK: sdk,
       AGENTRT_ESM_LOADER: esmLoader,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',

@@ -1,0 +1,91 @@
+import { diag } from '@opentelemetry/api';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { BatchConfig } from '../config.js';
+
+/**
+ * The batch span processor's behaviour (`OTEL_BSP_*`): ended spans queue up to maxQueueSize (more
+ * are dropped, counted in one warning); a full batch or the scheduled delay exports; one export at
+ * a time, each given exportTimeoutMs.
+ */
+export class LeanBatch {
+  private queue: ReadableSpan[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private exporting: Promise<void> | undefined;
+  private dropped = 0;
+
+  constructor(
+    private readonly exporter: SpanExporter,
+    private readonly config: Readonly<BatchConfig>,
+  ) {}
+
+  add(span: ReadableSpan): void {
+    if (this.queue.length >= this.config.maxQueueSize) {
+      if (this.dropped++ === 0) diag.warn('span queue is full: dropping spans');
+      return;
+    }
+    this.queue.push(span);
+    if (this.queue.length >= this.config.maxExportBatchSize) this.kick();
+    else this.timer ??= this.schedule();
+  }
+
+  /** Exports everything queued; resolves when done (never rejects). */
+  async flush(): Promise<void> {
+    while (this.exporting !== undefined || this.queue.length > 0) {
+      await (this.exporting ?? this.exportNext());
+    }
+  }
+
+  async shutdown(): Promise<void> {
+    await this.flush();
+    await this.exporter.shutdown();
+  }
+
+  private schedule(): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      this.timer = undefined;
+      this.kick();
+    }, this.config.scheduledDelayMs);
+    timer.unref();
+    return timer;
+  }
+
+  private kick(): void {
+    if (this.exporting === undefined) void this.exportNext();
+  }
+
+  private exportNext(): Promise<void> {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    const batch = this.queue.splice(0, this.config.maxExportBatchSize);
+    if (batch.length === 0) return Promise.resolve();
+    this.exporting = this.send(batch).finally(() => {
+      this.exporting = undefined;
+      if (this.queue.length >= this.config.maxExportBatchSize) this.kick();
+      else if (this.queue.length > 0) this.timer ??= this.schedule();
+    });
+    return this.exporting;
+  }
+
+  private send(batch: ReadableSpan[]): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        diag.warn(`span export did not finish within ${this.config.exportTimeoutMs} ms`);
+        resolve();
+      }, this.config.exportTimeoutMs);
+      timer.unref();
+      try {
+        this.exporter.export(batch, (result) => {
+          clearTimeout(timer);
+          if (result.error !== undefined || result.code !== 0) diag.warn('span export failed', result.error);
+          resolve();
+        });
+      } catch (error) {
+        clearTimeout(timer);
+        diag.warn('span export failed', error);
+        resolve();
+      }
+    });
+  }
+}

@@ -1,0 +1,78 @@
+import { type Context, ROOT_CONTEXT } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+
+/** Stands for a key deleted in a later link of the chain. */
+const DELETED = Symbol('agentrt.lean.deleted');
+/** Chains longer than this are folded into one Map, so a lookup stays short. */
+const MAX_DEPTH = 16;
+
+/**
+ * An immutable context as a persistent chain: `setValue` adds one link on top of its parent
+ * instead of copying the parent's Map (what the API's BaseContext does on every call). A lookup
+ * walks at most MAX_DEPTH links, then one Map.
+ */
+export class LeanContext implements Context {
+  private constructor(
+    private readonly parent: LeanContext | undefined,
+    private readonly key: symbol | undefined,
+    private readonly value: unknown,
+    private readonly depth: number,
+    private readonly folded: ReadonlyMap<symbol, unknown> | undefined,
+  ) {}
+
+  static readonly ROOT = new LeanContext(undefined, undefined, undefined, 0, undefined);
+
+  getValue(key: symbol): unknown {
+    return LeanContext.lookup(this, key);
+  }
+
+  private static lookup(start: LeanContext, key: symbol): unknown {
+    for (let node: LeanContext | undefined = start; node !== undefined; node = node.parent) {
+      if (node.key === key) return node.value === DELETED ? undefined : node.value;
+      if (node.folded !== undefined) {
+        const value = node.folded.get(key);
+        return value === DELETED ? undefined : value;
+      }
+    }
+    return undefined;
+  }
+
+  setValue(key: symbol, value: unknown): Context {
+    return this.link(key, value);
+  }
+
+  deleteValue(key: symbol): Context {
+    return this.getValue(key) === undefined ? this : this.link(key, DELETED);
+  }
+
+  private link(key: symbol, value: unknown): LeanContext {
+    if (this.depth < MAX_DEPTH) return new LeanContext(this, key, value, this.depth + 1, undefined);
+    const map = new Map<symbol, unknown>();
+    LeanContext.collect(this, map);
+    map.set(key, value);
+    return new LeanContext(undefined, undefined, undefined, 0, map);
+  }
+
+  /** This chain's values into `map`, the nearest link winning. */
+  private static collect(start: LeanContext, map: Map<symbol, unknown>): void {
+    const links: LeanContext[] = [];
+    let node: LeanContext | undefined = start;
+    for (; node !== undefined && node.folded === undefined; node = node.parent) links.push(node);
+    if (node?.folded !== undefined) for (const [k, v] of node.folded) map.set(k, v);
+    for (let i = links.length - 1; i >= 0; i--) {
+      const link = links[i]!;
+      if (link.key !== undefined) map.set(link.key, link.value);
+    }
+  }
+}
+
+/**
+ * Node's AsyncLocalStorage context manager whose empty context is a {@link LeanContext}, so every
+ * context the app derives from `context.active()` is one.
+ */
+export class LeanContextManager extends AsyncLocalStorageContextManager {
+  override active(): Context {
+    const active = super.active();
+    return active === ROOT_CONTEXT ? LeanContext.ROOT : active;
+  }
+}
