@@ -55,6 +55,7 @@ export {
   describeModel,
 } from './providers.js';
 export { OFFLINE_MODEL_ID, OfflineModel, type OfflineModelConfig } from './offline/offline-model.js';
+export { type Judgement, isJudgePrompt, judgeAnswerText, judgementOf } from './offline/judge-answer.js';
 export {
   HTTP_REQUEST_TOOL,
   READY_TO_SUMMARIZE_TOOL,

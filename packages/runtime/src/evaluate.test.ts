@@ -12,14 +12,11 @@ import { type SpanRecord, spansToOtlpJson } from '@agentrt/collector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCollector } from '../../../collector/src/testing.test-util.js';
 import { BUILTIN_EVALUATORS } from './evaluate/catalog.js';
-import { FORECAST_TURN, weatherSession } from './evaluate/weather-sessions.test-util.js';
+import { FAILED_TOOL_TURN, FORECAST_TURN, weatherSession } from './evaluate/weather-sessions.test-util.js';
 import { type TestRuntime, startRuntime } from './test-support.js';
 
 const SESSION = 'eval-session-000000000000000000000000001';
-const spans = weatherSession(SESSION, [
-  FORECAST_TURN,
-  { question: 'And Portland?', tools: ['http_request', '!http_request'], answer: 'Portland: 68°F.' },
-]);
+const spans = weatherSession(SESSION, [FORECAST_TURN, FAILED_TOOL_TURN]);
 const expected = {
   toolNames: ['http_request', 'http_request', 'ready_to_summarize', 'http_request', 'http_request'],
 };

@@ -5,6 +5,8 @@
  * summary from the forecast periods the weather API actually returned.
  */
 
+import { isJudgePrompt, judgeAnswerText } from './judge-answer.js';
+
 export const HTTP_REQUEST_TOOL = 'http_request';
 export const READY_TO_SUMMARIZE_TOOL = 'ready_to_summarize';
 
@@ -245,6 +247,7 @@ function recallName(prompt: string, messages: readonly PlanMessage[]): string | 
 /** Decides the next step of the conversation. Deterministic: the same conversation gives the same step. */
 export function planNextStep(input: PlanInput): PlanStep {
   const { prompt, exchanges } = currentTurn(input.messages);
+  if (isJudgePrompt(prompt)) return { kind: 'answer', text: judgeAnswerText(prompt) };
   const canSignalSummary = input.toolNames.includes(READY_TO_SUMMARIZE_TOOL);
   const readySignalled = exchanges.some((e) => e.name === READY_TO_SUMMARIZE_TOOL);
   // In the streaming pattern everything after ready_to_summarize is shown, so signal it first.

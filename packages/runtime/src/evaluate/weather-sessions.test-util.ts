@@ -102,3 +102,10 @@ export const FORECAST_TURN: TurnSpec = {
   tools: ['http_request', 'http_request', 'ready_to_summarize'],
   answer: 'Seattle: 72°F and sunny today, showers tomorrow.',
 };
+
+/** A follow-up turn whose second tool call failed. */
+export const FAILED_TOOL_TURN: TurnSpec = {
+  question: 'And Portland?',
+  tools: ['http_request', '!http_request'],
+  answer: 'Portland: 68°F.',
+};
