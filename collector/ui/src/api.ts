@@ -76,6 +76,22 @@ export async function listTraces(filters: TraceFilters, limit = 200): Promise<Tr
   return r.traces.map(toTraceSummaryView);
 }
 
+/** A cost alert firing now (GET /api/alerts). */
+export interface FiringAlert {
+  rule: string;
+  measure: 'tokens' | 'usd';
+  group: string;
+  groupBy: string;
+  value: number;
+  threshold: number;
+  windowSeconds: number;
+  at: string;
+}
+
+export async function listFiringAlerts(): Promise<FiringAlert[]> {
+  return (await request<{ firing: FiringAlert[] }>('/api/alerts')).firing;
+}
+
 /** A trace as the API answers it (raw span attributes: what a replay re-sends). */
 export function getTraceResponse(traceId: string): Promise<TraceResponse> {
   return request<TraceResponse>(`/api/traces/${encodeURIComponent(traceId)}`);

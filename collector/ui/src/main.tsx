@@ -2,6 +2,7 @@
 import './styles.css';
 import { render } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
+import { AlertBanner } from './components/alert-banner.js';
 import { LiveContext, useRoute } from './hooks.js';
 import { createLiveFeed, type LiveStatus } from './live.js';
 import { routeHref, type Route } from './router.js';
@@ -142,6 +143,7 @@ function App() {
         <ThemeToggle />
       </header>
       <main class="page">
+        <AlertBanner />
         <Page route={route} />
       </main>
     </LiveContext.Provider>
