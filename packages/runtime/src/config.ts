@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseKeyPairsIntoRecord } from '@opentelemetry/core';
@@ -82,6 +83,11 @@ export interface RuntimeServerOptions {
   kubeconfig?: string;
   /** This replica's name, the leader Lease's holderIdentity (the pod name; default: the host name). */
   replicaName?: string;
+  /**
+   * This runtime process: the replica's name and a random suffix, new at every start. Its session
+   * pods carry it, and a heartbeat Lease says it is alive; once that lapses, the leader deletes them.
+   */
+  replicaInstance?: string;
   /**
    * `snapshot` (default): a `file://` artifact is copied into the data dir at create/update, so a
    * version runs what the directory held then; `live` runs it in place (`agentrt dev`'s hot reload).
@@ -214,6 +220,7 @@ export function resolveRuntimeConfig(
   };
   const logLevel = oneOf<LogLevel>('AGENTRT_LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info');
 
+  const replicaName = options.replicaName ?? str('AGENTRT_K8S_POD_NAME') ?? os.hostname();
   const config: RuntimeConfig = {
     host: options.host ?? str('AGENTRT_RUNTIME_HOST') ?? '127.0.0.1',
     port: options.port ?? int('AGENTRT_RUNTIME_PORT', DEFAULT_PORT),
@@ -253,7 +260,8 @@ export function resolveRuntimeConfig(
       oneOf<'sqlite' | 'kubernetes'>('AGENTRT_CONTROL_STORE', ['sqlite', 'kubernetes'], 'sqlite'),
     kubernetesNamespace: options.kubernetesNamespace ?? str('AGENTRT_K8S_NAMESPACE') ?? 'default',
     kubeconfig: options.kubeconfig ?? str('KUBECONFIG') ?? '',
-    replicaName: options.replicaName ?? str('AGENTRT_K8S_POD_NAME') ?? os.hostname(),
+    replicaName,
+    replicaInstance: options.replicaInstance ?? `${replicaName}-${randomBytes(4).toString('hex')}`,
     fileArtifacts:
       options.fileArtifacts ??
       oneOf<'snapshot' | 'live'>('AGENTRT_FILE_ARTIFACTS', ['snapshot', 'live'], 'snapshot'),

@@ -5,6 +5,7 @@ import { type Duplex } from 'node:stream';
 import { type RuntimeServerOptions, resolveRuntimeConfig } from './config.js';
 import { registerControlPlane } from './control/control-plane.js';
 import { createLeaderElection } from './control/leader-lease.js';
+import { createReplicaHeartbeat, reapWhileLeading } from './control/orphan-reaper.js';
 import { kubeConfigOf, openControlStore } from './control/store/open-store.js';
 import { createAuthenticator } from './data/auth.js';
 import { registerDataPlane } from './data/data-plane.js';
@@ -197,6 +198,26 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
         await store.delete('runtime', runtime.id);
       }
   };
+  // Kubernetes sessions: this process says it is alive (its heartbeat Lease), and the leader deletes
+  // the pods of processes that stopped saying so (killed mid-start: nobody serves those pods).
+  const heartbeat =
+    config.sessions === 'kubernetes'
+      ? createReplicaHeartbeat({
+          kubeConfig: kubeConfigOf(config),
+          namespace: config.kubernetesNamespace,
+          instance: config.replicaInstance,
+          logger: logger.child({ component: 'heartbeat' }),
+        })
+      : undefined;
+  const stopReaping =
+    config.sessions === 'kubernetes'
+      ? reapWhileLeading(leader, {
+          kubeConfig: kubeConfigOf(config),
+          namespace: config.kubernetesNamespace,
+          logger: logger.child({ component: 'orphan-reaper' }),
+          intervalMs: 10_000,
+        })
+      : undefined;
   if (leader)
     leader.whileLeading({
       start: () =>
@@ -235,6 +256,8 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
       (closed ??= (async () => {
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         webSockets.close();
+        stopReaping?.();
+        await heartbeat?.close();
         await leader?.close();
         await sessions.close();
         server.closeAllConnections();

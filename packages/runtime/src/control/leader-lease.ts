@@ -38,6 +38,8 @@ export interface LeaderElectionOptions {
   renewDeadlineMs?: number;
   /** How often a leader renews and a candidate tries (default 2 s). */
   retryMs?: number;
+  /** Labels of the Lease when this candidate creates it. */
+  labels?: Record<string, string>;
 }
 
 type Attempt = 'leading' | 'held' | 'failed';
@@ -108,7 +110,10 @@ export function createLeaderElection(options: LeaderElectionOptions): LeaderElec
       if (!(error instanceof ApiException && error.code === 404)) throw error;
     }
     if (!held) {
-      const body: V1Lease = { metadata: { name, namespace }, spec: spec(undefined, nowMs) };
+      const body: V1Lease = {
+        metadata: { name, namespace, ...(options.labels ? { labels: options.labels } : {}) },
+        spec: spec(undefined, nowMs),
+      };
       await api.createNamespacedLease({ namespace, body });
       return 'leading';
     }

@@ -202,6 +202,25 @@ describe('session pod', () => {
     expect(warm.metadata!.annotations![ANNOTATIONS.sessionId]).toBeUndefined();
   });
 
+  it('names the runtime process that made it, as a label value whatever its name', () => {
+    for (const replica of [
+      'agentrt-runtime-7d9f-x2k4p-0a1b2c3d',
+      'My_Host.example.com-0a1b2c3d',
+      'x'.repeat(80),
+    ]) {
+      const made = sessionPod({
+        target: target(),
+        for: { kind: 'warm', slot: 1 },
+        env,
+        healthCheck: 'ping',
+        settings: { ...settings, replica },
+      });
+      expect(made.metadata!.labels![LABELS.replica], replica).toBe(labelValue(replica));
+      expect(made.metadata!.labels![LABELS.replica]).toMatch(LABEL_VALUE);
+    }
+    expect(pod.metadata!.labels![LABELS.replica]).toBeUndefined();
+  });
+
   it('owns nothing by default and is owned by the given object', () => {
     expect(pod.metadata!.ownerReferences).toBeUndefined();
     const owner = {

@@ -31,6 +31,8 @@ export const LABELS = {
   /** `warm` on an unclaimed warm-pool pod; a claim removes it in the same patch that adds sessionHash. */
   pool: 'agentrt.dev/pool',
   slot: 'agentrt.dev/slot',
+  /** The runtime process (replica incarnation) that made the pod: its pods are reaped once it is gone. */
+  replica: 'agentrt.dev/replica',
 } as const;
 /** Annotations: values a label cannot hold (any characters), read back by a reconcile. */
 export const ANNOTATIONS = {
@@ -61,6 +63,8 @@ export interface PodSettings {
   tolerations?: V1Toleration[] | undefined;
   /** Seconds between SIGTERM and SIGKILL when a session's pod is deleted. */
   terminationGraceSeconds: number;
+  /** The runtime process making the pods (label agentrt.dev/replica; see control/orphan-reaper.ts). */
+  replica?: string | undefined;
 }
 
 /** Defaults from the runtime's session limits: the same memory, CPUs, scratch and storage sizes. */
@@ -68,7 +72,8 @@ export function podSettingsOf(
   config: Pick<
     Readonly<RuntimeConfig>,
     'sessionMemoryMb' | 'sessionVcpus' | 'sessionDiskMb' | 'sessionStorageMb'
-  >,
+  > &
+    Partial<Pick<Readonly<RuntimeConfig>, 'replicaInstance'>>,
   overrides: Partial<PodSettings> = {},
 ): PodSettings {
   const cpuMillis = Math.round(config.sessionVcpus * 1000);
@@ -86,6 +91,7 @@ export function podSettingsOf(
     runtimePorts: [4318],
     dnsNamespace: 'kube-system',
     terminationGraceSeconds: 5,
+    replica: config.replicaInstance,
     ...overrides,
   };
 }
@@ -266,6 +272,7 @@ function containerOf(input: SessionPodInput, mounts: V1VolumeMount[]): V1Contain
 function podMetadata(input: SessionPodInput) {
   const { target } = input;
   const labels: Record<string, string> = { ...versionLabels(target), [LABELS.component]: 'session' };
+  if (input.settings.replica) labels[LABELS.replica] = labelValue(input.settings.replica);
   const annotations: Record<string, string> = { [ANNOTATIONS.runtimeArn]: target.runtime.arn };
   if (input.for.kind === 'session') {
     labels[LABELS.sessionHash] = sessionHash(input.for.sessionId);
