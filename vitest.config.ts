@@ -113,9 +113,9 @@ const CLICKHOUSE_PASS = [
 ];
 const CLICKHOUSE_SETUP = ['collector/src/test-store-clickhouse.setup.ts'];
 
-// The AWS-SDK session suite once more with AGENTRT_SESSIONS=kubernetes: every session a pod on a
+// The AWS-SDK session and command suites once more with AGENTRT_SESSIONS=kubernetes: every session a pod on a
 // test API server, run by a test kubelet (packages/runtime/src/test-support/k8s).
-const KUBERNETES_PASS = ['packages/runtime/src/sessions.test.ts'];
+const KUBERNETES_PASS = ['packages/runtime/src/sessions.test.ts', 'packages/runtime/src/commands.test.ts'];
 const KUBERNETES_SETUP = ['packages/runtime/src/test-support/k8s/kubernetes-sessions.setup.ts'];
 // Left out there: two tests read the workers' output from the runtime's own log, where a pod's
 // output never arrives (it is the cluster's: kubectl logs).

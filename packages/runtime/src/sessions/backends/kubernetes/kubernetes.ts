@@ -4,6 +4,7 @@
 // session's by a label patch that carries the resourceVersion it was read at: of two runtime
 // replicas claiming it, one gets a 409 and starts another.
 import { randomBytes } from 'node:crypto';
+import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, PatchStrategy, type V1Pod, setHeaderOptions } from '@kubernetes/client-node';
 import { type RuntimeConfig } from '../../../config.js';
@@ -44,7 +45,13 @@ function loadKubeConfig(config: Readonly<RuntimeConfig>): { kc: KubeConfig; sour
   return { kc, source: `in-cluster:${host}:${process.env.KUBERNETES_SERVICE_PORT ?? '443'}` };
 }
 
-const EXEC_HELPER = fileURLToPath(new URL('./kube-exec.js', import.meta.url));
+/** kube-exec.js beside this file once built; run from source (tests), the built one in dist/. */
+const EXEC_HELPER = ((): string => {
+  const here = fileURLToPath(import.meta.url);
+  if (!here.endsWith('.ts')) return join(dirname(here), 'kube-exec.js');
+  const at = here.lastIndexOf(`${sep}src${sep}`);
+  return join(dirname(`${here.slice(0, at)}${sep}dist${sep}${here.slice(at + 5)}`), 'kube-exec.js');
+})();
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /** A kube API error as a start failure that says what the cluster answered. */
