@@ -92,3 +92,96 @@ export function toSessionScores(rows: readonly Record<string, AttributeValue>[])
 export function scoreTone(score: number): 'good' | 'fair' | 'poor' {
   return score >= 0.75 ? 'good' : score >= 0.5 ? 'fair' : 'poor';
 }
+
+/** Scores closer than this are the same: a change below it is noise, not a regression. */
+export const SCORE_EPSILON = 1e-6;
+
+/** One evaluator's mean score in the base run and in the compared run. */
+export interface EvaluatorDelta {
+  evaluator: string;
+  base?: number;
+  run?: number;
+  /** run − base, when both have a score. */
+  delta?: number;
+}
+
+/** One item's (session's) mean score per evaluator in both runs. */
+export interface ItemCompare {
+  itemId: string;
+  sessionId: string;
+  /** By evaluator, in `evaluators` order. */
+  cells: EvaluatorDelta[];
+  /** Some evaluator scored it lower than the base run did, or failed where the base run scored. */
+  regressed: boolean;
+}
+
+export interface RunCompare {
+  evaluators: EvaluatorDelta[];
+  items: ItemCompare[];
+  regressions: number;
+  improvements: number;
+}
+
+/** The mean of the scored results; undefined when none has a score. */
+function meanScore(results: readonly EvalResultView[]): number | undefined {
+  const scores = results.map((r) => r.score).filter((s): s is number => s !== undefined);
+  return scores.length ? scores.reduce((a, s) => a + s, 0) / scores.length : undefined;
+}
+
+function deltaOf(evaluator: string, base: EvalResultView[], run: EvalResultView[]): EvaluatorDelta {
+  const out: EvaluatorDelta = { evaluator };
+  const [b, r] = [meanScore(base), meanScore(run)];
+  if (b !== undefined) out.base = b;
+  if (r !== undefined) out.run = r;
+  if (b !== undefined && r !== undefined) out.delta = r - b;
+  return out;
+}
+
+/** Lower than the base (beyond noise), or no score where the base had one. */
+function isRegression(d: EvaluatorDelta): boolean {
+  return d.base !== undefined && (d.run === undefined ? true : d.run < d.base - SCORE_EPSILON);
+}
+
+/** Higher than the base (beyond noise), or a score where the base had none. */
+function isImprovement(d: EvaluatorDelta): boolean {
+  return d.run !== undefined && (d.base === undefined || d.run > d.base + SCORE_EPSILON);
+}
+
+function groupBy(results: readonly EvalResultView[], key: (r: EvalResultView) => string) {
+  const out = new Map<string, EvalResultView[]>();
+  for (const r of results) out.set(key(r), [...(out.get(key(r)) ?? []), r]);
+  return out;
+}
+
+/**
+ * Two runs side by side: each evaluator's mean in both and its delta, and each item (matched by
+ * item id: a dataset's line or session, the same across re-runs) with its per-evaluator deltas.
+ * Items that regressed come first, then the rest in item order.
+ */
+export function compareRuns(base: readonly EvalResultView[], run: readonly EvalResultView[]): RunCompare {
+  const evaluators = [...new Set([...base, ...run].map((r) => r.evaluator))].sort();
+  const baseBy = groupBy(base, (r) => r.evaluator);
+  const runBy = groupBy(run, (r) => r.evaluator);
+  const itemIds = [...new Set([...base, ...run].map((r) => r.itemId))].sort();
+  const baseItems = groupBy(base, (r) => r.itemId);
+  const runItems = groupBy(run, (r) => r.itemId);
+  const items = itemIds.map((itemId): ItemCompare => {
+    const [b, r] = [baseItems.get(itemId) ?? [], runItems.get(itemId) ?? []];
+    const cells = evaluators.map((e) =>
+      deltaOf(
+        e,
+        b.filter((x) => x.evaluator === e),
+        r.filter((x) => x.evaluator === e),
+      ),
+    );
+    const sessionId = (r[0] ?? b[0])?.sessionId ?? '';
+    return { itemId, sessionId, cells, regressed: cells.some(isRegression) };
+  });
+  const improvements = items.filter((i) => !i.regressed && i.cells.some(isImprovement)).length;
+  return {
+    evaluators: evaluators.map((e) => deltaOf(e, baseBy.get(e) ?? [], runBy.get(e) ?? [])),
+    items: [...items.filter((i) => i.regressed), ...items.filter((i) => !i.regressed)],
+    regressions: items.filter((i) => i.regressed).length,
+    improvements,
+  };
+}

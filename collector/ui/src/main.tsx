@@ -8,7 +8,7 @@ import { createLiveFeed, type LiveStatus } from './live.js';
 import { routeHref, type Route } from './router.js';
 import { AgentsView } from './views/agents.js';
 import { CompareView } from './views/compare.js';
-import { EvalRunView, EvalsView } from './views/evals.js';
+import { EvalCompareView, EvalRunView, EvalsView } from './views/evals.js';
 import { LogsView } from './views/logs.js';
 import { InspectorView } from './views/inspector.js';
 import { LiveView } from './views/live.js';
@@ -57,7 +57,7 @@ const NAV: { label: string; route: Route; match: Route['view'][] }[] = [
   { label: 'Traces', route: { view: 'traces', filters: {} }, match: ['traces', 'trace'] },
   { label: 'Search', route: { view: 'search' }, match: ['search'] },
   { label: 'Compare', route: { view: 'compare' }, match: ['compare'] },
-  { label: 'Evals', route: { view: 'evals' }, match: ['evals', 'eval-run'] },
+  { label: 'Evals', route: { view: 'evals' }, match: ['evals', 'eval-run', 'eval-compare'] },
   { label: 'Live', route: { view: 'live' }, match: ['live'] },
   { label: 'Logs', route: { view: 'logs' }, match: ['logs'] },
   { label: 'Inspector', route: { view: 'inspector' }, match: ['inspector'] },
@@ -91,6 +91,8 @@ function Page({ route }: { route: Route }) {
       return <EvalsView />;
     case 'eval-run':
       return <EvalRunView key={route.runId} runId={route.runId} />;
+    case 'eval-compare':
+      return <EvalCompareView key={`${route.base} ${route.run}`} base={route.base} run={route.run} />;
   }
 }
 

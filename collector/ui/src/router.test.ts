@@ -29,12 +29,16 @@ describe('hash routes', () => {
       { view: 'logs' },
       { view: 'logs', sessionId: 's 1', traceId: 'abc', service: 'agentrt-runtime' },
       { view: 'logs', severity: 'warn', q: 'session started' },
+      { view: 'evals' },
+      { view: 'eval-run', runId: 'eval-1/x' },
+      { view: 'eval-compare', base: 'eval-a&b', run: 'eval-c d' },
     ];
     for (const r of routes) expect(parseRoute(routeHref(r))).toEqual(r);
   });
   it('falls back to the Agents view and ignores junk parameters', () => {
     expect(parseRoute('')).toEqual({ view: 'agents' });
     expect(parseRoute('#/nope')).toEqual({ view: 'agents' });
+    expect(parseRoute('#/eval-compare?base=only-one')).toEqual({ view: 'evals' });
     expect(parseRoute('#/traces?status=weird&minDurationMs=abc')).toEqual({ view: 'traces', filters: {} });
     expect(parseRoute('#/sessions/%E0%A4%A')).toEqual({ view: 'session', sessionId: '%E0%A4%A' });
   });

@@ -12,7 +12,8 @@ export type Route =
   | { view: 'live' }
   | { view: 'inspector'; host?: string; runtime?: string }
   | { view: 'evals' }
-  | { view: 'eval-run'; runId: string };
+  | { view: 'eval-run'; runId: string }
+  | { view: 'eval-compare'; base: string; run: string };
 
 export interface TraceFilters {
   service?: string;
@@ -65,6 +66,8 @@ export function routeHref(route: Route): string {
       return '#/evals';
     case 'eval-run':
       return `#/evals/${encodeURIComponent(route.runId)}`;
+    case 'eval-compare':
+      return `#/eval-compare${query({ base: route.base, run: route.run })}`;
   }
 }
 
@@ -141,6 +144,11 @@ export function parseRoute(hash: string): Route {
     }
     case 'evals':
       return parts[1] ? { view: 'eval-run', runId: parts[1] } : { view: 'evals' };
+    case 'eval-compare': {
+      const base = get('base');
+      const run = get('run');
+      return base && run ? { view: 'eval-compare', base, run } : { view: 'evals' };
+    }
     default:
       return { view: 'agents' };
   }

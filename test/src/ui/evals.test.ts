@@ -1,5 +1,6 @@
 // The evaluation views in Chromium: runs of `agentrt eval run` over stored weather sessions, one
-// run's results with the judge's explanations, and the sessions list's score column and filter.
+// run's results with the judge's explanations, the sessions list's score column and filter, and two
+// runs compared side by side.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +24,9 @@ import {
 let collector: Collector;
 let browser: Browser;
 let page: Page;
+let args: string[];
 const dir = mkdtempSync(join(tmpdir(), 'agentrt-ui-evals-'));
+const io = { stdout: () => undefined, stderr: () => undefined, env: {}, cwd: dir };
 const SESSIONS = Array.from({ length: 6 }, (_, i) => `ui-eval-session-${i}`);
 
 beforeAll(async () => {
@@ -52,8 +55,7 @@ beforeAll(async () => {
     join(dir, 'set.jsonl'),
     SESSIONS.map((s) => JSON.stringify({ sessionId: s, expectedTrajectory: FORECAST_TURN.tools })).join('\n'),
   );
-  const io = { stdout: () => undefined, stderr: () => undefined, env: {}, cwd: dir };
-  const args = [
+  args = [
     'eval',
     'run',
     '--dataset',
@@ -82,8 +84,8 @@ describe.skipIf(!hasChromium)('evaluation views (needs /usr/bin/chromium)', { ti
     const run = page.locator('[data-testid=eval-runs] tbody tr').first();
     await expect.poll(() => run.count(), { timeout: 30_000 }).toBe(1);
     const cells = await run.locator('td').allTextContents();
-    expect(cells[0]).toMatch(/^eval-/);
-    expect(cells[1]).toBe('12'); // 6 sessions × 2 evaluators
+    expect(cells[1]).toMatch(/^eval-/); // after the compare tick box
+    expect(cells[2]).toBe('12'); // 6 sessions × 2 evaluators
     await run.locator('a').click();
     const rows = page.locator('[data-testid=eval-results] tbody tr');
     await expect.poll(() => rows.count()).toBe(12);
@@ -109,5 +111,56 @@ describe.skipIf(!hasChromium)('evaluation views (needs /usr/bin/chromium)', { ti
     expect(names).toContain('ui-eval-session-0');
     expect(names).not.toContain('ui-eval-session-1');
     await screenshot(page, 'sessions-scores');
+  });
+
+  it('compares two runs: per-evaluator deltas, per-session rows, regressions first and marked', async () => {
+    // A second run after a "change": sessions 1 and 3 are now expected to call weather_alerts (their
+    // exact-order match falls 1 → 0), session 0 to make the one call it made (0 → 1).
+    const expected = (i: number) =>
+      i === 1 || i === 3 ? ['weather_alerts'] : i === 0 ? ['http_request'] : FORECAST_TURN.tools;
+    writeFileSync(
+      join(dir, 'changed.jsonl'),
+      SESSIONS.map((s, i) => JSON.stringify({ sessionId: s, expectedTrajectory: expected(i) })).join('\n'),
+    );
+    const changed = args.map((a) => (a === 'set.jsonl' ? 'changed.jsonl' : a));
+    expect(await main([...changed, '--evaluator', 'Builtin.TrajectoryExactOrderMatch'], io)).toBe(0);
+
+    await page.goto(`${collector.url}/#/evals`);
+    const runs = page.locator('[data-testid=eval-runs] tbody tr');
+    await expect.poll(() => runs.count(), { timeout: 30_000 }).toBe(2);
+    // Newest first: tick the older run first, the base.
+    await runs.nth(1).locator('input[type=checkbox]').check();
+    await runs.nth(0).locator('input[type=checkbox]').check();
+    await page.locator('[data-testid=eval-compare-link]').click();
+
+    const summary = page.locator('[data-testid=eval-compare-summary]');
+    await expect
+      .poll(() => summary.textContent(), { timeout: 30_000 })
+      .toBe('6 items · 2 regressed · 1 improved');
+    const evaluators = page.locator('[data-testid=eval-compare-evaluators] tbody tr');
+    const trajectory = evaluators.filter({ hasText: 'Builtin.TrajectoryExactOrderMatch' });
+    expect(await trajectory.locator('td.num').textContent()).toBe('0.50 → 0.33 −0.17');
+    expect(await trajectory.getAttribute('class')).toBe('regression');
+    const helpful = evaluators.filter({ hasText: 'Builtin.Helpfulness' });
+    expect(await helpful.locator('td.num').textContent()).toMatch(/^(\d\.\d\d) → \1 ±0$/);
+
+    const items = page.locator('[data-testid=eval-compare-items] tbody tr');
+    expect(await items.count()).toBe(6);
+    const first = await items.nth(0).locator('td').allTextContents();
+    const second = await items.nth(1).locator('td').allTextContents();
+    expect([first[0], second[0]]).toEqual(['ui-eval-session-1', 'ui-eval-session-3']);
+    for (const row of [items.nth(0), items.nth(1)])
+      expect(await row.getAttribute('class')).toBe('regression');
+    const cell = items.nth(0).locator('td[data-evaluator="Builtin.TrajectoryExactOrderMatch"]');
+    expect(await cell.textContent()).toBe('1.00 → 0.00 −1.00');
+    expect(await cell.locator('.delta.down').count()).toBe(1);
+    const improved = items.filter({ hasText: 'ui-eval-session-0' });
+    expect(await improved.getAttribute('class')).toBe('');
+    expect(
+      await improved
+        .locator('td[data-evaluator="Builtin.TrajectoryExactOrderMatch"] .delta.up')
+        .textContent(),
+    ).toBe('+1.00');
+    await screenshot(page, 'eval-compare');
   });
 });
