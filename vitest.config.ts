@@ -90,6 +90,8 @@ const testWorkers = Number(process.env['AGENTRT_TEST_WORKERS']) || availablePara
 const ALONE = [
   'collector/src/http/hostile.test.ts',
   'collector/src/http/session-spans.test.ts',
+  // Two runtime processes and 23 pods on the test kubelet, a lease timed in seconds.
+  'packages/runtime/src/control/replica-kill.test.ts',
   'packages/runtime/src/sessions/hostile.test.ts',
 ];
 

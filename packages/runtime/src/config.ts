@@ -89,6 +89,11 @@ export interface RuntimeServerOptions {
    */
   replicaInstance?: string;
   /**
+   * Lease duration of the leader and heartbeat Leases, in seconds (default 15): a renew deadline of
+   * 2/3 of it, tries every 2/15, and the orphan reaper's pass every 2/3 and its pod grace 2×.
+   */
+  leaseSeconds?: number;
+  /**
    * `snapshot` (default): a `file://` artifact is copied into the data dir at create/update, so a
    * version runs what the directory held then; `live` runs it in place (`agentrt dev`'s hot reload).
    */
@@ -261,6 +266,7 @@ export function resolveRuntimeConfig(
     kubernetesNamespace: options.kubernetesNamespace ?? str('AGENTRT_K8S_NAMESPACE') ?? 'default',
     kubeconfig: options.kubeconfig ?? str('KUBECONFIG') ?? '',
     replicaName,
+    leaseSeconds: options.leaseSeconds ?? int('AGENTRT_K8S_LEASE_S', 15, 1),
     replicaInstance: options.replicaInstance ?? `${replicaName}-${randomBytes(4).toString('hex')}`,
     fileArtifacts:
       options.fileArtifacts ??

@@ -90,6 +90,12 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   });
   for (const off of isolation.off) logger.warn(`isolation: ${off}`);
   const store = await openControlStore(config, logger);
+  const leaseMs = config.leaseSeconds * 1000;
+  const leaseTiming = {
+    leaseDurationMs: leaseMs,
+    renewDeadlineMs: (leaseMs * 2) / 3,
+    retryMs: (leaseMs * 2) / 15,
+  };
   // Shared records, several replicas: work only one of them may do runs on the Lease's holder.
   const leader =
     config.controlStore === 'kubernetes'
@@ -98,6 +104,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
           namespace: config.kubernetesNamespace,
           identity: config.replicaName,
           logger: logger.child({ component: 'leader' }),
+          ...leaseTiming,
         })
       : undefined;
   let origin = '';
@@ -207,6 +214,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
           namespace: config.kubernetesNamespace,
           instance: config.replicaInstance,
           logger: logger.child({ component: 'heartbeat' }),
+          ...leaseTiming,
         })
       : undefined;
   const stopReaping =
@@ -215,7 +223,8 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
           kubeConfig: kubeConfigOf(config),
           namespace: config.kubernetesNamespace,
           logger: logger.child({ component: 'orphan-reaper' }),
-          intervalMs: 10_000,
+          intervalMs: leaseTiming.renewDeadlineMs,
+          podGraceMs: 2 * leaseMs,
         })
       : undefined;
   if (leader)
