@@ -78,7 +78,7 @@ function Page({ route }: { route: Route }) {
     case 'traces':
       return <TracesView filters={route.filters} />;
     case 'trace':
-      return <TraceDetailView key={route.traceId} traceId={route.traceId} spanId={route.spanId} />;
+      return <TraceDetailView key={route.traceId} {...route} />;
     case 'search':
       return <SearchView query={route.query} />;
     case 'compare':

@@ -6,7 +6,7 @@ export type Route =
   | { view: 'sessions' }
   | { view: 'session'; sessionId: string }
   | { view: 'traces'; filters: TraceFilters }
-  | { view: 'trace'; traceId: string; spanId?: string }
+  | { view: 'trace'; traceId: string; spanId?: string; filter?: string; root?: string }
   | { view: 'search'; query?: string }
   | { view: 'compare'; a?: string; b?: string }
   | { view: 'live' }
@@ -53,7 +53,7 @@ export function routeHref(route: Route): string {
     case 'traces':
       return `#/traces${query({ ...route.filters })}`;
     case 'trace':
-      return `#/traces/${encodeURIComponent(route.traceId)}${query({ span: route.spanId })}`;
+      return `#/traces/${encodeURIComponent(route.traceId)}${query({ span: route.spanId, filter: route.filter, root: route.root })}`;
     case 'search':
       return `#/search${query({ q: route.query })}`;
     case 'compare':
@@ -99,10 +99,12 @@ export function parseRoute(hash: string): Route {
       return parts[1] ? { view: 'session', sessionId: parts[1] } : { view: 'sessions' };
     case 'traces': {
       if (parts[1]) {
-        const span = get('span');
-        return span
-          ? { view: 'trace', traceId: parts[1], spanId: span }
-          : { view: 'trace', traceId: parts[1] };
+        const route: Route = { view: 'trace', traceId: parts[1] };
+        const [span, filter, root] = [get('span'), get('filter'), get('root')];
+        if (span) route.spanId = span;
+        if (filter) route.filter = filter;
+        if (root) route.root = root;
+        return route;
       }
       const filters: TraceFilters = {};
       const service = get('service');

@@ -10,7 +10,17 @@ import { navigate, useAsync, useLiveSpans, usePrices } from '../hooks.js';
 import { routeHref } from '../router.js';
 import { Card } from './sessions.js';
 
-export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?: string }) {
+export function TraceDetailView({
+  traceId,
+  spanId,
+  filter,
+  root,
+}: {
+  traceId: string;
+  spanId?: string;
+  filter?: string;
+  root?: string;
+}) {
   const state = useAsync(() => getTrace(traceId), [traceId]);
   useLiveSpans((spans) => {
     if (spans.some((s) => s.traceId === traceId)) state.reload();
@@ -20,9 +30,10 @@ export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?:
   if (!state.data) return <Loading what="trace" />;
   const trace = state.data;
   const selected = spanId ? trace.spans.find((s) => s.spanId === spanId) : undefined;
-  const select = (id: string | undefined): void =>
-    navigate(routeHref({ view: 'trace', traceId, spanId: id }));
-  const root = trace.roots[0]?.span;
+  const go = (next: { spanId?: string; filter?: string; root?: string }): void =>
+    navigate(routeHref({ view: 'trace', traceId, spanId, filter, root, ...next }));
+  const select = (id: string | undefined): void => go({ spanId: id });
+  const rootSpan = trace.roots[0]?.span;
   const criticalMs = trace.criticalPath.segments.reduce(
     (sum, s) => sum + (s.endTimeUnixNano - s.startTimeUnixNano) / 1e6,
     0,
@@ -42,7 +53,7 @@ export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?:
         / <span class="mono">{traceId}</span>
       </nav>
       <h1 class="trace-title">
-        {root?.name ?? trace.summary.rootName}
+        {rootSpan?.name ?? trace.summary.rootName}
         <StatusPill errors={errors} inProgress={trace.summary.inProgress} />
       </h1>
       <div class="summary-cards">
@@ -87,7 +98,14 @@ export function TraceDetailView({ traceId, spanId }: { traceId: string; spanId?:
         </a>
       </div>
       <div class={`trace-body ${selected ? 'with-panel' : ''}`}>
-        <Waterfall trace={trace} selectedSpanId={selected?.spanId} onSelect={select} />
+        <Waterfall
+          trace={trace}
+          selectedSpanId={selected?.spanId}
+          onSelect={select}
+          filter={filter}
+          root={root}
+          onView={go}
+        />
         {selected && (
           <SpanPanel key={selected.spanId} span={selected} trace={trace} onClose={() => select(undefined)} />
         )}
