@@ -112,6 +112,11 @@ const variants = [
   },
   { name: '@agentrt/instrument (--import)', args: ['--import', join(ours, 'register.js')], env: otlpEnv },
   {
+    name: '@agentrt/instrument, AGENTRT_SDK=lean (--import)',
+    args: ['--import', join(ours, 'register.js')],
+    env: { ...otlpEnv, AGENTRT_SDK: 'lean' },
+  },
+  {
     name: 'auto-instrumentations-node/register',
     args: ['--require', require.resolve('@opentelemetry/auto-instrumentations-node/register')],
     env: otlpEnv,
@@ -528,6 +533,11 @@ const agentVariants = [
     env: { ...otlpEnv, OTEL_TRACES_SAMPLER: 'always_off' },
   },
   ...peerVariants.slice(1),
+  {
+    name: '@agentrt/instrument, AGENTRT_SDK=lean, sampler off',
+    args: ['--import', join(ours, 'register.js')],
+    env: { ...otlpEnv, AGENTRT_SDK: 'lean', OTEL_TRACES_SAMPLER: 'always_off' },
+  },
 ];
 for (const [name, env] of Object.entries(JSON.parse(process.env.BENCH_AGENT_EXTRA ?? '{}'))) {
   agentVariants.push({
@@ -549,7 +559,12 @@ const AGENT_INTERLEAVED = process.env.BENCH_AGENT_INTERLEAVED === '1';
 const AGENT_REQUESTS = Number(process.env.BENCH_AGENT_REQUESTS ?? 1500);
 const AGENT_BLOCK = Number(process.env.BENCH_AGENT_BLOCK ?? 100);
 /** The variants the CPU profile round profiles (bare, ours sampler off, ours full, upstream register). */
-const PROFILED = new Set(agentVariants.slice(0, 4).map((v) => v.name));
+const PROFILED = new Set(
+  agentVariants
+    .filter((v) => v.env.AGENTRT_SDK === undefined)
+    .slice(0, 4)
+    .map((v) => v.name),
+);
 /** A variant's own OTLP endpoint: the sink's URL with a path prefix per variant. */
 function withOwnEndpoint(v, i) {
   const prefix = `variant${i}`;

@@ -3,26 +3,19 @@ import { diag, metrics, propagation, trace } from '@opentelemetry/api';
 import { logs } from '@opentelemetry/api-logs';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { BatchLogRecordProcessor, LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
-import { BatchSpanProcessor, SimpleSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type * as SdkMetrics from '@opentelemetry/sdk-metrics';
 import type { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { createRequire } from 'node:module';
-import { type AttributeFilter, createAttributeFilter } from './attribute-filter.js';
+import { createAttributeFilter } from './attribute-filter.js';
 import { type InstrumentConfig, type InstrumentOptions, readConfig } from './config.js';
 import { bridgeConsole } from './console-bridge.js';
 import { createOnceLogger, installDiagLogger } from './diag-logger.js';
-import { createLogExporter, createMetricExporter, createSpanExporter, warmUpExporter } from './exporters.js';
+import { createLogExporter, createMetricExporter, warmUpExporter } from './exporters.js';
 import { createInstrumentations } from './instrumentations.js';
-import { type TracePipeline, startLeanTraces } from './lean/start.js';
-import { createPropagator } from './propagators.js';
+import { startLeanTraces } from './lean/start.js';
 import { createResource } from './resource.js';
-import { createSampler } from './sampler.js';
-import {
-  createAttributeFilterLogProcessor,
-  createAttributeFilterSpanProcessor,
-  createBaggageSpanProcessor,
-} from './span-processors.js';
+import type * as OtelTraces from './otel-traces.js';
+import { createAttributeFilterLogProcessor } from './span-processors.js';
 
 const require = createRequire(import.meta.url);
 
@@ -97,40 +90,6 @@ export function disabledTelemetry(config: Readonly<InstrumentConfig>): Telemetry
   return { config, moduleNames: [], forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() };
 }
 
-/** The otel mode's traces: the upstream SDK's NodeTracerProvider with agentrt's processors. */
-function startOtelTraces(
-  config: Readonly<InstrumentConfig>,
-  resource: ReturnType<typeof createResource>,
-  filter: AttributeFilter,
-): TracePipeline {
-  const spanProcessors: SpanProcessor[] = [
-    createBaggageSpanProcessor(config.baggageSpanAttributes),
-    createAttributeFilterSpanProcessor(filter),
-  ];
-  const exporters: object[] = [];
-  if (config.traces.exporter !== 'none') {
-    const exporter = createSpanExporter(config.traces);
-    exporters.push(exporter);
-    spanProcessors.push(
-      config.traces.exporter === 'console'
-        ? new SimpleSpanProcessor(exporter)
-        : new BatchSpanProcessor(exporter),
-    );
-  }
-  const tracerProvider = new NodeTracerProvider({
-    resource,
-    sampler: createSampler(config.sampler, config.samplerRatio),
-    spanProcessors,
-  });
-  tracerProvider.register({ propagator: createPropagator(config.propagators) });
-  return {
-    tracerProvider,
-    exporters,
-    forceFlush: () => tracerProvider.forceFlush(),
-    shutdown: () => tracerProvider.shutdown(),
-  };
-}
-
 /** Starts the pipeline from an already resolved configuration (the preload reads it first). */
 export function startWithConfig(
   config: Readonly<InstrumentConfig>,
@@ -142,7 +101,7 @@ export function startWithConfig(
   const traces =
     config.sdk === 'lean'
       ? startLeanTraces(config, resource, filter)
-      : startOtelTraces(config, resource, filter);
+      : (require('./otel-traces.js') as typeof OtelTraces).startOtelTraces(config, resource, filter);
   const { tracerProvider } = traces;
   const exporters: object[] = [...traces.exporters];
 

@@ -68,7 +68,14 @@ export class LeanBatch {
     return this.exporting;
   }
 
-  private send(batch: ReadableSpan[]): Promise<void> {
+  /** Exports `batch` once its resource's async attributes (host, process detectors) have settled, as the SDK does. */
+  private async send(batch: ReadableSpan[]): Promise<void> {
+    const resource = batch[0]?.resource;
+    if (resource?.asyncAttributesPending === true) await resource.waitForAsyncAttributes?.();
+    return this.exportNow(batch);
+  }
+
+  private exportNow(batch: ReadableSpan[]): Promise<void> {
     return new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         diag.warn(`span export did not finish within ${this.config.exportTimeoutMs} ms`);

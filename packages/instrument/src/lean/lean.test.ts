@@ -28,6 +28,7 @@ import {
   createBaggageSpanProcessor,
   filterSpan,
 } from '../span-processors.js';
+import { LeanBatch } from './batch.js';
 import { LeanContext, LeanContextManager } from './context.js';
 import { createLeanSampler } from './sampler.js';
 import { LeanTracerProvider } from './tracer.js';
@@ -260,5 +261,53 @@ describe('LeanContext', () => {
     const ctx = context.active().setValue(keys[0]!, 'v');
     expect(ctx).toBeInstanceOf(LeanContext);
     context.with(ctx, () => expect(context.active().getValue(keys[0]!)).toBe('v'));
+  });
+});
+
+describe('LeanBatch', () => {
+  const batchConfig = {
+    maxQueueSize: 5,
+    maxExportBatchSize: 2,
+    scheduledDelayMs: 60_000,
+    exportTimeoutMs: 5000,
+  };
+
+  function recording(asyncResource = false) {
+    let settle: (value: string) => void = () => {};
+    const pending = new Promise<string>((resolve) => (settle = resolve));
+    const res = asyncResource ? resourceFromAttributes({ 'host.id': pending }) : resource;
+    const exported: { names: string[]; pending: boolean | undefined }[] = [];
+    const exporter = {
+      export(spans: ReadableSpan[], done: (result: { code: number }) => void) {
+        exported.push({
+          names: spans.map((s) => s.name),
+          pending: spans[0]?.resource.asyncAttributesPending,
+        });
+        setImmediate(() => done({ code: 0 }));
+      },
+      shutdown: () => Promise.resolve(),
+    };
+    const batch = new LeanBatch(exporter, batchConfig);
+    const span = (name: string) => ({ name, resource: res }) as unknown as ReadableSpan;
+    return { batch, span, exported, settle };
+  }
+
+  it('exports full batches one at a time, drops past the queue size, and flushes the rest', async () => {
+    const { batch, span, exported } = recording();
+    for (let i = 0; i < 8; i++) batch.add(span(`s${i}`));
+    await batch.flush();
+    // s0, s1 go out at once; s2…s6 fill the queue of 5 behind that export; s7 is dropped
+    expect(exported.map((e) => e.names)).toEqual([['s0', 's1'], ['s2', 's3'], ['s4', 's5'], ['s6']]);
+  });
+
+  it('waits for the resource’s async attributes before the first export (as the SDK does)', async () => {
+    const { batch, span, exported, settle } = recording(true);
+    batch.add(span('a'));
+    batch.add(span('b'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(exported).toEqual([]);
+    settle('h-1');
+    await batch.flush();
+    expect(exported).toEqual([{ names: ['a', 'b'], pending: false }]);
   });
 });
