@@ -50,7 +50,7 @@ describe('static checks', () => {
 
   it('the Kubernetes manifests parse: Deployment with 2 replicas and probes, Service 80 → 8000', () => {
     const docs = ['deployment.yaml', 'service.yaml'].flatMap((file) =>
-      parseAllDocuments(readFileSync(join(exampleDir, 'k8s', file), 'utf8')).map((doc) => {
+      parseAllDocuments(readFileSync(join(exampleDir, 'k8s', 'app', file), 'utf8')).map((doc) => {
         expect(doc.errors).toEqual([]);
         // eslint-disable-next-line @typescript-eslint/no-explicit-any -- manifests are checked field by field below
         return doc.toJS() as Record<string, any>;
