@@ -6,6 +6,7 @@ import { type RuntimeServerOptions, resolveRuntimeConfig } from './config.js';
 import { registerControlPlane } from './control/control-plane.js';
 import { createLeaderElection } from './control/leader-lease.js';
 import { createReplicaHeartbeat, reapWhileLeading } from './control/orphan-reaper.js';
+import { StoreUnavailableError } from './control/store/kubernetes-store.js';
 import { kubeConfigOf, openControlStore } from './control/store/open-store.js';
 import { createAuthenticator } from './data/auth.js';
 import { registerDataPlane } from './data/data-plane.js';
@@ -40,6 +41,14 @@ export interface RuntimeServer {
 function sendError(res: ServerResponse, error: unknown, requestId: string, logger: Logger): void {
   let err: RuntimeApiError;
   if (error instanceof RuntimeApiError) err = error;
+  else if (error instanceof StoreUnavailableError)
+    // The records live in the cluster and its API server did not answer: nothing was written.
+    err = new RuntimeApiError(
+      'ServiceException',
+      `${error.message}; retry`,
+      {},
+      { headers: { 'retry-after': '5' } },
+    );
   else if (error instanceof URIError)
     err = new RuntimeApiError('ValidationException', `path: malformed percent-encoding (${error.message})`, {
       reason: 'CannotParse',

@@ -166,4 +166,51 @@ describe('two runtime replicas, one Kubernetes control store', () => {
     );
     expect(['runtime-a', 'runtime-b']).toContain(holder);
   });
+
+  it('answers 503 ServiceException with Retry-After while the API server is unreachable, and loses nothing', async () => {
+    const before = (await a.control.send(new ListAgentRuntimesCommand({}))).agentRuntimes ?? [];
+    await api.suspend();
+    let refused: unknown;
+    try {
+      refused = await a.control
+        .send(
+          new CreateAgentRuntimeCommand({
+            agentRuntimeName: 'during_outage',
+            agentRuntimeArtifact: { containerConfiguration: { containerUri: fixtureUri('counter') } },
+            roleArn: ROLE_ARN,
+            networkConfiguration: { networkMode: 'PUBLIC' },
+          }),
+        )
+        .catch((e: unknown) => e);
+      // Reads keep answering from the replica's cache.
+      expect((await b.control.send(new ListAgentRuntimesCommand({}))).agentRuntimes).toEqual(before);
+    } finally {
+      await api.resume();
+    }
+    const e = refused as {
+      name: string;
+      message: string;
+      $metadata: { httpStatusCode: number };
+      $response?: unknown;
+    };
+    expect(e.name).toBe('ServiceException');
+    expect(e.$metadata.httpStatusCode).toBe(503);
+    expect(e.message).toMatch(/Kubernetes API server did not take runtime during_outage-.*; retry/);
+    const created = await a.control.send(
+      new CreateAgentRuntimeCommand({
+        agentRuntimeName: 'during_outage',
+        agentRuntimeArtifact: { containerConfiguration: { containerUri: fixtureUri('counter') } },
+        roleArn: ROLE_ARN,
+        networkConfiguration: { networkMode: 'PUBLIC' },
+      }),
+    );
+    const seen = await eventually(
+      () =>
+        b.control
+          .send(new GetAgentRuntimeCommand({ agentRuntimeId: created.agentRuntimeId! }))
+          .catch(() => undefined),
+      (got) => got?.status === 'READY',
+    );
+    expect(seen?.status).toBe('READY');
+  });
 });
