@@ -227,6 +227,16 @@ describe('agentrt eval', () => {
     expect(missing.out.stderr).toContain('no module at');
   });
 
+  /** One pass of the online rule `ci` (50% of the completed sessions among `wanted`, Helpfulness). */
+  const onlineOnce = async (wanted: readonly string[]) => {
+    const t = io(dir);
+    const filter = `attributes.session.id in [${wanted.map((id) => JSON.stringify(id)).join(', ')}]`;
+    const args = ['eval', 'online', '--once', '--since', '2h', '--idle', '0s', '--sampling', '50'];
+    const rule = ['--filter', filter, '--evaluator', 'Builtin.Helpfulness', '--name', 'ci'];
+    expect(await main([...args, ...rule, '--url', collector.url], t.io), t.out.stderr).toBe(0);
+    return t;
+  };
+
   it('evaluates a sampled share of the completed sessions a filter matches (eval online)', async () => {
     const ids = Array.from({ length: 20 }, (_, i) => `weather-v3-${String(i).padStart(2, '0')}`);
     const spans = ids.flatMap((id, i) => weatherSession(id, [FORECAST_TURN], 700 + i));
@@ -240,24 +250,7 @@ describe('agentrt eval', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     const wanted = ids.slice(0, 10);
-    const t = io(dir);
-    const filter = `attributes.session.id in [${wanted.map((id) => JSON.stringify(id)).join(', ')}]`;
-    const args = ['eval', 'online', '--once', '--since', '2h', '--idle', '0s', '--sampling', '50'];
-    const code = await main(
-      [
-        ...args,
-        '--filter',
-        filter,
-        '--evaluator',
-        'Builtin.Helpfulness',
-        '--url',
-        collector.url,
-        '--name',
-        'ci',
-      ],
-      t.io,
-    );
-    expect(code, t.out.stderr).toBe(0);
+    const t = await onlineOnce(wanted);
     const evaluated = t.out.stdout
       .trim()
       .split('\n')
@@ -268,5 +261,24 @@ describe('agentrt eval', () => {
     expect(expected.length).toBeLessThan(10);
     expect(evaluated.sort()).toEqual(expected);
     expect(t.out.stdout).toMatch(/Builtin\.Helpfulness=\d\.\d\d/);
+  });
+
+  it('a restarted online rule does not evaluate again what it evaluated before', async () => {
+    // The rule's run above stored its results (as a restart finds them).
+    for (let i = 0; i < 100; i++) {
+      const res = await fetch(`${collector.url}/api/query`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          query: 'filter attributes.agentrt.evaluation.run_id = "online-ci" | limit 1',
+        }),
+      });
+      if (((await res.json()) as { rows: unknown[] }).rows.length) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const t = await onlineOnce(
+      Array.from({ length: 10 }, (_, i) => `weather-v3-${String(i).padStart(2, '0')}`),
+    );
+    expect(t.out.stdout).toBe(''); // the same process started again judged them all once already
   });
 });

@@ -3,7 +3,8 @@
  * filter matches) and evaluates each once it has completed — no span of it for `idleMs`. Sampling is
  * by a hash of the session id, so the same session is in or out on every tick and every restart.
  * Each tick reads the collector's session list, judges what is due with `runBatch` (results stored
- * as evaluation spans, run id `online-<rule>`) and remembers what it has done.
+ * as evaluation spans, run id `online-<rule>`) and remembers what it has done; a restarted rule
+ * reads what it did back from those stored results.
  */
 import { createHash } from 'node:crypto';
 import type { QueryResponse, SessionListResponse } from '@agentrt/collector';
@@ -63,7 +64,9 @@ async function matching(at: CollectorLocation, filter: string, ids: readonly str
 }
 
 /**
- * `startedMs`: sessions last active before it are not new and never evaluated (default: now).
+ * `startedMs`: sessions last active before it are not new and never evaluated (default: now). A rule
+ * that ran before (results under `online-<name>` in the collector) does not evaluate again the
+ * sessions an earlier process of it evaluated.
  */
 export function createOnlineEvaluator(
   service: EvaluationService,
@@ -73,6 +76,8 @@ export function createOnlineEvaluator(
 ): OnlineEvaluator {
   const done = new Set<string>();
   for (const id of rule.evaluatorIds) service.evaluator(id); // an unknown id fails now, not per tick
+  // The rule's results in the collector: what earlier processes of it did.
+  const runFilter = `attributes.agentrt.evaluation.run_id = ${JSON.stringify(`online-${rule.name}`)}`;
   return {
     async tick(nowMs = Date.now()) {
       const { sessions } = await getJson<SessionListResponse>(collector, '/api/sessions?limit=1000');
@@ -83,6 +88,11 @@ export function createOnlineEvaluator(
       });
       for (const s of due) if (!sampled(s.sessionId, rule.samplingPercent)) done.add(s.sessionId);
       let ids = due.map((s) => s.sessionId).filter((id) => !done.has(id));
+      if (ids.length) {
+        const before = await matching(collector, runFilter, ids); // evaluated by an earlier process
+        for (const id of before) done.add(id);
+        ids = ids.filter((id) => !before.has(id));
+      }
       if (rule.filter && ids.length) {
         const hit = await matching(collector, rule.filter, ids);
         for (const id of ids) if (!hit.has(id)) done.add(id);
