@@ -70,6 +70,8 @@ export interface RuntimeServerOptions {
    * session, through KUBECONFIG or the in-cluster service account).
    */
   sessions?: 'local' | 'kubernetes';
+  /** The RuntimeClass of session pods (`gvisor`, `kata`); blank: the cluster's default runtime. */
+  kubernetesRuntimeClass?: string;
   /** The OCI runtime of podman's session containers: `runc` (default) or `runsc` (gVisor). */
   ociRuntime?: 'runc' | 'runsc';
   /**
@@ -265,6 +267,7 @@ export function resolveRuntimeConfig(
       oneOf<'sqlite' | 'kubernetes'>('AGENTRT_CONTROL_STORE', ['sqlite', 'kubernetes'], 'sqlite'),
     kubernetesNamespace: options.kubernetesNamespace ?? str('AGENTRT_K8S_NAMESPACE') ?? 'default',
     kubeconfig: options.kubeconfig ?? str('KUBECONFIG') ?? '',
+    kubernetesRuntimeClass: options.kubernetesRuntimeClass ?? str('AGENTRT_K8S_RUNTIME_CLASS') ?? '',
     replicaName,
     leaseSeconds: options.leaseSeconds ?? int('AGENTRT_K8S_LEASE_S', 15, 1),
     replicaInstance: options.replicaInstance ?? `${replicaName}-${randomBytes(4).toString('hex')}`,

@@ -129,13 +129,40 @@ describe('kubernetes backend faults', () => {
     expect(rt.server.sessions().some((s) => s.sessionId === sessionId('k8s-never'))).toBe(false);
     const left = await core.listNamespacedPod({
       namespace: 'default',
-      labelSelector: 'agentrt.dev/component=session',
+      labelSelector: 'app.kubernetes.io/component=session',
     });
     expect(
       left.items.filter(
         (p) => p.metadata?.annotations?.['agentrt.dev/session-id'] === sessionId('k8s-never'),
       ),
     ).toEqual([]);
+  }, 60_000);
+
+  it('runs session pods under AGENTRT_K8S_RUNTIME_CLASS, with the pod spec’s guarantees', async () => {
+    const gvisor = await startRuntime({
+      sessions: 'kubernetes',
+      kubeconfig,
+      kubernetesRuntimeClass: 'gvisor',
+    });
+    try {
+      const runtime = await createReady(gvisor.control, 'k8s_gvisor', 'counter');
+      await invokeJson(gvisor.data, runtime.agentRuntimeArn!, sessionId('k8s-gvisor'), {});
+      const pods = await core.listNamespacedPod({
+        namespace: 'default',
+        labelSelector: 'app.kubernetes.io/component=session',
+      });
+      const pod = pods.items.find(
+        (p) => p.metadata?.annotations?.['agentrt.dev/session-id'] === sessionId('k8s-gvisor'),
+      );
+      expect(pod?.spec?.runtimeClassName).toBe('gvisor');
+      expect(pod?.spec?.containers[0]?.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
+    } finally {
+      await gvisor.close();
+    }
   }, 60_000);
 
   it('fails a start whose image cannot be pulled, with the kubelet’s reason', async () => {

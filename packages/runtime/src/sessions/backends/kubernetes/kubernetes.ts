@@ -73,7 +73,10 @@ function apiFailure(what: string, error: unknown): WorkerStartError {
 export function createKubernetesBackend(config: Readonly<RuntimeConfig>, logger: Logger): KubernetesBackend {
   const { kc, source } = loadKubeConfig(config);
   const core = kc.makeApiClient(CoreV1Api);
-  const settings: PodSettings = podSettingsOf(config, { namespace: config.kubernetesNamespace });
+  const settings: PodSettings = podSettingsOf(config, {
+    namespace: config.kubernetesNamespace,
+    runtimeClassName: config.kubernetesRuntimeClass || undefined,
+  });
   const cache: PodCache = createPodCache(kc, core, settings.namespace, logger);
   const writes = { value: 0 };
   let slot = 0;
