@@ -82,7 +82,7 @@ describe('test kubelet', () => {
     expect(live.spec?.nodeName).toBe(kubelet.nodeName);
     expect(live.status?.phase).toBe('Running');
     const ip = live.status?.podIP as string;
-    expect(ip).toMatch(/^127\.0\.\d+\.\d+$/);
+    expect(ip).toMatch(/^127\.\d+\.\d+\.\d+$/);
     const ping = await httpGet(`http://${ip}:8080/ping`);
     expect(ping.status).toBe(200);
     const exec = await kubectl(

@@ -70,6 +70,11 @@ const container = (pod: V1Pod) => pod.spec?.containers[0];
 class TestKubelet implements PodRuntime {
   private readonly core: CoreV1Api;
   private readonly pods = new Map<string, RunningPod>();
+  /**
+   * Pod IPs are 127.<block>.x.y: a random block per kubelet, so kubelets of test files running side
+   * by side never hand out the same address (a taken one is skipped).
+   */
+  private readonly ipBlock = 1 + Math.floor(Math.random() * 254);
   private nextIp = 1;
   private readonly informer;
 
@@ -136,7 +141,6 @@ class TestKubelet implements PodRuntime {
 
   private async run(pod: V1Pod, running: RunningPod): Promise<void> {
     const launch = await this.launchOf(pod);
-    const podIp = `127.0.${Math.floor(this.nextIp / 250)}.${(this.nextIp++ % 250) + 1}`;
     mkdirSync(join(running.dir, 'tmp'), { recursive: true, mode: 0o700 });
     const env = Object.fromEntries((container(pod)?.env ?? []).map((e) => [e.name, e.value ?? '']));
     // An image's config would give PATH; a folder's HOME and TMPDIR are the pod's own.
@@ -161,11 +165,9 @@ class TestKubelet implements PodRuntime {
     running.started = started;
     if (running.stopped) return void (await started.worker.stop(0));
     const { socketPath, port } = started.worker;
-    running.forward = await forward(
-      podIp,
-      containerPort(pod),
-      socketPath ? { path: socketPath } : { port, host: '127.0.0.1' },
-    );
+    const target = socketPath ? { path: socketPath } : { port, host: '127.0.0.1' };
+    const { server, podIp } = await this.listenOnNewIp(containerPort(pod), target);
+    running.forward = server;
     await this.event(pod, 'Normal', 'Started', `Started container ${container(pod)?.name ?? ''}`);
     // Running first, then the exit (at once if it came already), so an early exit's status is the last.
     if (!started.worker.exited) await this.status(pod, 'Running', podIp, false);
@@ -185,6 +187,22 @@ class TestKubelet implements PodRuntime {
     // The probe's kept-alive connection would hold a process in the sandbox (its socket bridge's).
     started.worker.agent.destroy();
     if (!running.stopped) await this.status(pod, 'Running', podIp, true);
+  }
+
+  /** The pod's address: the next free one of this kubelet's block, its port forwarded to `target`. */
+  private async listenOnNewIp(
+    port: number,
+    target: NetConnectOpts,
+  ): Promise<{ server: Server; podIp: string }> {
+    for (let tries = 0; ; tries++) {
+      const n = this.nextIp++;
+      const podIp = `127.${this.ipBlock}.${Math.floor(n / 250) % 250}.${(n % 250) + 1}`;
+      try {
+        return { server: await forward(podIp, port, target), podIp };
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'EADDRINUSE' || tries > 50) throw error;
+      }
+    }
   }
 
   private async status(pod: V1Pod, phase: string, podIp: string, ready: boolean): Promise<void> {
