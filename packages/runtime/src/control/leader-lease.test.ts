@@ -100,6 +100,23 @@ describe('leader election on a Lease', () => {
     expect(await holderOf(ns)).toMatchObject({ holderIdentity: 'second', leaseTransitions: 1 });
   });
 
+  it('a leader closing while it renews still releases the Lease (the renewal lands first)', async () => {
+    const ns = await namespace();
+    // Renewing every millisecond: a renewal is in flight whenever close() is called.
+    const busy = createLeaderElection({
+      kubeConfig,
+      namespace: ns,
+      identity: 'busy',
+      logger,
+      ...TIMING,
+      retryMs: 1,
+    });
+    await until(() => busy.isLeader(), 5000);
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    await busy.close();
+    expect((await holderOf(ns)).holderIdentity).toBe('');
+  });
+
   it('a holder killed with SIGKILL is replaced after the lease duration, never before', async () => {
     const ns = await namespace();
     // The holder is a real process running the built election (dist), killed without a chance to release.

@@ -143,10 +143,11 @@ export function createLeaderElection(options: LeaderElectionOptions): LeaderElec
       lastRenewMs = Date.now();
       setLeading(true);
     } else if (result === 'held' || Date.now() - lastRenewMs >= renewDeadlineMs) setLeading(false);
-    timer = setTimeout(() => void tick(), retryMs);
+    timer = setTimeout(() => void (ticking = tick()), retryMs);
     timer.unref();
   };
-  void tick();
+  /** The attempt in flight: close() waits for it, or its renewal would land after the release. */
+  let ticking: Promise<void> = tick();
 
   return {
     identity,
@@ -158,10 +159,13 @@ export function createLeaderElection(options: LeaderElectionOptions): LeaderElec
     async close() {
       closed = true;
       clearTimeout(timer);
-      const wasLeading = leading;
+      // A renewal in flight that read the Lease before the release would overwrite it (or the
+      // release would meet its 409): the Lease stayed held until it expired (CI, under load).
+      await ticking;
       setLeading(false);
-      if (!wasLeading) return;
-      // Release: an empty holder lets the next candidate take the Lease at its next try.
+      // Release whenever the Lease names this replica — not only while it counted as leading: a
+      // renewal slower than the renew deadline (a loaded machine) had stepped it down, and the
+      // Lease stayed held until it expired. An empty holder lets the next candidate take it at once.
       try {
         const held = await api.readNamespacedLease({ name, namespace });
         if (held.spec?.holderIdentity === identity)
