@@ -185,7 +185,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   loadAlertRules(alerts, options.dataDir, options.alertRulesFile);
   const backend = await openBackendOf(options, logger);
   const live = createLiveHub();
-  const exporter = createExportStreamer(backend.exportPage, {
+  const exporter = createExportStreamer(backend, {
     maxConcurrent: options.maxConcurrentExports ?? 2,
   });
   let lastCommitMs = 0;

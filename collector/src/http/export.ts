@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { HttpError } from './http-error.js';
-import type { ExportPageReader, ExportSelection } from '../store/export-page.js';
+import type { ExportSelection } from '../store/export-page.js';
+import type { Backend } from '../store/store.js';
 
 export interface ExportStreamerOptions {
   /** Exports of time ranges running at once, and of single traces besides; more get 429 (default 2). */
@@ -13,9 +14,13 @@ export interface ExportStreamerOptions {
  * short keyset statement by time and id), written, and the next is read only once the client took
  * it (back-pressure): memory stays at a page or two however much is exported, and the main thread
  * only passes bytes on. Each line is a request `traces import` (or any OTLP/HTTP receiver) takes
- * as it is.
+ * as it is. An export reads what was acknowledged before it started (and may see later records).
  */
-export function createExportStreamer(readPage: ExportPageReader, options: ExportStreamerOptions = {}) {
+export function createExportStreamer(
+  store: Pick<Backend, 'exportPage' | 'caughtUp'>,
+  options: ExportStreamerOptions = {},
+) {
+  const readPage = store.exportPage;
   const maxConcurrent = options.maxConcurrent ?? 2;
   /** Exports running now: of time ranges, and of single traces (slots of their own). */
   const running = { ranges: 0, traces: 0 };
@@ -65,6 +70,7 @@ export function createExportStreamer(readPage: ExportPageReader, options: Export
       // One trace (the UI's "export trace") is not held up by exports of whole time ranges: it
       // has slots of its own, as many again as there are for ranges
       await inSlot('traceId' in sel ? 'traces' : 'ranges', async () => {
+        await store.caughtUp();
         let page = await readPage('spans', sel, [-Infinity, 0]);
         if ('traceId' in sel && !page)
           throw new HttpError(404, 'not_found', `trace ${sel.traceId} not found`);
@@ -86,6 +92,7 @@ export function createExportStreamer(readPage: ExportPageReader, options: Export
      */
     async streamSpanRecords(traceIds: readonly string[], res: ServerResponse): Promise<void> {
       await inSlot('traces', async () => {
+        await store.caughtUp();
         res.writeHead(200, { 'content-type': 'application/x-ndjson' });
         for (const traceId of traceIds) {
           let page = await readPage('spans', { traceId }, [-Infinity, 0], 'records');

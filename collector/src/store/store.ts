@@ -87,8 +87,13 @@ export interface Backend {
    */
   failure(error: unknown): unknown;
   health(): BackendHealth;
-  /** One page of an export (http/export.ts streams them): the records after `after`, oldest first. */
+  /**
+   * One page of an export (http/export.ts streams them): the records after `after`, oldest first.
+   * Pages read what is stored: an export first waits for caughtUp(), once.
+   */
   exportPage: ExportPageReader;
+  /** Resolves once every record acknowledged before the call can be read (ClickHouse: shipped). */
+  caughtUp(): Promise<void>;
   /** Returns the number of records (or, for whole partitions, rows) deleted. */
   applyRetention(options: RetentionOptions): Promise<number>;
   /** The query threads' counters, for /healthz. */

@@ -607,6 +607,37 @@ describe.skipIf(clickHouseSkipReason)(
       expect([...b.bodies].sort()).toEqual([...a.bodies].sort());
     });
 
+    it('ships the spool for an export once, at its first page: later pages leave what arrived since waiting', async () => {
+      const c = await startCollector({
+        store: `clickhouse://default:@127.0.0.1:${ch.nodes[0]!.httpPort}/agentrt_export_ship`,
+        spoolShipMs: 60_000,
+      });
+      cleanups.push(c.cleanup);
+      const batch = (base: number, n: number) =>
+        jsonRequest(
+          'export-ship',
+          Array.from({ length: n }, (_, i) =>
+            jsonSpan({
+              traceId: hex(base + i, 16),
+              spanId: hex(base + i, 8),
+              name: 'op',
+              startMs: NOW - 1000,
+              durationMs: 1,
+            }),
+          ),
+        );
+      expect((await postJson(`${c.url}/v1/traces`, batch(0xf0000, 6000))).status).toBe(200);
+      const res = await fetch(`${c.url}/api/export?startMs=${NOW - 3_600_000}&endMs=${NOW + 60_000}`);
+      const reader = res.body!.getReader();
+      await reader.read(); // the first of six pages: the spans shipped for it, the rest held back
+      expect((await postJson(`${c.url}/v1/traces`, batch(0xf8000, 10))).status).toBe(200);
+      while (!(await reader.read()).done);
+      const health = (await (await fetch(`${c.url}/healthz`)).json()) as {
+        spool: { pendingRecords: number };
+      };
+      expect(health.spool.pendingRecords).toBe(10);
+    });
+
     it('takes spans from the official OpenTelemetry exporter, acknowledges them once spooled and ships them', async () => {
       const exporter = new OTLPTraceExporter({ url: `${clickhouse.url}/v1/traces` });
       const provider = new BasicTracerProvider({

@@ -358,11 +358,12 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       ofTrace: fresh((traceId: string) => pool.readParsed('logsOfTrace', [traceId])),
     },
     // An export admitted (http/export.ts) is not refused half-way: its pages go ahead of queries.
-    exportPage: fresh(async (table, sel, after, shape) =>
+    // Not fresh(): each page shipping the spool would cut its batches to a page's worth of ingest.
+    exportPage: async (table, sel, after, shape) =>
       exportPageFromBytes(
         await pool.readBytes('exportPage', [table, sel, after, shape], after[0] !== -Infinity),
       ),
-    ),
+    caughtUp: () => writer.caughtUp(),
     applyRetention: (opts) => dropOldDays({ select, command }, target, opts),
     async close(): Promise<void> {
       closed = true;

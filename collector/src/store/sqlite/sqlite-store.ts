@@ -209,6 +209,8 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
         await readBytes('exportPage', [table, sel, after, shape], after[0] !== -Infinity),
       );
     },
+    // Acknowledged means committed: readable at once.
+    caughtUp: async () => undefined,
     // On the writer thread, a DELETE chunk per message: ingest commits in between.
     async applyRetention(retention) {
       const nowMs = Date.now();
