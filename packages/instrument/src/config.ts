@@ -19,6 +19,11 @@ export type SamplerName =
   | 'parentbased_always_off'
   | 'parentbased_traceidratio';
 
+/** Which instruments export deltas (the OTLP metric exporter's selectors). */
+export type MetricTemporalityPreference = 'cumulative' | 'delta' | 'lowmemory';
+/** Default aggregation of histogram instruments. */
+export type HistogramAggregation = 'explicit_bucket_histogram' | 'base2_exponential_bucket_histogram';
+
 /** Per-signal export settings. */
 export interface SignalConfig {
   exporter: SignalExporter;
@@ -69,6 +74,10 @@ export interface InstrumentConfig {
   metrics: SignalConfig;
   /** Metric export interval (`OTEL_METRIC_EXPORT_INTERVAL`). */
   metricExportIntervalMs: number;
+  /** `OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`: which instruments export deltas. */
+  metricTemporality: MetricTemporalityPreference;
+  /** `OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION`: histograms' default aggregation. */
+  histogramAggregation: HistogramAggregation;
   propagators: readonly PropagatorName[];
   sampler: SamplerName;
   samplerRatio: number;
@@ -270,6 +279,15 @@ export function readConfig(
     logs: signal('LOGS', 'v1/logs'),
     metrics: signal('METRICS', 'v1/metrics'),
     metricExportIntervalMs: int('OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100, 3_600_000),
+    metricTemporality: oneOf('OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE', [
+      'cumulative',
+      'delta',
+      'lowmemory',
+    ] as const),
+    histogramAggregation: oneOf('OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION', [
+      'explicit_bucket_histogram',
+      'base2_exponential_bucket_histogram',
+    ] as const),
     propagators,
     sampler,
     samplerRatio,

@@ -5,7 +5,13 @@ import type * as Transformer from '@opentelemetry/otlp-transformer';
 import type { LogRecordExporter } from '@opentelemetry/sdk-logs';
 import type { PushMetricExporter } from '@opentelemetry/sdk-metrics';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
-import type { OtlpProtocol, SignalConfig } from './config.js';
+import type {
+  HistogramAggregation,
+  MetricTemporalityPreference,
+  OtlpProtocol,
+  SignalConfig,
+} from './config.js';
+import { aggregationOf, temporalityOf } from './lean/metric-kinds.js';
 import { serializeTraceRequest } from './otlp/trace-serializer.js';
 
 // Exporter packages are loaded on demand, only the encoding in use: each costs start-up time.
@@ -95,15 +101,30 @@ export function createLogExporter(signal: SignalConfig): LogRecordExporter {
   );
 }
 
-/** The OTLP/HTTP metric exporter for `signal`. */
-export function createMetricExporter(signal: SignalConfig): PushMetricExporter {
+/** Which temporality and histogram aggregation the reader asks the exporter for. */
+export interface MetricSelection {
+  readonly temporality: MetricTemporalityPreference;
+  readonly histogram: HistogramAggregation;
+}
+
+/**
+ * The OTLP/HTTP metric exporter for `signal`, with selectors for the SDK's reader that follow
+ * `selection` (the lazy wrapper would hide the exporter's own).
+ */
+export function createMetricExporter(signal: SignalConfig, selection: MetricSelection): PushMetricExporter {
+  const exporter = createPlainMetricExporter(signal);
+  exporter.selectAggregationTemporality = (type) => temporalityOf(selection.temporality, type);
+  exporter.selectAggregation = (type) => aggregationOf(selection.histogram, type);
+  return exporter;
+}
+
+function createPlainMetricExporter(signal: SignalConfig): PushMetricExporter {
   if (signal.exporter === 'console') {
     const { ConsoleMetricExporter } = require('@opentelemetry/sdk-metrics') as {
       ConsoleMetricExporter: new () => PushMetricExporter;
     };
     return new ConsoleMetricExporter();
   }
-  // no selectAggregationTemporality: the reader's default (cumulative) is the OTLP exporter's too
   return lazy(
     () =>
       new (load<PushMetricExporter>(signal.protocol, 'metrics', 'OTLPMetricExporter'))({ url: signal.url }),

@@ -12,6 +12,7 @@ import { bridgeConsole } from './console-bridge.js';
 import { createOnceLogger, installDiagLogger } from './diag-logger.js';
 import { createLogExporter, createMetricExporter, warmUpExporter } from './exporters.js';
 import { createInstrumentations } from './instrumentations.js';
+import { startLeanMetrics } from './lean/start-metrics.js';
 import { startLeanTraces } from './lean/start.js';
 import { createResource } from './resource.js';
 import type * as OtelTraces from './otel-traces.js';
@@ -127,6 +128,12 @@ export function startWithConfig(
     }
   }
 
+  const leanMetrics =
+    config.sdk === 'lean' && config.metrics.exporter !== 'none'
+      ? startLeanMetrics(config, resource)
+      : undefined;
+  exporters.push(...(leanMetrics?.exporters ?? []));
+
   const instrumentations = createInstrumentations({
     enabled: config.enabledInstrumentations,
     disabled: config.disabledInstrumentations,
@@ -140,6 +147,7 @@ export function startWithConfig(
     instrumentations,
     tracerProvider,
     ...(loggerProvider ? { loggerProvider } : {}),
+    ...(leanMetrics ? { meterProvider: leanMetrics.meterProvider } : {}),
   });
 
   // The exporters and the metrics SDK are loaded on the next turn of the event loop, off the app's
@@ -147,14 +155,18 @@ export function startWithConfig(
   let stopped: Promise<void> | undefined;
   let meterProvider: MeterProvider | undefined;
   const startMetrics = () => {
-    if (config.metrics.exporter === 'none' || meterProvider !== undefined || stopped !== undefined) return;
+    if (config.metrics.exporter === 'none' || leanMetrics !== undefined) return;
+    if (meterProvider !== undefined || stopped !== undefined) return;
     try {
       const sdkMetrics = require('@opentelemetry/sdk-metrics') as typeof SdkMetrics;
       meterProvider = new sdkMetrics.MeterProvider({
         resource,
         readers: [
           new sdkMetrics.PeriodicExportingMetricReader({
-            exporter: createMetricExporter(config.metrics),
+            exporter: createMetricExporter(config.metrics, {
+              temporality: config.metricTemporality,
+              histogram: config.histogramAggregation,
+            }),
             exportIntervalMillis: config.metricExportIntervalMs,
             exportTimeoutMillis: Math.min(30_000, config.metricExportIntervalMs),
           }),
@@ -180,7 +192,12 @@ export function startWithConfig(
     config.captureConsole && loggerProvider ? bridgeConsole(loggerProvider.getLogger('console')) : () => {};
 
   const flushAll = () =>
-    Promise.all([traces.forceFlush(), loggerProvider?.forceFlush(), meterProvider?.forceFlush()]);
+    Promise.all([
+      traces.forceFlush(),
+      loggerProvider?.forceFlush(),
+      meterProvider?.forceFlush(),
+      leanMetrics?.forceFlush(),
+    ]);
   const moduleNames = [...new Set(instrumentations.flatMap((i) => patchedModules(i)))];
   return {
     config,
@@ -194,6 +211,7 @@ export function startWithConfig(
           traces.shutdown(),
           loggerProvider?.shutdown(),
           meterProvider?.shutdown(),
+          leanMetrics?.shutdown(),
         ]).finally(() => {
           trace.disable();
           propagation.disable();
