@@ -1,5 +1,4 @@
-import { execFile } from 'node:child_process';
-import { HELPER_ENV, helperPath } from './helpers.js';
+import { HelperFailedError, helperPath, runHelper } from './helpers.js';
 
 /** The container engines image artifacts run on: podman (daemonless, preferred) or a Docker engine. */
 export type ContainerEngine = 'podman' | 'docker';
@@ -9,12 +8,10 @@ export type ContainerEngineSetting = 'auto' | ContainerEngine;
 export function engineCommand(engine: ContainerEngine, args: string[], timeoutMs = 120_000): Promise<string> {
   const path = helperPath(engine);
   if (!path) return Promise.reject(new Error(`${engine} is not installed`));
-  return new Promise((resolve, reject) => {
-    execFile(path, args, { env: HELPER_ENV, timeout: timeoutMs }, (error, stdout, stderr) => {
-      if (!error) return resolve(stdout);
-      const words = (stderr || error.message).trim().split('\n').filter(Boolean).at(-1) ?? error.message;
-      reject(new Error(`${engine} ${args[0]}: ${words.replace(/^Error: /, '')}`));
-    });
+  const what = `${engine} ${args[0]}`;
+  return runHelper([path, ...args], what, { timeoutMs }).catch((error: unknown) => {
+    const words = error instanceof HelperFailedError ? error.lastWords : String(error);
+    throw new Error(`${what}: ${words.replace(/^Error: /, '')}`);
   });
 }
 

@@ -68,7 +68,7 @@ export function egressRuleset(host: readonly string[], dns: readonly string[] = 
  * worker runs and before slirp4netns connects the namespace to the outside. nft runs by absolute
  * path, with HELPER_ENV, in the host's mount namespace (only the network namespace is joined).
  */
-export function closeEgress(
+export async function closeEgress(
   sandboxPid: number,
   host = hostAddresses(),
   dns: readonly string[] = [SLIRP_DNS],
@@ -81,5 +81,5 @@ export function closeEgress(
     '-f',
     '-',
   ];
-  return runHelper(nft, "nft (the session's egress rules)", egressRuleset(host, dns));
+  await runHelper(nft, "nft (the session's egress rules)", { input: egressRuleset(host, dns) });
 }

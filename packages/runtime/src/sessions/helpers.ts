@@ -149,25 +149,49 @@ export function spawnHelper(argv: readonly string[], options: SpawnHelperOptions
 
 export class HelperFailedError extends Error {
   override name = 'HelperFailedError';
+  constructor(
+    message: string,
+    /** The helper's last words: its last stderr line, or how it failed to run. */
+    readonly lastWords: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface RunHelperOptions {
+  /** Written to its stdin. */
+  input?: string;
+  /** Killed (SIGTERM) past this; none by default. */
+  timeoutMs?: number;
 }
 
 /**
  * Runs a helper chain (argv[0] an absolute path) with HELPER_ENV and `input` on its stdin; resolves
- * when it exits 0, else rejects with what `what` failed and the helper's own last words (stderr).
+ * with its stdout when it exits 0, else rejects with what `what` failed and the helper's own last
+ * words (stderr).
  */
-export function runHelper(argv: readonly string[], what: string, input?: string): Promise<void> {
+export function runHelper(
+  argv: readonly string[],
+  what: string,
+  options: RunHelperOptions = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0] as string, argv.slice(1), {
       env: HELPER_ENV,
-      stdio: [input === undefined ? 'ignore' : 'pipe', 'ignore', 'pipe'],
+      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
     });
+    let stdout = '';
     let stderr = '';
+    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
     child.stdin?.on('error', () => undefined); // it may exit before reading it all: its status says why
-    child.stdin?.end(input);
-    child.once('error', (error) => reject(new HelperFailedError(`${what}: ${error.message}`)));
-    child.once('exit', (code) =>
-      code === 0 ? resolve() : reject(new HelperFailedError(`${what} failed (${code}): ${stderr.trim()}`)),
-    );
+    child.stdin?.end(options.input);
+    child.once('error', (error) => reject(new HelperFailedError(`${what}: ${error.message}`, error.message)));
+    child.once('close', (code, signal) => {
+      if (code === 0) return resolve(stdout);
+      const words = stderr.trim().split('\n').filter(Boolean).at(-1) ?? `exited ${code ?? signal}`;
+      reject(new HelperFailedError(`${what} failed (${code ?? signal}): ${stderr.trim()}`, words));
+    });
   });
 }

@@ -16,8 +16,8 @@ export function storageQuotaProblem(isRoot: boolean): string | undefined {
   return undefined;
 }
 
-function run(argv: string[]): Promise<void> {
-  return runHelper(argv, argv[0] as string);
+async function run(argv: string[]): Promise<void> {
+  await runHelper(argv, argv[0] as string);
 }
 
 /**
