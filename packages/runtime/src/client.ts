@@ -34,6 +34,24 @@ export interface RuntimeDetail extends RuntimeSummary {
   [field: string]: unknown;
 }
 
+export interface OnlineEvaluationSummary {
+  onlineEvaluationConfigId: string;
+  onlineEvaluationConfigName: string;
+  executionStatus: string;
+  /** Epoch seconds. */
+  createdAt: number;
+}
+
+export interface OnlineEvaluationDetail extends OnlineEvaluationSummary {
+  rule: {
+    samplingConfig: { samplingPercentage: number };
+    sessionConfig: { sessionTimeoutMinutes: number };
+    filters: { key: string; operator: string; value: Record<string, unknown> }[];
+  };
+  dataSourceConfig: { cloudWatchLogs: { serviceNames: string[] } };
+  evaluators: { evaluatorId: string }[];
+}
+
 /** The version-defining fields of Create and Update. */
 export interface RuntimeSpec {
   containerUri: string;
@@ -231,6 +249,22 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
         `/runtimes/${encodeURIComponent(id)}/versions/`,
         'agentRuntimes',
       ),
+    /** Stores an online evaluation rule the runtime runs (CreateOnlineEvaluationConfig). */
+    createOnlineEvaluation: (body: Record<string, unknown>) =>
+      call<{ onlineEvaluationConfigId: string; executionStatus: string }>(
+        'POST',
+        '/online-evaluation-configs/create',
+        body,
+      ),
+    onlineEvaluations: () =>
+      allPages<'onlineEvaluationConfigs', OnlineEvaluationSummary>(
+        '/online-evaluation-configs',
+        'onlineEvaluationConfigs',
+      ),
+    onlineEvaluation: (id: string) =>
+      call<OnlineEvaluationDetail>('GET', `/online-evaluation-configs/${encodeURIComponent(id)}`),
+    deleteOnlineEvaluation: (id: string) =>
+      call<{ status: string }>('DELETE', `/online-evaluation-configs/${encodeURIComponent(id)}`),
     /** Every endpoint of a runtime, DEFAULT first (ListAgentRuntimeEndpoints). */
     endpoints: (id: string) =>
       allPages<'runtimeEndpoints', RuntimeEndpoint>(

@@ -148,6 +148,10 @@ export interface RuntimeServerOptions {
   logLevel?: LogLevel;
   /** Evaluate's judge model, collector and prompts (see evaluate/evaluation-service.ts). */
   evaluation?: EvaluationSettings;
+  /** How often the stored online evaluation rules look for completed sessions (ms). */
+  onlineEvaluationIntervalMs?: number;
+  /** How far back a rule that was down catches up on sessions that ended meanwhile (ms). */
+  onlineEvaluationCatchUpMs?: number;
   /** Where JSON log lines go (default: stdout). */
   logSink?: (line: string) => void;
 }
@@ -270,6 +274,10 @@ export function resolveRuntimeConfig(
     kubernetesRuntimeClass: options.kubernetesRuntimeClass ?? str('AGENTRT_K8S_RUNTIME_CLASS') ?? '',
     replicaName,
     leaseSeconds: options.leaseSeconds ?? int('AGENTRT_K8S_LEASE_S', 15, 1),
+    onlineEvaluationIntervalMs:
+      options.onlineEvaluationIntervalMs ?? int('AGENTRT_ONLINE_EVAL_INTERVAL_MS', 10_000, 10),
+    onlineEvaluationCatchUpMs:
+      options.onlineEvaluationCatchUpMs ?? int('AGENTRT_ONLINE_EVAL_CATCH_UP_S', 86_400, 0) * 1000,
     replicaInstance: options.replicaInstance ?? `${replicaName}-${randomBytes(4).toString('hex')}`,
     fileArtifacts:
       options.fileArtifacts ??

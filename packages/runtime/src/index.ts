@@ -24,6 +24,8 @@ export type {
   CommandChunk,
   RuntimeEndpoint,
   ActiveSession,
+  OnlineEvaluationSummary,
+  OnlineEvaluationDetail,
 } from './client.js';
 export { createEvaluationService } from './evaluate/evaluation-service.js';
 export type { EvaluationService, EvaluationSettings } from './evaluate/evaluation-service.js';

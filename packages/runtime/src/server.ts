@@ -11,6 +11,8 @@ import { kubeConfigOf, openControlStore } from './control/store/open-store.js';
 import { createAuthenticator } from './data/auth.js';
 import { registerDataPlane } from './data/data-plane.js';
 import { registerEvaluate } from './data/evaluate-route.js';
+import { registerOnlineEvaluation } from './control/online-evaluation-routes.js';
+import { createOnlineRules } from './evaluate/online-rules.js';
 import { registerActiveSessions } from './local/active-sessions.js';
 import { RuntimeApiError } from './errors.js';
 import { handleCors } from './http/cors.js';
@@ -130,7 +132,18 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   const deps = { config, store, sessions, auth, logger, startWebSocket: telemetry.startWebSocket };
   registerControlPlane(router, deps);
   const webSockets = registerDataPlane(router, deps);
-  registerEvaluate(router, deps); // POST /evaluations/evaluate/{evaluatorId}
+  const evaluation = registerEvaluate(router, deps); // POST /evaluations/evaluate/{evaluatorId}
+  registerOnlineEvaluation(router, { ...deps, service: evaluation.service });
+  const onlineRules = evaluation.collector
+    ? createOnlineRules({
+        store,
+        service: evaluation.service,
+        collector: evaluation.collector,
+        intervalMs: config.onlineEvaluationIntervalMs,
+        catchUpMs: config.onlineEvaluationCatchUpMs,
+        logger: logger.child({ component: 'online-evaluation' }),
+      })
+    : undefined;
   registerActiveSessions(router, deps); // GET /local/sessions: local only, not an AWS API
   // Health of the runtime host itself (not part of the AWS API): what `agentrt dev`, compose and
   // load balancers probe. Same shape as the container contract's /ping.
@@ -247,6 +260,10 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
       stop: () => undefined,
     });
   else await finishDeletions();
+  // The stored online evaluation rules: run by one replica, the leader, when records are shared.
+  if (onlineRules && leader)
+    leader.whileLeading({ start: () => onlineRules.start(), stop: () => void onlineRules.stop() });
+  else onlineRules?.start();
   for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
     const version = store.get('version', `${runtime.id}#${runtime.latestVersion}`);
     if (version?.status === 'READY' && runtime.status === 'READY')
@@ -275,6 +292,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         webSockets.close();
         stopReaping?.();
+        await onlineRules?.stop();
         await heartbeat?.close();
         await leader?.close();
         await sessions.close();

@@ -5,7 +5,7 @@ import { spansToOtlpJson } from '@agentrt/collector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCollector } from '../../../../collector/src/testing.test-util.js';
 import { FORECAST_TURN, weatherSession } from '../../../runtime/src/evaluate/weather-sessions.test-util.js';
-import { sampled } from '@agentrt/runtime';
+import { createRuntimeServer, sampled } from '@agentrt/runtime';
 import { main } from '../main.js';
 
 const SESSIONS = 50;
@@ -280,5 +280,56 @@ describe('agentrt eval', () => {
       Array.from({ length: 10 }, (_, i) => `weather-v3-${String(i).padStart(2, '0')}`),
     );
     expect(t.out.stdout).toBe(''); // the same process started again judged them all once already
+  });
+
+  it('stores online rules in the runtime: create with filters, list, refuse bad fields, delete (eval rules)', async () => {
+    const runtime = await createRuntimeServer({
+      host: '127.0.0.1',
+      port: 0,
+      dataDir: join(dir, 'runtime'),
+      logSink: () => undefined,
+      evaluation: { judge: { provider: 'offline', timeoutMs: 5000 }, collector: { url: collector.url } },
+    });
+    try {
+      const cli = async (...args: string[]) => {
+        const t = io(dir);
+        const code = await main(['eval', 'rules', ...args, '--url', runtime.url], t.io);
+        return { code, ...t.out };
+      };
+      const rule = ['--name', 'weather_ci', '--service', 'weather', '--evaluator', 'Builtin.Helpfulness'];
+      const made = await cli(
+        'create',
+        ...rule,
+        '--sampling',
+        '25',
+        '--idle',
+        '90s',
+        '--where',
+        'gen_ai.agent.name=weather',
+        '--where',
+        'gen_ai.usage.output_tokens>10',
+      );
+      expect(made.code, made.stderr).toBe(0);
+      expect(made.stdout).toMatch(/^weather_ci-[a-zA-Z0-9]{10} {2}ENABLED\n$/);
+      const listed = await cli('list');
+      expect(listed.stdout).toMatch(
+        /^weather_ci-\w{10} {2}ENABLED {2}25% {2}idle 90s {2}weather {2}Builtin\.Helpfulness\n$/,
+      );
+
+      const unknown = await cli('create', ...rule.slice(0, 4), '--evaluator', 'Builtin.Nope');
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain('evaluators[0].evaluatorId');
+      const badKey = await cli('create', ...rule, '--where', 'a b=c');
+      expect(badKey.code).toBe(1);
+      expect(badKey.stderr).toContain('rule.filters[0].key');
+      expect((await cli('create', ...rule, '--where', 'tokens>many')).code).toBe(2);
+      expect((await cli('create', ...rule)).stderr).toContain('ConflictException');
+
+      expect((await cli('delete', 'weather_ci')).code).toBe(0);
+      expect((await cli('list')).stdout).toBe('');
+      expect((await cli('delete', 'weather_ci')).code).toBe(2);
+    } finally {
+      await runtime.close();
+    }
   });
 });

@@ -16,6 +16,7 @@ import { compareReports } from '../eval/eval-compare.js';
 import { type EvalReport, junitXml, summarize, summaryText } from '../eval/eval-report.js';
 import { createRerun } from '../eval/eval-rerun.js';
 import { runOnline } from '../eval/eval-online.js';
+import { runRules } from '../eval/eval-rules.js';
 import { evaluationFor, numberFlag } from '../eval/eval-service.js';
 
 const usage = `Usage: agentrt eval run --dataset <d> --evaluator <id>… [--fail-under <score>] [--junit <file>]
@@ -23,6 +24,9 @@ const usage = `Usage: agentrt eval run --dataset <d> --evaluator <id>… [--fail
                         [--runtime <name|arn>] [--runtime-url <url>] [--wait <s>] [--url <collector>]
        agentrt eval online --evaluator <id>… [--sampling <percent>] [--filter <q>] [--idle <d>]
                            [--interval <d>] [--since <d>] [--name <rule>] [--once] [--url <collector>]
+       agentrt eval rules create --name <n> --service <name>… --evaluator <id>… [--sampling <p>]
+                              [--idle <d>] [--where <key=value>…] [--disabled] [--url <runtime>]
+       agentrt eval rules list | delete <name|id> [--url <runtime>]
        agentrt eval compare <before.json> <after.json>
        agentrt eval list
 
@@ -54,7 +58,15 @@ online: a rule that evaluates a share of new sessions as they complete, until Ct
   --interval <d>       how often the collector is read (default 5s)
   --since <d>          also sessions active this long before the start (default: only new ones)
   --name <rule>        the rule's name; results are stored as run online-<name> (default default)
-  --once               one pass, then exit`;
+  --once               one pass, then exit
+
+rules: online rules stored in the runtime and run by it (they outlive a restart; sessions that ended
+while it was down are judged once it is back). The runtime must read a collector (AGENTRT_COLLECTOR_URL).
+  --service <name>     sessions with spans of this service.name (repeat for several)
+  --idle <d>           a session is complete after this long without a span (default 15m)
+  --where <k=v>        only sessions with a span whose attribute k matches (also != > < >= <= ~ !~;
+                       ~ is contains); repeat: all must hold on one span
+  --url <url>          the runtime (default $AGENTRT_RUNTIME_URL or http://127.0.0.1:8787)`;
 
 const DEFAULT_CONCURRENCY = 4;
 
@@ -173,6 +185,7 @@ export const evalCommand: Command = {
     const [sub, ...rest] = argv;
     if (sub === 'run') return run(rest, io);
     if (sub === 'online') return runOnline(rest, io);
+    if (sub === 'rules') return runRules(rest, io);
     if (sub === 'list') {
       for (const e of BUILTIN_EVALUATORS)
         io.stdout(`${e.id.padEnd(34)} ${e.level.padEnd(9)} ${e.description}\n`);
@@ -184,7 +197,9 @@ export const evalCommand: Command = {
       return 0;
     }
     throw new UsageError(
-      sub ? `unknown subcommand ${JSON.stringify(sub)}` : 'give a subcommand: run, compare or list',
+      sub
+        ? `unknown subcommand ${JSON.stringify(sub)}`
+        : 'give a subcommand: run, online, rules, compare or list',
     );
   },
 };

@@ -95,16 +95,21 @@ function endpointView(e: EndpointRecord, runtime: RuntimeRecord) {
   };
 }
 
+/** Wraps a handler: the caller authenticated first, the handler given the caller's region. */
+export function authedRoute(deps: { auth: Authenticator; config: Readonly<RuntimeConfig> }) {
+  return (handler: (ctx: RouteContext, region: string) => Promise<void> | void) =>
+    async (ctx: RouteContext): Promise<void> => {
+      const caller = await deps.auth.authenticate(ctx.req);
+      await handler(ctx, caller.region ?? deps.config.region);
+    };
+}
+
 /** Registers the control-plane operations of `BedrockAgentCoreControlClient` on the router. */
 export function registerControlPlane(router: Router, deps: ControlPlaneDeps): void {
   const { config, store, sessions, logger } = deps;
   const pins = createArtifactPins(config, store, logger);
 
-  const authed =
-    (handler: (ctx: RouteContext, region: string) => Promise<void> | void) => async (ctx: RouteContext) => {
-      const caller = await deps.auth.authenticate(ctx.req);
-      await handler(ctx, caller.region ?? config.region);
-    };
+  const authed = authedRoute(deps);
 
   /** Checks the artifact in the background and moves the version (and runtime) to its next status. */
   const settle = (runtimeId: string, version: number, ok: RuntimeStatus, failed: RuntimeStatus) => {

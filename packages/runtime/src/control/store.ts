@@ -64,12 +64,45 @@ export interface EndpointRecord {
   lastUpdatedAt: string;
 }
 
+/** One filter of an online evaluation rule: a span attribute compared with a value. */
+export interface OnlineEvaluationFilter {
+  key: string;
+  operator:
+    | 'Equals'
+    | 'NotEquals'
+    | 'GreaterThan'
+    | 'LessThan'
+    | 'GreaterThanOrEqual'
+    | 'LessThanOrEqual'
+    | 'Contains'
+    | 'NotContains';
+  value: { stringValue?: string; doubleValue?: number; booleanValue?: boolean };
+}
+
+/** An online evaluation rule (CreateOnlineEvaluationConfig), run by the runtime that holds it. */
+export interface OnlineEvaluationRecord {
+  id: string;
+  name: string;
+  arn: string;
+  description?: string;
+  samplingPercentage: number;
+  filters: OnlineEvaluationFilter[];
+  sessionTimeoutMinutes: number;
+  /** Only sessions with a span of one of these services (`service.name`). */
+  serviceNames: string[];
+  evaluatorIds: string[];
+  executionStatus: 'ENABLED' | 'DISABLED';
+  createdAt: string;
+  updatedAt: string;
+}
+
 export interface Kinds {
   runtime: RuntimeRecord;
   version: VersionRecord;
   endpoint: EndpointRecord;
   tags: Record<string, string>;
   idempotency: { fingerprint: string; response: unknown };
+  onlineEvaluation: OnlineEvaluationRecord;
 }
 
 export type Kind = keyof Kinds;

@@ -1,4 +1,5 @@
 import { type RuntimeConfig } from '../config.js';
+import { type CollectorLocation } from '../evaluate/collector-spans.js';
 import { type EvaluationService, createEvaluationService } from '../evaluate/evaluation-service.js';
 import { parseEvaluateRequest } from '../evaluate/evaluate-request.js';
 import { readJsonObject, sendJson } from '../http/http-util.js';
@@ -8,12 +9,12 @@ import { type Authenticator } from './auth.js';
 
 /**
  * The data plane's `Evaluate` (`POST /evaluations/evaluate/{evaluatorId}`), as the AWS SDK's
- * EvaluateCommand calls it. Returns the service it built (the CLI and tests use the same one).
+ * EvaluateCommand calls it. Returns the service it built and the collector it reads (online evaluation uses both).
  */
 export function registerEvaluate(
   router: Router,
   deps: { config: Readonly<RuntimeConfig>; auth: Authenticator; logger: Logger },
-): EvaluationService {
+): { service: EvaluationService; collector?: CollectorLocation } {
   const { evaluation, otlpHeaders } = deps.config;
   const collector = evaluation.collector && { ingestHeaders: otlpHeaders, ...evaluation.collector };
   const service = createEvaluationService({ ...evaluation, ...(collector ? { collector } : {}) });
@@ -32,5 +33,5 @@ export function registerEvaluate(
         deps.logger.warn('evaluation results not stored', { requestId, error: (error as Error).message }),
       );
   });
-  return service;
+  return { service, ...(collector ? { collector } : {}) };
 }

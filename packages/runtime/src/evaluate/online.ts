@@ -22,10 +22,23 @@ export interface OnlineRule {
   evaluatorIds: string[];
   /** A query-language filter sessions must match (`attributes.gen_ai.agent.name = "weather"`). */
   filter?: string;
+  /** Only sessions with spans of one of these services (`service.name`); absent: any. */
+  serviceNames?: string[];
   /** A session is complete after this long without a new span. */
   idleMs: number;
   concurrency?: number;
+  /** Sessions evaluated in one pass at most, oldest first (a backlog is worked off pass by pass). */
+  maxPerTick?: number;
+  /**
+   * Resume where an earlier process of the rule stopped: the first pass starts from its last stored
+   * result (less the idle time and a minute), not from `startedMs`, and never before `startedMs`'
+   * floor. Without it, sessions last active before `startedMs` are not new.
+   */
+  resume?: boolean;
 }
+
+/** How far before its last stored result a resumed rule looks (clock skew, a pass in progress). */
+const RESUME_SLACK_MS = 60_000;
 
 export interface OnlineEvaluator {
   /** One pass: evaluates the sessions that are due; resolves to their outcomes. */
@@ -63,10 +76,40 @@ async function matching(at: CollectorLocation, filter: string, ids: readonly str
   return new Set(out.rows.map((r) => String(r.session)));
 }
 
+/** When the run's last result was stored (ms), undefined before its first. */
+async function lastResultMs(at: CollectorLocation, runFilter: string): Promise<number | undefined> {
+  const query = `filter ${runFilter} | stats max(@timestamp) as last`;
+  const out = await getJson<QueryResponse>(at, '/api/query', {
+    method: 'POST',
+    body: JSON.stringify({ query }),
+  });
+  const last = Number(out.rows[0]?.last);
+  return Number.isFinite(last) && last > 0 ? last : undefined;
+}
+
+/** The sessions of the list that are complete, new, not the evaluator's own and of the rule's services. */
+function dueSessions(
+  sessions: SessionListResponse['sessions'],
+  rule: OnlineRule,
+  fromMs: number,
+  nowMs: number,
+): SessionListResponse['sessions'] {
+  const services = rule.serviceNames && new Set(rule.serviceNames);
+  return sessions
+    .filter((s) => {
+      const lastMs = s.lastSeenUnixNano / 1e6;
+      const ownTraffic = s.serviceNames.every((n) => n === EVALUATION_SERVICE_NAME);
+      const ofService = !services || s.serviceNames.some((n) => services.has(n));
+      return ofService && !ownTraffic && lastMs >= fromMs && nowMs - lastMs >= rule.idleMs;
+    })
+    .sort((a, b) => a.lastSeenUnixNano - b.lastSeenUnixNano);
+}
+
 /**
- * `startedMs`: sessions last active before it are not new and never evaluated (default: now). A rule
- * that ran before (results under `online-<name>` in the collector) does not evaluate again the
- * sessions an earlier process of it evaluated.
+ * `startedMs`: sessions last active before it are not new and never evaluated (default: now); with
+ * `rule.resume`, the floor under where the rule resumes. A rule that ran before (results under
+ * `online-<name>` in the collector) does not evaluate again the sessions an earlier process of it
+ * evaluated.
  */
 export function createOnlineEvaluator(
   service: EvaluationService,
@@ -78,26 +121,30 @@ export function createOnlineEvaluator(
   for (const id of rule.evaluatorIds) service.evaluator(id); // an unknown id fails now, not per tick
   // The rule's results in the collector: what earlier processes of it did.
   const runFilter = `attributes.agentrt.evaluation.run_id = ${JSON.stringify(`online-${rule.name}`)}`;
+  let fromMs: number | undefined = rule.resume ? undefined : startedMs;
+  /** Drops from `ids` (into `done`) those `keep` does not hold; returns the rest. */
+  const keepOnly = (ids: string[], keep: (id: string) => boolean) => {
+    for (const id of ids) if (!keep(id)) done.add(id);
+    return ids.filter((id) => !done.has(id));
+  };
   return {
     async tick(nowMs = Date.now()) {
+      if (fromMs === undefined) {
+        const last = await lastResultMs(collector, runFilter);
+        fromMs = Math.max(startedMs, last === undefined ? 0 : last - rule.idleMs - RESUME_SLACK_MS);
+      }
       const { sessions } = await getJson<SessionListResponse>(collector, '/api/sessions?limit=1000');
-      const due = sessions.filter((s) => {
-        const lastMs = s.lastSeenUnixNano / 1e6;
-        const ownTraffic = s.serviceNames.every((n) => n === EVALUATION_SERVICE_NAME);
-        return !done.has(s.sessionId) && !ownTraffic && lastMs >= startedMs && nowMs - lastMs >= rule.idleMs;
-      });
-      for (const s of due) if (!sampled(s.sessionId, rule.samplingPercent)) done.add(s.sessionId);
-      let ids = due.map((s) => s.sessionId).filter((id) => !done.has(id));
+      const due = dueSessions(sessions, rule, fromMs, nowMs).map((s) => s.sessionId);
+      let ids = keepOnly(due, (id) => !done.has(id) && sampled(id, rule.samplingPercent));
       if (ids.length) {
         const before = await matching(collector, runFilter, ids); // evaluated by an earlier process
-        for (const id of before) done.add(id);
-        ids = ids.filter((id) => !before.has(id));
+        ids = keepOnly(ids, (id) => !before.has(id));
       }
       if (rule.filter && ids.length) {
         const hit = await matching(collector, rule.filter, ids);
-        for (const id of ids) if (!hit.has(id)) done.add(id);
-        ids = ids.filter((id) => hit.has(id));
+        ids = keepOnly(ids, (id) => hit.has(id));
       }
+      ids = ids.slice(0, rule.maxPerTick ?? 100); // the rest: the next pass
       for (const id of ids) done.add(id);
       if (ids.length === 0) return [];
       return runBatch({

@@ -28,6 +28,10 @@ const OPERATIONS: Record<string, string | null> = {
   'POST /runtimes/:runtime/commands': 'InvokeAgentRuntimeCommand',
   'GET /runtimes/:runtime/invocations/.well-known/agent-card.json': 'GetAgentCard',
   'POST /evaluations/evaluate/:evaluatorId': 'Evaluate',
+  'POST /online-evaluation-configs/create': 'CreateOnlineEvaluationConfig',
+  'POST /online-evaluation-configs': 'ListOnlineEvaluationConfigs',
+  'GET /online-evaluation-configs/:onlineEvaluationConfigId': 'GetOnlineEvaluationConfig',
+  'DELETE /online-evaluation-configs/:onlineEvaluationConfigId': 'DeleteOnlineEvaluationConfig',
 };
 
 /** The operation of a matched route; `null` for an untraced route; `undefined` when none matched. */

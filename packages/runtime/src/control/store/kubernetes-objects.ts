@@ -5,7 +5,8 @@ import { type Kind } from '../store.js';
 
 /**
  * How each record kind lives in the cluster: runtimes, versions and endpoints as agentrt.dev/v1
- * custom resources (deploy/k8s/crds), tags and idempotency records as ConfigMaps.
+ * custom resources (deploy/k8s/crds); tags, idempotency records and online evaluation rules as
+ * ConfigMaps.
  */
 export const RESOURCES = {
   runtime: { group: 'agentrt.dev', version: 'v1', plural: 'agentruntimes', kind: 'AgentRuntime' },
@@ -23,6 +24,7 @@ export const RESOURCES = {
   },
   tags: { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' },
   idempotency: { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' },
+  onlineEvaluation: { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' },
 } as const satisfies Record<Kind, { group: string; version: string; plural: string; kind: string }>;
 
 export const STORE_LABELS = {
@@ -66,6 +68,13 @@ function dnsPart(hint: string): string {
   return part || 'r';
 }
 
+/** The ConfigMap name prefix of each record kind stored as one. */
+const CONFIG_MAP_PREFIX: Partial<Record<Kind, string>> = {
+  tags: 'agentrt-tags',
+  idempotency: 'agentrt-idem',
+  onlineEvaluation: 'agentrt-online-eval',
+};
+
 /**
  * The object name of a record. A runtime's is its *name*'s (unique among runtimes), so two replicas
  * creating the same name at once collide in the API server (409) instead of making two.
@@ -75,8 +84,7 @@ export function objectName(kind: Kind, id: string, doc: unknown): string {
     const name = (doc as { name: string }).name;
     return `${dnsPart(name)}-${hash(`runtime\u0000${name}`, 12)}`;
   }
-  const prefix =
-    kind === 'tags' ? 'agentrt-tags' : kind === 'idempotency' ? 'agentrt-idem' : id.split('#')[0]!;
+  const prefix = CONFIG_MAP_PREFIX[kind] ?? id.split('#')[0]!;
   return `${dnsPart(prefix)}-${hash(`${kind}\u0000${id}`, 16)}`;
 }
 

@@ -173,7 +173,7 @@ export async function createKubernetesStore(options: KubernetesStoreOptions): Pr
     informers.push(informer);
     await informer.start();
   };
-  // Two kinds share the ConfigMaps resource but watch their own label.
+  // Several kinds share the ConfigMaps resource but watch their own label.
   await Promise.all(KINDS.map(watch)).catch((error: unknown) => {
     closed = true;
     for (const informer of informers) void informer.stop();

@@ -1,6 +1,12 @@
 // The one contract every control store keeps (SQLite and Kubernetes run the same cases).
 import { afterEach, describe, expect, it } from 'vitest';
-import { type EndpointRecord, type RuntimeRecord, type Store, type VersionRecord } from '../store.js';
+import {
+  type EndpointRecord,
+  type OnlineEvaluationRecord,
+  type RuntimeRecord,
+  type Store,
+  type VersionRecord,
+} from '../store.js';
 
 export interface StoreHarness {
   /** A store on a fresh, empty backing. */
@@ -40,6 +46,23 @@ export function versionRecord(runtimeId: string, version: number): VersionRecord
       lifecycleConfiguration: { idleRuntimeSessionTimeout: 900, maxLifetime: 28800 },
       environmentVariables: { MULTI_LINE: 'a\nb', QUOTES: `"'\`$(x)` },
     },
+  };
+}
+
+export function onlineEvaluationRecord(name: string, suffix = 'r1B2c3D4e5'): OnlineEvaluationRecord {
+  const id = `${name}-${suffix}`;
+  return {
+    id,
+    name,
+    arn: `arn:aws:bedrock-agentcore:us-east-1:123456789012:online-evaluation-config/${id}`,
+    samplingPercentage: 12.5,
+    filters: [{ key: 'gen_ai.agent.name', operator: 'Equals', value: { stringValue: 'weather "v2"' } }],
+    sessionTimeoutMinutes: 15,
+    serviceNames: ['weather'],
+    evaluatorIds: ['Builtin.Helpfulness', 'Builtin.TrajectoryAnyOrderMatch'],
+    executionStatus: 'ENABLED',
+    createdAt: AT,
+    updatedAt: AT,
   };
 }
 
@@ -194,6 +217,28 @@ export function describeStoreContract(name: string, harness: StoreHarness): void
           second.list('version', { parent: runtime.id, offset: 0, limit: 10 }).map((v) => v.version),
         ).toEqual([2]);
         expect(second.get('tags', runtime.arn)).toEqual({ team: 'a' });
+      });
+    });
+
+    it('keeps online evaluation rules, lists them in order, deletes one, and holds them on reopen', async () => {
+      const first = await track(harness.open());
+      const rules = ['a_rule', 'A_rule', 'b'.repeat(48)].map((n, i) =>
+        onlineEvaluationRecord(n, `R00000000${i}`),
+      );
+      for (const [i, rule] of rules.entries()) await first.put('onlineEvaluation', rule.id, rule, '', i);
+      expect(first.get('onlineEvaluation', rules[0]!.id)).toEqual(rules[0]);
+      const disabled = { ...rules[1]!, executionStatus: 'DISABLED' as const };
+      await first.put('onlineEvaluation', disabled.id, disabled, '', 1);
+      await first.delete('onlineEvaluation', rules[2]!.id);
+      expect(first.list('onlineEvaluation', { offset: 0, limit: 10 }).map((r) => r.id)).toEqual([
+        rules[0]!.id,
+        rules[1]!.id,
+      ]);
+      expect(first.count('onlineEvaluation')).toBe(2);
+      expect(first.count('runtime')).toBe(0);
+      const second = await track(harness.reopen());
+      await harness.eventually(() => {
+        expect(second.list('onlineEvaluation', { offset: 0, limit: 10 })).toEqual([rules[0], disabled]);
       });
     });
 
