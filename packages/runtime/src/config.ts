@@ -72,6 +72,11 @@ export interface RuntimeServerOptions {
   sessions?: 'local' | 'kubernetes';
   /** The RuntimeClass of session pods (`gvisor`, `kata`); blank: the cluster's default runtime. */
   kubernetesRuntimeClass?: string;
+  /**
+   * How long an invocation waits for its session's pod to become Ready (default 30 s); past it,
+   * 503 with Retry-After while the pod goes on starting (up to startTimeoutMs).
+   */
+  kubernetesHoldMs?: number;
   /** The OCI runtime of podman's session containers: `runc` (default) or `runsc` (gVisor). */
   ociRuntime?: 'runc' | 'runsc';
   /**
@@ -272,6 +277,7 @@ export function resolveRuntimeConfig(
     kubernetesNamespace: options.kubernetesNamespace ?? str('AGENTRT_K8S_NAMESPACE') ?? 'default',
     kubeconfig: options.kubeconfig ?? str('KUBECONFIG') ?? '',
     kubernetesRuntimeClass: options.kubernetesRuntimeClass ?? str('AGENTRT_K8S_RUNTIME_CLASS') ?? '',
+    kubernetesHoldMs: options.kubernetesHoldMs ?? int('AGENTRT_K8S_HOLD_MS', 30_000, 1),
     replicaName,
     leaseSeconds: options.leaseSeconds ?? int('AGENTRT_K8S_LEASE_S', 15, 1),
     onlineEvaluationIntervalMs:

@@ -3,72 +3,26 @@
 // SIGKILL in the middle of 20 session starts; once the survivor has reconciled, every pod serves a
 // live session (one pod each) and none is orphaned, and kubectl agrees with ListAgentRuntimes and
 // the survivor's active-session list.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import {
   CreateAgentRuntimeCommand,
   GetAgentRuntimeCommand,
   ListAgentRuntimesCommand,
 } from '@aws-sdk/client-bedrock-agentcore-control';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntimeClient } from '../client.js';
 import { sessionHash } from '../sessions/backends/kubernetes/pod-spec.js';
-import { type KubeApiServer, startKubeApiServer } from '../test-support/k8s/api-server.js';
-import { writeKubeconfig } from '../test-support/k8s/kubeconfig.js';
-import { type Kubelet, nodeBackend, startKubelet } from '../test-support/k8s/kubelet.js';
+import { type TestCluster, startTestCluster } from '../test-support/k8s/test-cluster.js';
 import { ROLE_ARN, fixtureUri, invokeJson, sdkClients, sessionId } from '../test-support.js';
 
-const run = promisify(execFile);
-const RUNTIME_DIR = resolve(fileURLToPath(import.meta.url), '../../..');
-const CRDS = resolve(RUNTIME_DIR, '../../deploy/k8s/crds');
-const NAMESPACE = 'agentrt';
 const LEASE_S = 2;
 
-let api: KubeApiServer;
-let kubelet: Kubelet;
-let kubeconfig: string;
-const children: ChildProcess[] = [];
-
-const kubectl = async (...args: string[]) =>
-  (await run('kubectl', ['-n', NAMESPACE, ...args], { env: { ...process.env, KUBECONFIG: kubeconfig } }))
-    .stdout;
-
-/** A runtime replica as deploy/k8s/runtime.yaml runs it: its URL once it listens. */
-async function replica(name: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [join(RUNTIME_DIR, 'dist/main.js')], {
-    env: {
-      ...process.env,
-      KUBECONFIG: kubeconfig,
-      AGENTRT_SESSIONS: 'kubernetes',
-      AGENTRT_CONTROL_STORE: 'kubernetes',
-      AGENTRT_K8S_NAMESPACE: NAMESPACE,
-      AGENTRT_K8S_POD_NAME: name,
-      AGENTRT_K8S_LEASE_S: String(LEASE_S),
-      AGENTRT_RUNTIME_HOST: '127.0.0.1',
-      AGENTRT_RUNTIME_PORT: '0',
-      AGENTRT_DATA_DIR: mkdtempSync(join(tmpdir(), `agentrt-${name}-`)),
-      AGENTRT_MAX_CONCURRENT_STARTS: '64',
-      OTEL_EXPORTER_OTLP_ENDPOINT: '',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+let cluster: TestCluster;
+const kubectl = (...args: string[]) => cluster.kubectl(...args);
+const replica = (name: string) =>
+  cluster.replicaProcess(name, {
+    AGENTRT_K8S_LEASE_S: String(LEASE_S),
+    AGENTRT_MAX_CONCURRENT_STARTS: '64',
   });
-  children.push(child);
-  const url = await new Promise<string>((done, fail) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString('utf8');
-      const listening = /"msg":"runtime listening".*?"url":"([^"]+)"/.exec(out);
-      if (listening) done(listening[1]!);
-    });
-    child.once('exit', (code) => fail(new Error(`${name} exited (${code}) before listening:\n${out}`)));
-  });
-  return { child, url };
-}
 
 async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms: number): Promise<T> {
   const end = Date.now() + ms;
@@ -86,24 +40,10 @@ const pods = async (selector = 'app.kubernetes.io/managed-by=agentrt') =>
   (JSON.parse(await kubectl('get', 'pods', '-l', selector, '-o', 'json')) as { items: PodRow[] }).items;
 
 beforeAll(async () => {
-  api = await startKubeApiServer();
-  for (const plural of ['agentruntimes', 'agentruntimeversions', 'agentruntimeendpoints'])
-    api.applyYaml(`${CRDS}/agentrt.dev_${plural}.yaml`);
-  kubeconfig = writeKubeconfig(api.url);
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfig);
-  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
-  kubelet = await startKubelet({
-    api,
-    kubeconfig,
-    dataDir: mkdtempSync(join(tmpdir(), 'agentrt-kubelet-')),
-    backend: nodeBackend(),
-  });
+  cluster = await startTestCluster({ kubelet: true });
 }, 60_000);
 afterAll(async () => {
-  for (const child of children) child.kill('SIGKILL');
-  await kubelet?.close();
-  await api?.close();
+  await cluster?.close();
 });
 
 describe('a replica killed in the middle of 20 session starts', () => {

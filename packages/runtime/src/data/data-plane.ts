@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, request } from 'node:http';
+import {
+  type ClientRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  request,
+} from 'node:http';
+import { type Socket } from 'node:net';
 import { ROOT_CONTEXT, defaultTextMapSetter, propagation } from '@opentelemetry/api';
 import { W3CBaggagePropagator } from '@opentelemetry/core';
 import { type RuntimeConfig } from '../config.js';
@@ -66,6 +73,8 @@ const ECHO = [
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 /** How long a failed invocation waits for its worker's exit and last output before answering 424. */
 const WORKER_EXIT_WAIT_MS = 1500;
+/** The waits before each new try of a connection that could not be made (agent-sandbox's router's). */
+const DIAL_RETRIES_MS = [200, 400, 800];
 
 /** Where a proxied request goes in the container and what changes on the way. */
 interface ProxyTarget {
@@ -275,63 +284,85 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
       for (const [name, value] of Object.entries(target.headers ?? {}))
         if (value === undefined) delete headers[name];
         else headers[name] = value;
-      const upstream = request(
-        {
-          ...(worker.socketPath
-            ? { socketPath: worker.socketPath }
-            : { host: worker.host ?? '127.0.0.1', port: worker.port }),
-          method: target.method,
-          path: target.path,
-          agent: worker.agent,
-          headers,
-        },
-        (res) => {
-          const status = res.statusCode ?? 502;
-          res.on('error', done);
-          if (status < 200 || status >= 300) {
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (c: string) => {
-              if (text.length < MAX_ERROR_BODY_BYTES) text += c;
-            });
-            res.on('end', () => {
-              const terse = `Received error (${status}) from runtime. Please check your CloudWatch logs for more information.`;
-              const detail = text.slice(0, MAX_ERROR_BODY_BYTES).trim() || '(empty body)';
-              logger.warn('container error', {
-                runtimeId: session.runtimeId,
-                sessionId,
-                requestId: ctx.requestId,
-                status,
+      const send = () =>
+        request(
+          {
+            ...(worker.socketPath
+              ? { socketPath: worker.socketPath }
+              : { host: worker.host ?? '127.0.0.1', port: worker.port }),
+            method: target.method,
+            path: target.path,
+            agent: worker.agent,
+            headers,
+          },
+          (res) => {
+            const status = res.statusCode ?? 502;
+            res.on('error', done);
+            if (status < 200 || status >= 300) {
+              let text = '';
+              res.setEncoding('utf8');
+              res.on('data', (c: string) => {
+                if (text.length < MAX_ERROR_BODY_BYTES) text += c;
               });
-              done(
-                new RuntimeApiError(
-                  'RuntimeClientError',
-                  config.terseErrors ? terse : `Received error (${status}) from runtime: ${detail}`,
-                ),
-              );
-            });
-            return;
-          }
-          const headers: OutgoingHttpHeaders = {
-            [SESSION_HEADER]: sessionId,
-            [CLOUD_SESSION_HEADER]: sessionId,
-            'x-amzn-requestid': ctx.requestId,
-          };
-          for (const name of ['content-type', 'content-length', 'cache-control', ...ECHO])
-            if (res.headers[name] !== undefined) headers[name] = res.headers[name];
-          target.onResponse?.(res.headers, headers);
-          ctx.res.writeHead(status, headers);
-          // A streamed (chunked) answer shows its headers at once; a sized one goes out with its body.
-          if (headers['content-length'] === undefined) ctx.res.flushHeaders();
-          // Chunk by chunk, never buffered: SSE frames reach the caller as the worker writes them.
-          relayBody(res, ctx.res, () => done());
-        },
-      );
-      upstream.on('error', done);
+              res.on('end', () => {
+                const terse = `Received error (${status}) from runtime. Please check your CloudWatch logs for more information.`;
+                const detail = text.slice(0, MAX_ERROR_BODY_BYTES).trim() || '(empty body)';
+                logger.warn('container error', {
+                  runtimeId: session.runtimeId,
+                  sessionId,
+                  requestId: ctx.requestId,
+                  status,
+                });
+                done(
+                  new RuntimeApiError(
+                    'RuntimeClientError',
+                    config.terseErrors ? terse : `Received error (${status}) from runtime: ${detail}`,
+                  ),
+                );
+              });
+              return;
+            }
+            const headers: OutgoingHttpHeaders = {
+              [SESSION_HEADER]: sessionId,
+              [CLOUD_SESSION_HEADER]: sessionId,
+              'x-amzn-requestid': ctx.requestId,
+            };
+            for (const name of ['content-type', 'content-length', 'cache-control', ...ECHO])
+              if (res.headers[name] !== undefined) headers[name] = res.headers[name];
+            target.onResponse?.(res.headers, headers);
+            ctx.res.writeHead(status, headers);
+            // A streamed (chunked) answer shows its headers at once; a sized one goes out with its body.
+            if (headers['content-length'] === undefined) ctx.res.flushHeaders();
+            // Chunk by chunk, never buffered: SSE frames reach the caller as the worker writes them.
+            relayBody(res, ctx.res, () => done());
+          },
+        );
+      /**
+       * A dial error (nothing reached the worker: refused, unreachable, timed out connecting) is
+       * tried again after 200, 400 and 800 ms — a pod's address may not route yet; an error once
+       * the connection was made (bytes may have been sent) never is.
+       */
+      let upstream: ClientRequest;
+      const attempt = (tries: number) => {
+        upstream = send();
+        let dialled = false;
+        upstream.on('socket', (socket: Socket) => {
+          if (!socket.connecting)
+            dialled = true; // a kept-alive connection
+          else socket.once('connect', () => (dialled = true));
+        });
+        upstream.on('error', (error) => {
+          if (dialled || tries >= DIAL_RETRIES_MS.length || worker.exited || ctx.res.destroyed)
+            return done(error);
+          logger.debug('dial error; trying again', { sessionId, error: error.message, tries });
+          setTimeout(() => attempt(tries + 1), DIAL_RETRIES_MS[tries]);
+        });
+        upstream.end(body);
+      };
       ctx.res.on('close', () => {
         if (!ctx.res.writableFinished) upstream.destroy();
       });
-      upstream.end(body);
+      attempt(0);
     });
 
   const mcpSessions = createMcpSessionRouter();

@@ -53,6 +53,15 @@ export interface Session {
   warm: boolean;
   /** Set while a fresh worker is being swapped in (`restart`): new calls wait for it. */
   replacing?: Promise<void> | undefined;
+  /**
+   * Another runtime replica started it (kubernetes: its pod found through the informer). This one
+   * serves it and may stop it; its start and its timers are the other's, and a close forgets it.
+   */
+  adopted?: boolean;
+  /** While it starts: resolves once it is ready, rejects with the start's failure (a 424 or 503). */
+  starting?: Promise<void> | undefined;
+  /** True while the invocation that started it waits for it (another caller meanwhile: 409). */
+  startHeld?: boolean;
 }
 
 export interface SessionManager {
@@ -180,6 +189,48 @@ export function createSessionManager({
 
   const keyOf = (runtimeId: string, sessionId: string) => `${runtimeId}\u0000${sessionId}`;
 
+  /**
+   * The session of this id known here, or — kubernetes — the one another replica started: its pod,
+   * found in the informer cache by the session's labels, becomes a session here too (the same pod
+   * answers, so the same session memory). It ends when its pod ends, whoever deleted it.
+   */
+  const lookup = (runtimeId: string, sessionId: string): Session | undefined => {
+    const key = keyOf(runtimeId, sessionId);
+    const known = sessions.get(key);
+    if (known || !kubernetes) return known;
+    const found = kubernetes.find(runtimeId, sessionId);
+    if (!found) return undefined;
+    const session: Session = {
+      runtimeId,
+      sessionId,
+      version: found.version,
+      state: found.ready ? 'ready' : 'starting',
+      worker: found.worker,
+      startedAtMs: found.createdAtMs,
+      lastActivityMs: Date.now(),
+      inflight: 0,
+      ping: { status: 'Unknown' },
+      warm: found.warm,
+      adopted: true,
+    };
+    sessions.set(key, session);
+    execs.set(found.worker, found.exec);
+    watchExit(session, found.worker);
+    if (!found.ready)
+      session.starting = found.worker.waitReady(config.startTimeoutMs).then(
+        () => {
+          session.state = 'ready';
+          session.starting = undefined;
+        },
+        (error: unknown) => {
+          // Its replica answers for a failed start and deletes the pod: this one forgets it.
+          if (sessions.get(key) === session) sessions.delete(key);
+          throw startFailure(error);
+        },
+      );
+    return session;
+  };
+
   const resolveInstrument = (): string | undefined => {
     if (instrumentPath !== null) return instrumentPath;
     instrumentPath = findInstrumentPreload();
@@ -299,6 +350,43 @@ export function createSessionManager({
         logger.warn('sandbox network setup failed; starting the worker again', { attempt, ...tag });
       }
     }
+  };
+
+  /** A failed start as the caller hears it: 503 when the cluster is unreachable, else 424. */
+  const startFailure = (error: unknown): RuntimeApiError => {
+    if (error instanceof RuntimeApiError) return error;
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof BackendUnavailableError)
+      return new RuntimeApiError(
+        'ServiceException',
+        message,
+        {},
+        { cause: error, headers: { 'retry-after': '5' } },
+      );
+    return new RuntimeApiError('RuntimeClientError', message, {}, { cause: error });
+  };
+
+  /**
+   * Waits for a session's start. A pod (kubernetes) is waited for up to the hold budget: past it
+   * the caller hears 503 with Retry-After while the pod goes on starting, and a retry finds it. A
+   * local worker is waited for until it is ready or its start fails (its start timeout).
+   */
+  const hold = async (session: Session, started: Promise<void>): Promise<void> => {
+    started.catch(() => undefined); // heard by whoever still holds it; a caller past its budget does not
+    if (!kubernetes) return started;
+    let timer: NodeJS.Timeout | undefined;
+    const budget = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), config.kubernetesHoldMs);
+    });
+    const ready = await Promise.race([started.then(() => true), budget]).finally(() => clearTimeout(timer));
+    if (ready) return;
+    const pod = session.worker?.podName ?? 'not made yet';
+    throw new RuntimeApiError(
+      'ServiceException',
+      `Session ${session.sessionId} is still starting (pod ${pod} not Ready after ${config.kubernetesHoldMs} ms); retry`,
+      {},
+      { headers: { 'retry-after': String(Math.max(1, Math.ceil(config.kubernetesHoldMs / 6000))) } },
+    );
   };
 
   const pool = createWarmPool({
@@ -443,8 +531,12 @@ export function createSessionManager({
       if (closing) throw new RuntimeApiError('RetryableConflictException', 'The runtime is shutting down');
       const key = keyOf(target.runtime.id, sessionId);
       await sessions.get(key)?.replacing; // a fresh worker being swapped in serves this call
-      const existing = sessions.get(key);
+      const existing = lookup(target.runtime.id, sessionId);
       if (existing) {
+        // A start nobody here waits for (another replica's pod, or one that outlived its caller's
+        // hold) is waited for, up to the hold budget.
+        if (existing.state === 'starting' && existing.starting && !existing.startHeld)
+          await hold(existing, existing.starting);
         if (existing.state !== 'ready' || existing.worker?.exited)
           throw new RuntimeApiError(
             'RetryableConflictException',
@@ -510,36 +602,42 @@ export function createSessionManager({
         pool.fill(target); // the version's recent demand grew
       })();
       starting.add(start);
+      session.starting = (async () => {
+        try {
+          await start;
+        } catch (error) {
+          sessions.delete(key);
+          await session.worker?.stop(0);
+          log.warn('session failed to start', {
+            error: error instanceof Error ? error.message : String(error),
+          });
+          throw startFailure(error);
+        } finally {
+          starting.delete(start);
+        }
+        if (!session.worker)
+          throw new RuntimeApiError('InternalServerException', 'session started without a worker');
+        watchExit(session, session.worker);
+        session.state = 'ready';
+        session.starting = undefined;
+        const { idleRuntimeSessionTimeout, maxLifetime } = target.version.config.lifecycleConfiguration;
+        monitor(session, idleRuntimeSessionTimeout * 1000, maxLifetime * 1000);
+        log.info('session started', {
+          version: session.version,
+          warm: session.warm,
+          pid: session.worker.pid,
+          startMs: Date.now() - session.startedAtMs,
+        });
+      })();
+      session.startHeld = true;
       try {
-        await start;
+        await hold(session, session.starting);
       } catch (error) {
-        sessions.delete(key);
-        await session.worker?.stop(0);
-        const message = error instanceof Error ? error.message : String(error);
-        log.warn('session failed to start', { error: message });
-        if (error instanceof BackendUnavailableError)
-          throw new RuntimeApiError(
-            'ServiceException',
-            message,
-            {},
-            { cause: error, headers: { 'retry-after': '5' } },
-          );
-        throw new RuntimeApiError('RuntimeClientError', message, {}, { cause: error });
+        session.inflight = 0; // a 503: the start goes on, nobody is in the session
+        throw error;
       } finally {
-        starting.delete(start);
+        session.startHeld = false;
       }
-      if (!session.worker)
-        throw new RuntimeApiError('InternalServerException', 'session started without a worker');
-      watchExit(session, session.worker);
-      session.state = 'ready';
-      const { idleRuntimeSessionTimeout, maxLifetime } = target.version.config.lifecycleConfiguration;
-      monitor(session, idleRuntimeSessionTimeout * 1000, maxLifetime * 1000);
-      log.info('session started', {
-        version: session.version,
-        warm: session.warm,
-        pid: session.worker.pid,
-        startMs: Date.now() - session.startedAtMs,
-      });
       return session;
     },
     release(session) {
@@ -547,7 +645,7 @@ export function createSessionManager({
       session.lastActivityMs = Date.now();
     },
     async stop(runtimeId, sessionId) {
-      const session = sessions.get(keyOf(runtimeId, sessionId));
+      const session = lookup(runtimeId, sessionId);
       if (!session) throw notFound(`Session ${sessionId} is not running on runtime ${runtimeId}`);
       if (session.state !== 'ready')
         throw new RuntimeApiError(
@@ -571,7 +669,7 @@ export function createSessionManager({
     },
     refreshWarmPool: (target) => pool.refresh(target),
     list: () => [...sessions.values()],
-    get: (runtimeId, sessionId) => sessions.get(keyOf(runtimeId, sessionId)),
+    get: lookup,
     warmCount: (runtimeId) => pool.count(runtimeId),
     commandSpawn(session, argv) {
       const exec = session.worker && execs.get(session.worker);
@@ -583,9 +681,12 @@ export function createSessionManager({
       closing = true;
       await Promise.allSettled([...starting]);
       await Promise.all([
-        ...[...sessions.values()].map((s) =>
-          s.state === 'stopping' ? s.worker?.stop(config.stopGraceMs) : stopSession(s, 'shutdown'),
-        ),
+        // Another replica's session lives on without this one.
+        ...[...sessions.values()]
+          .filter((s) => !s.adopted)
+          .map((s) =>
+            s.state === 'stopping' ? s.worker?.stop(config.stopGraceMs) : stopSession(s, 'shutdown'),
+          ),
         pool.close(),
       ]);
       await kubernetes?.close();

@@ -65,7 +65,12 @@ const server = createServer((req, res) => {
   res.writeHead(404).end();
 });
 const startedAt = Date.now();
-server.listen(Number(process.env.PORT ?? 8080), '0.0.0.0', () =>
-  console.log(`counter listening on ${process.env.PORT}`),
+// START_DELAY_MS: a slow boot (a pod that is not Ready for a while).
+setTimeout(
+  () =>
+    server.listen(Number(process.env.PORT ?? 8080), '0.0.0.0', () =>
+      console.log(`counter listening on ${process.env.PORT}`),
+    ),
+  Number(process.env.START_DELAY_MS ?? 0),
 );
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

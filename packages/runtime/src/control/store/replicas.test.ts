@@ -1,9 +1,5 @@
 // Two runtime replicas on one Kubernetes control store (the test API server): what one creates,
 // updates or deletes through the AWS SDK, the other serves; kubectl agrees with both.
-import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import {
   CreateAgentRuntimeCommand,
   DeleteAgentRuntimeCommand,
@@ -11,10 +7,9 @@ import {
   ListAgentRuntimesCommand,
   UpdateAgentRuntimeCommand,
 } from '@aws-sdk/client-bedrock-agentcore-control';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type KubeApiServer, startKubeApiServer } from '../../test-support/k8s/api-server.js';
-import { writeKubeconfig } from '../../test-support/k8s/kubeconfig.js';
+import { type KubeApiServer } from '../../test-support/k8s/api-server.js';
+import { type TestCluster, startTestCluster } from '../../test-support/k8s/test-cluster.js';
 import {
   ROLE_ARN,
   type TestRuntime,
@@ -22,45 +17,23 @@ import {
   invokeJson,
   pollStatus,
   sessionId,
-  startRuntime,
 } from '../../test-support.js';
 
-const run = promisify(execFile);
-const CRDS = resolve(fileURLToPath(import.meta.url), '../../../../../../deploy/k8s/crds');
-const NAMESPACE = 'agentrt';
-
+let cluster: TestCluster;
 let api: KubeApiServer;
-let kubeconfig: string;
 let a: TestRuntime;
 let b: TestRuntime;
 
-const kubectl = async (...args: string[]) =>
-  (await run('kubectl', ['-n', NAMESPACE, ...args], { env: { ...process.env, KUBECONFIG: kubeconfig } }))
-    .stdout;
-
-/** A replica as deploy/k8s/runtime.yaml runs it, with its own data dir, on the shared control store. */
-const replica = (name: string) =>
-  startRuntime({
-    controlStore: 'kubernetes',
-    kubernetesNamespace: NAMESPACE,
-    kubeconfig,
-    replicaName: name,
-    fileArtifacts: 'live', // the fixture folder is where both replicas run it (no per-replica snapshot)
-  });
+const kubectl = (...args: string[]) => cluster.kubectl(...args);
 
 beforeAll(async () => {
-  api = await startKubeApiServer();
-  for (const plural of ['agentruntimes', 'agentruntimeversions', 'agentruntimeendpoints'])
-    api.applyYaml(`${CRDS}/agentrt.dev_${plural}.yaml`);
-  kubeconfig = writeKubeconfig(api.url);
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfig);
-  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
-  [a, b] = await Promise.all([replica('runtime-a'), replica('runtime-b')]);
+  cluster = await startTestCluster();
+  api = cluster.api;
+  // Each replica with its own data dir, on the shared control store.
+  [a, b] = await Promise.all([cluster.replica('runtime-a'), cluster.replica('runtime-b')]);
 }, 60_000);
 afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await api?.close();
+  await cluster?.close();
 });
 
 /** Polls `check` against replica `on` until it holds (its watch delivers the other replica's writes). */

@@ -7,7 +7,14 @@
 // writes the events a kubelet writes, and answers pods/log and pods/exec for the API server.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { type NetConnectOpts, type Server, connect, createServer } from 'node:net';
+import {
+  type AddressInfo,
+  type NetConnectOpts,
+  type Server,
+  type Socket,
+  connect,
+  createServer,
+} from 'node:net';
 import { join } from 'node:path';
 import { type Writable } from 'node:stream';
 import {
@@ -45,12 +52,21 @@ export interface Kubelet {
   readonly nodeName: string;
   /** Pods running on it now. */
   running(): number;
+  /**
+   * Fault: for `ms`, pod `name`'s open connections are cut and new ones are refused (`refuse`: its
+   * listener closed, as while a pod's address does not route yet) or taken and dropped once the
+   * request came in (`reset`). The counter says how many connections the fault took.
+   */
+  cut(name: string, ms: number, how: 'refuse' | 'reset'): { taken: number };
   close(): Promise<void>;
 }
 
 interface RunningPod {
+  name: string;
   started: StartedWorker | undefined;
   forward: Server | undefined;
+  /** Listens at the pod's address again (after `refuse`). */
+  relisten?: () => Promise<Server>;
   dir: string;
   stopped: boolean;
 }
@@ -102,13 +118,40 @@ class TestKubelet implements PodRuntime {
     return this.pods.size;
   }
 
+  cut(name: string, ms: number, how: 'refuse' | 'reset'): { taken: number } {
+    const running = [...this.pods.values()].find((p) => p.name === name);
+    if (!running?.forward || !running.relisten) throw new Error(`pod ${name} does not serve on this node`);
+    const taken = { taken: 0 };
+    const address = running.forward.address() as AddressInfo;
+    running.forward.close();
+    (running.forward as Server & { cut: () => void }).cut();
+    running.forward = undefined;
+    // `reset`: the address answers, and drops each connection once its request's first bytes came.
+    const dropper =
+      how === 'reset'
+        ? createServer((socket) => {
+            taken.taken++;
+            socket.once('data', () => socket.resetAndDestroy());
+          }).listen(address.port, address.address)
+        : undefined;
+    setTimeout(() => {
+      dropper?.close();
+      if (running.stopped) return;
+      void running.relisten!().then((server) => {
+        if (running.stopped) server.close();
+        else running.forward = server;
+      });
+    }, ms).unref();
+    return taken;
+  }
+
   private async seen(pod: V1Pod): Promise<void> {
     const { name, namespace, uid } = pod.metadata ?? {};
     if (!name || !namespace || !uid) return;
     if (!pod.spec?.nodeName) return this.bind(name, namespace);
     if (pod.spec.nodeName !== this.nodeName || this.pods.has(uid) || pod.status?.phase !== 'Pending') return;
     const dir = join(this.options.dataDir, uid);
-    const running: RunningPod = { started: undefined, forward: undefined, dir, stopped: false };
+    const running: RunningPod = { name, started: undefined, forward: undefined, dir, stopped: false };
     this.pods.set(uid, running);
     await this.run(pod, running).catch((error: unknown) =>
       this.fail(pod, String((error as Error).message ?? error)),
@@ -168,6 +211,7 @@ class TestKubelet implements PodRuntime {
     const target = socketPath ? { path: socketPath } : { port, host: '127.0.0.1' };
     const { server, podIp } = await this.listenOnNewIp(containerPort(pod), target);
     running.forward = server;
+    running.relisten = () => forward(podIp, containerPort(pod), target);
     await this.event(pod, 'Normal', 'Started', `Started container ${container(pod)?.name ?? ''}`);
     // Running first, then the exit (at once if it came already), so an early exit's status is the last.
     if (!started.worker.exited) await this.status(pod, 'Running', podIp, false);
@@ -347,12 +391,17 @@ function containerPort(pod: V1Pod): number {
 
 /** Listens on podIp:port and pipes each connection to the worker (its loopback port, or its sandbox's socket). */
 function forward(podIp: string, port: number, target: NetConnectOpts): Promise<Server> {
+  const open = new Set<Socket>();
   const server = createServer((socket) => {
+    open.add(socket);
+    socket.on('close', () => open.delete(socket));
     const upstream = connect(target);
     socket.pipe(upstream).pipe(socket);
     socket.on('error', () => upstream.destroy());
     upstream.on('error', () => socket.destroy());
   });
+  /** Cuts the open connections (`refuse`). */
+  Object.assign(server, { cut: () => open.forEach((socket) => socket.destroy()) });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, podIp, () => resolve(server));

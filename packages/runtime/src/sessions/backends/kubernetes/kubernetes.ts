@@ -9,10 +9,15 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, PatchStrategy, type V1Pod, setHeaderOptions } from '@kubernetes/client-node';
 import { type RuntimeConfig } from '../../../config.js';
 import { type Logger } from '../../../logger.js';
-import { type CommandSpawn, type SessionBackend, type WorkerRequest } from '../../backend.js';
+import {
+  type CommandSpawn,
+  type SessionBackend,
+  type StartedWorker,
+  type WorkerRequest,
+} from '../../backend.js';
 import { containerEnv } from '../../container-env.js';
 import { BackendUnavailableError, WorkerStartError } from '../../worker.js';
-import { type PodCache, createPodCache } from './pod-cache.js';
+import { type PodCache, createPodCache, isReady } from './pod-cache.js';
 import {
   ANNOTATIONS,
   LABELS,
@@ -24,7 +29,19 @@ import {
 } from './pod-spec.js';
 import { PodWorker } from './pod-worker.js';
 
+/** A session's pod found in the informer cache (made or claimed by any runtime replica). */
+export interface FoundSession extends StartedWorker {
+  worker: PodWorker;
+  version: number;
+  ready: boolean;
+  /** A warm-pool pod claimed for the session. */
+  warm: boolean;
+  createdAtMs: number;
+}
+
 export interface KubernetesBackend extends SessionBackend {
+  /** The live pod of the session, from the informer cache, as a worker to reach it; none: undefined. */
+  find(runtimeId: string, sessionId: string): FoundSession | undefined;
   /** Claims the warm pod for `sessionId` (label patch with its resourceVersion); false when another took it. */
   claim(podName: string, sessionId: string): Promise<boolean>;
   /** API writes made (creates, patches, deletes): bench figures. */
@@ -124,19 +141,29 @@ export function createKubernetesBackend(config: Readonly<RuntimeConfig>, logger:
       cgroup: undefined,
     });
 
+  const workerOf = (name: string, healthCheck: 'ping' | 'connect') =>
+    new PodWorker({ name, namespace: settings.namespace, core, cache, healthCheck });
+
   return {
     name: 'kubernetes',
     writes,
     async start(request) {
       const name = await create(request);
-      const worker = new PodWorker({
-        name,
-        namespace: settings.namespace,
-        core,
-        cache,
-        healthCheck: request.healthCheck,
-      });
-      return { worker, exec: exec(name) };
+      return { worker: workerOf(name, request.healthCheck), exec: exec(name) };
+    },
+    find(runtimeId, sessionId) {
+      const pod = cache.session(runtimeId, sessionId);
+      const name = pod?.metadata?.name;
+      if (!pod || !name) return undefined;
+      const probe = pod.spec?.containers[0]?.readinessProbe;
+      return {
+        worker: workerOf(name, probe?.tcpSocket ? 'connect' : 'ping'),
+        exec: exec(name),
+        version: Number(pod.metadata?.labels?.[LABELS.version]),
+        ready: isReady(pod),
+        warm: pod.metadata?.labels?.[LABELS.slot] !== undefined,
+        createdAtMs: new Date(pod.metadata?.creationTimestamp ?? Date.now()).getTime(),
+      };
     },
     async claim(podName, sessionId) {
       const pod = cache.get(podName);

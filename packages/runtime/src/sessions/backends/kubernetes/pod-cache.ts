@@ -3,12 +3,18 @@
 // memory, never polled. A cut watch is resumed from where it was; a 410 relists (client-node).
 import { type CoreV1Api, type KubeConfig, type V1Pod, makeInformer } from '@kubernetes/client-node';
 import { type Logger } from '../../../logger.js';
-import { LABELS, MANAGED_BY } from './pod-spec.js';
+import { ANNOTATIONS, LABELS, MANAGED_BY, labelValue, sessionHash } from './pod-spec.js';
 
 type Listener = (pod: V1Pod, deleted: boolean) => void;
 
 export interface PodCache {
   get(name: string): V1Pod | undefined;
+  /**
+   * The live pod serving session `sessionId` of runtime `runtimeId`, whichever replica made or
+   * claimed it: looked up by its labels (runtime, session hash), its annotation checked against
+   * the id; of several (a worker being replaced), the newest. Read from memory, never from the API.
+   */
+  session(runtimeId: string, sessionId: string): V1Pod | undefined;
   all(): V1Pod[];
   /** Calls `listener` on every change of pod `name` until it returns true or the call it returns is made. */
   follow(name: string, listener: (pod: V1Pod, deleted: boolean) => boolean): () => void;
@@ -25,10 +31,25 @@ export function createPodCache(kc: KubeConfig, core: CoreV1Api, namespace: strin
   const list = () => core.listNamespacedPod({ namespace, labelSelector: selector });
   const informer = makeInformer(kc, `/api/v1/namespaces/${namespace}/pods`, list, selector);
   const listeners = new Map<string, Set<Listener>>();
+  /** Pod names by (runtime label, session hash label): the router's index. */
+  const bySession = new Map<string, Set<string>>();
+  const index = (pod: V1Pod, deleted: boolean) => {
+    const labels = pod.metadata?.labels ?? {};
+    const hash = labels[LABELS.sessionHash];
+    const name = pod.metadata?.name ?? '';
+    if (!hash) return; // an unclaimed warm pod: no session reaches it (a claim adds the label)
+    const key = sessionKey(labels[LABELS.runtime] ?? '', hash);
+    const names = bySession.get(key) ?? new Set<string>();
+    if (deleted) names.delete(name);
+    else names.add(name);
+    if (names.size === 0) bySession.delete(key);
+    else bySession.set(key, names);
+  };
   let closed = false;
   let retry = RETRY_MS.first;
   const emit = (pod: V1Pod, deleted: boolean) => {
     retry = RETRY_MS.first;
+    index(pod, deleted);
     for (const listener of listeners.get(pod.metadata?.name ?? '') ?? []) listener(pod, deleted);
   };
   informer.on('add', (pod) => emit(pod, false));
@@ -43,6 +64,17 @@ export function createPodCache(kc: KubeConfig, core: CoreV1Api, namespace: strin
   const started = informer.start();
   return {
     get: (name) => informer.get(name, namespace),
+    session(runtimeId, sessionId) {
+      const names = bySession.get(sessionKey(labelValue(runtimeId), sessionHash(sessionId))) ?? [];
+      let found: V1Pod | undefined;
+      for (const name of names) {
+        const pod = informer.get(name, namespace);
+        if (!pod || pod.metadata?.deletionTimestamp) continue;
+        if (pod.metadata?.annotations?.[ANNOTATIONS.sessionId] !== sessionId) continue;
+        if (!found || createdMs(pod) >= createdMs(found)) found = pod;
+      }
+      return found;
+    },
     all: () => [...informer.list(namespace)],
     follow(name, listener) {
       const set = listeners.get(name) ?? new Set<Listener>();
@@ -64,6 +96,9 @@ export function createPodCache(kc: KubeConfig, core: CoreV1Api, namespace: strin
     },
   };
 }
+
+const sessionKey = (runtimeLabel: string, hash: string) => `${runtimeLabel}\u0000${hash}`;
+const createdMs = (pod: V1Pod) => new Date(pod.metadata?.creationTimestamp ?? 0).getTime();
 
 export function isReady(pod: V1Pod): boolean {
   return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;

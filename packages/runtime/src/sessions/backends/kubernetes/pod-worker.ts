@@ -31,6 +31,8 @@ export class PodWorker implements Worker {
   private readonly unfollow: () => void;
 
   constructor(private readonly options: PodWorkerOptions) {
+    // A pod made by another replica (or already known) has its address in the cache now.
+    this.host = options.cache.get(options.name)?.status?.podIP;
     this.unfollow = options.cache.follow(options.name, (pod, deleted) => {
       if (pod.status?.podIP) this.host = pod.status.podIP;
       const failure = podFailure(pod);
