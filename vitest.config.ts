@@ -58,6 +58,7 @@ const FAST_TIER = [
   'packages/instrument/src/config.test.ts',
   'packages/instrument/src/instrumentations.test.ts',
   'packages/instrument/src/lean/lean.test.ts',
+  'packages/instrument/src/lean/logger.test.ts',
   'packages/instrument/src/lean/meter.test.ts',
   'packages/instrument/src/node-options.test.ts',
   'packages/instrument/src/otlp/trace-serializer.test.ts',

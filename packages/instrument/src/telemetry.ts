@@ -2,21 +2,21 @@ import { dirname } from 'node:path';
 import { diag, metrics, propagation, trace } from '@opentelemetry/api';
 import { logs } from '@opentelemetry/api-logs';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
-import { BatchLogRecordProcessor, LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
 import type * as SdkMetrics from '@opentelemetry/sdk-metrics';
 import type { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { createRequire } from 'node:module';
-import { createAttributeFilter } from './attribute-filter.js';
+import { type AttributeFilter, createAttributeFilter } from './attribute-filter.js';
 import { type InstrumentConfig, type InstrumentOptions, readConfig } from './config.js';
 import { bridgeConsole } from './console-bridge.js';
 import { createOnceLogger, installDiagLogger } from './diag-logger.js';
-import { createLogExporter, createMetricExporter, warmUpExporter } from './exporters.js';
+import { createMetricExporter, warmUpExporter } from './exporters.js';
 import { createInstrumentations } from './instrumentations.js';
+import { type LogsPipeline, startLeanLogs } from './lean/start-logs.js';
 import { startLeanMetrics } from './lean/start-metrics.js';
 import { startLeanTraces } from './lean/start.js';
 import { createResource } from './resource.js';
 import type * as OtelTraces from './otel-traces.js';
-import { createAttributeFilterLogProcessor } from './span-processors.js';
+import type * as OtelLogs from './otel-logs.js';
 
 const require = createRequire(import.meta.url);
 
@@ -91,6 +91,29 @@ export function disabledTelemetry(config: Readonly<InstrumentConfig>): Telemetry
   return { config, moduleNames: [], forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() };
 }
 
+/**
+ * Logs, registered as the API global; optional: a failure here leaves traces working (the preload
+ * catches the rest).
+ */
+function startLogs(
+  config: Readonly<InstrumentConfig>,
+  resource: ReturnType<typeof createResource>,
+  filter: AttributeFilter,
+): LogsPipeline | undefined {
+  if (config.logs.exporter === 'none') return undefined;
+  try {
+    const pipeline =
+      config.sdk === 'lean'
+        ? startLeanLogs(config, resource, filter)
+        : (require('./otel-logs.js') as typeof OtelLogs).startOtelLogs(config, resource, filter);
+    logs.setGlobalLoggerProvider(pipeline.loggerProvider);
+    return pipeline;
+  } catch (error) {
+    diag.warn('log export could not be started; continuing without it', error);
+    return undefined;
+  }
+}
+
 /** Starts the pipeline from an already resolved configuration (the preload reads it first). */
 export function startWithConfig(
   config: Readonly<InstrumentConfig>,
@@ -106,27 +129,9 @@ export function startWithConfig(
   const { tracerProvider } = traces;
   const exporters: object[] = [...traces.exporters];
 
-  // Logs are optional: a failure here leaves traces working (the preload catches the rest).
-  let loggerProvider: LoggerProvider | undefined;
-  if (config.logs.exporter !== 'none') {
-    try {
-      const exporter = createLogExporter(config.logs);
-      loggerProvider = new LoggerProvider({
-        resource,
-        processors: [
-          createAttributeFilterLogProcessor(filter),
-          config.logs.exporter === 'console'
-            ? new SimpleLogRecordProcessor(exporter)
-            : new BatchLogRecordProcessor(exporter),
-        ],
-      });
-      logs.setGlobalLoggerProvider(loggerProvider);
-      exporters.push(exporter);
-    } catch (error) {
-      loggerProvider = undefined;
-      diag.warn('log export could not be started; continuing without it', error);
-    }
-  }
+  const logPipeline = startLogs(config, resource, filter);
+  exporters.push(...(logPipeline?.exporters ?? []));
+  const loggerProvider = logPipeline?.loggerProvider;
 
   const leanMetrics =
     config.sdk === 'lean' && config.metrics.exporter !== 'none'
@@ -194,7 +199,7 @@ export function startWithConfig(
   const flushAll = () =>
     Promise.all([
       traces.forceFlush(),
-      loggerProvider?.forceFlush(),
+      logPipeline?.forceFlush(),
       meterProvider?.forceFlush(),
       leanMetrics?.forceFlush(),
     ]);
@@ -209,7 +214,7 @@ export function startWithConfig(
         disableInstrumentations();
         const done = Promise.all([
           traces.shutdown(),
-          loggerProvider?.shutdown(),
+          logPipeline?.shutdown(),
           meterProvider?.shutdown(),
           leanMetrics?.shutdown(),
         ]).finally(() => {

@@ -1,29 +1,40 @@
 import { diag } from '@opentelemetry/api';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { ExportResult } from '@opentelemetry/core';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { BatchConfig } from '../config.js';
 
+/** What a span or log record exporter offers the batch. */
+export interface BatchExporter<T> {
+  export(items: T[], done: (result: ExportResult) => void): void;
+  shutdown(): Promise<void>;
+}
+
+/** Spans and log records both carry their resource. */
+type Batched = Pick<ReadableSpan, 'resource'>;
+
 /**
- * The batch span processor's behaviour (`OTEL_BSP_*`): ended spans queue up to maxQueueSize (more
- * are dropped, counted in one warning); a full batch or the scheduled delay exports; one export at
- * a time, each given exportTimeoutMs.
+ * The batch span (and log record) processor's behaviour (`OTEL_BSP_*`): ended spans queue up to
+ * maxQueueSize (more are dropped, counted in one warning); a full batch or the scheduled delay
+ * exports; one export at a time, each given exportTimeoutMs.
  */
-export class LeanBatch {
-  private queue: ReadableSpan[] = [];
+export class LeanBatch<T extends Batched = ReadableSpan> {
+  private queue: T[] = [];
   private timer: NodeJS.Timeout | undefined;
   private exporting: Promise<void> | undefined;
   private dropped = 0;
 
   constructor(
-    private readonly exporter: SpanExporter,
+    private readonly exporter: BatchExporter<T>,
     private readonly config: Readonly<BatchConfig>,
+    private readonly what = 'span',
   ) {}
 
-  add(span: ReadableSpan): void {
+  add(item: T): void {
     if (this.queue.length >= this.config.maxQueueSize) {
-      if (this.dropped++ === 0) diag.warn('span queue is full: dropping spans');
+      if (this.dropped++ === 0) diag.warn(`${this.what} queue is full: dropping them`);
       return;
     }
-    this.queue.push(span);
+    this.queue.push(item);
     if (this.queue.length >= this.config.maxExportBatchSize) this.kick();
     else this.timer ??= this.schedule();
   }
@@ -69,28 +80,29 @@ export class LeanBatch {
   }
 
   /** Exports `batch` once its resource's async attributes (host, process detectors) have settled, as the SDK does. */
-  private async send(batch: ReadableSpan[]): Promise<void> {
+  private async send(batch: T[]): Promise<void> {
     const resource = batch[0]?.resource;
     if (resource?.asyncAttributesPending === true) await resource.waitForAsyncAttributes?.();
     return this.exportNow(batch);
   }
 
-  private exportNow(batch: ReadableSpan[]): Promise<void> {
+  private exportNow(batch: T[]): Promise<void> {
     return new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
-        diag.warn(`span export did not finish within ${this.config.exportTimeoutMs} ms`);
+        diag.warn(`${this.what} export did not finish within ${this.config.exportTimeoutMs} ms`);
         resolve();
       }, this.config.exportTimeoutMs);
       timer.unref();
       try {
         this.exporter.export(batch, (result) => {
           clearTimeout(timer);
-          if (result.error !== undefined || result.code !== 0) diag.warn('span export failed', result.error);
+          if (result.error !== undefined || result.code !== 0)
+            diag.warn(`${this.what} export failed`, result.error);
           resolve();
         });
       } catch (error) {
         clearTimeout(timer);
-        diag.warn('span export failed', error);
+        diag.warn(`${this.what} export failed`, error);
         resolve();
       }
     });
