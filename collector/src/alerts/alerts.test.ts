@@ -9,12 +9,13 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { type Server, createServer } from 'node:http';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Collector, createCollector } from '../http/collector.js';
 import type { AlertEvent } from './engine.js';
+import { silentLogger } from '../logger.js';
 
 let dir: string;
 let collector: Collector;
@@ -171,5 +172,54 @@ describe('cost alerts', () => {
     expect(await ok.json()).toMatchObject({ rule: 'user-usd', status: 'test', delivery: '204' });
     expect(eventsOf('user-usd', 'test')).toHaveLength(1);
     expect((await test('nope')).status).toBe(404);
+  });
+});
+
+describe('cost alerts across a restart', () => {
+  /** Closes the collector and starts another on the same data dir, the exporter pointed at it. */
+  async function restart(): Promise<void> {
+    await provider.shutdown();
+    await collector.close();
+    collector = await createCollector({ dataDir: dir, host: '127.0.0.1', port: 0 });
+    provider = new BasicTracerProvider({
+      resource: resourceFromAttributes({ 'service.name': 'alerted-agent' }),
+      spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter({ url: `${collector.url}/v1/traces` }))],
+    });
+  }
+
+  it('neither fires again in the window it fired in nor forgets to resolve', async () => {
+    const rule = { name: 'kept', measure: 'tokens', threshold: 100, windowSeconds: 4, webhook: hookUrl };
+    expect((await rulesPost({ rules: [rule] })).status).toBe(200);
+    await modelCall('sess-kept', 120);
+    await expect.poll(() => eventsOf('kept', 'firing').length, { timeout: 5000 }).toBe(1);
+    await restart();
+    const state = (await (await fetch(`${collector.url}/api/alerts`)).json()) as {
+      firing: { group: string }[];
+    };
+    expect(state.firing).toEqual([expect.objectContaining({ rule: 'kept', group: 'sess-kept' })]);
+    await modelCall('sess-kept', 50); // still over, same window
+    await new Promise((r) => setTimeout(r, 500));
+    expect(eventsOf('kept', 'firing')).toHaveLength(1);
+    // The restarted collector resolves what the first one fired, once.
+    await expect.poll(() => eventsOf('kept', 'resolved').length, { timeout: 10_000, interval: 200 }).toBe(1);
+  }, 30_000);
+
+  it('starts with empty windows, and says so, from a saved file it cannot use', async () => {
+    await provider.shutdown();
+    await collector.close();
+    for (const bad of ['{"kept": {"s": {"points": "x"}}}', '[1,', '{"__proto__": {"s": 1}}']) {
+      writeFileSync(join(dir, 'alert-state.json'), bad);
+      const warnings: string[] = [];
+      const logger = {
+        ...silentLogger,
+        warn: (message: string, f?: object) => warnings.push(`${message} ${JSON.stringify(f)}`),
+      };
+      collector = await createCollector({ dataDir: dir, host: '127.0.0.1', port: 0, logger });
+      const state = (await (await fetch(`${collector.url}/api/alerts`)).json()) as { firing: unknown[] };
+      expect(state.firing).toEqual([]);
+      expect(warnings.join('\n')).toContain('alert windows not restored');
+      await collector.close();
+    }
+    collector = await createCollector({ dataDir: dir, host: '127.0.0.1', port: 0 });
   });
 });

@@ -2,7 +2,8 @@
 // or USD cost to its group's rolling window; a group whose sum reaches the threshold fires — its
 // webhook gets the firing at once (not waiting on anything else) — and fires once per window: it
 // resolves (webhook again) when the window's sum falls back under the threshold, and may fire again
-// only once a window has passed since it fired. State lives in memory (a restart forgets it).
+// only once a window has passed since it fired. The windows are kept in memory and saved in the
+// data dir (alert-state.ts), so a restart neither fires again in a window nor forgets to resolve.
 import { type Price, costOfUsage } from '../cost/prices.js';
 import { classifySpan, sessionIdOf } from '../trace-model/genai.js';
 import { spanTokenUsage, usageModel } from '../trace-model/tokens.js';
@@ -34,7 +35,7 @@ export interface AlertEngineOptions {
   post?: (url: string, body: string) => Promise<number>;
 }
 
-interface Group {
+export interface Group {
   /** [time ms, amount] in arrival order. */
   points: [number, number][];
   sum: number;
@@ -68,12 +69,17 @@ function matches(rule: AlertRule, span: SpanRecord): boolean {
   );
 }
 
+/** The windows of every rule's groups: rule name → group name → group. */
+export type AlertWindows = Record<string, Record<string, Group>>;
+
 export function createAlertEngine(options: AlertEngineOptions) {
   const now = options.now ?? Date.now;
   const post = options.post ?? defaultPost;
   let rules: AlertRule[] = [];
   let groups = new Map<string, Map<string, Group>>();
   const recent: AlertEvent[] = [];
+  /** Counts changes to the windows (a snapshot is worth saving when it moved). */
+  let changes = 0;
 
   const amountOf = (rule: AlertRule, span: SpanRecord): number => {
     const usage = spanTokenUsage(span.attributes);
@@ -106,7 +112,10 @@ export function createAlertEngine(options: AlertEngineOptions) {
   /** Drops points older than the window; resolves a firing group back under its threshold. */
   const age = (rule: AlertRule, name: string, g: Group, at: number): void => {
     const from = at - rule.windowSeconds * 1000;
-    while (g.points.length && g.points[0]![0] <= from) g.sum -= g.points.shift()![1];
+    while (g.points.length && g.points[0]![0] <= from) {
+      g.sum -= g.points.shift()![1];
+      changes++;
+    }
     if (g.firing && g.sum < rule.threshold) {
       g.firing = false;
       deliver(rule, event(rule, name, g, 'resolved', at));
@@ -139,11 +148,13 @@ export function createAlertEngine(options: AlertEngineOptions) {
           const g = groupFor(rule, name);
           g.points.push([at, amount]);
           g.sum += amount;
+          changes++;
           age(rule, name, g, at);
           const rearmed = g.firedAt === undefined || at - g.firedAt >= rule.windowSeconds * 1000;
           if (!g.firing && rearmed && g.sum >= rule.threshold) {
             g.firing = true;
             g.firedAt = at;
+            changes++;
             deliver(rule, {
               ...event(rule, name, g, 'firing', at),
               traceId: span.traceId,
@@ -167,6 +178,24 @@ export function createAlertEngine(options: AlertEngineOptions) {
       groups = new Map([...groups].filter(([name]) => next.some((r) => r.name === name)));
     },
     rules: (): readonly AlertRule[] => rules,
+    /** How many times the windows changed so far. */
+    changes: (): number => changes,
+    /** The windows, to be saved (restore takes them back). */
+    windows(): AlertWindows {
+      return Object.fromEntries([...groups].map(([rule, byName]) => [rule, Object.fromEntries(byName)]));
+    },
+    /** Takes saved windows back: those of rules that still exist; `tick` then ages them. */
+    restore(saved: AlertWindows): void {
+      for (const rule of rules)
+        for (const [name, g] of Object.entries(saved[rule.name] ?? {})) {
+          const group = groupFor(rule, name);
+          group.points = g.points.map(([at, amount]) => [at, amount]);
+          group.sum = g.sum;
+          group.firing = g.firing;
+          if (g.firedAt !== undefined) group.firedAt = g.firedAt;
+        }
+      changes++;
+    },
     /** Rules, groups firing now, and the last firings and resolutions with their delivery. */
     state() {
       const firing = rules.flatMap((rule) =>

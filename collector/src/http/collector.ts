@@ -20,6 +20,7 @@ import { createIngestQueue } from './ingest-queue.js';
 import { IMPORT_PATH, createImport } from './import.js';
 import { alertRoutes, loadAlertRules } from '../alerts/alert-routes.js';
 import { createAlertEngine } from '../alerts/engine.js';
+import { persistAlertWindows } from '../alerts/alert-state.js';
 import { createLiveHub } from './live-hub.js';
 import { send, sendJson } from './respond.js';
 import { DEFAULT_UI_DIR, serveUi } from './static-ui.js';
@@ -183,6 +184,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     : DEFAULT_PRICES;
   const alerts = createAlertEngine({ prices });
   loadAlertRules(alerts, options.dataDir, options.alertRulesFile);
+  const alertWindows = persistAlertWindows(alerts, options.dataDir, logger);
   const backend = await openBackendOf(options, logger);
   const live = createLiveHub();
   const exporter = createExportStreamer(backend, {
@@ -269,7 +271,10 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
 
   let closing: Promise<void> | undefined;
   // Resolutions that no new span brings: a window ages every second.
-  const alertClock = setInterval(() => alerts.tick(), 1000);
+  const alertClock = setInterval(() => {
+    alerts.tick();
+    alertWindows.save();
+  }, 1000);
   alertClock.unref();
   return {
     url: `http://${urlHost}:${address.port}`,
@@ -280,6 +285,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       closing ??= (async () => {
         jobs.stop();
         clearInterval(alertClock);
+        alertWindows.save();
         // Queued batches are written and their requests answered before the connections close.
         const drained = queue.close();
         live.close();
