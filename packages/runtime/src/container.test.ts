@@ -32,6 +32,8 @@ import {
 } from './test-support.js';
 
 const BASE_IMAGE = 'localhost/agentrt/node:24';
+/** Long enough that a worker killed when it runs out is told from one that exited on its own. */
+const STOP_GRACE_MS = 10_000;
 const repo = fileURLToPath(new URL('../../..', import.meta.url));
 const podman = helperPath('podman');
 
@@ -95,6 +97,7 @@ describe.skipIf(problem !== undefined).each(['runc', 'runsc'] as const)(
       rt = await startRuntime({
         containerEngine: 'podman',
         ociRuntime,
+        stopGraceMs: STOP_GRACE_MS,
         otlpEndpoint,
         otlpProtocol: 'http/json',
       });
@@ -146,6 +149,30 @@ describe.skipIf(problem !== undefined).each(['runc', 'runsc'] as const)(
       expect(forwarded?.body).toContain(sid);
       expect(received.some((r) => r.body.includes('forged'))).toBe(false);
     });
+
+    it('flushes the spans a session holds when it is stopped right after an invoke (StopRuntimeSession)', async () => {
+      const flushing = `localhost/agentrt-test/flush-on-stop-${ociRuntime}:1`;
+      buildEcho(flushing, 'first', 'flush-on-stop');
+      try {
+        const arn = (
+          await createReady(rt.control, `image_flush_${ociRuntime}`, 'echo', {
+            agentRuntimeArtifact: { containerConfiguration: { containerUri: flushing } },
+          })
+        ).agentRuntimeArn!;
+        const sid = sessionId('image-flush');
+        const span = `held-until-stop-${ociRuntime}`;
+        expect(await invokeJson(rt.data, arn, sid, { span })).toEqual({ pending: 1 });
+        const stopStartMs = Date.now();
+        await rt.data.send(new StopRuntimeSessionCommand({ agentRuntimeArn: arn, runtimeSessionId: sid }));
+        // The agent exited on its own once flushed, not killed at the end of the grace period.
+        expect(Date.now() - stopStartMs).toBeLessThan(STOP_GRACE_MS);
+        // Forwarded by the session's relay during the stop, stamped with the session.
+        await waitFor(() => received.some((r) => r.body.includes(span)), 10_000, 'the held span');
+        expect(received.find((r) => r.body.includes(span))?.body).toContain(sid);
+      } finally {
+        spawnSync(podman!, ['rmi', '-f', flushing]);
+      }
+    }, 60_000);
 
     it('answers 424 with the last output of a container that dies mid-invocation, then starts a new one', async () => {
       const crashing = `localhost/agentrt-test/crashing-${ociRuntime}:1`;

@@ -28,6 +28,8 @@ export interface RuntimeStackOptions {
   name: string;
   /** Example directory under examples/ (default sdk-agent, with the offline model). */
   example?: string;
+  /** An image to run instead of the example's directory (sessions in containers). */
+  containerUri?: string;
   /** The agent's environment (default: the offline model, service name sdk-agent). */
   environment?: Record<string, string>;
   /** Collector options over the defaults (data dir in the stack's temp dir, 127.0.0.1 port 0). */
@@ -113,7 +115,9 @@ export async function startRuntimeStack(options: RuntimeStackOptions): Promise<R
         agentRuntimeName: options.name,
         agentRuntimeArtifact: {
           containerConfiguration: {
-            containerUri: pathToFileURL(join(REPO_ROOT, 'examples', options.example ?? 'sdk-agent')).href,
+            containerUri:
+              options.containerUri ??
+              pathToFileURL(join(REPO_ROOT, 'examples', options.example ?? 'sdk-agent')).href,
           },
         },
         roleArn: 'arn:aws:iam::123456789012:role/AgentRuntimeRole',

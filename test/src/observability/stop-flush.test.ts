@@ -1,12 +1,15 @@
 // A session stopped right after an invocation keeps its worker's last spans: StopRuntimeSession
 // (official AWS SDK) lets the worker flush its exporters, and the runtime passes on what the worker
 // sent while it stopped, before it closes the session's telemetry path. Counted in the collector
-// against a session left to flush on its own, for each isolation mode this machine has.
+// against a session left to flush on its own, for each isolation mode this machine has, and for the
+// agent's image on podman + runc (the container stopped with `podman stop`).
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
 import type { TraceResponse } from '@agentrt/collector';
 import { detectIsolation } from '@agentrt/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RuntimeStack, startRuntimeStack, until } from './runtime-stack.js';
+import { REPO_ROOT, type RuntimeStack, startRuntimeStack, until } from './runtime-stack.js';
 
 const SESSION_LEFT = `stop-flush-left-${'0'.repeat(24)}`;
 const SESSION_STOPPED = `stop-flush-stop-${'0'.repeat(24)}`;
@@ -43,27 +46,48 @@ async function settled(stack: RuntimeStack, traceId: string, quietMs: number): P
   }
 }
 
-const modes = (['unsafe-process', 'bwrap'] as const).filter(
-  (mode) =>
-    mode !== 'bwrap' ||
-    detectIsolation({ setting: 'auto', sandboxIds: { uid: 65534, gid: 65534 } }).mode === 'bwrap',
+const bwrap = detectIsolation({ setting: 'auto', sandboxIds: { uid: 65534, gid: 65534 } }).mode === 'bwrap';
+/** The sdk-agent's image (scripts/build-example-images.sh) for podman + runc: rootful podman only. */
+const podman = process.getuid?.() === 0 && bwrap && spawnSync('podman', ['--version']).status === 0;
+const IMAGE = 'localhost/agentrt/sdk-agent:latest';
+const modes = (['unsafe-process', 'bwrap', 'podman'] as const).filter(
+  (mode) => mode === 'unsafe-process' || (mode === 'bwrap' ? bwrap : podman),
 );
+if (!podman) console.warn('stop-flush: podman + runc skipped (needs root, podman and the bwrap sandbox)');
+
+/** The stack of a mode: the example's directory in a process or the bwrap sandbox, or its image on podman. */
+function stackOptions(mode: (typeof modes)[number]): Parameters<typeof startRuntimeStack>[0] {
+  // Long enough that a stop always comes before the agent's own scheduled export.
+  const environment = {
+    AGENTRT_MODEL_PROVIDER: 'offline',
+    OTEL_SERVICE_NAME: 'sdk-agent',
+    OTEL_BSP_SCHEDULE_DELAY: '8000',
+  };
+  if (mode !== 'podman')
+    // Short: a sandbox's socket paths under the stack's temp dir must fit in 107 bytes.
+    return {
+      name: mode === 'bwrap' ? 'sf_bwrap' : 'sf_proc',
+      environment,
+      runtime: { isolation: mode, stopGraceMs: GRACE_MS },
+    };
+  const built = spawnSync('sh', [join(REPO_ROOT, 'scripts', 'build-example-images.sh'), 'sdk-agent'], {
+    encoding: 'utf8',
+    timeout: 280_000,
+  });
+  if (built.status !== 0) throw new Error(`build-example-images.sh: ${built.stderr}`);
+  return {
+    name: 'sf_podman',
+    containerUri: IMAGE,
+    environment,
+    runtime: { containerEngine: 'podman', ociRuntime: 'runc', stopGraceMs: GRACE_MS },
+  };
+}
 
 describe.each(modes)('StopRuntimeSession right after an invocation (isolation %s)', (isolation) => {
   let stack: RuntimeStack;
   beforeAll(async () => {
-    stack = await startRuntimeStack({
-      // Short: a sandbox's socket paths under the stack's temp dir must fit in 107 bytes.
-      name: isolation === 'bwrap' ? 'sf_bwrap' : 'sf_proc',
-      // Long enough that a stop always comes before the agent's own scheduled export.
-      environment: {
-        AGENTRT_MODEL_PROVIDER: 'offline',
-        OTEL_SERVICE_NAME: 'sdk-agent',
-        OTEL_BSP_SCHEDULE_DELAY: '8000',
-      },
-      runtime: { isolation, stopGraceMs: GRACE_MS },
-    });
-  }, 90_000);
+    stack = await startRuntimeStack(stackOptions(isolation));
+  }, 300_000);
   afterAll(() => stack?.close(), 30_000);
 
   const invoke = (sessionId: string, traceId: string) =>
