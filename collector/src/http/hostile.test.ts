@@ -277,7 +277,10 @@ describe('hostile queries under ingest load (collector process)', () => {
     // shared cores: /healthz p99 55 ms, ingest p99 118 ms (it waits for its commit). The bound is
     // 100 ms or, on a machine busier than that without any query, 3x its own latency then — a
     // query on the main thread (issue #14: 8.5 s to 150 s stalls) fails either way.
-    const bound = (base: number[], floor = 100): number => Math.max(floor, 3 * p99(base));
+    // On ClickHouse the floor is 250 ms, for the reason given for ingest below (CI on ClickHouse
+    // once read /healthz p99 134 ms during the reads).
+    const floor = TEST_STORE === 'clickhouse' ? 250 : 100;
+    const bound = (base: number[]): number => Math.max(floor, 3 * p99(base));
     expect(p99(healthMs)).toBeLessThan(bound(baseHealthMs));
     // On ClickHouse a request is acknowledged once in the spool, and the trace and session lists
     // decode their records on the query threads as SQLite's do (on the main thread they held ingest
@@ -287,7 +290,7 @@ describe('hostile queries under ingest load (collector process)', () => {
     // SQLite's scans run on the pool's one query thread. Five runs on this machine: ingest p99 39,
     // 46, 94, 110 and 148 ms during the reads (11–92 ms without), so the floor there is 250 ms:
     // still well under what a main-thread stall costs.
-    expect(p99(ingestMs)).toBeLessThan(bound(baseIngestMs, TEST_STORE === 'clickhouse' ? 250 : 100));
+    expect(p99(ingestMs)).toBeLessThan(bound(baseIngestMs));
 
     // Nothing acknowledged is lost.
     const count = await fetch(`${url}/api/query`, {

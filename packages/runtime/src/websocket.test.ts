@@ -319,13 +319,18 @@ describe('an AG-UI runtime on the contract server (@agentrt/server /invocations 
  * The Buffer memory of this process (the runtime under test runs in it) still referenced: measured
  * after a full collection, since the `ws` receiver leaves a copy of each frame that spans socket
  * reads as garbage. `gc` is exposed at run time: vitest starts its workers without --expose-gc.
+ * The least of five collections: backing stores are freed after a collection, off the main thread,
+ * later on a loaded machine (CI once read 25 MB at 50 ms); what is referenced stays in every one.
  */
 async function liveBufferBytes(): Promise<number> {
   setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as () => void)();
-  // The backing stores are freed after the collection, off the main thread.
-  await new Promise((r) => setTimeout(r, 50));
-  return process.memoryUsage().arrayBuffers;
+  let least = Infinity;
+  for (let i = 0; i < 5; i++) {
+    (runInNewContext('gc') as () => void)();
+    await new Promise((r) => setTimeout(r, 100));
+    least = Math.min(least, process.memoryUsage().arrayBuffers);
+  }
+  return least;
 }
 
 describe('back-pressure through /runtimes/{arn}/ws (a peer that does not read)', () => {
