@@ -121,21 +121,12 @@ const CLICKHOUSE_SETUP = ['collector/src/test-store-clickhouse.setup.ts'];
 // test API server, run by a test kubelet (packages/runtime/src/test-support/k8s).
 const KUBERNETES_PASS = ['packages/runtime/src/sessions.test.ts', 'packages/runtime/src/commands.test.ts'];
 const KUBERNETES_SETUP = ['packages/runtime/src/test-support/k8s/kubernetes-sessions.setup.ts'];
-// Left out there: two tests read the workers' output from the runtime's own log, where a pod's
-// output never arrives (it is the cluster's: kubectl logs).
-const KUBERNETES_SKIP = /^(?!.*(queues worker boots beyond|adopts a pre-started warm-pool worker))/;
 
 type Group = 'side by side' | 'browser' | 'alone';
 const GROUP_ORDER: Record<Group, number> = { 'side by side': 0, browser: 1, alone: 2 };
 
 /** A project of `include`'s files that belong to `group` (browser: the UI tests); groups run in turn. */
-function project(
-  name: string,
-  include: string[],
-  group: Group,
-  setupFiles: string[] = [],
-  testNamePattern?: RegExp,
-) {
+function project(name: string, include: string[], group: Group, setupFiles: string[] = []) {
   const files =
     group === 'alone' ? include.filter((f) => ALONE.includes(f)) : group === 'browser' ? BROWSER : include;
   return {
@@ -144,7 +135,6 @@ function project(
       include: files,
       exclude: [...configDefaults.exclude, ...(group === 'side by side' ? [...ALONE, ...BROWSER] : [])],
       setupFiles,
-      ...(testNamePattern ? { testNamePattern } : {}),
       sequence: { groupOrder: GROUP_ORDER[group] },
       ...(group === 'alone' ? { fileParallelism: false } : {}),
     },
@@ -180,7 +170,7 @@ export default defineConfig(({ mode }) => {
             project('sqlite', EVERY_TEST, 'side by side'),
             project('browser', EVERY_TEST, 'browser'),
             project('sqlite (alone)', ALONE, 'alone'),
-            project('kubernetes', KUBERNETES_PASS, 'side by side', KUBERNETES_SETUP, KUBERNETES_SKIP),
+            project('kubernetes', KUBERNETES_PASS, 'side by side', KUBERNETES_SETUP),
             ...(clickHousePass
               ? [
                   project('clickhouse', CLICKHOUSE_PASS, 'side by side', CLICKHOUSE_SETUP),

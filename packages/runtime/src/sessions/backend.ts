@@ -35,6 +35,8 @@ export interface WorkerRequest {
   /** `/ping` for HTTP, A2A and AG-UI containers; a TCP connect for MCP ones. */
   healthCheck: 'ping' | 'connect';
   logger: Logger;
+  /** Hears the worker's raw output as it comes, both streams (a node keeps it as the pod's log). */
+  output?: ((text: string) => void) | undefined;
   /**
    * The worker's environment for its `PORT`: `relayed` when its telemetry goes through a
    * session relay (the only OTLP endpoint a sandbox reaches), else straight to the collector.

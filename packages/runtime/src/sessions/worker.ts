@@ -132,6 +132,8 @@ export interface SpawnWorkerOptions {
   port: number;
   socketPath?: string | undefined;
   logger: Logger;
+  /** Hears the raw output as it comes (stdout and stderr). */
+  output?: ((text: string) => void) | undefined;
   /**
    * How readiness and health are probed: `GET /ping` (HTTP, A2A and AG-UI containers), or a TCP
    * connect to the port for MCP containers, whose contract has no `/ping`.
@@ -228,6 +230,7 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
     child[stream]?.setEncoding('utf8');
     child[stream]?.on('data', (text: string) => {
       tail = (tail + text).slice(-OUTPUT_TAIL_BYTES);
+      options.output?.(text);
       const lines = (partial + text).split('\n');
       partial = lines.pop() ?? '';
       for (const line of lines) if (line) logLine(line, stream);

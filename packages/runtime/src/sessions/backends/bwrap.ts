@@ -134,6 +134,7 @@ export function createBwrapBackend({
         socketPath: sandbox.socketPath,
         healthCheck,
         logger,
+        output: request.output,
         prepare: sandbox.prepare,
         limitHit: sandbox.limitHit,
         usage: sandbox.usage,

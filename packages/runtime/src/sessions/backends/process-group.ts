@@ -9,7 +9,7 @@ import { freePort, spawnWorker } from '../worker.js';
 export function createProcessGroupBackend(isolation: Isolation): SessionBackend {
   return {
     name: 'process-group',
-    async start({ id, launch, env: envFor, healthCheck, logger }) {
+    async start({ id, launch, env: envFor, healthCheck, logger, output }) {
       if (launch.kind !== 'process') throw new Error(`the process-group backend cannot run ${launch.kind}`);
       const port = await freePort();
       const env = envFor(port, false);
@@ -21,6 +21,7 @@ export function createProcessGroupBackend(isolation: Isolation): SessionBackend 
         port,
         healthCheck,
         logger,
+        output,
       });
       return {
         worker,

@@ -55,7 +55,8 @@ export interface Kubelet {
   /**
    * Fault: for `ms`, pod `name`'s open connections are cut and new ones are refused (`refuse`: its
    * listener closed, as while a pod's address does not route yet) or taken and dropped once the
-   * request came in (`reset`). The counter says how many connections the fault took.
+   * request came in (`reset`). The counter says how many requests other than `/ping` probes (the
+   * runtime's health pings) the fault took.
    */
   cut(name: string, ms: number, how: 'refuse' | 'reset'): { taken: number };
   close(): Promise<void>;
@@ -65,8 +66,13 @@ interface RunningPod {
   name: string;
   started: StartedWorker | undefined;
   forward: Server | undefined;
-  /** Listens at the pod's address again (after `refuse`). */
+  /** Listens at the pod's address again (after `cut`). */
   relisten?: () => Promise<Server>;
+  /** The container's output, both streams (its last LOG_BYTES), and the pods/log calls following it. */
+  log: string;
+  followers: Set<Writable>;
+  /** The container ended: followers are ended, none is added. */
+  ended: boolean;
   dir: string;
   stopped: boolean;
 }
@@ -80,6 +86,8 @@ const NODE_TARGET = {
   version: { config: { environmentVariables: {}, networkConfiguration: { networkMode: 'PUBLIC' } } },
 } as unknown as SessionTarget;
 
+/** How much of a container's output a pod's log keeps. */
+const LOG_BYTES = 1024 * 1024;
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const container = (pod: V1Pod) => pod.spec?.containers[0];
 
@@ -130,8 +138,10 @@ class TestKubelet implements PodRuntime {
     const dropper =
       how === 'reset'
         ? createServer((socket) => {
-            taken.taken++;
-            socket.once('data', () => socket.resetAndDestroy());
+            socket.once('data', (head: Buffer) => {
+              if (!/^GET \/ping /.test(head.toString('latin1'))) taken.taken++;
+              socket.resetAndDestroy();
+            });
           }).listen(address.port, address.address)
         : undefined;
     setTimeout(() => {
@@ -151,7 +161,16 @@ class TestKubelet implements PodRuntime {
     if (!pod.spec?.nodeName) return this.bind(name, namespace);
     if (pod.spec.nodeName !== this.nodeName || this.pods.has(uid) || pod.status?.phase !== 'Pending') return;
     const dir = join(this.options.dataDir, uid);
-    const running: RunningPod = { name, started: undefined, forward: undefined, dir, stopped: false };
+    const running: RunningPod = {
+      name,
+      started: undefined,
+      forward: undefined,
+      dir,
+      stopped: false,
+      log: '',
+      followers: new Set(),
+      ended: false,
+    };
     this.pods.set(uid, running);
     await this.run(pod, running).catch((error: unknown) =>
       this.fail(pod, String((error as Error).message ?? error)),
@@ -203,6 +222,10 @@ class TestKubelet implements PodRuntime {
       servedSession: () => undefined,
       healthCheck: container(pod)?.readinessProbe?.tcpSocket ? 'connect' : 'ping',
       logger: createLogger({ level: 'error', sink: () => undefined }),
+      output: (text) => {
+        running.log = (running.log + text).slice(-LOG_BYTES);
+        for (const out of running.followers) out.write(text);
+      },
       env: (port) => ({ ...env, PORT: String(port), HOST: '127.0.0.1' }),
     });
     running.started = started;
@@ -215,7 +238,11 @@ class TestKubelet implements PodRuntime {
     await this.event(pod, 'Normal', 'Started', `Started container ${container(pod)?.name ?? ''}`);
     // Running first, then the exit (at once if it came already), so an early exit's status is the last.
     if (!started.worker.exited) await this.status(pod, 'Running', podIp, false);
-    started.worker.onExit((exit) => void this.exited(pod, running, exit.code ?? 137));
+    started.worker.onExit((exit) => {
+      running.ended = true;
+      for (const out of running.followers) out.end();
+      void this.exited(pod, running, exit.code ?? 137);
+    });
     try {
       await started.worker.waitReady(this.options.readyTimeoutMs ?? 60_000, () => running.stopped);
     } catch (error) {
@@ -339,9 +366,14 @@ class TestKubelet implements PodRuntime {
 
   async logs(pod: KubeObject, options: LogOptions, out: Writable): Promise<void> {
     const running = this.runningPod(pod);
-    let lines = running.started?.worker.lastOutput().split('\n') ?? [];
+    let lines = running.log.split('\n');
     if (options.tailLines !== undefined) lines = lines.slice(-options.tailLines - 1);
-    out.end(lines.join('\n'));
+    const text = lines.join('\n');
+    if (!options.follow || running.ended) return void out.end(text);
+    // follow: what it wrote so far, then each write as it comes, until the container ends.
+    out.write(text);
+    running.followers.add(out);
+    out.once('close', () => running.followers.delete(out));
     return Promise.resolve();
   }
 

@@ -141,15 +141,22 @@ export function createKubernetesBackend(config: Readonly<RuntimeConfig>, logger:
       cgroup: undefined,
     });
 
-  const workerOf = (name: string, healthCheck: 'ping' | 'connect') =>
-    new PodWorker({ name, namespace: settings.namespace, core, cache, healthCheck });
+  const workerOf = (name: string, healthCheck: 'ping' | 'connect', podLogger?: Logger) =>
+    new PodWorker({
+      name,
+      namespace: settings.namespace,
+      core,
+      cache,
+      healthCheck,
+      logs: podLogger && { kubeConfig: kc, logger: podLogger },
+    });
 
   return {
     name: 'kubernetes',
     writes,
     async start(request) {
       const name = await create(request);
-      return { worker: workerOf(name, request.healthCheck), exec: exec(name) };
+      return { worker: workerOf(name, request.healthCheck, request.logger), exec: exec(name) };
     },
     find(runtimeId, sessionId) {
       const pod = cache.session(runtimeId, sessionId);

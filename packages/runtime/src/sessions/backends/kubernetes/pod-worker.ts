@@ -3,9 +3,11 @@
 // failures name the pod's events and last log lines.
 import { Agent } from 'node:http';
 import { connect } from 'node:net';
-import { type CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { type CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { type Logger } from '../../../logger.js';
 import { type PingState, type Worker, type WorkerExit, WorkerStartError, pingOver } from '../../worker.js';
 import { type PodCache, isReady, podFailure } from './pod-cache.js';
+import { followPodLog } from './pod-log.js';
 import { POD_PORT } from './pod-spec.js';
 
 export interface PodWorkerOptions {
@@ -14,6 +16,11 @@ export interface PodWorkerOptions {
   core: CoreV1Api;
   cache: PodCache;
   healthCheck: 'ping' | 'connect';
+  /**
+   * Where the pod's output goes once it runs (pods/log followed); none for a pod another replica
+   * made, whose output that replica logs.
+   */
+  logs?: { kubeConfig: KubeConfig; logger: Logger } | undefined;
 }
 
 const LOG_LINES = 20;
@@ -29,12 +36,16 @@ export class PodWorker implements Worker {
   private readonly exitListeners = new Set<(exit: WorkerExit) => void>();
   private output = '';
   private readonly unfollow: () => void;
+  private logger: Logger | undefined;
+  private log: { stop(): void } | undefined;
 
   constructor(private readonly options: PodWorkerOptions) {
     // A pod made by another replica (or already known) has its address in the cache now.
     this.host = options.cache.get(options.name)?.status?.podIP;
+    this.logger = options.logs?.logger;
     this.unfollow = options.cache.follow(options.name, (pod, deleted) => {
       if (pod.status?.podIP) this.host = pod.status.podIP;
+      if (this.host && !deleted) this.followLog();
       const failure = podFailure(pod);
       if (deleted || (failure && !failure.startsWith('its '))) this.exit(pod, deleted);
       return this.exited !== undefined;
@@ -53,6 +64,20 @@ export class PodWorker implements Worker {
     return this.exitListeners.size;
   }
 
+  /** Once the pod runs (it has an address): its output into the runtime's log. */
+  private followLog(): void {
+    const { logs, namespace, name } = this.options;
+    if (this.log || !logs) return;
+    this.log = followPodLog({
+      kubeConfig: logs.kubeConfig,
+      namespace,
+      name,
+      container: 'agent',
+      logger: () => this.logger ?? logs.logger,
+      alive: () => this.exited === undefined,
+    });
+  }
+
   private exit(pod: V1Pod, deleted: boolean): void {
     if (this.exited) return;
     const code = pod.status?.containerStatuses?.[0]?.state?.terminated?.exitCode;
@@ -61,6 +86,7 @@ export class PodWorker implements Worker {
       signal: deleted && code === undefined ? 'SIGTERM' : null,
     };
     this.agent.destroy();
+    this.log?.stop();
     for (const listener of this.exitListeners) listener(this.exited);
     this.exitListeners.clear();
   }
@@ -164,8 +190,8 @@ export class PodWorker implements Worker {
     return () => this.exitListeners.delete(listener);
   }
 
-  tagLogs(): void {
-    // The pod's own log is the cluster's; nothing to tag here.
+  tagLogs(fields: Record<string, unknown>): void {
+    if (this.logger) this.logger = this.logger.child(fields);
   }
 
   usage(): undefined {

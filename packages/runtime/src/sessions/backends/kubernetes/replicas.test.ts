@@ -25,9 +25,8 @@ let counterId: string;
 
 beforeAll(async () => {
   cluster = await startTestCluster({ kubelet: true });
-  // A holds an invocation 1.5 s for a starting pod, B 20 s.
-  a = await cluster.replica('runtime-a', { kubernetesHoldMs: 1500 });
-  b = await cluster.replica('runtime-b', { kubernetesHoldMs: 20_000 });
+  a = await cluster.replica('runtime-a');
+  b = await cluster.replica('runtime-b');
   const counter = await createReady(a.control, 'routed', 'counter');
   counterArn = counter.agentRuntimeArn!;
   counterId = counter.agentRuntimeId!;
@@ -136,11 +135,13 @@ describe('a session started on one replica', () => {
 
 describe('an invocation while its pod starts', () => {
   it('is held up to the budget, then answered 503 with Retry-After; the pod goes on starting and the next call is held until it serves', async () => {
-    const slow = await createReady(a.control, 'slow_boot', 'counter', {
+    // C holds an invocation 1.5 s for a starting pod, B 30 s (the default).
+    const c = await cluster.replica('runtime-c', { kubernetesHoldMs: 1500 });
+    const slow = await createReady(c.control, 'slow_boot', 'counter', {
       environmentVariables: { START_DELAY_MS: '5000' },
     });
     const sid = sessionId('held-start');
-    const once = sdkClients(a.server.url, 'us-east-1', 'AKIDLOCAL', 1);
+    const once = sdkClients(c.server.url, 'us-east-1', 'AKIDLOCAL', 1);
     const t0 = Date.now();
     const refused = (await invokeJson(once.data, slow.agentRuntimeArn!, sid, {}).catch(
       (e: unknown) => e,
@@ -161,11 +162,11 @@ describe('an invocation while its pod starts', () => {
     expect(heldMs).toBeLessThan(4500); // not the 5 s boot: it was let go at the budget
     expect(await podsOf(slow.agentRuntimeId!, sid)).toHaveLength(1); // still starting, not deleted
 
-    // B holds its caller (budget 20 s) until the pod is Ready: the 503'd call never reached the worker.
+    // B holds its caller (budget 30 s) until the pod is Ready: the 503'd call never reached the worker.
     const held = await invokeJson(b.data, slow.agentRuntimeArn!, sid, {});
     expect(held.count).toBe(1);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(4500);
-    // A's own start went on in the background: the session is ready there too, on the same pod.
+    // C's own start went on in the background: the session is ready there too, on the same pod.
     expect((await invokeJson(once.data, slow.agentRuntimeArn!, sid, {})).count).toBe(2);
     expect(await podsOf(slow.agentRuntimeId!, sid)).toHaveLength(1);
     once.data.destroy();
