@@ -208,3 +208,15 @@ export async function shipped(c: { url: string }, timeoutMs = 20_000): Promise<v
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** The records of an NDJSON answer (200, application/x-ndjson), one a line; anything else throws. */
+export async function ndjsonLines<T>(url: string): Promise<T[]> {
+  const res = await fetch(url);
+  const type = res.headers.get('content-type');
+  if (res.status !== 200 || type !== 'application/x-ndjson')
+    throw new Error(`${url}: ${res.status} ${type}: ${await res.text()}`);
+  return (await res.text())
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as T);
+}

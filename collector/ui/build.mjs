@@ -18,6 +18,7 @@ const sourceDirs = [
   join(uiDir, 'src'),
   join(uiDir, '..', 'src', 'trace-model'),
   join(uiDir, '..', 'src', 'wire-types.ts'),
+  join(uiDir, '..', 'src', 'store', 'summaries.ts'),
 ];
 
 async function newestMtimeMs(path) {

@@ -15,6 +15,12 @@ import { SESSION_SPANS_PATH, streamSessionSpans } from './session-spans.js';
 
 const TRACE_ID_RE = /^[0-9a-f]{32}$/;
 
+/**
+ * GET /api/traces/{id}/spans and /logs: the trace's stored records, one a line in start order,
+ * streamed a page at a time (the trace view paints its first rows from the first page).
+ */
+const TRACE_RECORDS_PATH = /^\/api\/traces\/([^/]+)\/(spans|logs)$/;
+
 export interface ApiDeps {
   backend: Backend;
   prices: Readonly<Record<string, Price>>;
@@ -113,6 +119,18 @@ export function apiRoutes(deps: ApiDeps): ApiRoute[] {
         const json = await backend.spans.traceJson(traceId);
         if (!json) throw new HttpError(404, 'not_found', `trace ${traceId} not found`);
         return json;
+      },
+    },
+    {
+      method: 'GET',
+      path: TRACE_RECORDS_PATH,
+      async handle({ match, res }) {
+        const traceId = traceIdOf(decodePathSegment(match[1]!, 'traceId'));
+        const table = match[2] as 'spans' | 'logs';
+        // A trace with no span is not there; one with no log record has an empty list of them.
+        const missing = new HttpError(404, 'not_found', `trace ${traceId} not found`);
+        await deps.exporter.streamRecords(table, [traceId], res, table === 'spans' ? missing : undefined);
+        return undefined;
       },
     },
     {

@@ -86,21 +86,32 @@ export function createExportStreamer(
       });
     },
     /**
-     * Every span of these traces (a session's), one stored span record a line, trace after trace
-     * and each in start order: a page at a time, like any export, so a session of any size streams
-     * in the memory of a page. Takes a slot of the single-trace exports.
+     * Every span (or log record) of these traces (a session's, or one trace's), one stored record
+     * a line, trace after trace and each in start order: a page at a time, like any export, so a
+     * trace or session of any size streams in the memory of a page and its first records reach the
+     * client before the rest are read. Takes a slot of the single-trace exports. `notFound` is
+     * thrown (before any byte is sent) when there is not one record.
      */
-    async streamSpanRecords(traceIds: readonly string[], res: ServerResponse): Promise<void> {
+    async streamRecords(
+      table: 'spans' | 'logs',
+      traceIds: readonly string[],
+      res: ServerResponse,
+      notFound?: HttpError,
+    ): Promise<void> {
       await inSlot('traces', async () => {
         await store.caughtUp();
-        res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+        let started = false;
         for (const traceId of traceIds) {
-          let page = await readPage('spans', { traceId }, [-Infinity, 0], 'records');
+          let page = await readPage(table, { traceId }, [-Infinity, 0], 'records');
           while (page) {
+            if (!started) res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+            started = true;
             if (!(await write(res, page.line))) return;
-            page = await readPage('spans', { traceId }, page.last, 'records');
+            page = await readPage(table, { traceId }, page.last, 'records');
           }
         }
+        if (!started && notFound) throw notFound;
+        if (!started) res.writeHead(200, { 'content-type': 'application/x-ndjson' });
         res.end();
       });
     },

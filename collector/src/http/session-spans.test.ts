@@ -5,6 +5,7 @@ import {
   jsonRequest,
   jsonSpan,
   memoryOf,
+  ndjsonLines,
   startCollector,
   startCollectorProcess,
   testStoreEnv,
@@ -19,15 +20,7 @@ async function write(c: Started, spans: Record<string, unknown>[]): Promise<void
   await c.backend.write(decodeTraceRequestJson(JSON.stringify(jsonRequest('svc', spans))).spans, []);
 }
 
-async function lines(url: string): Promise<SpanRecord[]> {
-  const res = await fetch(url);
-  expect(res.status).toBe(200);
-  expect(res.headers.get('content-type')).toBe('application/x-ndjson');
-  return (await res.text())
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as SpanRecord);
-}
+const lines = (url: string): Promise<SpanRecord[]> => ndjsonLines<SpanRecord>(url);
 
 describe('GET /api/sessions/{id}/spans', () => {
   let c: Started;

@@ -16,7 +16,8 @@ export async function streamSessionSpans(
 ): Promise<void> {
   const found = await spans.getSession(sessionId);
   if (!found) throw new HttpError(404, 'not_found', `session ${JSON.stringify(sessionId)} not found`);
-  await exporter.streamSpanRecords(
+  await exporter.streamRecords(
+    'spans',
     found.traces.map((t) => t.traceId),
     res,
   );

@@ -28,28 +28,39 @@ export class ApiError extends Error {
   }
 }
 
-async function request<T>(path: string, init?: RequestInit): Promise<T> {
-  let response: Response;
+/** The response to a request to the collector (ApiError 0 when it cannot be reached). */
+export async function send(path: string, init?: RequestInit): Promise<Response> {
   try {
-    response = await fetch(path, init);
+    return await fetch(path, init);
   } catch (err) {
+    if (init?.signal?.aborted) throw err;
     throw new ApiError(0, 'The collector is not reachable. Is it still running?', err);
   }
-  const text = await response.text();
-  let body: unknown;
+}
+
+/** A failed response's ApiError: its JSON `message`, or its status. */
+export function apiErrorOf(response: Response, text: string): ApiError {
+  const body = parseBody(text);
+  const message =
+    typeof body === 'object' && body !== null && 'message' in body && typeof body.message === 'string'
+      ? body.message
+      : `${response.status} ${response.statusText}`;
+  return new ApiError(response.status, message, body);
+}
+
+function parseBody(text: string): unknown {
   try {
-    body = text ? JSON.parse(text) : undefined;
+    return text ? JSON.parse(text) : undefined;
   } catch {
-    body = text; // A non-JSON error page: show its text.
+    return text; // A non-JSON error page: show its text.
   }
-  if (!response.ok) {
-    const message =
-      typeof body === 'object' && body !== null && 'message' in body && typeof body.message === 'string'
-        ? body.message
-        : `${response.status} ${response.statusText}`;
-    throw new ApiError(response.status, message, body);
-  }
-  return body as T;
+}
+
+async function request<T>(path: string, init?: RequestInit): Promise<T> {
+  const response = await send(path, init);
+  const text = await response.text();
+  if (!response.ok) throw apiErrorOf(response, text);
+  return parseBody(text) as T;
 }
 
 export async function listSessions(): Promise<SessionView[]> {

@@ -20,6 +20,13 @@ describe('hash routes', () => {
       { view: 'traces', filters: { noise: 'include' } },
       { view: 'trace', traceId: 'abc', spanId: 'def' },
       { view: 'trace', traceId: 'abc' },
+      {
+        view: 'trace',
+        traceId: 'abc',
+        filter: 'x=1',
+        depth: 2,
+        fold: ['00000000000000a1', '00000000000000b2'],
+      },
       { view: 'search', query: 'filter durationNano > 1e9 | limit 5' },
       { view: 'compare', a: 'x', b: 'y' },
       { view: 'live' },
@@ -41,5 +48,12 @@ describe('hash routes', () => {
     expect(parseRoute('#/eval-compare?base=only-one')).toEqual({ view: 'evals' });
     expect(parseRoute('#/traces?status=weird&minDurationMs=abc')).toEqual({ view: 'traces', filters: {} });
     expect(parseRoute('#/sessions/%E0%A4%A')).toEqual({ view: 'session', sessionId: '%E0%A4%A' });
+    expect(parseRoute('#/traces/abc?depth=-1&fold=<script>,00000000000000a1,zz')).toEqual({
+      view: 'trace',
+      traceId: 'abc',
+      fold: ['00000000000000a1'],
+    });
+    expect(parseRoute('#/traces/abc?depth=1.5')).toEqual({ view: 'trace', traceId: 'abc' });
+    expect(parseRoute('#/traces/abc?depth=0')).toEqual({ view: 'trace', traceId: 'abc', depth: 0 });
   });
 });

@@ -6,7 +6,7 @@ export type Route =
   | { view: 'sessions' }
   | { view: 'session'; sessionId: string }
   | { view: 'traces'; filters: TraceFilters }
-  | { view: 'trace'; traceId: string; spanId?: string; filter?: string; root?: string }
+  | TraceRoute
   | { view: 'search'; query?: string }
   | { view: 'compare'; a?: string; b?: string }
   | { view: 'live' }
@@ -14,6 +14,21 @@ export type Route =
   | { view: 'evals' }
   | { view: 'eval-run'; runId: string }
   | { view: 'eval-compare'; base: string; run: string };
+
+/**
+ * One trace's view: the selected span, the waterfall's filter and root, and its folding — every
+ * span `depth` or more levels below the root closed (unset: none), the spans in `fold` the other
+ * way round — so a shared link opens the same view.
+ */
+export interface TraceRoute {
+  view: 'trace';
+  traceId: string;
+  spanId?: string;
+  filter?: string;
+  root?: string;
+  depth?: number;
+  fold?: string[];
+}
 
 export interface TraceFilters {
   service?: string;
@@ -53,7 +68,13 @@ export function routeHref(route: Route): string {
     case 'traces':
       return `#/traces${query({ ...route.filters })}`;
     case 'trace':
-      return `#/traces/${encodeURIComponent(route.traceId)}${query({ span: route.spanId, filter: route.filter, root: route.root })}`;
+      return `#/traces/${encodeURIComponent(route.traceId)}${query({
+        span: route.spanId,
+        filter: route.filter,
+        root: route.root,
+        depth: route.depth,
+        fold: route.fold?.join(','),
+      })}`;
     case 'search':
       return `#/search${query({ q: route.query })}`;
     case 'compare':
@@ -69,6 +90,22 @@ export function routeHref(route: Route): string {
     case 'eval-compare':
       return `#/eval-compare${query({ base: route.base, run: route.run })}`;
   }
+}
+
+const SPAN_ID_RE = /^[0-9a-f]{16}$/i;
+
+/** A trace route's parameters; a malformed depth or span id in `fold` is left out. */
+function traceRoute(traceId: string, get: (k: string) => string | undefined): TraceRoute {
+  const route: TraceRoute = { view: 'trace', traceId };
+  const [span, filter, root] = [get('span'), get('filter'), get('root')];
+  if (span) route.spanId = span;
+  if (filter) route.filter = filter;
+  if (root) route.root = root;
+  const depth = Number(get('depth'));
+  if (get('depth') && Number.isInteger(depth) && depth >= 0 && depth <= 1000) route.depth = depth;
+  const fold = (get('fold') ?? '').split(',').filter((id) => SPAN_ID_RE.test(id));
+  if (fold.length) route.fold = fold;
+  return route;
 }
 
 /** Parses a location hash; anything unknown goes to the Agents view. */
@@ -98,14 +135,7 @@ export function parseRoute(hash: string): Route {
     case 'sessions':
       return parts[1] ? { view: 'session', sessionId: parts[1] } : { view: 'sessions' };
     case 'traces': {
-      if (parts[1]) {
-        const route: Route = { view: 'trace', traceId: parts[1] };
-        const [span, filter, root] = [get('span'), get('filter'), get('root')];
-        if (span) route.spanId = span;
-        if (filter) route.filter = filter;
-        if (root) route.root = root;
-        return route;
-      }
+      if (parts[1]) return traceRoute(parts[1], get);
       const filters: TraceFilters = {};
       const service = get('service');
       const status = get('status');

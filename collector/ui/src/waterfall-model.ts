@@ -9,6 +9,17 @@ import type { SpanView } from './view-types.js';
 
 type Node = SpanTreeNode<SpanView>;
 
+/** The tree node of a span anywhere under `roots`. */
+export function findNode(roots: readonly Node[], spanId: string): Node | undefined {
+  const stack = [...roots];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (node.span.spanId === spanId) return node;
+    stack.push(...node.children);
+  }
+  return undefined;
+}
+
 /** The subtree at `root` (the whole trace when unset or not found). */
 export function rootsAt(roots: readonly Node[], root: string | undefined): readonly Node[] {
   if (!root) return roots;
@@ -43,13 +54,46 @@ export function visibleRows(
   return flattenSpanTree(roots).filter((n) => match(n.span));
 }
 
-/** Every span with children (collapse all). */
-export function parentIds(roots: readonly Node[]): Set<string> {
-  return new Set(
-    flattenSpanTree(roots)
-      .filter((n) => n.children.length > 0)
-      .map((n) => n.span.spanId),
-  );
+/**
+ * Which spans are closed (their children hidden): every span `depth` or more levels below the
+ * shown root (none when unset; all with 0), the spans in `fold` the other way round. Kept in the
+ * URL (router.ts TraceRoute).
+ */
+export interface Folding {
+  depth?: number | undefined;
+  fold: readonly string[];
+}
+
+/** Whether the span at `level` below the shown root is closed. */
+export function isClosed(folding: Folding, spanId: string, level: number): boolean {
+  const byDepth = folding.depth !== undefined && level >= folding.depth;
+  return byDepth !== folding.fold.includes(spanId);
+}
+
+/** The ids of the closed spans that have children (flattenSpanTree's `collapsed`). */
+export function closedIds(roots: readonly Node[], folding: Folding): Set<string> {
+  const base = roots[0]?.depth ?? 0;
+  const fold = new Set(folding.fold);
+  const closed = new Set<string>();
+  const stack = [...roots];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (node.children.length === 0) continue;
+    const byDepth = folding.depth !== undefined && node.depth - base >= folding.depth;
+    if (byDepth !== fold.has(node.span.spanId)) closed.add(node.span.spanId);
+    else stack.push(...node.children);
+  }
+  return closed;
+}
+
+/** The folding with the span opened (`open` true), closed (false) or switched (undefined). */
+export function toggled(folding: Folding, spanId: string, level: number, open?: boolean): Folding {
+  const closed = isClosed(folding, spanId, level);
+  if (open !== undefined && open !== closed) return folding;
+  const fold = folding.fold.includes(spanId)
+    ? folding.fold.filter((id) => id !== spanId)
+    : [...folding.fold, spanId];
+  return { depth: folding.depth, fold };
 }
 
 /** The error span after (or before, `step` -1) `from` in tree order, wrapping round. */

@@ -48,6 +48,9 @@ CREATE TABLE IF NOT EXISTS spans (
   hot_odd INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS spans_trace ON spans(trace_id, span_id);
+-- A trace's spans in start order (export pages, GET /api/traces/{id}/spans): each page an index
+-- range, not a sort of every span of the trace.
+CREATE INDEX IF NOT EXISTS spans_trace_start ON spans(trace_id, start_us);
 CREATE INDEX IF NOT EXISTS spans_session ON spans(session_id, start_us) WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS spans_start ON spans(start_us);
 CREATE TABLE IF NOT EXISTS logs (

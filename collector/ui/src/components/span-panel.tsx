@@ -4,6 +4,7 @@ import { usePrices } from '../hooks.js';
 import { formatClock, formatDuration } from '../format.js';
 import { routeHref } from '../router.js';
 import type { LogView, SpanView, TokenTotals, TraceView } from '../view-types.js';
+import { findNode } from '../waterfall-model.js';
 import { ChatMessages, ToolCallView } from './chat.js';
 import { AttributeTable, AttributeValueView, Cost, KindBadge, Section, Tokens } from './common.js';
 
@@ -163,17 +164,6 @@ export function LogList({ logs }: { logs: LogView[] }) {
       ))}
     </>
   );
-}
-
-/** The tree node of a span (the panel's cost covers the span's subtree, as its tokens do). */
-function findNode(roots: TraceView['roots'], spanId: string): TraceView['roots'][number] | undefined {
-  const stack = [...roots];
-  while (stack.length > 0) {
-    const node = stack.pop()!;
-    if (node.span.spanId === spanId) return node;
-    stack.push(...node.children);
-  }
-  return undefined;
 }
 
 function TokenLine({ own, rolled, counted }: { own?: TokenTotals; rolled?: TokenTotals; counted: boolean }) {

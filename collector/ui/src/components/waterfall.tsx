@@ -3,18 +3,29 @@
  * rows in view are in the page (a 50,000-span trace scrolls like a small one); next / previous
  * error, a filter, collapse / expand all and re-rooting at a span, the last two in the URL.
  */
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { CriticalSegment } from '../../../src/trace-model/index.js';
+import { Component } from 'preact';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { CriticalSegment, SpanTreeNode } from '../../../src/trace-model/index.js';
+import type { TokenTotals } from '../../../src/wire-types.js';
 import { niceTicks } from '../chart-model.js';
 import { formatDuration } from '../format.js';
 import { useListNav } from '../hooks.js';
-import type { TraceView } from '../view-types.js';
-import { ancestorsOf, nextError, parentIds, rootsAt, visibleRows } from '../waterfall-model.js';
+import type { SpanView, TraceView } from '../view-types.js';
+import {
+  ancestorsOf,
+  closedIds,
+  findNode,
+  type Folding,
+  nextError,
+  rootsAt,
+  toggled,
+  visibleRows,
+} from '../waterfall-model.js';
 import { KindBadge, Tokens } from './common.js';
 
 /** Every row is this tall (styles.css .wf-row); rows past the window are spacers. */
 const ROW_HEIGHT = 30;
-const OVERSCAN = 25;
+const OVERSCAN = 8;
 
 interface WaterfallProps {
   trace: TraceView;
@@ -24,8 +35,18 @@ interface WaterfallProps {
   filter?: string;
   /** Shows only the subtree of this span. */
   root?: string;
-  /** A change of the filter or the root (kept in the URL). */
-  onView: (view: { filter?: string; root?: string; spanId?: string }) => void;
+  /** Which spans are closed. */
+  folding: Folding;
+  /** A change of the filter, the root or the folding (kept in the URL). */
+  onView: (view: WaterfallViewChange) => void;
+}
+
+export interface WaterfallViewChange {
+  filter?: string | undefined;
+  root?: string | undefined;
+  spanId?: string | undefined;
+  depth?: number | undefined;
+  fold?: string[] | undefined;
 }
 
 /** The first and last row index in the window (and overscan), following the page's scroll. */
@@ -50,31 +71,45 @@ function useRowWindow(count: number): [ref: { current: HTMLDivElement | null }, 
   return [ref, range[0], range[1]];
 }
 
-export function Waterfall({ trace, selectedSpanId, onSelect, filter, root, onView }: WaterfallProps) {
-  const [collapsed, setCollapsed] = useState<Set<string>>(new Set());
-  const shownRoots = useMemo(() => rootsAt(trace.roots, root), [trace, root]);
-  const baseDepth = shownRoots[0]?.depth ?? 0;
-  const rows = useMemo(() => visibleRows(shownRoots, collapsed, filter), [shownRoots, collapsed, filter]);
-  const segments = useMemo(() => {
+/** The critical path's segments of each span, indexed once per trace. */
+function useSegments(trace: TraceView): Map<string, CriticalSegment[]> {
+  return useMemo(() => {
     const bySpan = new Map<string, CriticalSegment[]>();
-    for (const seg of trace.criticalPath.segments)
-      bySpan.set(seg.spanId, [...(bySpan.get(seg.spanId) ?? []), seg]);
+    for (const seg of trace.criticalPath.segments) {
+      const list = bySpan.get(seg.spanId);
+      if (list) list.push(seg);
+      else bySpan.set(seg.spanId, [seg]);
+    }
     return bySpan;
   }, [trace]);
+}
+
+export function Waterfall({
+  trace,
+  selectedSpanId,
+  onSelect,
+  filter,
+  root,
+  folding,
+  onView,
+}: WaterfallProps) {
+  const shownRoots = useMemo(() => rootsAt(trace.roots, root), [trace, root]);
+  const baseDepth = shownRoots[0]?.depth ?? 0;
+  const collapsed = useMemo(() => closedIds(shownRoots, folding), [shownRoots, folding]);
+  const rows = useMemo(() => visibleRows(shownRoots, collapsed, filter), [shownRoots, collapsed, filter]);
+  const segments = useSegments(trace);
   const [listRef, first, last] = useRowWindow(rows.length);
-  const totalMs = Math.max(trace.endMs - trace.startMs, 1e-6);
-  const rootService = trace.roots[0]?.span.service;
-  const toggle = (spanId: string, open?: boolean): void =>
-    setCollapsed((prev) => {
-      const next = new Set(prev);
-      const isOpen = !next.has(spanId);
-      if (open ?? !isOpen) next.delete(spanId);
-      else next.add(spanId);
-      return next;
-    });
-  const selectedIndex = Math.max(
-    0,
-    rows.findIndex((r) => r.span.spanId === selectedSpanId),
+  const fold = (f: Folding): void =>
+    onView({ depth: f.depth, fold: f.fold.length ? [...f.fold] : undefined });
+  const toggle = (node: Node, open?: boolean): void =>
+    fold(toggled(folding, node.span.spanId, node.depth - baseDepth, open));
+  const selectedIndex = useMemo(
+    () =>
+      Math.max(
+        0,
+        rows.findIndex((r) => r.span.spanId === selectedSpanId),
+      ),
+    [rows, selectedSpanId],
   );
   const [cursor, setCursor] = useListNav(
     rows.length,
@@ -83,11 +118,11 @@ export function Waterfall({ trace, selectedSpanId, onSelect, filter, root, onVie
       const row = rows[i];
       if (!row) return false;
       if (e.key === 'ArrowLeft' || e.key === 'h') {
-        if (row.children.length > 0 && !collapsed.has(row.span.spanId)) toggle(row.span.spanId, false);
+        if (row.children.length > 0 && !collapsed.has(row.span.spanId)) toggle(row, false);
         return true;
       }
       if (e.key === 'ArrowRight' || e.key === 'l') {
-        toggle(row.span.spanId, true);
+        toggle(row, true);
         return true;
       }
       if (e.key === 'Escape') {
@@ -101,97 +136,37 @@ export function Waterfall({ trace, selectedSpanId, onSelect, filter, root, onVie
     if (selectedSpanId) setCursor(selectedIndex);
     // Follow the selection (from a link or a click), not the other way round.
   }, [selectedSpanId, selectedIndex, setCursor]);
-  useEffect(() => {
-    // A selected row out of the window (next error, a link) is scrolled to.
-    const i = rows.findIndex((r) => r.span.spanId === selectedSpanId);
-    const top = listRef.current?.getBoundingClientRect().top;
-    if (i < 0 || top === undefined) return;
-    const y = top + i * ROW_HEIGHT;
-    if (y < 0 || y > innerHeight - ROW_HEIGHT) scrollBy({ top: y - innerHeight / 3 });
-  }, [selectedSpanId, rows, listRef]);
+  useScrollToSelected(rows, selectedSpanId, listRef);
   const goToError = (step: 1 | -1): void => {
     const id = nextError(shownRoots, selectedSpanId, step);
     if (!id) return;
-    setCollapsed((prev) => {
-      const next = new Set(prev);
-      for (const a of ancestorsOf(trace.spans, id)) next.delete(a);
-      return next;
-    });
-    onSelect(id);
+    // Its closed ancestors are opened (in the URL with the selection: one history entry).
+    let next = folding;
+    for (const a of ancestorsOf(trace.spans, id)) {
+      const node = rows.find((r) => r.span.spanId === a) ?? findNode(shownRoots, a);
+      if (node && collapsed.has(a)) next = toggled(next, a, node.depth - baseDepth, true);
+    }
+    onView({ spanId: id, depth: next.depth, fold: next.fold.length ? [...next.fold] : undefined });
   };
   const errorCount = useMemo(() => trace.spans.filter((s) => s.status === 'error').length, [trace]);
+  const totalMs = Math.max(trace.endMs - trace.startMs, 1e-6);
   const ticks = niceTicks(totalMs, 5).filter((t) => t <= totalMs * 1.0001);
   const pct = (ms: number): number => Math.min(100, Math.max(0, (ms / totalMs) * 100));
+  const rowContext = useRowContext(trace, segments, baseDepth, rows, setCursor, onSelect, toggle);
 
   return (
     <>
-      <div class="toolbar wf-tools">
-        <input
-          type="search"
-          class="wf-filter"
-          placeholder="filter spans: name, or key=value"
-          data-testid="wf-filter"
-          value={filter ?? ''}
-          onChange={(e) => onView({ filter: (e.target as HTMLInputElement).value || undefined })}
-        />
-        <button
-          type="button"
-          class="btn ghost"
-          data-testid="prev-error"
-          disabled={!errorCount}
-          onClick={() => goToError(-1)}
-        >
-          ↑ error
-        </button>
-        <button
-          type="button"
-          class="btn ghost"
-          data-testid="next-error"
-          disabled={!errorCount}
-          onClick={() => goToError(1)}
-        >
-          ↓ next error
-        </button>
-        <button
-          type="button"
-          class="btn ghost"
-          data-testid="collapse-all"
-          onClick={() => setCollapsed(parentIds(shownRoots))}
-        >
-          Collapse all
-        </button>
-        <button
-          type="button"
-          class="btn ghost"
-          data-testid="expand-all"
-          onClick={() => setCollapsed(new Set())}
-        >
-          Expand all
-        </button>
-        {root ? (
-          <button
-            type="button"
-            class="btn ghost"
-            data-testid="unroot"
-            onClick={() => onView({ root: undefined })}
-          >
-            Whole trace
-          </button>
-        ) : (
-          <button
-            type="button"
-            class="btn ghost"
-            data-testid="reroot"
-            disabled={!selectedSpanId}
-            onClick={() => onView({ root: selectedSpanId, spanId: selectedSpanId })}
-          >
-            Re-root at selected
-          </button>
-        )}
-        <span class="muted small" data-testid="wf-count">
-          {rows.length} of {trace.spans.length} spans
-        </span>
-      </div>
+      <WaterfallTools
+        filter={filter}
+        root={root}
+        selectedSpanId={selectedSpanId}
+        errorCount={errorCount}
+        shown={rows.length}
+        total={trace.spans.length}
+        depth={folding.depth}
+        onView={onView}
+        goToError={goToError}
+      />
       <div class="waterfall" role="tree" aria-label="span waterfall">
         <div class="wf-header">
           <div class="wf-label-col">
@@ -208,118 +183,371 @@ export function Waterfall({ trace, selectedSpanId, onSelect, filter, root, onVie
             ))}
           </div>
         </div>
-        <div ref={listRef}>
+        <div ref={listRef} class="wf-list">
+          {/* The grid lines once for the whole list, not in every row. */}
+          <div class="wf-grid-overlay" aria-hidden="true">
+            <span />
+            <div class="wf-track">
+              {ticks.map((t) => (
+                <span key={t} class="wf-grid" style={{ left: `${pct(t)}%` }} />
+              ))}
+            </div>
+          </div>
           <div style={{ height: `${first * ROW_HEIGHT}px` }} />
-          {rows.slice(first, last).map((node, k) => {
-            const i = first + k;
-            const s = node.span;
-            const left = pct(s.startMs - trace.startMs);
-            const width = Math.max(pct(s.durationMs), 0.15);
-            const onPath = trace.criticalPath.spanIds.has(s.spanId);
-            const isCollapsed = collapsed.has(s.spanId);
-            const rolled = trace.tokens.rolledUp.get(s.spanId);
-            const classes = [
-              'wf-row',
-              s.spanId === selectedSpanId ? 'selected' : '',
-              i === cursor ? 'cursor' : '',
-              s.status === 'error' ? 'error' : '',
-              onPath ? 'critical' : '',
-            ].join(' ');
-            return (
-              <div
-                key={s.spanId}
-                class={classes}
-                role="treeitem"
-                aria-level={node.depth - baseDepth + 1}
-                aria-expanded={node.children.length > 0 ? !isCollapsed : undefined}
-                aria-selected={s.spanId === selectedSpanId}
-                data-testid="waterfall-row"
-                data-row-index={i}
-                data-span-id={s.spanId}
-                data-kind={s.genai.kind}
-                onClick={() => {
-                  setCursor(i);
-                  onSelect(s.spanId);
-                }}
-              >
-                <div
-                  class="wf-label-col"
-                  style={{ paddingLeft: `${8 + Math.min(node.depth - baseDepth, 30) * 16}px` }}
-                >
-                  {node.children.length > 0 ? (
-                    <button
-                      class="caret"
-                      aria-label={isCollapsed ? 'expand' : 'collapse'}
-                      onClick={(e) => {
-                        e.stopPropagation();
-                        toggle(s.spanId);
-                      }}
-                    >
-                      {isCollapsed ? '▸' : '▾'}
-                    </button>
-                  ) : (
-                    <span class="caret-space" />
-                  )}
-                  <KindBadge kind={s.genai.kind} />
-                  <span class="wf-name" title={s.name}>
-                    {s.name}
-                  </span>
-                  {isCollapsed && <span class="muted small">+{countDescendants(node)}</span>}
-                  {s.service !== rootService && <span class="wf-service">{s.service}</span>}
-                  {s.status === 'error' && (
-                    <span class="err-dot" title={s.statusMessage ?? 'error'}>
-                      ●
-                    </span>
-                  )}
-                  {node.orphan &&
-                    (s.kind === 'SERVER' || s.kind === 'CONSUMER' ? (
-                      <span
-                        class="muted small"
-                        title="Continues a trace from an upstream caller whose span is not stored here."
-                      >
-                        continued
-                      </span>
-                    ) : (
-                      <span
-                        class="muted small"
-                        title="The parent span has not arrived (or was not exported)."
-                      >
-                        orphan
-                      </span>
-                    ))}
-                  {rolled && (
-                    <span class="wf-tokens">
-                      <Tokens tokens={rolled} compact />
-                    </span>
-                  )}
-                </div>
-                <div class="wf-track">
-                  {ticks.map((t) => (
-                    <span key={t} class="wf-grid" style={{ left: `${pct(t)}%` }} />
-                  ))}
-                  <div class={`wf-bar kind-${s.genai.kind}`} style={{ left: `${left}%`, width: `${width}%` }}>
-                    {(segments.get(s.spanId) ?? []).map((seg, j) => (
-                      <span
-                        key={j}
-                        class="wf-crit"
-                        style={{
-                          left: `${((seg.startTimeUnixNano - s.startTimeUnixNano) / 1e6 / Math.max(s.durationMs, 1e-9)) * 100}%`,
-                          width: `${((seg.endTimeUnixNano - seg.startTimeUnixNano) / 1e6 / Math.max(s.durationMs, 1e-9)) * 100}%`,
-                        }}
-                      />
-                    ))}
-                  </div>
-                  <span class="wf-duration" style={{ left: `calc(${left + width}% + 6px)` }}>
-                    {formatDuration(s.durationMs)}
-                  </span>
-                </div>
-              </div>
-            );
-          })}
+          {rows.slice(first, last).map((node, k) => (
+            <WaterfallRow
+              key={node.span.spanId}
+              node={node}
+              index={first + k}
+              selected={node.span.spanId === selectedSpanId}
+              isCursor={first + k === cursor}
+              isCollapsed={collapsed.has(node.span.spanId)}
+              ctx={rowContext}
+            />
+          ))}
           <div style={{ height: `${(rows.length - last) * ROW_HEIGHT}px` }} />
         </div>
       </div>
     </>
+  );
+}
+
+type Node = SpanTreeNode<SpanView>;
+
+/** A selected row out of the window (next error, a link) is scrolled to. */
+function useScrollToSelected(
+  rows: readonly Node[],
+  selectedSpanId: string | undefined,
+  listRef: { current: HTMLDivElement | null },
+): void {
+  useEffect(() => {
+    const i = rows.findIndex((r) => r.span.spanId === selectedSpanId);
+    const top = listRef.current?.getBoundingClientRect().top;
+    if (i < 0 || top === undefined) return;
+    const y = top + i * ROW_HEIGHT;
+    if (y < 0 || y > innerHeight - ROW_HEIGHT) scrollBy({ top: y - innerHeight / 3 });
+  }, [selectedSpanId, rows, listRef]);
+}
+
+/**
+ * What every row shares: trace-wide values and callbacks that keep their identity while the
+ * window scrolls, so a row already in the page is not rendered again (WaterfallRow is memo'd).
+ */
+interface RowContext {
+  startMs: number;
+  totalMs: number;
+  rootService: string | undefined;
+  baseDepth: number;
+  criticalIds: ReadonlySet<string>;
+  rolledUp: ReadonlyMap<string, TokenTotals>;
+  segments: ReadonlyMap<string, CriticalSegment[]>;
+  click: (index: number, spanId: string) => void;
+  toggle: (node: Node) => void;
+}
+
+function useRowContext(
+  trace: TraceView,
+  segments: Map<string, CriticalSegment[]>,
+  baseDepth: number,
+  rows: readonly Node[],
+  setCursor: (i: number) => void,
+  onSelect: (spanId: string | undefined) => void,
+  toggle: (node: Node) => void,
+): RowContext {
+  const latest = useRef({ setCursor, onSelect, toggle });
+  latest.current = { setCursor, onSelect, toggle };
+  const click = useCallback((index: number, spanId: string) => {
+    latest.current.setCursor(index);
+    latest.current.onSelect(spanId);
+  }, []);
+  const toggleRow = useCallback((node: Node) => latest.current.toggle(node), []);
+  return useMemo(
+    () => ({
+      startMs: trace.startMs,
+      totalMs: Math.max(trace.endMs - trace.startMs, 1e-6),
+      rootService: trace.roots[0]?.span.service,
+      baseDepth,
+      criticalIds: trace.criticalPath.spanIds,
+      rolledUp: trace.tokens.rolledUp,
+      segments,
+      click,
+      toggle: toggleRow,
+    }),
+    // rows: a new folding or filter re-renders the rows in view (their carets and counts).
+    [trace, segments, baseDepth, rows, click, toggleRow],
+  );
+}
+
+interface RowProps {
+  node: Node;
+  index: number;
+  selected: boolean;
+  isCursor: boolean;
+  isCollapsed: boolean;
+  ctx: RowContext;
+}
+
+/**
+ * A row, rendered again only when one of its props changed (not preact/compat's memo: importing
+ * compat turns every input's onChange into onInput, page-wide).
+ */
+class WaterfallRow extends Component<RowProps> {
+  override shouldComponentUpdate(next: RowProps): boolean {
+    const p = this.props;
+    return (
+      p.node !== next.node ||
+      p.index !== next.index ||
+      p.selected !== next.selected ||
+      p.isCursor !== next.isCursor ||
+      p.isCollapsed !== next.isCollapsed ||
+      p.ctx !== next.ctx
+    );
+  }
+
+  override render() {
+    return <Row {...this.props} />;
+  }
+}
+
+function Row({ node, index, selected, isCursor, isCollapsed, ctx }: RowProps) {
+  const s = node.span;
+  const pct = (ms: number): number => Math.min(100, Math.max(0, (ms / ctx.totalMs) * 100));
+  const left = pct(s.startMs - ctx.startMs);
+  const width = Math.max(pct(s.durationMs), 0.15);
+  const rolled = ctx.rolledUp.get(s.spanId);
+  const classes = [
+    'wf-row',
+    selected ? 'selected' : '',
+    isCursor ? 'cursor' : '',
+    s.status === 'error' ? 'error' : '',
+    ctx.criticalIds.has(s.spanId) ? 'critical' : '',
+  ].join(' ');
+  return (
+    <div
+      class={classes}
+      role="treeitem"
+      aria-level={node.depth - ctx.baseDepth + 1}
+      aria-expanded={node.children.length > 0 ? !isCollapsed : undefined}
+      aria-selected={selected}
+      data-testid="waterfall-row"
+      data-row-index={index}
+      data-span-id={s.spanId}
+      data-kind={s.genai.kind}
+      onClick={() => ctx.click(index, s.spanId)}
+    >
+      <div
+        class="wf-label-col"
+        style={{ paddingLeft: `${8 + Math.min(node.depth - ctx.baseDepth, 30) * 16}px` }}
+      >
+        {node.children.length > 0 ? (
+          <button
+            class="caret"
+            aria-label={isCollapsed ? 'expand' : 'collapse'}
+            onClick={(e) => {
+              e.stopPropagation();
+              ctx.toggle(node);
+            }}
+          >
+            {isCollapsed ? '▸' : '▾'}
+          </button>
+        ) : (
+          <span class="caret-space" />
+        )}
+        <KindBadge kind={s.genai.kind} />
+        <span class="wf-name" title={s.name}>
+          {s.name}
+        </span>
+        {isCollapsed && <span class="muted small">+{countDescendants(node)}</span>}
+        {s.service !== ctx.rootService && <span class="wf-service">{s.service}</span>}
+        {s.status === 'error' && (
+          <span class="err-dot" title={s.statusMessage ?? 'error'}>
+            ●
+          </span>
+        )}
+        {node.orphan && <OrphanNote kind={s.kind} />}
+        {rolled && (
+          <span class="wf-tokens">
+            <Tokens tokens={rolled} compact />
+          </span>
+        )}
+      </div>
+      <div class="wf-track">
+        <div class={`wf-bar kind-${s.genai.kind}`} style={{ left: `${left}%`, width: `${width}%` }}>
+          {(ctx.segments.get(s.spanId) ?? []).map((seg, j) => (
+            <span
+              key={j}
+              class="wf-crit"
+              style={{
+                left: `${((seg.startTimeUnixNano - s.startTimeUnixNano) / 1e6 / Math.max(s.durationMs, 1e-9)) * 100}%`,
+                width: `${((seg.endTimeUnixNano - seg.startTimeUnixNano) / 1e6 / Math.max(s.durationMs, 1e-9)) * 100}%`,
+              }}
+            />
+          ))}
+        </div>
+        <span class="wf-duration" style={{ left: `calc(${left + width}% + 6px)` }}>
+          {formatDuration(s.durationMs)}
+        </span>
+      </div>
+    </div>
+  );
+}
+
+function OrphanNote({ kind }: { kind: string }) {
+  return kind === 'SERVER' || kind === 'CONSUMER' ? (
+    <span
+      class="muted small"
+      title="Continues a trace from an upstream caller whose span is not stored here."
+    >
+      continued
+    </span>
+  ) : (
+    <span class="muted small" title="The parent span has not arrived (or was not exported).">
+      orphan
+    </span>
+  );
+}
+
+const DEPTHS = [1, 2, 3, 4, 5];
+/** A pause in typing this long puts the filter in the URL (Enter does at once). */
+const FILTER_PAUSE_MS = 400;
+
+/**
+ * The filter box. What is typed is its own state until it goes to the URL (a pause, Enter or
+ * leaving the box): the waterfall renders again as it scrolls or as a trace streams in, and a box
+ * bound to the URL's filter lost what was typed since at each of those.
+ */
+function FilterBox({
+  filter,
+  onFilter,
+}: {
+  filter: string | undefined;
+  onFilter: (f: string | undefined) => void;
+}) {
+  const [draft, setDraft] = useState(filter ?? '');
+  // The box follows the URL when it changes elsewhere (a link, back), not the echo of its own
+  // commit (typing may have gone on meanwhile).
+  const committed = useRef(filter);
+  useEffect(() => {
+    if (filter !== committed.current) setDraft(filter ?? '');
+    committed.current = filter;
+  }, [filter]);
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const commit = (value: string): void => {
+    clearTimeout(timer.current);
+    if ((value || undefined) === filter) return;
+    committed.current = value || undefined;
+    onFilter(value || undefined);
+  };
+  useEffect(() => () => clearTimeout(timer.current), []);
+  return (
+    <input
+      type="search"
+      class="wf-filter"
+      placeholder="filter spans: name, or key=value"
+      data-testid="wf-filter"
+      value={draft}
+      onInput={(e) => {
+        const value = (e.target as HTMLInputElement).value;
+        setDraft(value);
+        clearTimeout(timer.current);
+        timer.current = setTimeout(() => commit(value), FILTER_PAUSE_MS);
+      }}
+      onChange={(e) => commit((e.target as HTMLInputElement).value)}
+    />
+  );
+}
+
+/** The toolbar: filter, next / previous error, folding, re-root, and the row count. */
+function WaterfallTools(props: {
+  filter: string | undefined;
+  root: string | undefined;
+  selectedSpanId: string | undefined;
+  errorCount: number;
+  shown: number;
+  total: number;
+  depth: number | undefined;
+  onView: (view: WaterfallViewChange) => void;
+  goToError: (step: 1 | -1) => void;
+}) {
+  const { filter, root, selectedSpanId, errorCount, onView, goToError } = props;
+  return (
+    <div class="toolbar wf-tools">
+      <FilterBox filter={filter} onFilter={(f) => onView({ filter: f })} />
+      <button
+        type="button"
+        class="btn ghost"
+        data-testid="prev-error"
+        disabled={!errorCount}
+        onClick={() => goToError(-1)}
+      >
+        ↑ error
+      </button>
+      <button
+        type="button"
+        class="btn ghost"
+        data-testid="next-error"
+        disabled={!errorCount}
+        onClick={() => goToError(1)}
+      >
+        ↓ next error
+      </button>
+      <button
+        type="button"
+        class="btn ghost"
+        data-testid="collapse-all"
+        onClick={() => onView({ depth: 0, fold: undefined })}
+      >
+        Collapse all
+      </button>
+      <select
+        class="wf-depth"
+        data-testid="wf-depth"
+        aria-label="expand to depth"
+        value={props.depth === undefined || props.depth === 0 ? '' : String(props.depth)}
+        onChange={(e) => {
+          const v = (e.target as HTMLSelectElement).value;
+          onView({ depth: v ? Number(v) : undefined, fold: undefined });
+        }}
+      >
+        <option value="">expand to depth…</option>
+        {DEPTHS.map((d) => (
+          <option key={d} value={String(d)}>
+            depth {d}
+          </option>
+        ))}
+      </select>
+      <button
+        type="button"
+        class="btn ghost"
+        data-testid="expand-all"
+        onClick={() => onView({ depth: undefined, fold: undefined })}
+      >
+        Expand all
+      </button>
+      {root ? (
+        <button
+          type="button"
+          class="btn ghost"
+          data-testid="unroot"
+          onClick={() => onView({ root: undefined })}
+        >
+          Whole trace
+        </button>
+      ) : (
+        <button
+          type="button"
+          class="btn ghost"
+          data-testid="reroot"
+          disabled={!selectedSpanId}
+          onClick={() => onView({ root: selectedSpanId, spanId: selectedSpanId })}
+        >
+          Re-root at selected
+        </button>
+      )}
+      <span class="muted small" data-testid="wf-count">
+        {props.shown} of {props.total} spans
+      </span>
+    </div>
   );
 }
 

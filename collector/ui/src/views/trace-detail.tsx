@@ -1,37 +1,58 @@
 /** One trace: summary, waterfall with critical path, span panel. */
-import { getTrace } from '../api.js';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { Cost, ErrorBox, Loading, Section, StatusPill, Tokens } from '../components/common.js';
 import { ReplayButton } from '../components/replay-button.js';
 import { LogList, SpanPanel } from '../components/span-panel.js';
-import { Waterfall } from '../components/waterfall.js';
+import { Waterfall, type WaterfallViewChange } from '../components/waterfall.js';
 import { formatClock, formatDateTime, formatDuration } from '../format.js';
 import { tokensByModel } from '../../../src/trace-model/index.js';
-import { navigate, useAsync, useLiveSpans, usePrices } from '../hooks.js';
-import { routeHref } from '../router.js';
+import { navigate, useLiveSpans, usePrices } from '../hooks.js';
+import { routeHref, type TraceRoute } from '../router.js';
+import { streamTrace } from '../trace-stream.js';
+import type { TraceView } from '../view-types.js';
 import { Card } from './sessions.js';
 
-export function TraceDetailView({
-  traceId,
-  spanId,
-  filter,
-  root,
-}: {
-  traceId: string;
-  spanId?: string;
-  filter?: string;
-  root?: string;
-}) {
-  const state = useAsync(() => getTrace(traceId), [traceId]);
+/**
+ * The trace as it streams in (trace-stream.ts): the first records paint at once, the rest fill in
+ * (`done` once every record is in). A reload (new spans of the trace arrived live) keeps showing
+ * the trace it has until the new one is whole.
+ */
+function useStreamedTrace(traceId: string): {
+  trace?: TraceView;
+  done: boolean;
+  error?: Error;
+  reload: () => void;
+} {
+  const [state, setState] = useState<{ trace?: TraceView; done: boolean; error?: Error }>({ done: false });
+  const [generation, setGeneration] = useState(0);
+  useEffect(() => {
+    const abort = new AbortController();
+    streamTrace(
+      traceId,
+      (trace, done) => setState((prev) => (done || generation === 0 ? { trace, done } : prev)),
+      abort.signal,
+    ).catch((error: unknown) => {
+      if (!abort.signal.aborted)
+        setState({ done: true, error: error instanceof Error ? error : new Error(String(error)) });
+    });
+    return () => abort.abort();
+  }, [traceId, generation]);
+  return { ...state, reload: () => setGeneration((g) => g + 1) };
+}
+
+export function TraceDetailView({ traceId, spanId, filter, root, depth, fold }: Omit<TraceRoute, 'view'>) {
+  const state = useStreamedTrace(traceId);
   useLiveSpans((spans) => {
-    if (spans.some((s) => s.traceId === traceId)) state.reload();
+    if (state.done && spans.some((s) => s.traceId === traceId)) state.reload();
   }, 500);
   const prices = usePrices();
+  const folding = useMemo(() => ({ depth, fold: fold ?? [] }), [depth, fold?.join(',')]);
   if (state.error) return <ErrorBox error={state.error} retry={state.reload} />;
-  if (!state.data) return <Loading what="trace" />;
-  const trace = state.data;
+  if (!state.trace) return <Loading what="trace" />;
+  const trace = state.trace;
   const selected = spanId ? trace.spans.find((s) => s.spanId === spanId) : undefined;
-  const go = (next: { spanId?: string; filter?: string; root?: string }): void =>
-    navigate(routeHref({ view: 'trace', traceId, spanId, filter, root, ...next }));
+  const go = (next: WaterfallViewChange): void =>
+    navigate(routeHref({ view: 'trace', traceId, spanId, filter, root, depth, fold, ...next }));
   const select = (id: string | undefined): void => go({ spanId: id });
   const rootSpan = trace.roots[0]?.span;
   const criticalMs = trace.criticalPath.segments.reduce(
@@ -58,7 +79,18 @@ export function TraceDetailView({
       </h1>
       <div class="summary-cards">
         <Card label="duration" value={formatDuration(trace.endMs - trace.startMs)} />
-        <Card label="spans" value={trace.spans.length} />
+        <Card
+          label="spans"
+          value={
+            state.done ? (
+              trace.spans.length
+            ) : (
+              <span data-testid="trace-loading" title="The rest of the trace is arriving.">
+                {trace.spans.length}…
+              </span>
+            )
+          }
+        />
         <Card label="critical path" value={formatDuration(criticalMs)} />
         <Card label="tokens in / out" value={<Tokens tokens={trace.tokens.total} />} />
         <Card
@@ -104,6 +136,7 @@ export function TraceDetailView({
           onSelect={select}
           filter={filter}
           root={root}
+          folding={folding}
           onView={go}
         />
         {selected && (
