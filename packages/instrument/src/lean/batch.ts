@@ -1,5 +1,5 @@
-import { diag } from '@opentelemetry/api';
-import type { ExportResult } from '@opentelemetry/core';
+import { context, diag } from '@opentelemetry/api';
+import { type ExportResult, suppressTracing } from '@opentelemetry/core';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { BatchConfig } from '../config.js';
 
@@ -94,12 +94,15 @@ export class LeanBatch<T extends Batched = ReadableSpan> {
       }, this.config.exportTimeoutMs);
       timer.unref();
       try {
-        this.exporter.export(batch, (result) => {
-          clearTimeout(timer);
-          if (result.error !== undefined || result.code !== 0)
-            diag.warn(`${this.what} export failed`, result.error);
-          resolve();
-        });
+        // The export's own HTTP request is not traced (the SDK's rule), or it would export itself.
+        context.with(suppressTracing(context.active()), () =>
+          this.exporter.export(batch, (result) => {
+            clearTimeout(timer);
+            if (result.error !== undefined || result.code !== 0)
+              diag.warn(`${this.what} export failed`, result.error);
+            resolve();
+          }),
+        );
       } catch (error) {
         clearTimeout(timer);
         diag.warn(`${this.what} export failed`, error);

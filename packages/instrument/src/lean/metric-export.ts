@@ -1,5 +1,5 @@
-import { type HrTime, diag } from '@opentelemetry/api';
-import { millisToHrTime } from '@opentelemetry/core';
+import { type HrTime, context, diag } from '@opentelemetry/api';
+import { millisToHrTime, suppressTracing } from '@opentelemetry/core';
 import type { PushMetricExporter, ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { LeanMeterProvider } from './meter.js';
 
@@ -73,11 +73,14 @@ export class LeanMetricExport {
         resolve();
       }, this.options.timeoutMs);
       timer.unref();
-      this.exporter.export(metrics, (result) => {
-        clearTimeout(timer);
-        if (result.code !== 0) diag.error('metrics export failed', result.error);
-        resolve();
-      });
+      // The export's own HTTP request is not traced (the SDK's rule).
+      context.with(suppressTracing(context.active()), () =>
+        this.exporter.export(metrics, (result) => {
+          clearTimeout(timer);
+          if (result.code !== 0) diag.error('metrics export failed', result.error);
+          resolve();
+        }),
+      );
     });
   }
 }
