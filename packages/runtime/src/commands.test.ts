@@ -57,6 +57,20 @@ describe('InvokeAgentRuntimeCommand through the AWS SDK', () => {
     expect((await invokeJson(rt.data, arn, sid, {})).count).toBe(2);
   });
 
+  it('kills what a timed-out command started, in its sandbox or pod (not only its stream)', async () => {
+    const sid = sessionId('cmd-killed');
+    await invokeJson(rt.data, arn, sid, {});
+    const late = await run(
+      sid,
+      '(sleep 2; echo late > "$TMPDIR/late") & sleep 2; echo late > "$TMPDIR/late2"',
+      1,
+    );
+    expect(late.stop).toEqual({ exitCode: 137, status: 'TIMED_OUT' });
+    await new Promise((r) => setTimeout(r, 2500));
+    const left = await run(sid, 'ls "$TMPDIR" | grep late || echo none');
+    expect(left.stdout).toBe('none\n');
+  });
+
   it('keeps no listener per command: 50 commands on one session leave the worker as they found it', async () => {
     const sid = sessionId('cmd-many');
     await invokeJson(rt.data, arn, sid, {});

@@ -1,9 +1,10 @@
-import { type ChildProcess } from 'node:child_process';
 import { type ServerResponse } from 'node:http';
+import { type Readable } from 'node:stream';
 import { EventStreamCodec } from '@smithy/core/event-streams';
 import { fromUtf8, toUtf8 } from '@smithy/core/serde';
 import { validationError } from '../errors.js';
 import { removeWhenEmpty } from '../sessions/cgroups.js';
+import { type CommandRun, type CommandSpawn } from '../sessions/backend.js';
 import { spawnHelper } from '../sessions/helpers.js';
 import { type Session, type SessionManager } from '../sessions/session-manager.js';
 
@@ -77,23 +78,20 @@ export function runCommand(
   request: CommandRequest,
   res: ServerResponse,
 ): Promise<void> {
-  const { argv, cwd, env, cgroup } = sessions.commandSpawn(session, ['bash', '-c', request.command]);
+  const spawn = sessions.commandSpawn(session, ['bash', '-c', request.command], request.timeoutS);
+  const { cgroup } = spawn;
   return new Promise<void>((resolve) => {
-    const child = spawnHelper(argv, { cwd, tenantEnv: env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const command = start(spawn);
     const write = (frame: Uint8Array) => {
       if (!res.writableEnded && !res.destroyed) return res.write(frame);
       return true;
     };
     const killAll = () => {
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // the group is already gone
-      }
+      command.kill();
       cgroup?.killAll();
     };
     write(chunkEvent({ contentStart: {} }));
-    streamOutput(child, res, write);
+    streamOutput([command.stdout, command.stderr], res, write);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -116,14 +114,43 @@ export function runCommand(
       res.end();
       resolve();
     };
-    child.on('error', (error) =>
-      end(exceptionEvent('runtimeClientError', `The command could not start: ${error.message}`)),
+    command.exitCode.then(
+      (exitCode) =>
+        end(chunkEvent({ contentStop: { exitCode, status: timedOut ? 'TIMED_OUT' : 'COMPLETED' } })),
+      (error: unknown) =>
+        end(exceptionEvent('runtimeClientError', `The command could not start: ${(error as Error).message}`)),
     );
-    child.on('close', (code, signal) => {
-      const exitCode = code ?? 128 + (signal ? (SIGNAL_NUMBERS[signal] ?? 1) : 1);
-      end(chunkEvent({ contentStop: { exitCode, status: timedOut ? 'TIMED_OUT' : 'COMPLETED' } }));
-    });
   });
+}
+
+/**
+ * The command running: by its backend (pods/exec), or as a helper process in its own process group,
+ * whose every process `kill()` SIGKILLs.
+ */
+function start(spawn: CommandSpawn): CommandRun {
+  if (spawn.run) return spawn.run();
+  const child = spawnHelper(spawn.argv, {
+    cwd: spawn.cwd,
+    tenantEnv: spawn.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return {
+    stdout: child.stdout!,
+    stderr: child.stderr!,
+    exitCode: new Promise((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', (code, signal) =>
+        resolve(code ?? 128 + (signal ? (SIGNAL_NUMBERS[signal] ?? 1) : 1)),
+      );
+    }),
+    kill() {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // the group is already gone
+      }
+    },
+  };
 }
 
 /**
@@ -131,19 +158,22 @@ export function runCommand(
  * socket buffer is full, both pipes pause until it drains: the command then blocks on its own
  * writes instead of the runtime holding its output.
  */
-function streamOutput(child: ChildProcess, res: ServerResponse, write: (frame: Uint8Array) => boolean): void {
-  const pipes = [child.stdout, child.stderr].filter((p) => p !== null);
+function streamOutput(
+  pipes: [Readable, Readable],
+  res: ServerResponse,
+  write: (frame: Uint8Array) => boolean,
+): void {
   let waiting = false;
   const resume = () => {
     waiting = false;
     for (const pipe of pipes) pipe.resume();
   };
   for (const [stream, pipe] of [
-    ['stdout', child.stdout],
-    ['stderr', child.stderr],
+    ['stdout', pipes[0]],
+    ['stderr', pipes[1]],
   ] as const) {
-    pipe?.setEncoding('utf8');
-    pipe?.on('data', (text: string) => {
+    pipe.setEncoding('utf8');
+    pipe.on('data', (text: string) => {
       let flowing = true;
       for (let i = 0; i < text.length; i += MAX_EVENT_CHARS)
         flowing =

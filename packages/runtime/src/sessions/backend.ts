@@ -1,3 +1,4 @@
+import { type Readable } from 'node:stream';
 import { type RuntimeRecord, type VersionRecord } from '../control/store.js';
 import { type Logger } from '../logger.js';
 import { type LaunchSpec } from './artifact.js';
@@ -10,7 +11,17 @@ export interface SessionTarget {
   version: VersionRecord;
 }
 
-/** A command wrapped in a session's isolation, ready for `spawnHelper`. */
+/** A command a backend runs itself, without a helper process (pods/exec from the runtime). */
+export interface CommandRun {
+  stdout: Readable;
+  stderr: Readable;
+  /** Resolves with its exit code (128 + the signal's number when killed); rejects if it could not start. */
+  exitCode: Promise<number>;
+  /** Ends it at once. */
+  kill(): void;
+}
+
+/** A command wrapped in a session's isolation, ready for `spawnHelper` (or run by its backend: `run`). */
 export interface CommandSpawn {
   /** Helpers by absolute path, ending with the shell that takes `env` from ENV_FD. */
   argv: string[];
@@ -19,6 +30,8 @@ export interface CommandSpawn {
   env: Record<string, string>;
   /** The command's own cgroup inside the session's (joined before anything runs); none without cgroups. */
   cgroup: CommandCgroup | undefined;
+  /** Set when the backend runs it itself; `argv` is then what it runs, for the record. */
+  run?: (() => CommandRun) | undefined;
 }
 
 /** One session's worker to start, as the lifecycle above the backends decided it. */
@@ -47,8 +60,11 @@ export interface WorkerRequest {
 /** A started (not yet ready) worker and how to run commands beside it. */
 export interface StartedWorker {
   worker: Worker;
-  /** InvokeAgentRuntimeCommand: `argv` in the worker's session, as its user, with its environment. */
-  exec(argv: string[]): CommandSpawn;
+  /**
+   * InvokeAgentRuntimeCommand: `argv` in the worker's session, as its user, with its environment.
+   * `timeoutS`: where a backend cannot kill what the command started itself, it has it killed then.
+   */
+  exec(argv: string[], timeoutS?: number): CommandSpawn;
   /** Called once the worker answered its first probe. */
   seal?: (() => void) | undefined;
 }

@@ -91,7 +91,7 @@ export interface SessionManager {
    * How to spawn a one-shot command inside a session's sandbox: the same isolation wrapper, working
    * directory, environment and private session dir its worker got.
    */
-  commandSpawn(session: Session, argv: string[]): CommandSpawn;
+  commandSpawn(session: Session, argv: string[], timeoutS?: number): CommandSpawn;
   close(): Promise<void>;
 }
 
@@ -131,7 +131,7 @@ export function createSessionManager({
 }: SessionManagerOptions): SessionManager {
   const sessions = new Map<string, Session>();
   /** How to run a command beside each live worker (its backend's exec). */
-  const execs = new WeakMap<Worker, (argv: string[]) => CommandSpawn>();
+  const execs = new WeakMap<Worker, (argv: string[], timeoutS?: number) => CommandSpawn>();
   const backends = {
     docker: createDockerBackend(),
     // Rootful podman: its session containers get egress rules and a relay bridged in from outside.
@@ -671,11 +671,11 @@ export function createSessionManager({
     list: () => [...sessions.values()],
     get: lookup,
     warmCount: (runtimeId) => pool.count(runtimeId),
-    commandSpawn(session, argv) {
+    commandSpawn(session, argv, timeoutS) {
       const exec = session.worker && execs.get(session.worker);
       if (!exec)
         throw notFound(`Session ${session.sessionId} has no running worker on runtime ${session.runtimeId}`);
-      return exec(argv);
+      return exec(argv, timeoutS);
     },
     async close() {
       closing = true;

@@ -4,8 +4,6 @@
 // session's by a label patch that carries the resourceVersion it was read at: of two runtime
 // replicas claiming it, one gets a 409 and starts another.
 import { randomBytes } from 'node:crypto';
-import { dirname, join, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, PatchStrategy, type V1Pod, setHeaderOptions } from '@kubernetes/client-node';
 import { type RuntimeConfig } from '../../../config.js';
 import { type Logger } from '../../../logger.js';
@@ -18,6 +16,7 @@ import {
 import { containerEnv } from '../../container-env.js';
 import { BackendUnavailableError, WorkerStartError } from '../../worker.js';
 import { type PodCache, createPodCache, isReady } from './pod-cache.js';
+import { podExec, underTimeout } from './pod-exec.js';
 import {
   ANNOTATIONS,
   LABELS,
@@ -50,25 +49,14 @@ export interface KubernetesBackend extends SessionBackend {
 }
 
 /** The configured kubeconfig (KUBECONFIG), else the in-cluster service account. */
-function loadKubeConfig(config: Readonly<RuntimeConfig>): { kc: KubeConfig; source: string } {
+function loadKubeConfig(config: Readonly<RuntimeConfig>): KubeConfig {
   const kc = new KubeConfig();
   const file = config.kubeconfig || process.env.KUBECONFIG;
-  if (file) {
-    kc.loadFromFile(file);
-    return { kc, source: file };
-  }
-  kc.loadFromCluster();
-  const host = process.env.KUBERNETES_SERVICE_HOST ?? '';
-  return { kc, source: `in-cluster:${host}:${process.env.KUBERNETES_SERVICE_PORT ?? '443'}` };
+  if (file) kc.loadFromFile(file);
+  else kc.loadFromCluster();
+  return kc;
 }
 
-/** kube-exec.js beside this file once built; run from source (tests), the built one in dist/. */
-const EXEC_HELPER = ((): string => {
-  const here = fileURLToPath(import.meta.url);
-  if (!here.endsWith('.ts')) return join(dirname(here), 'kube-exec.js');
-  const at = here.lastIndexOf(`${sep}src${sep}`);
-  return join(dirname(`${here.slice(0, at)}${sep}dist${sep}${here.slice(at + 5)}`), 'kube-exec.js');
-})();
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /** A kube API error as a start failure that says what the cluster answered. */
@@ -88,7 +76,7 @@ function apiFailure(what: string, error: unknown): WorkerStartError {
 }
 
 export function createKubernetesBackend(config: Readonly<RuntimeConfig>, logger: Logger): KubernetesBackend {
-  const { kc, source } = loadKubeConfig(config);
+  const kc = loadKubeConfig(config);
   const core = kc.makeApiClient(CoreV1Api);
   const settings: PodSettings = podSettingsOf(config, {
     namespace: config.kubernetesNamespace,
@@ -134,12 +122,11 @@ export function createKubernetesBackend(config: Readonly<RuntimeConfig>, logger:
 
   const exec =
     (name: string) =>
-    (argv: string[]): CommandSpawn => ({
-      argv: [process.execPath, EXEC_HELPER, source, settings.namespace, name, 'agent', ...argv],
-      cwd: '/',
-      env: {},
-      cgroup: undefined,
-    });
+    (argv: string[], timeoutS?: number): CommandSpawn => {
+      const command = underTimeout(argv, timeoutS);
+      const target = { kubeConfig: kc, namespace: settings.namespace, pod: name, container: 'agent' };
+      return { argv: command, cwd: '/', env: {}, cgroup: undefined, run: () => podExec(target, command) };
+    };
 
   const workerOf = (name: string, healthCheck: 'ping' | 'connect', podLogger?: Logger) =>
     new PodWorker({
