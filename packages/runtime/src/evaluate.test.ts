@@ -199,6 +199,28 @@ describe('Evaluate through the AWS SDK EvaluateCommand', () => {
       }),
     );
     expect(badRef.fieldList?.[0]?.name).toBe('evaluationReferenceInputs[0].context.spanContext.sessionId');
+    const tooMany = Array.from({ length: 1001 }, (_, i) => ({
+      ...spans[0]!,
+      spanId: i.toString(16).padStart(16, '0'),
+    }));
+    const over = await validationOf(
+      rt,
+      input('Builtin.Helpfulness', { evaluationInput: { sessionSpans: tooMany as never } }),
+    );
+    expect([over.fieldList?.[0]?.name, over.message]).toEqual([
+      'evaluationInput.sessionSpans',
+      'evaluationInput.sessionSpans: must hold 1 to 1000 documents; it holds 1001',
+    ]);
+    const malformed = await fetch(`${rt.server.url}/evaluations/evaluate/Builtin.Helpfulness`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"evaluationInput": {"sessionSpans": [',
+    });
+    expect([malformed.status, malformed.headers.get('x-amzn-errortype')]).toEqual([
+      400,
+      'ValidationException',
+    ]);
+    expect(((await malformed.json()) as { fieldList: { name: string }[] }).fieldList[0]!.name).toBe('body');
   });
 });
 
