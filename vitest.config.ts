@@ -120,7 +120,8 @@ const CLICKHOUSE_PASS = [
 const CLICKHOUSE_SETUP = ['collector/src/test-store-clickhouse.setup.ts'];
 
 // The AWS-SDK session and command suites once more with AGENTRT_SESSIONS=kubernetes: every session a pod on a
-// test API server, run by a test kubelet (packages/runtime/src/test-support/k8s).
+// test API server, run by a test kubelet (packages/runtime/src/test-support/k8s) — in both of the
+// backend's modes: `pods`, and `agent-sandbox` (SandboxClaims reconciled by the test controller).
 const KUBERNETES_PASS = ['packages/runtime/src/sessions.test.ts', 'packages/runtime/src/commands.test.ts'];
 const KUBERNETES_SETUP = ['packages/runtime/src/test-support/k8s/kubernetes-sessions.setup.ts'];
 
@@ -128,7 +129,13 @@ type Group = 'side by side' | 'browser' | 'alone';
 const GROUP_ORDER: Record<Group, number> = { 'side by side': 0, browser: 1, alone: 2 };
 
 /** A project of `include`'s files that belong to `group` (browser: the UI tests); groups run in turn. */
-function project(name: string, include: string[], group: Group, setupFiles: string[] = []) {
+function project(
+  name: string,
+  include: string[],
+  group: Group,
+  setupFiles: string[] = [],
+  env: Record<string, string> = {},
+) {
   const files =
     group === 'alone' ? include.filter((f) => ALONE.includes(f)) : group === 'browser' ? BROWSER : include;
   return {
@@ -137,6 +144,7 @@ function project(name: string, include: string[], group: Group, setupFiles: stri
       include: files,
       exclude: [...configDefaults.exclude, ...(group === 'side by side' ? [...ALONE, ...BROWSER] : [])],
       setupFiles,
+      env,
       sequence: { groupOrder: GROUP_ORDER[group] },
       ...(group === 'alone' ? { fileParallelism: false } : {}),
     },
@@ -173,6 +181,9 @@ export default defineConfig(({ mode }) => {
             project('browser', EVERY_TEST, 'browser'),
             project('sqlite (alone)', ALONE, 'alone'),
             project('kubernetes', KUBERNETES_PASS, 'side by side', KUBERNETES_SETUP),
+            project('kubernetes (agent-sandbox)', KUBERNETES_PASS, 'side by side', KUBERNETES_SETUP, {
+              AGENTRT_K8S_MODE: 'agent-sandbox',
+            }),
             ...(clickHousePass
               ? [
                   project('clickhouse', CLICKHOUSE_PASS, 'side by side', CLICKHOUSE_SETUP),

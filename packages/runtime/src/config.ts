@@ -70,6 +70,12 @@ export interface RuntimeServerOptions {
    * session, through KUBECONFIG or the in-cluster service account).
    */
   sessions?: 'local' | 'kubernetes';
+  /**
+   * How the kubernetes backend makes sessions: `pods` (default: its own pods and warm pods, any
+   * cluster) or `agent-sandbox` (a SandboxClaim per session against a SandboxTemplate and
+   * SandboxWarmPool per version, for clusters running kubernetes-sigs/agent-sandbox's controller).
+   */
+  kubernetesMode?: 'pods' | 'agent-sandbox';
   /** The RuntimeClass of session pods (`gvisor`, `kata`); blank: the cluster's default runtime. */
   kubernetesRuntimeClass?: string;
   /**
@@ -278,6 +284,9 @@ export function resolveRuntimeConfig(
     kubeconfig: options.kubeconfig ?? str('KUBECONFIG') ?? '',
     kubernetesRuntimeClass: options.kubernetesRuntimeClass ?? str('AGENTRT_K8S_RUNTIME_CLASS') ?? '',
     kubernetesHoldMs: options.kubernetesHoldMs ?? int('AGENTRT_K8S_HOLD_MS', 30_000, 1),
+    kubernetesMode:
+      options.kubernetesMode ??
+      oneOf<'pods' | 'agent-sandbox'>('AGENTRT_K8S_MODE', ['pods', 'agent-sandbox'], 'pods'),
     replicaName,
     leaseSeconds: options.leaseSeconds ?? int('AGENTRT_K8S_LEASE_S', 15, 1),
     onlineEvaluationIntervalMs:

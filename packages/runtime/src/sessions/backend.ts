@@ -82,6 +82,19 @@ export interface SessionBackend {
   start(request: WorkerRequest): Promise<StartedWorker>;
 }
 
+/**
+ * A warm pool its cluster keeps (agent-sandbox's SandboxWarmPool: the controller makes the warm
+ * sandboxes, a session's claim adopts one). The session manager only sizes it from its demand.
+ */
+export interface ClusterWarmPool {
+  /** Makes the version's pool (and what it needs) on first use and sets its size. */
+  resize(target: SessionTarget, replicas: number, worker: Pick<WorkerRequest, 'env' | 'healthCheck'>): void;
+  /** Deletes the runtime's pools, but the one of version `keep`. */
+  drop(runtimeId: string, keep?: number): Promise<void>;
+  /** Ready, unclaimed warm sandboxes of the runtime's pools (all runtimes: undefined). */
+  count(runtimeId?: string): number;
+}
+
 /** The `mountPath` of the version's sessionStorage filesystem, if it has one. */
 export function sessionStorageMount(target: SessionTarget): string | undefined {
   for (const entry of target.version.config.filesystemConfigurations ?? []) {

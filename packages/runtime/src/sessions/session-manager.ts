@@ -118,6 +118,26 @@ const WORKER_RUNTIME_VARIABLES = [
   'AWS_SESSION_TOKEN',
 ];
 
+/** How a version's pods are launched: its image, as the cluster pulls it. */
+const IMAGE_LAUNCH = (target: SessionTarget): LaunchSpec => ({
+  kind: 'image',
+  image: target.version.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '',
+  engine: 'podman',
+});
+
+/** `/ping` for HTTP, A2A and AG-UI workers; a TCP connect for MCP ones. */
+const healthCheckOf = (target: SessionTarget): 'ping' | 'connect' =>
+  target.version.config.protocolConfiguration?.serverProtocol === 'MCP' ? 'connect' : 'ping';
+
+/**
+ * What a start span says of a worker whose cluster decided how it launched (agent-sandbox: the
+ * claim adopted a warm-pool sandbox or made one): its pod and launch type, once known.
+ */
+function launchAttributes(worker: Worker | undefined): Record<string, string> {
+  const launched = worker?.launchType?.();
+  return launched && worker?.podName ? { 'k8s.pod.name': worker.podName, launch_type: launched } : {};
+}
+
 /** What a start span says of its worker: its pid, or its pod. */
 function workerAttributes(worker: Worker): Record<string, string | number> {
   return worker.podName ? { 'k8s.pod.name': worker.podName } : { 'process.pid': worker.pid };
@@ -292,7 +312,7 @@ export function createSessionManager({
       target.version.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
     // A pod runs the version's image as the cluster pulls it: nothing is resolved on this host.
     const launch: LaunchSpec = kubernetes
-      ? { kind: 'image', image: containerUri, engine: 'podman' }
+      ? IMAGE_LAUNCH(target)
       : await launchOf(containerUri, target.version.artifact, pinOptionsOf(config));
     await swept;
     const id = randomUUID();
@@ -309,7 +329,7 @@ export function createSessionManager({
       sessionDir,
       sessionId,
       servedSession: () => servedSession,
-      healthCheck: target.version.config.protocolConfiguration?.serverProtocol === 'MCP' ? 'connect' : 'ping',
+      healthCheck: healthCheckOf(target),
       logger: logger.child({
         runtimeId: target.runtime.id,
         runtimeArn: target.runtime.arn,
@@ -389,6 +409,13 @@ export function createSessionManager({
     );
   };
 
+  /** What a version's pods get of the session manager (env, probe) for a cluster's warm pool template. */
+  const podWorkerRequest = (target: SessionTarget) => ({
+    env: (port: number, relayed: boolean) =>
+      workerEnv(target, IMAGE_LAUNCH(target), port, sessionsRoot, relayed),
+    healthCheck: healthCheckOf(target),
+  });
+
   const pool = createWarmPool({
     floor: config.warmPoolSize,
     cap: config.warmPoolMax,
@@ -397,6 +424,11 @@ export function createSessionManager({
     closing: () => closing,
     start: (target, onWorker) =>
       withStartSlot(() => startReady(target, { pool: 'warm' }, undefined, onWorker).then(() => undefined)),
+    cluster: kubernetes?.clusterPool && {
+      pool: kubernetes.clusterPool,
+      resize: (target, replicas) =>
+        kubernetes.clusterPool?.resize(target, replicas, podWorkerRequest(target)),
+    },
   });
 
   /**
@@ -591,11 +623,12 @@ export function createSessionManager({
               phase?.('spawn', spawnMs, readyMs, {
                 ...workerAttributes(worker),
                 'agentrt.isolation': kubernetes ? 'kubernetes' : isolation.mode,
-                launch_type: 'cold',
+                ...(worker.launchType ? {} : { launch_type: 'cold' }),
               });
             });
+            session.warm = session.worker?.launchType?.() === 'warm';
           } finally {
-            phase?.('readiness', readyMs, Date.now());
+            phase?.('readiness', readyMs, Date.now(), launchAttributes(session.worker));
           }
         });
         if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');

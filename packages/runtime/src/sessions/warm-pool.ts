@@ -1,5 +1,5 @@
 import { type Logger } from '../logger.js';
-import { type SessionTarget, sessionStorageMount } from './backend.js';
+import { type ClusterWarmPool, type SessionTarget, sessionStorageMount } from './backend.js';
 import { DEMAND_WINDOW_MS, createWarmDemand } from './warm-demand.js';
 import { type Worker } from './worker.js';
 
@@ -25,6 +25,11 @@ export interface WarmPoolOptions {
     target: SessionTarget,
     onWorker: (started: Pick<PooledWorker, 'worker' | 'sessionDir' | 'adopt'>) => void,
   ) => Promise<void>;
+  /**
+   * Set when the backend's cluster keeps the warm workers (agent-sandbox): the pool is sized there
+   * from the same demand, and a session's claim adopts a warm worker, so `take` gives none here.
+   */
+  cluster?: { pool: ClusterWarmPool; resize: (target: SessionTarget, replicas: number) => void } | undefined;
 }
 
 const keyOf = (runtimeId: string, version: number) => `${runtimeId}#${version}`;
@@ -82,13 +87,24 @@ export function createWarmPool(options: WarmPoolOptions) {
     const key = keyOf(target.runtime.id, target.version.version);
     const want = demand.target(key);
     const pool = pools.get(key) ?? [];
-    pools.set(key, pool);
+    pools.set(key, pool); // a cluster's pool is an empty one here: dropping it forgets its demand
+    if (options.cluster) options.cluster.resize(target, want);
+    else keep(target, pool, want);
+    recheck(target, key);
+  };
+
+  /** Starts the missing workers of the version's pool, stops the extra ready ones. */
+  const keep = (target: SessionTarget, pool: PooledWorker[], want: number) => {
     while (pool.length < want) add(target, pool);
     for (let extra = pool.length - want; extra > 0; extra--) {
       const i = pool.findIndex((e) => e.isReady);
       if (i < 0) break;
       void retire(pool.splice(i, 1)[0]!);
     }
+  };
+
+  /** Sizes the pool again once its demand ages out. */
+  const recheck = (target: SessionTarget, key: string) => {
     if (demand.decaying(key) && !rechecks.has(key)) {
       const timer = setTimeout(() => {
         rechecks.delete(key);
@@ -117,6 +133,7 @@ export function createWarmPool(options: WarmPoolOptions) {
     take(target: SessionTarget): PooledWorker | undefined {
       const key = keyOf(target.runtime.id, target.version.version);
       demand.record(key);
+      if (options.cluster) return undefined;
       const pool = pools.get(key);
       const i = pool?.findIndex((e) => e.isReady && !e.worker.exited) ?? -1;
       const [entry] = pool && i >= 0 ? pool.splice(i, 1) : [];
@@ -124,12 +141,15 @@ export function createWarmPool(options: WarmPoolOptions) {
     },
     /** The version's pool only: pools of the runtime's other versions go. */
     refresh(target: SessionTarget): void {
-      const keep = keyOf(target.runtime.id, target.version.version);
-      void drop((k) => k.startsWith(`${target.runtime.id}#`) && k !== keep);
+      const kept = keyOf(target.runtime.id, target.version.version);
+      void drop((k) => k.startsWith(`${target.runtime.id}#`) && k !== kept);
+      void options.cluster?.pool.drop(target.runtime.id, target.version.version);
       fill(target);
     },
-    dropRuntime: (runtimeId: string) => drop((k) => k.startsWith(`${runtimeId}#`)),
+    dropRuntime: (runtimeId: string) =>
+      Promise.all([drop((k) => k.startsWith(`${runtimeId}#`)), options.cluster?.pool.drop(runtimeId)]),
     count: (runtimeId?: string) =>
+      options.cluster?.pool.count(runtimeId) ??
       [...pools.entries()]
         .filter(([k]) => runtimeId === undefined || k.startsWith(`${runtimeId}#`))
         .reduce((n, [, p]) => n + p.filter((e) => e.isReady).length, 0),

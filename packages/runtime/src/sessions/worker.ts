@@ -24,6 +24,11 @@ export interface Worker {
   readonly host?: string | undefined;
   /** The pod it runs in (the kubernetes backend), named on the runtime's spans. */
   readonly podName?: string | undefined;
+  /**
+   * How its cluster launched it, once known: `warm` when a SandboxClaim adopted a warm-pool
+   * sandbox, `cold` when it made one (agent-sandbox mode). Absent: the session manager decided.
+   */
+  launchType?(): 'warm' | 'cold' | undefined;
   /** When set, requests reach the worker through this Unix socket (its sandbox's bridge), not `port`. */
   readonly socketPath: string | undefined;
   /** The sandbox's first process (host pid) once bwrap reported it: commands join its namespaces. */

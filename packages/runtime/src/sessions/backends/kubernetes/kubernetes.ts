@@ -4,19 +4,19 @@
 // session's by a label patch that carries the resourceVersion it was read at: of two runtime
 // replicas claiming it, one gets a 409 and starts another.
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, KubeConfig, PatchStrategy, type V1Pod, setHeaderOptions } from '@kubernetes/client-node';
+import { CoreV1Api, PatchStrategy, type V1Pod, setHeaderOptions } from '@kubernetes/client-node';
 import { type RuntimeConfig } from '../../../config.js';
 import { type Logger } from '../../../logger.js';
 import {
-  type CommandSpawn,
+  type ClusterWarmPool,
   type SessionBackend,
   type StartedWorker,
   type WorkerRequest,
 } from '../../backend.js';
 import { containerEnv } from '../../container-env.js';
-import { BackendUnavailableError, WorkerStartError } from '../../worker.js';
+import { type Worker } from '../../worker.js';
+import { apiFailure, loadKubeConfig, podCommand } from './kube-client.js';
 import { type PodCache, createPodCache, isReady } from './pod-cache.js';
-import { podExec, underTimeout } from './pod-exec.js';
 import {
   ANNOTATIONS,
   LABELS,
@@ -27,10 +27,11 @@ import {
   sessionPod,
 } from './pod-spec.js';
 import { PodWorker } from './pod-worker.js';
+import { createSandboxBackend } from './sandbox-mode.js';
 
-/** A session's pod found in the informer cache (made or claimed by any runtime replica). */
+/** A session's pod (or claim) found in the informer cache (made or claimed by any runtime replica). */
 export interface FoundSession extends StartedWorker {
-  worker: PodWorker;
+  worker: Worker;
   version: number;
   ready: boolean;
   /** A warm-pool pod claimed for the session. */
@@ -43,39 +44,27 @@ export interface KubernetesBackend extends SessionBackend {
   find(runtimeId: string, sessionId: string): FoundSession | undefined;
   /** Claims the warm pod for `sessionId` (label patch with its resourceVersion); false when another took it. */
   claim(podName: string, sessionId: string): Promise<boolean>;
+  /**
+   * The warm pool the cluster keeps (agent-sandbox mode: a SandboxWarmPool per version, sized by the
+   * session manager's demand); pods mode: none, the session manager keeps warm pods itself.
+   */
+  readonly clusterPool?: ClusterWarmPool | undefined;
   /** API writes made (creates, patches, deletes): bench figures. */
   readonly writes: { value: number };
   close(): Promise<void>;
 }
 
-/** The configured kubeconfig (KUBECONFIG), else the in-cluster service account. */
-function loadKubeConfig(config: Readonly<RuntimeConfig>): KubeConfig {
-  const kc = new KubeConfig();
-  const file = config.kubeconfig || process.env.KUBECONFIG;
-  if (file) kc.loadFromFile(file);
-  else kc.loadFromCluster();
-  return kc;
-}
-
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-/** A kube API error as a start failure that says what the cluster answered. */
-function apiFailure(what: string, error: unknown): WorkerStartError {
-  const e = error as { code?: number; body?: string; message?: string; cause?: { code?: string } };
-  let detail = e.cause?.code ?? e.message ?? String(error);
-  try {
-    detail = (JSON.parse(e.body ?? '') as { message?: string }).message ?? detail;
-  } catch {
-    // not a Status body: the transport error says it
-  }
-  const text = `kubernetes: ${what} failed${e.code ? ` (${e.code})` : ''}: ${detail}`;
-  // No HTTP answer at all: the API server is unreachable, and nothing was made.
-  return e.code === undefined
-    ? new BackendUnavailableError(`${text}; the API server is unreachable, retry`)
-    : new WorkerStartError(text);
+/** The backend in the configured mode (AGENTRT_K8S_MODE): `pods`, or `agent-sandbox` (sandbox-mode.ts). */
+export function createKubernetesBackend(config: Readonly<RuntimeConfig>, logger: Logger): KubernetesBackend {
+  return config.kubernetesMode === 'agent-sandbox'
+    ? createSandboxBackend(config, logger)
+    : createPodsBackend(config, logger);
 }
 
-export function createKubernetesBackend(config: Readonly<RuntimeConfig>, logger: Logger): KubernetesBackend {
+/** `pods` mode: agentrt's own session pods and warm pods. */
+function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): KubernetesBackend {
   const kc = loadKubeConfig(config);
   const core = kc.makeApiClient(CoreV1Api);
   const settings: PodSettings = podSettingsOf(config, {
@@ -120,13 +109,7 @@ export function createKubernetesBackend(config: Readonly<RuntimeConfig>, logger:
     }
   };
 
-  const exec =
-    (name: string) =>
-    (argv: string[], timeoutS?: number): CommandSpawn => {
-      const command = underTimeout(argv, timeoutS);
-      const target = { kubeConfig: kc, namespace: settings.namespace, pod: name, container: 'agent' };
-      return { argv: command, cwd: '/', env: {}, cgroup: undefined, run: () => podExec(target, command) };
-    };
+  const exec = (name: string) => podCommand(kc, settings.namespace, () => name);
 
   const workerOf = (name: string, healthCheck: 'ping' | 'connect', podLogger?: Logger) =>
     new PodWorker({

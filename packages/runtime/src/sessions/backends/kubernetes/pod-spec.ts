@@ -119,7 +119,7 @@ export function labelValue(value: string): string {
 }
 
 /** A DNS-1123 label made from `prefix` and a hash of `parts`: lower-case, ≤ 63 characters. */
-function objectName(prefix: string, parts: readonly string[]): string {
+export function objectName(prefix: string, parts: readonly string[]): string {
   return `${prefix}-${hashOf(parts, 32)}`;
 }
 

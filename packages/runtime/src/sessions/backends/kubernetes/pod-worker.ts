@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 import { type CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { type Logger } from '../../../logger.js';
 import { type PingState, type Worker, type WorkerExit, WorkerStartError, pingOver } from '../../worker.js';
+import { ClusterWorker } from './cluster-worker.js';
 import { type PodCache, isReady, podFailure } from './pod-cache.js';
 import { followPodLog } from './pod-log.js';
 import { POD_PORT } from './pod-spec.js';
@@ -25,21 +26,17 @@ export interface PodWorkerOptions {
 
 const LOG_LINES = 20;
 
-export class PodWorker implements Worker {
-  readonly pid = 0;
-  readonly port = POD_PORT;
-  readonly socketPath = undefined;
-  readonly sandboxPid = undefined;
+export class PodWorker extends ClusterWorker implements Worker {
   readonly agent = new Agent({ keepAlive: true, maxSockets: 64 });
   host: string | undefined;
   exited: WorkerExit | undefined;
-  private readonly exitListeners = new Set<(exit: WorkerExit) => void>();
   private output = '';
   private readonly unfollow: () => void;
   private logger: Logger | undefined;
   private log: { stop(): void } | undefined;
 
   constructor(private readonly options: PodWorkerOptions) {
+    super();
     // A pod made by another replica (or already known) has its address in the cache now.
     this.host = options.cache.get(options.name)?.status?.podIP;
     this.logger = options.logs?.logger;
@@ -58,10 +55,6 @@ export class PodWorker implements Worker {
 
   get podName(): string {
     return this.options.name;
-  }
-
-  get exitListenerCount(): number {
-    return this.exitListeners.size;
   }
 
   /** Once the pod runs (it has an address): its output into the runtime's log. */
@@ -87,8 +80,7 @@ export class PodWorker implements Worker {
     };
     this.agent.destroy();
     this.log?.stop();
-    for (const listener of this.exitListeners) listener(this.exited);
-    this.exitListeners.clear();
+    this.notifyExit(this.exited);
   }
 
   /** Resolves once the pod is Ready; rejects with its events and last log lines when it cannot be. */
@@ -181,20 +173,7 @@ export class PodWorker implements Worker {
     return this.exited ?? { code: null, signal: 'SIGKILL' };
   }
 
-  onExit(listener: (exit: WorkerExit) => void): () => void {
-    if (this.exited) {
-      listener(this.exited);
-      return () => undefined;
-    }
-    this.exitListeners.add(listener);
-    return () => this.exitListeners.delete(listener);
-  }
-
   tagLogs(fields: Record<string, unknown>): void {
     if (this.logger) this.logger = this.logger.child(fields);
-  }
-
-  usage(): undefined {
-    return undefined;
   }
 }

@@ -1,0 +1,152 @@
+// agent-sandbox mode's API writes: a version's SandboxTemplate and SandboxWarmPool (made once, the
+// pool resized as the session manager's demand changes), a session's SandboxClaim, and their
+// deletion. Every write is counted (bench figures).
+import { type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { type SessionTarget, type WorkerRequest } from '../../backend.js';
+import { containerEnv } from '../../container-env.js';
+import { apiFailure, statusOf } from './kube-client.js';
+import { POD_PORT, type PodSettings } from './pod-spec.js';
+import {
+  EXTENSIONS_GROUP,
+  SANDBOX_VERSION,
+  type SandboxObject,
+  nameHash,
+  runtimeSelector,
+  sandboxClaim,
+  sandboxTemplate,
+  sandboxWarmPool,
+  warmPoolName,
+} from './sandbox-spec.js';
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const PLURALS = {
+  SandboxTemplate: 'sandboxtemplates',
+  SandboxWarmPool: 'sandboxwarmpools',
+  SandboxClaim: 'sandboxclaims',
+};
+type Kind = keyof typeof PLURALS;
+
+export type VersionWorker = Pick<WorkerRequest, 'env' | 'healthCheck'>;
+
+export interface SandboxObjects {
+  /** Makes the version's template and pool (once per process) and sets the pool's size. */
+  resize(target: SessionTarget, replicas: number, worker: VersionWorker): Promise<void>;
+  /** Makes the session's claim (its pool first); returns its name. */
+  claim(target: SessionTarget, sessionId: string, worker: VersionWorker): Promise<string>;
+  deleteClaim(name: string): Promise<void>;
+  /** Deletes the runtime's pools and templates (but those of version `keep`). */
+  drop(runtimeId: string, keep?: number): Promise<void>;
+  /** The runtime id of a warm-pool label value (NameHash of a pool this process made). */
+  poolRuntime(poolHash: string): string | undefined;
+}
+
+export function createSandboxObjects(
+  api: CustomObjectsApi,
+  settings: PodSettings,
+  writes: { value: number },
+): SandboxObjects {
+  const { namespace } = settings;
+  const where = (kind: Kind) => ({
+    group: EXTENSIONS_GROUP,
+    version: SANDBOX_VERSION,
+    namespace,
+    plural: PLURALS[kind],
+  });
+  /** Per version: its objects made (a promise), the pool size last written. */
+  const versions = new Map<
+    string,
+    { made: Promise<void>; replicas: number; runtimeId: string; version: number }
+  >();
+  const pools = new Map<string, string>();
+  const keyOf = (t: SessionTarget) => warmPoolName(t);
+
+  /** Creates the object; one that exists already (another replica made it) is fine. */
+  const create = async (object: SandboxObject): Promise<void> => {
+    writes.value++;
+    await api
+      .createNamespacedCustomObject({ ...where(object.kind as Kind), body: object })
+      .catch((error: unknown) => {
+        if (statusOf(error) !== 409)
+          throw apiFailure(`creating ${object.kind} ${object.metadata.name}`, error);
+      });
+  };
+
+  const ensure = (target: SessionTarget, replicas: number, worker: VersionWorker) => {
+    const key = keyOf(target);
+    const known = versions.get(key);
+    if (known) return known;
+    const env = containerEnv(worker.env(POD_PORT, false), target.runtime.name);
+    const template = sandboxTemplate({ target, env, healthCheck: worker.healthCheck, settings });
+    const made = create(template).then(() => create(sandboxWarmPool(target, settings, replicas)));
+    const entry = { made, replicas, runtimeId: target.runtime.id, version: target.version.version };
+    versions.set(key, entry);
+    pools.set(nameHash(key), target.runtime.id);
+    made.catch(() => versions.delete(key)); // the next call tries again
+    return entry;
+  };
+
+  const setReplicas = async (name: string, replicas: number) => {
+    writes.value++;
+    await api
+      .patchNamespacedCustomObject({ ...where('SandboxWarmPool'), name, body: { spec: { replicas } } }, merge)
+      .catch((error: unknown) => {
+        throw apiFailure(`resizing SandboxWarmPool ${name}`, error);
+      });
+  };
+
+  const deleteKind = (kind: Kind, labelSelector: string) => {
+    writes.value++;
+    return api
+      .deleteCollectionNamespacedCustomObject({ ...where(kind), labelSelector })
+      .then(() => undefined);
+  };
+
+  return {
+    async resize(target, replicas, worker) {
+      const entry = ensure(target, replicas, worker);
+      await entry.made;
+      if (entry.replicas === replicas) return;
+      entry.replicas = replicas;
+      await setReplicas(keyOf(target), replicas);
+    },
+    async claim(target, sessionId, worker) {
+      await ensure(target, 0, worker).made;
+      const claim = sandboxClaim(target, sessionId, settings);
+      writes.value++;
+      // Taken: the session's earlier claim is still being deleted, or a fresh worker replaces it.
+      const made = await api
+        .createNamespacedCustomObject({ ...where('SandboxClaim'), body: claim })
+        .catch(async (error: unknown) => {
+          if (statusOf(error) !== 409)
+            throw apiFailure(`creating SandboxClaim ${claim.metadata.name}`, error);
+          const again = sandboxClaim(
+            target,
+            sessionId,
+            settings,
+            `${claim.metadata.name}-${Date.now().toString(36)}`,
+          );
+          writes.value++;
+          return api
+            .createNamespacedCustomObject({ ...where('SandboxClaim'), body: again })
+            .catch((e: unknown) => {
+              throw apiFailure(`creating SandboxClaim ${again.metadata.name}`, e);
+            });
+        });
+      return (made as SandboxObject).metadata.name;
+    },
+    async deleteClaim(name) {
+      writes.value++;
+      await api.deleteNamespacedCustomObject({ ...where('SandboxClaim'), name }).catch((error: unknown) => {
+        if (statusOf(error) !== 404) throw apiFailure(`deleting SandboxClaim ${name}`, error);
+      });
+    },
+    async drop(runtimeId, keep) {
+      const doomed = [...versions].filter(([, e]) => e.runtimeId === runtimeId && e.version !== keep);
+      if (keep !== undefined && doomed.length === 0) return; // nothing of an older version made here
+      for (const [key] of doomed) versions.delete(key);
+      const selector = runtimeSelector(runtimeId, keep);
+      await Promise.all([deleteKind('SandboxWarmPool', selector), deleteKind('SandboxTemplate', selector)]);
+    },
+    poolRuntime: (poolHash) => pools.get(poolHash),
+  };
+}

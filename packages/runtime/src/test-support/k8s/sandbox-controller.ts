@@ -1,0 +1,662 @@
+// An agent-sandbox controller for tests (never shipped): no real one can run here, so this one
+// reconciles SandboxWarmPool, SandboxClaim and Sandbox objects into Sandboxes and Pods the way
+// kubernetes-sigs/agent-sandbox's controllers do at 2fd412d55ecae90861a101a5424a75473de97c36
+// (controllers/sandbox_controller.go, extensions/controllers/sandboxwarmpool_controller.go and
+// sandboxclaim_controller.go), writing the same names, labels, annotations, owner references and
+// status fields, so that the pods really run on the test kubelet. Left out: Services (spec.service),
+// PVCs (volumeClaimTemplates), the template's NetworkPolicy, suspend (operatingMode), shutdownTime
+// and TTL expiry, claim env injection and additionalPodMetadata.
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  type Informer,
+  type KubernetesObject,
+  PatchStrategy,
+  type V1OwnerReference,
+  type V1Pod,
+  makeInformer,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import {
+  EXTENSIONS_GROUP,
+  SANDBOX_GROUP,
+  SANDBOX_KEYS,
+  SANDBOX_VERSION,
+  type SandboxObject,
+  nameHash,
+} from '../../sessions/backends/kubernetes/sandbox-spec.js';
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** sandbox_types.go: labels the warm pool stamps with template hashes (dropped on adoption). */
+const TEMPLATE_HASH_LABELS = [
+  'agents.x-k8s.io/sandbox-pod-template-hash',
+  'agents.x-k8s.io/sandbox-template-hash',
+];
+/** sandboxclaim_controller.go (PR #683): a candidate without a pod IP is waited for 500 ms at a time, 2 s at most. */
+const CANDIDATE_WAIT_MS = { step: 500, max: 2000 };
+/** Warm candidates tried before a cold start. */
+const ADOPTION_TRIES = 3;
+
+type Kind = 'pools' | 'claims' | 'sandboxes' | 'templates';
+const KINDS: Record<Kind, { group: string; plural: string }> = {
+  pools: { group: EXTENSIONS_GROUP, plural: 'sandboxwarmpools' },
+  claims: { group: EXTENSIONS_GROUP, plural: 'sandboxclaims' },
+  templates: { group: EXTENSIONS_GROUP, plural: 'sandboxtemplates' },
+  sandboxes: { group: SANDBOX_GROUP, plural: 'sandboxes' },
+};
+
+interface Condition {
+  type: string;
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+}
+
+export interface SandboxController {
+  close(): Promise<void>;
+}
+
+const controllerOf = (o: KubernetesObject) => o.metadata?.ownerReferences?.find((r) => r.controller);
+const ownerRef = (kind: string, group: string, o: SandboxObject) => ({
+  apiVersion: `${group}/${SANDBOX_VERSION}`,
+  kind,
+  name: o.metadata.name,
+  uid: o.metadata.uid as string,
+  controller: true,
+  blockOwnerDeletion: true,
+});
+const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+const isTrue = (o: SandboxObject | undefined, type: string) =>
+  o?.status?.conditions?.some((c) => c.type === type && c.status === 'True') === true;
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** sandbox_controller.go computeReadyCondition, for a sandbox without a Service. */
+function sandboxReady(sandbox: SandboxObject, pod: V1Pod | undefined): Condition {
+  const base = {
+    type: 'Ready',
+    observedGeneration: (sandbox.metadata as { generation?: number }).generation,
+  };
+  const phase = pod?.status?.phase;
+  if (phase === 'Succeeded')
+    return { ...base, status: 'False', reason: 'PodSucceeded', message: 'Pod completed successfully' };
+  if (phase === 'Failed') return { ...base, status: 'False', reason: 'PodFailed', message: 'Pod failed' };
+  if (!pod)
+    return { ...base, status: 'False', reason: 'DependenciesNotReady', message: 'Pod does not exist' };
+  if (phase !== 'Running')
+    return {
+      ...base,
+      status: 'False',
+      reason: 'DependenciesNotReady',
+      message: `Pod exists with phase: ${phase ?? ''}`,
+    };
+  const ready = pod.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+  if (!ready)
+    return {
+      ...base,
+      status: 'False',
+      reason: 'DependenciesNotReady',
+      message: 'Pod is Running but not Ready',
+    };
+  if (!pod.status?.podIPs?.length)
+    return {
+      ...base,
+      status: 'False',
+      reason: 'DependenciesNotReady',
+      message: 'Pod is Ready but has no podIPs yet',
+    };
+  return { ...base, status: 'True', reason: 'DependenciesReady', message: 'Pod is Ready' };
+}
+
+/** sandbox_controller.go computeFinishedCondition: present only while the pod is terminal. */
+function sandboxFinished(pod: V1Pod | undefined): Condition | undefined {
+  const phase = pod?.status?.phase;
+  if (phase === 'Succeeded')
+    return {
+      type: 'Finished',
+      status: 'True',
+      reason: 'PodSucceeded',
+      message: 'Pod completed successfully',
+    };
+  if (phase === 'Failed')
+    return { type: 'Finished', status: 'True', reason: 'PodFailed', message: 'Pod failed' };
+  return undefined;
+}
+
+/** meta.SetStatusCondition: lastTransitionTime moves only when the status changes. */
+function setConditions(
+  old: Condition[] = [],
+  next: Condition[],
+): (Condition & { lastTransitionTime: string })[] {
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  return next.map((c) => {
+    const before = old.find((o) => o.type === c.type) as
+      (Condition & { lastTransitionTime?: string }) | undefined;
+    return {
+      ...c,
+      lastTransitionTime:
+        before?.status === c.status && before.lastTransitionTime ? before.lastTransitionTime : now,
+    };
+  });
+}
+
+/** The template's shared blueprint as a Sandbox spec, with utils.go ApplySandboxSecureDefaults. */
+function blueprintOf(template: SandboxObject, labels: Record<string, string>): Record<string, unknown> {
+  const spec = structuredClone(template.spec ?? {}) as {
+    podTemplate?: {
+      metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec?: Record<string, unknown>;
+    };
+    volumeClaimTemplates?: unknown;
+    service?: unknown;
+  };
+  const podTemplate = spec.podTemplate ?? {};
+  const podSpec = { ...podTemplate.spec };
+  podSpec.automountServiceAccountToken ??= false;
+  return {
+    podTemplate: {
+      metadata: { ...podTemplate.metadata, labels: { ...podTemplate.metadata?.labels, ...labels } },
+      spec: podSpec,
+    },
+    ...(spec.volumeClaimTemplates ? { volumeClaimTemplates: spec.volumeClaimTemplates } : {}),
+    ...(spec.service !== undefined ? { service: spec.service } : {}),
+  };
+}
+
+class TestSandboxController implements SandboxController {
+  private readonly core: CoreV1Api;
+  private readonly api: CustomObjectsApi;
+  private readonly informers: Record<Kind, ReturnType<typeof makeInformer<SandboxObject>>>;
+  private readonly pods;
+  /** Per object key: a reconcile running, and whether another was asked for meanwhile. */
+  private readonly queue = new Map<string, { again: boolean }>();
+  /** Warm sandboxes a claim is adopting (the upstream WarmSandboxQueue pops them): no other claim tries them. */
+  private readonly popped = new Set<string>();
+  /** Pool sandboxes created and not yet seen by the informer (warmpool_expectations.go). */
+  private readonly expected = new Map<string, Set<string>>();
+  /** Each sandbox's last controller owner seen. */
+  private readonly owners = new Map<string, V1OwnerReference>();
+  private closed = false;
+
+  constructor(kubeconfig: string) {
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.api = kc.makeApiClient(CustomObjectsApi);
+    const informerOf = (kind: Kind) => {
+      const { group, plural } = KINDS[kind];
+      const list = () => this.api.listClusterCustomObject({ group, version: SANDBOX_VERSION, plural });
+      return makeInformer<SandboxObject>(kc, `/apis/${group}/${SANDBOX_VERSION}/${plural}`, list as never);
+    };
+    this.informers = {
+      pools: informerOf('pools'),
+      claims: informerOf('claims'),
+      sandboxes: informerOf('sandboxes'),
+      templates: informerOf('templates'),
+    };
+    this.pods = makeInformer(kc, '/api/v1/pods', () => this.core.listPodForAllNamespaces());
+    this.wire();
+  }
+
+  private wire(): void {
+    const on = <T extends KubernetesObject>(informer: Informer<T>, f: (o: T) => void) => {
+      informer.on('add', f);
+      informer.on('update', f);
+      informer.on('delete', f);
+    };
+    on(this.informers.pools, (pool) => this.enqueue('pools', pool));
+    on(this.informers.claims, (claim) => this.enqueue('claims', claim));
+    on(this.informers.templates, () => {
+      for (const pool of this.informers.pools.list()) this.enqueue('pools', pool);
+    });
+    on(this.informers.sandboxes, (sandbox) => {
+      this.expected.forEach((names) => names.delete(sandbox.metadata.name));
+      this.enqueue('sandboxes', sandbox);
+      this.enqueueOwner(sandbox);
+    });
+    on(this.pods, (pod) => {
+      const owner = controllerOf(pod);
+      if (owner?.kind === 'Sandbox')
+        this.enqueue('sandboxes', { metadata: { ...pod.metadata, name: owner.name } } as SandboxObject);
+    });
+    for (const informer of [...Object.values(this.informers), this.pods])
+      informer.on('error', () => {
+        if (!this.closed) setTimeout(() => void informer.start().catch(() => undefined), 200);
+      });
+  }
+
+  /**
+   * The sandbox's controller, and the one before it (controller-runtime's owner handler enqueues
+   * both on an update): a pool hears that a claim adopted its member, and replenishes.
+   */
+  private enqueueOwner(sandbox: SandboxObject): void {
+    const before = this.owners.get(keyOf(sandbox));
+    const owner = controllerOf(sandbox);
+    if (owner) this.owners.set(keyOf(sandbox), owner);
+    if (before && before.uid !== owner?.uid) this.enqueueRef(sandbox, before);
+    if (owner) this.enqueueRef(sandbox, owner);
+  }
+
+  private enqueueRef(sandbox: SandboxObject, owner: V1OwnerReference): void {
+    const ns = sandbox.metadata.namespace;
+    if (owner?.kind === 'SandboxClaim')
+      this.enqueue('claims', { metadata: { name: owner.name, namespace: ns } } as SandboxObject);
+    if (owner?.kind === 'SandboxWarmPool')
+      this.enqueue('pools', { metadata: { name: owner.name, namespace: ns } } as SandboxObject);
+  }
+
+  start(): Promise<unknown> {
+    return Promise.all([...Object.values(this.informers), this.pods].map((i) => i.start()));
+  }
+
+  /** Runs the object's reconcile; one per object at a time, a change meanwhile runs it once more. */
+  private enqueue(
+    kind: 'pools' | 'claims' | 'sandboxes' | 'templates',
+    object: SandboxObject,
+    afterMs = 0,
+  ): void {
+    if (this.closed || kind === 'templates') return;
+    const key = `${kind}:${keyOf(object)}`;
+    if (afterMs > 0) return void setTimeout(() => this.enqueue(kind, object), afterMs).unref();
+    const running = this.queue.get(key);
+    if (running) return void (running.again = true);
+    const state = { again: false };
+    this.queue.set(key, state);
+    const run = async (): Promise<void> => {
+      const current = this.informers[kind].get(object.metadata.name, object.metadata.namespace);
+      if (current && !current.metadata.deletionTimestamp)
+        await this.reconcile(kind, current).catch(() => this.enqueue(kind, object, 200));
+      if (state.again && !this.closed) {
+        state.again = false;
+        return run();
+      }
+      this.queue.delete(key);
+    };
+    void run();
+  }
+
+  private reconcile(kind: Kind, object: SandboxObject): Promise<void> {
+    if (kind === 'pools') return this.reconcilePool(object);
+    if (kind === 'claims') return this.reconcileClaim(object);
+    return this.reconcileSandbox(object);
+  }
+
+  // --- Sandbox → Pod (controllers/sandbox_controller.go) ---------------------------------------
+
+  private async reconcileSandbox(sandbox: SandboxObject): Promise<void> {
+    const { name, namespace } = sandbox.metadata;
+    const hash = nameHash(name);
+    const podName = sandbox.metadata.annotations?.[SANDBOX_KEYS.podName] || name;
+    let pod = this.pods.get(podName, namespace);
+    if (!pod) pod = await this.createPod(sandbox, hash);
+    else await this.updatePodMetadata(sandbox, pod);
+    if (sandbox.metadata.annotations?.[SANDBOX_KEYS.podName] !== pod.metadata?.name)
+      await this.patch('sandboxes', sandbox, {
+        metadata: { annotations: { [SANDBOX_KEYS.podName]: pod.metadata?.name } },
+      });
+    const finished = sandboxFinished(pod);
+    const status = {
+      podIPs: pod.status?.podIPs?.map((p) => p.ip) ?? null,
+      nodeName: pod.spec?.nodeName ?? null,
+      selector: `${SANDBOX_KEYS.nameHash}=${hash}`,
+      conditions: setConditions(sandbox.status?.conditions as Condition[], [
+        sandboxReady(sandbox, pod),
+        ...(finished ? [finished] : []),
+      ]),
+    };
+    await this.patchStatus('sandboxes', sandbox, status);
+  }
+
+  private async createPod(sandbox: SandboxObject, hash: string): Promise<V1Pod> {
+    const template = (sandbox.spec?.podTemplate ?? {}) as {
+      metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec?: unknown;
+    };
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: sandbox.metadata.name,
+        namespace: sandbox.metadata.namespace,
+        labels: { ...template.metadata?.labels, [SANDBOX_KEYS.nameHash]: hash },
+        annotations: { ...template.metadata?.annotations },
+        ownerReferences: [
+          {
+            ...ownerRef('Sandbox', SANDBOX_GROUP, sandbox),
+            apiVersion: `${SANDBOX_GROUP}/${SANDBOX_VERSION}`,
+          },
+        ],
+      },
+      spec: template.spec,
+    } as V1Pod;
+    return this.core
+      .createNamespacedPod({ namespace: sandbox.metadata.namespace, body })
+      .catch(async (error: unknown) => {
+        if ((error as { code?: number }).code !== 409) throw error;
+        return this.core.readNamespacedPod({
+          name: sandbox.metadata.name,
+          namespace: sandbox.metadata.namespace,
+        });
+      });
+  }
+
+  /** updatePodMetadata: the pod's labels follow its sandbox's pod template (an adopted sandbox's claim-uid). */
+  private async updatePodMetadata(sandbox: SandboxObject, pod: V1Pod): Promise<void> {
+    const wanted =
+      (sandbox.spec?.podTemplate as { metadata?: { labels?: Record<string, string> } })?.metadata?.labels ??
+      {};
+    const labels: Record<string, string | null> = {};
+    for (const [k, v] of Object.entries(wanted)) if (pod.metadata?.labels?.[k] !== v) labels[k] = v;
+    for (const k of Object.keys(pod.metadata?.labels ?? {}))
+      if (k.startsWith('agents.x-k8s.io/') && k !== SANDBOX_KEYS.nameHash && !(k in wanted)) labels[k] = null;
+    if (Object.keys(labels).length === 0) return;
+    const { name, namespace } = pod.metadata as { name: string; namespace: string };
+    await this.core.patchNamespacedPod({ name, namespace, body: { metadata: { labels } } }, merge);
+  }
+
+  // --- SandboxWarmPool → Sandboxes (extensions/controllers/sandboxwarmpool_controller.go) -------
+
+  /** The pool's live members: its label (NameHash of its name), the pool their controller. */
+  private members(pool: SandboxObject): SandboxObject[] {
+    const hash = nameHash(pool.metadata.name);
+    return this.informers.sandboxes
+      .list(pool.metadata.namespace)
+      .filter(
+        (s) =>
+          s.metadata.labels?.[SANDBOX_KEYS.warmPool] === hash &&
+          controllerOf(s)?.uid === pool.metadata.uid &&
+          !s.metadata.deletionTimestamp,
+      );
+  }
+
+  private async reconcilePool(pool: SandboxObject): Promise<void> {
+    const hash = nameHash(pool.metadata.name);
+    const members = this.members(pool);
+    const pending = this.expected.get(keyOf(pool)) ?? new Set<string>();
+    this.expected.set(keyOf(pool), pending);
+    const desired = (pool.spec?.replicas as number | undefined) ?? 1;
+    const templateName = (pool.spec?.sandboxTemplateRef as { name: string }).name;
+    const template = this.informers.templates.get(templateName, pool.metadata.namespace);
+    for (let n = members.length + pending.size; template && n < desired; n++)
+      pending.add(await this.createPoolSandbox(pool, template, hash));
+    const extra = members.length - desired;
+    if (extra > 0)
+      await this.trim(
+        members.filter((s) => !this.popped.has(keyOf(s))),
+        extra,
+      );
+    const status = {
+      replicas: members.length,
+      readyReplicas: members.filter((s) => isTrue(s, 'Ready')).length,
+      selector: `${SANDBOX_KEYS.warmPool}=${hash}`,
+      observedGeneration: (pool.metadata as { generation?: number }).generation,
+    };
+    await this.patchStatus('pools', pool, status);
+  }
+
+  /** buildSandboxCR: a warm sandbox named `<pool>-<5 random>`, owned by the pool. */
+  private async createPoolSandbox(
+    pool: SandboxObject,
+    template: SandboxObject,
+    hash: string,
+  ): Promise<string> {
+    const refHash = nameHash(template.metadata.name);
+    const labels = { [SANDBOX_KEYS.warmPool]: hash, [SANDBOX_KEYS.templateRefHash]: refHash };
+    const body = {
+      apiVersion: `${SANDBOX_GROUP}/${SANDBOX_VERSION}`,
+      kind: 'Sandbox',
+      metadata: {
+        generateName: `${pool.metadata.name}-`,
+        namespace: pool.metadata.namespace,
+        labels: { ...labels, [SANDBOX_KEYS.launchType]: 'warm', 'agents.x-k8s.io/created-by': 'controller' },
+        annotations: { [SANDBOX_KEYS.templateRef]: template.metadata.name },
+        ownerReferences: [ownerRef('SandboxWarmPool', EXTENSIONS_GROUP, pool)],
+      },
+      spec: blueprintOf(template, labels),
+    };
+    const made = (await this.api.createNamespacedCustomObject({
+      ...this.where('sandboxes', pool),
+      body,
+    })) as SandboxObject;
+    return made.metadata.name;
+  }
+
+  /** Scale down: not-ready members first, then the newest. */
+  private async trim(members: SandboxObject[], count: number): Promise<void> {
+    const order = [...members].sort(
+      (a, b) =>
+        Number(isTrue(a, 'Ready')) - Number(isTrue(b, 'Ready')) ||
+        String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)),
+    );
+    for (const sandbox of order.slice(0, count))
+      await this.api
+        .deleteNamespacedCustomObject({ ...this.where('sandboxes', sandbox), name: sandbox.metadata.name })
+        .catch(() => undefined);
+  }
+
+  // --- SandboxClaim → Sandbox (extensions/controllers/sandboxclaim_controller.go) ---------------
+
+  private async reconcileClaim(claim: SandboxObject): Promise<void> {
+    const ns = claim.metadata.namespace;
+    const pool = this.informers.pools.get((claim.spec?.warmPoolRef as { name: string }).name, ns);
+    const template =
+      pool && this.informers.templates.get((pool.spec?.sandboxTemplateRef as { name: string }).name, ns);
+    let sandbox: SandboxObject | undefined | 'wait' = this.boundSandbox(claim);
+    let error: Condition | undefined;
+    if (!pool)
+      error = {
+        type: 'Ready',
+        status: 'False',
+        reason: 'WarmPoolNotFound',
+        message: `SandboxWarmPool "${(claim.spec?.warmPoolRef as { name: string }).name}" not found`,
+      };
+    else if (!template)
+      error = {
+        type: 'Ready',
+        status: 'False',
+        reason: 'TemplateNotFound',
+        message: 'SandboxTemplate of the warm pool not found',
+      };
+    else if (!sandbox)
+      sandbox = (await this.adopt(claim, pool, template)) ?? (await this.createClaimSandbox(claim, template));
+    if (sandbox === 'wait') return this.enqueue('claims', claim, CANDIDATE_WAIT_MS.step);
+    const ready =
+      error ??
+      (sandbox
+        ? ({
+            ...(sandbox.status?.conditions?.find((c) => c.type === 'Ready') ?? {
+              type: 'Ready',
+              status: 'False',
+              reason: 'SandboxNotReady',
+              message: 'Sandbox is not ready',
+            }),
+          } as Condition)
+        : undefined);
+    const conditions = setConditions(
+      claim.status?.conditions as Condition[],
+      ready ? [{ ...ready, observedGeneration: (claim.metadata as { generation?: number }).generation }] : [],
+    );
+    await this.patchStatus('claims', claim, {
+      conditions,
+      sandbox: sandbox ? { name: sandbox.metadata.name, podIPs: sandbox.status?.podIPs ?? null } : null,
+    });
+  }
+
+  /** The sandbox the claim adopted or made, once it is its controller. */
+  private boundSandbox(claim: SandboxObject): SandboxObject | undefined {
+    const ns = claim.metadata.namespace;
+    for (const name of [
+      claim.metadata.annotations?.[SANDBOX_KEYS.sandboxName],
+      claim.status?.sandbox?.name,
+      claim.metadata.name,
+    ]) {
+      const sandbox = name ? this.informers.sandboxes.get(name, ns) : undefined;
+      if (sandbox && controllerOf(sandbox)?.uid === claim.metadata.uid) return sandbox;
+    }
+    return undefined;
+  }
+
+  /** getCandidate + completeAdoption: a warm member with a pod IP, the claim annotated first, then the sandbox moved. */
+  private async adopt(
+    claim: SandboxObject,
+    pool: SandboxObject,
+    template: SandboxObject,
+  ): Promise<SandboxObject | 'wait' | undefined> {
+    const members = this.members(pool).filter((s) => !this.popped.has(keyOf(s)));
+    const withIp = members.filter((s) => (s.status?.podIPs?.length ?? 0) > 0);
+    const ageMs = Date.now() - new Date(claim.metadata.creationTimestamp ?? Date.now()).getTime();
+    if (withIp.length === 0 && members.length > 0 && ageMs < CANDIDATE_WAIT_MS.max) return 'wait';
+    for (const candidate of withIp.slice(0, ADOPTION_TRIES)) {
+      this.popped.add(keyOf(candidate));
+      const adopted = await this.completeAdoption(claim, candidate, template).finally(() =>
+        this.popped.delete(keyOf(candidate)),
+      );
+      if (adopted) return adopted;
+    }
+    return undefined;
+  }
+
+  private async completeAdoption(
+    claim: SandboxObject,
+    sandbox: SandboxObject,
+    template: SandboxObject,
+  ): Promise<SandboxObject | undefined> {
+    const annotate = {
+      metadata: {
+        resourceVersion: claim.metadata.resourceVersion,
+        annotations: { [SANDBOX_KEYS.sandboxName]: sandbox.metadata.name },
+      },
+    };
+    if (
+      !(await this.patch('claims', claim, annotate).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return undefined;
+    const refHash = nameHash(template.metadata.name);
+    const podLabels = {
+      ...((template.spec?.podTemplate as { metadata?: { labels?: Record<string, string> } })?.metadata
+        ?.labels ?? {}),
+      [SANDBOX_KEYS.claimUid]: claim.metadata.uid as string,
+      [SANDBOX_KEYS.templateRefHash]: refHash,
+    };
+    const labels: Record<string, string | null> = {
+      [SANDBOX_KEYS.warmPool]: null,
+      [SANDBOX_KEYS.launchType]: 'warm',
+      [SANDBOX_KEYS.claimUid]: claim.metadata.uid as string,
+      [SANDBOX_KEYS.templateRefHash]: refHash,
+    };
+    for (const l of TEMPLATE_HASH_LABELS) labels[l] = null;
+    // A merge patch merges maps: the pool's labels the template does not have are removed by name.
+    const oldLabels =
+      (sandbox.spec?.podTemplate as { metadata?: { labels?: Record<string, string> } })?.metadata?.labels ??
+      {};
+    const dropped = Object.fromEntries(
+      Object.keys(oldLabels)
+        .filter((k) => !(k in podLabels))
+        .map((k) => [k, null]),
+    );
+    const podTemplate = {
+      ...(sandbox.spec?.podTemplate as object),
+      metadata: {
+        ...((template.spec?.podTemplate as { metadata?: object })?.metadata ?? {}),
+        labels: { ...dropped, ...podLabels },
+      },
+    };
+    const body = {
+      metadata: {
+        resourceVersion: sandbox.metadata.resourceVersion,
+        labels,
+        annotations: { [SANDBOX_KEYS.podName]: sandbox.metadata.name },
+        ownerReferences: [ownerRef('SandboxClaim', EXTENSIONS_GROUP, claim)],
+      },
+      spec: { podTemplate },
+    };
+    return this.patch('sandboxes', sandbox, body).then(
+      (s) => s,
+      async () => {
+        // removeAssignedSandboxReference: the adoption lost a race; the claim names no sandbox again.
+        const fresh = this.informers.claims.get(claim.metadata.name, claim.metadata.namespace) ?? claim;
+        await this.patch('claims', fresh, {
+          metadata: { annotations: { [SANDBOX_KEYS.sandboxName]: null } },
+        }).catch(() => undefined);
+        return undefined;
+      },
+    );
+  }
+
+  /** createSandbox: cold start, a sandbox named as the claim, owned by it. */
+  private async createClaimSandbox(claim: SandboxObject, template: SandboxObject): Promise<SandboxObject> {
+    const refHash = nameHash(template.metadata.name);
+    const identity = {
+      [SANDBOX_KEYS.claimUid]: claim.metadata.uid as string,
+      [SANDBOX_KEYS.templateRefHash]: refHash,
+    };
+    const body = {
+      apiVersion: `${SANDBOX_GROUP}/${SANDBOX_VERSION}`,
+      kind: 'Sandbox',
+      metadata: {
+        name: claim.metadata.name,
+        namespace: claim.metadata.namespace,
+        labels: { ...identity, [SANDBOX_KEYS.launchType]: 'cold' },
+        annotations: { [SANDBOX_KEYS.templateRef]: template.metadata.name },
+        ownerReferences: [ownerRef('SandboxClaim', EXTENSIONS_GROUP, claim)],
+      },
+      spec: blueprintOf(template, identity),
+    };
+    return (await this.api.createNamespacedCustomObject({
+      ...this.where('sandboxes', claim),
+      body,
+    })) as SandboxObject;
+  }
+
+  // --- API -------------------------------------------------------------------------------------
+
+  private where(kind: Kind, object: SandboxObject) {
+    const { group, plural } = KINDS[kind];
+    return { group, version: SANDBOX_VERSION, namespace: object.metadata.namespace, plural };
+  }
+
+  private async patch(kind: Kind, object: SandboxObject, body: object): Promise<SandboxObject> {
+    const name = object.metadata.name;
+    return (await this.api.patchNamespacedCustomObject(
+      { ...this.where(kind, object), name, body },
+      merge,
+    )) as SandboxObject;
+  }
+
+  /** Writes status only when it changed (as the controllers compare before updateStatus). */
+  private async patchStatus(
+    kind: Kind,
+    object: SandboxObject,
+    status: Record<string, unknown>,
+  ): Promise<void> {
+    const before = Object.fromEntries(
+      Object.keys(status).map((k) => [
+        k,
+        (object.status as Record<string, unknown> | undefined)?.[k] ?? null,
+      ]),
+    );
+    const after = Object.fromEntries(Object.entries(status).map(([k, v]) => [k, v ?? null]));
+    if (same(before, after)) return;
+    const name = object.metadata.name;
+    await this.api.patchNamespacedCustomObjectStatus(
+      { ...this.where(kind, object), name, body: { status } },
+      merge,
+    );
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...Object.values(this.informers), this.pods].map((i) => i.stop()));
+  }
+}
+
+/** Starts the controller against the API server of `kubeconfig` (the CRDs must be created first). */
+export async function startSandboxController(options: { kubeconfig: string }): Promise<SandboxController> {
+  const controller = new TestSandboxController(options.kubeconfig);
+  await controller.start();
+  return controller;
+}
