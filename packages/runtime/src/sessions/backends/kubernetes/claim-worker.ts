@@ -105,7 +105,13 @@ export class ClaimWorker extends ClusterWorker implements Worker {
     if (typeof binding === 'string')
       throw await this.failure(`${binding}: not bound to a sandbox with a pod`);
     const pod = this.pod ?? this.bind(binding);
-    await pod.waitReady(Math.max(1, deadline - Date.now()), cancelled);
+    // The pod's own failure (its events and last output) with what the claim says.
+    await pod.waitReady(Math.max(1, deadline - Date.now()), cancelled).catch((error: Error) => {
+      const claim = this.options.cache.claims.get(this.options.claim);
+      throw new WorkerStartError(`claim ${this.options.claim}, ${readiness(claim)}: ${error.message}`, {
+        cause: error,
+      });
+    });
     const ready = await this.until(deadline - Date.now(), cancelled, (claim) =>
       conditionTrue(claim, 'Ready') ? true : undefined,
     );
