@@ -5,6 +5,7 @@ import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { getRPCMetadata } from '@opentelemetry/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HTTP_SERVER_SCOPE, HttpServerInstrumentation } from './http-server.js';
+import { LeanContext } from './lean/context.js';
 import { installGlobalContext, memoryMetrics, memorySpans } from './memory-telemetry.test-util.js';
 
 const { spans, tracerProvider } = memorySpans();
@@ -15,7 +16,7 @@ let http: typeof Http;
 let server: Http.Server;
 let base: string;
 /** What the handler saw: the active span and whether tracing was on, per request path. */
-const seen = new Map<string, { traceId?: string; childRecorded: boolean }>();
+const seen = new Map<string, { traceId?: string; childRecorded: boolean; lean: boolean }>();
 
 beforeAll(async () => {
   uninstallContext = installGlobalContext();
@@ -31,6 +32,7 @@ beforeAll(async () => {
     seen.set(url.pathname, {
       traceId: trace.getActiveSpan()?.spanContext().traceId,
       childRecorded: child.isRecording(),
+      lean: context.active() instanceof LeanContext,
     });
     child.end();
     const rpc = getRPCMetadata(context.active());
@@ -100,7 +102,22 @@ describe('HttpServerInstrumentation', () => {
     });
     expect(span!.status.code).toBe(SpanStatusCode.UNSET);
     // The handler ran with the server span active: its child joined the caller's trace.
-    expect(seen.get('/items/42')).toEqual({ traceId, childRecorded: true });
+    expect(seen.get('/items/42')).toEqual({ traceId, childRecorded: true, lean: false });
+  });
+
+  it('extracts the caller context into the root context it is given (lean mode: a persistent one)', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const headers = { traceparent: `00-${traceId}-00f067aa0ba902b7-01` };
+    await fetch(`${base}/api-root`, { headers });
+    expect(seen.get('/api-root')).toMatchObject({ traceId, lean: false });
+    const config = instrumentation.getConfig();
+    instrumentation.setConfig({ ...config, rootContext: LeanContext.ROOT });
+    try {
+      await fetch(`${base}/lean-root`, { headers });
+    } finally {
+      instrumentation.setConfig(config);
+    }
+    expect(seen.get('/lean-root')).toMatchObject({ traceId, childRecorded: true, lean: true });
   });
 
   it('marks 5xx answers and connections closed before an answer as errors', async () => {

@@ -36,6 +36,12 @@ import { VERSION } from './version.js';
 export interface HttpServerInstrumentationConfig extends InstrumentationConfig {
   /** Requests (by path, without the query) that get neither a span nor child spans: health checks. */
   untracedPaths?: readonly string[];
+  /**
+   * The empty context an incoming request's context is extracted into (default the API's
+   * ROOT_CONTEXT); lean mode gives its persistent one, so every context the request's handling
+   * derives from it adds a link instead of copying a Map.
+   */
+  rootContext?: Context;
 }
 
 /** The buckets (s) of the HTTP request-duration histograms, server and client: semantic conventions'. */
@@ -174,7 +180,7 @@ export class HttpServerInstrumentation extends InstrumentationBase<HttpServerIns
   ): boolean {
     const method = request.method ?? 'GET';
     const headers = request.headers;
-    const parent = propagation.extract(ROOT_CONTEXT, headers);
+    const parent = propagation.extract(this.getConfig().rootContext ?? ROOT_CONTEXT, headers);
     const attributes: Attributes = {
       'http.request.method': method,
       'url.path': path,

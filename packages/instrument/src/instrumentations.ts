@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { diag } from '@opentelemetry/api';
+import { type Context, diag } from '@opentelemetry/api';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { FetchClientInstrumentation } from './fetch-client.js';
 import { HttpServerInstrumentation, pathOf } from './http-server.js';
@@ -46,6 +46,8 @@ export interface InstrumentationSettings {
   fetchSpans: InstrumentConfig['fetchSpans'];
   /** Directory of the app's entry script: presence of target modules is checked from here. */
   appDir: string;
+  /** The empty context incoming requests start from (see HttpServerInstrumentationConfig). */
+  rootContext?: Context;
 }
 
 /**
@@ -128,7 +130,8 @@ export function createInstrumentations(settings: InstrumentationSettings): Instr
   for (const name of selectInstrumentations(settings)) {
     try {
       if (name === 'http' && settings.httpServerSpans === 'agentrt') {
-        out.push(new HttpServerInstrumentation({ untracedPaths: UNTRACED_PATHS }));
+        const { rootContext } = settings;
+        out.push(new HttpServerInstrumentation({ untracedPaths: UNTRACED_PATHS, rootContext }));
       }
       if (name === 'undici' && settings.fetchSpans === 'agentrt') {
         out.push(new FetchClientInstrumentation({ untracedPaths: UNTRACED_PATHS }));

@@ -11,6 +11,7 @@ import { bridgeConsole } from './console-bridge.js';
 import { createOnceLogger, installDiagLogger } from './diag-logger.js';
 import { createMetricExporter, warmUpExporter } from './exporters.js';
 import { createInstrumentations } from './instrumentations.js';
+import { LeanContext } from './lean/context.js';
 import { type LogsPipeline, startLeanLogs } from './lean/start-logs.js';
 import { startLeanMetrics } from './lean/start-metrics.js';
 import { startLeanTraces } from './lean/start.js';
@@ -147,6 +148,7 @@ export function startWithConfig(
     httpServerSpans: config.httpServerSpans,
     fetchSpans: config.fetchSpans,
     appDir,
+    ...(config.sdk === 'lean' ? { rootContext: LeanContext.ROOT } : {}),
   });
   const disableInstrumentations = registerInstrumentations({
     instrumentations,

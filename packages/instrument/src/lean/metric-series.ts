@@ -7,20 +7,26 @@ export interface Series {
   readonly keyCount: number;
 }
 
+/** How many recently used attribute objects a series map remembers by identity. */
+const RECENT = 8;
+
 /**
- * The series of one instrument by attribute set. A caller passing the same attributes object again
- * (a pre-bound set) is found by identity, then checked key by key in case it was mutated; anything
- * else is found by a key of its sorted entries. No hashing, no JSON.
+ * The series of one instrument by attribute set. A caller passing one of the last few attributes
+ * objects again (a pre-bound set) is found by identity, then checked key by key in case it was
+ * mutated; anything else is found by a key of its sorted entries. No hashing, no JSON, and no
+ * per-record WeakMap entry for the many callers that build a fresh object each time.
  */
 export class SeriesMap<S extends Series> {
-  private readonly byObject = new WeakMap<Attributes, S>();
   private readonly byKey = new Map<string, S>();
+  private readonly recentObjects: (Attributes | undefined)[] = new Array<Attributes | undefined>(RECENT);
+  private readonly recentSeries: (S | undefined)[] = new Array<S | undefined>(RECENT);
+  private next = 0;
 
   constructor(private readonly create: (attributes: Attributes, keyCount: number) => S) {}
 
   get(attributes: Attributes): S {
-    const known = this.byObject.get(attributes);
-    if (known !== undefined && sameAttributes(known, attributes)) return known;
+    const slot = this.recentObjects.indexOf(attributes);
+    if (slot >= 0 && sameAttributes(this.recentSeries[slot]!, attributes)) return this.recentSeries[slot]!;
     const key = attributesKey(attributes);
     let series = this.byKey.get(key);
     if (series === undefined) {
@@ -28,13 +34,25 @@ export class SeriesMap<S extends Series> {
       series = this.create(copy, Object.keys(copy).length);
       this.byKey.set(key, series);
     }
-    this.byObject.set(attributes, series);
+    // A mutated object takes its old slot over; any other takes the oldest slot.
+    this.remember(slot >= 0 ? slot : this.nextSlot(), attributes, series);
     return series;
   }
 
   /** Series in the order they were first seen. */
   values(): IterableIterator<S> {
     return this.byKey.values();
+  }
+
+  private nextSlot(): number {
+    const slot = this.next;
+    this.next = (slot + 1) % RECENT;
+    return slot;
+  }
+
+  private remember(slot: number, attributes: Attributes, series: S): void {
+    this.recentObjects[slot] = attributes;
+    this.recentSeries[slot] = series;
   }
 }
 
