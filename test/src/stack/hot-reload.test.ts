@@ -4,7 +4,7 @@
  * from the new code; a syntax error keeps the old worker serving and reports the error (the
  * terminal line, and the Inspector, from the log record the collector gets).
  */
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRuntimeClient } from '@agentrt/runtime';
 import { type ReloadEvent, reportToCollector, startHotReload } from '@agentrt/cli';
@@ -56,7 +56,11 @@ const pidOfSession = async (client: ReturnType<typeof createRuntimeClient>) =>
 async function save(replacement: string): Promise<ReloadEvent> {
   const before = events.length;
   // The answer's line (`message: { role: 'assistant', content: [...] },`) with another content.
-  writeFileSync(APP, readFileSync(APP, 'utf8').replace(/content: \[.*\] \},$/m, `${replacement} },`));
+  // Saved as sed -i, vim and editors' "safe write" save: a new file renamed over the old one (Node's
+  // recursive watcher lost the file after the first such save; the other saves below write in place).
+  const next = readFileSync(APP, 'utf8').replace(/content: \[.*\] \},$/m, `${replacement} },`);
+  writeFileSync(`${APP}.tmp`, next);
+  renameSync(`${APP}.tmp`, APP);
   await expect.poll(() => events.length, { timeout: 10_000 }).toBeGreaterThan(before);
   return events.at(-1)!;
 }
@@ -150,7 +154,13 @@ describe('hot reload', { timeout: 60_000 }, () => {
         await page.goto(`${stack.collector.url}/#/inspector?host=${encodeURIComponent(stack.runtime.url)}`);
         await expect
           .poll(() => page.locator('[data-testid=build-error]').textContent(), { timeout: 20_000 })
-          .toMatch(/sessions keep the previous code.*src\/app\.ts:\d+:\d+/s);
+          .toMatch(
+            /hotreload did not build: its sessions keep running the previous code\..*src\/app\.ts:\d+:\d+ \S.*Fix the file at that line and column, then save it/s,
+          );
+        // The position on its own, as an editor's "go to" takes it.
+        expect(await page.locator('[data-testid=build-error-at]').first().textContent()).toMatch(
+          /^src\/app\.ts:\d+:\d+$/,
+        );
       } finally {
         await browser.close();
       }

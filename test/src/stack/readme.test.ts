@@ -170,6 +170,34 @@ function checkKubectl(args: string[]): string[] {
   }
 }
 
+/** `sed -i 's/<pattern>/<replacement>/' <file>`: a file of the repo, and the pattern is in it. */
+function checkSed(args: string[]): string[] {
+  const [flag, script = '', file = ''] = args;
+  if (flag !== '-i') return [`sed ${flag}: only sed -i is used`];
+  if (!existsSync(join(repoRoot, file))) return [`sed: no file ${file}`];
+  const pattern = /^s\/((?:\\.|[^/])*)\//.exec(script)?.[1];
+  if (pattern === undefined) return [`sed: '${script}' is not s/<pattern>/<replacement>/`];
+  return new RegExp(pattern).test(readFileSync(join(repoRoot, file), 'utf8'))
+    ? []
+    : [`sed: ${file} no longer holds /${pattern}/`];
+}
+
+/** `until <commands>; do <commands>; done` (or while): each command of the loop, checked. */
+async function checkLoop(args: string[]): Promise<string[]> {
+  const commands: string[][] = [[]];
+  for (const word of args) {
+    const ends = word.endsWith(';');
+    const w = ends ? word.slice(0, -1) : word;
+    if (['|', 'do', 'done'].includes(w)) commands.push([]);
+    else if (w) commands.at(-1)!.push(w);
+    if (ends) commands.push([]);
+  }
+  const problems: string[] = [];
+  for (const argv of commands.filter((c) => c.length > 0))
+    problems.push(...(await checkCommand({ env: {}, argv })));
+  return problems;
+}
+
 async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
   const [program, ...args] = argv;
   switch (program) {
@@ -222,7 +250,9 @@ async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
     case 'kubectl':
       return checkKubectl(args);
     case 'grep': {
-      // What it reads: a file of the repo, or one an earlier command wrote under .data/.
+      // What it reads: its input (a pattern alone: the end of a pipe), a file of the repo, or one an
+      // earlier command wrote under .data/.
+      if (args.filter((a) => !a.startsWith('-')).length === 1) return [];
       const file = args.at(-1) ?? '';
       return file.startsWith('.data/') || existsSync(join(repoRoot, file)) ? [] : [`grep: no file ${file}`];
     }
@@ -251,7 +281,14 @@ async function checkCommand({ argv }: SimpleCommand): Promise<string[]> {
     case 'sh':
       return existsSync(join(repoRoot, args[0] ?? '')) ? [] : [`${program} ${args[0]}: no such file`];
     case 'printf':
+    case 'echo':
+    case 'sleep':
       return [];
+    case 'sed':
+      return checkSed(args);
+    case 'until':
+    case 'while':
+      return checkLoop(args);
     case 'podman': {
       if (args[0] !== 'build') return [`podman ${args[0]}: only podman build is used`];
       const context = args.at(-1) ?? '';
@@ -317,6 +354,10 @@ describe('README', () => {
     expect(await check('node --require @agentrt/no-such-package app.js')).toHaveLength(1);
     expect(await check('docker compose --profile nope up')).toEqual(['no compose profile nope']);
     expect(await check('rm -rf /')).toHaveLength(1);
+    expect(await check("sed -i 's/no such text anywhere/x/' examples/custom-agent/src/app.ts")).toEqual([
+      'sed: examples/custom-agent/src/app.ts no longer holds /no such text anywhere/',
+    ]);
+    expect(await check('until npx agentrt frobnicate | grep x; do rm -rf /; done')).toHaveLength(2);
   });
 
   it('the command table names every agentrt command and subcommand (from their --help)', async () => {

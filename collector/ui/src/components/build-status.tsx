@@ -32,10 +32,43 @@ export function BuildStatus({ runtimeName }: { runtimeName: string }) {
     };
   }, [runtimeName]);
   if (!latest || latest.severityNumber < 17) return null;
+  return <BuildError runtimeName={runtimeName} message={latest.body.slice(runtimeName.length + 2)} />;
+}
+
+/** `file:line:col message` lines of a failed build (transpile.ts); other lines as they are. */
+const POSITIONED = /^(.+?):(\d+):(\d+) (.*)$/;
+
+function BuildError({ runtimeName, message }: { runtimeName: string; message: string }) {
+  const lines = message
+    .replace(/^build failed: /, '')
+    .split('\n')
+    .filter(Boolean);
   return (
     <div class="error-box" role="alert" data-testid="build-error">
-      <strong>The agent's last build failed; its sessions keep the previous code.</strong>
-      <pre class="code">{latest.body.slice(runtimeName.length + 2)}</pre>
+      <strong>{runtimeName} did not build: its sessions keep running the previous code.</strong>
+      <ul class="build-errors">
+        {lines.map((line, i) => {
+          const at = POSITIONED.exec(line.trim());
+          return (
+            <li key={i}>
+              {at ? (
+                <>
+                  <code data-testid="build-error-at">
+                    {at[1]}:{at[2]}:{at[3]}
+                  </code>{' '}
+                  {at[4]}
+                </>
+              ) : (
+                line
+              )}
+            </li>
+          );
+        })}
+      </ul>
+      <p class="muted small">
+        Fix the file at that line and column, then save it: <code>agentrt dev</code> rebuilds the agent and
+        moves its sessions to the new code (the dev terminal shows the same error).
+      </p>
     </div>
   );
 }

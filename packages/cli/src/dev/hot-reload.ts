@@ -4,7 +4,7 @@
 // rather than for the old one's shutdown). A build that fails restarts nothing: the old
 // workers keep serving, and the error goes to the terminal and, as a log record of the service
 // `agentrt-dev`, to the collector (where the Inspector shows it).
-import { type FSWatcher, existsSync, watch } from 'node:fs';
+import { type FSWatcher, existsSync, readdirSync, statSync, watch } from 'node:fs';
 import { join } from 'node:path';
 import { BuildError, type AgentBuild, createAgentBuild } from './transpile.js';
 
@@ -48,7 +48,7 @@ const SOURCE = /\.[mc]?tsx?$/;
 
 /** Starts watching; `close()` stops. */
 export async function startHotReload(options: HotReloadOptions): Promise<{ close(): void }> {
-  const watchers: FSWatcher[] = [];
+  const watchers: { close(): void }[] = [];
   for (const agent of options.agents) {
     const build = await createAgentBuild(agent.dir);
     watchers.push(watchAgent(agent, build, options));
@@ -60,13 +60,13 @@ export async function startHotReload(options: HotReloadOptions): Promise<{ close
   };
 }
 
-function watchAgent(agent: HotReloadAgent, build: AgentBuild, options: HotReloadOptions): FSWatcher {
+function watchAgent(agent: HotReloadAgent, build: AgentBuild, options: HotReloadOptions): { close(): void } {
   const changed = new Set<string>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<void> = Promise.resolve();
-  const watcher = watch(build.rootDir, { recursive: true }, (_event, name) => {
-    if (!name || !SOURCE.test(name) || name.endsWith('.d.ts')) return;
-    changed.add(join(build.rootDir, name));
+  return watchTree(build.rootDir, (path) => {
+    if (!SOURCE.test(path) || path.endsWith('.d.ts')) return;
+    changed.add(path);
     clearTimeout(timer);
     timer = setTimeout(() => {
       const files = [...changed];
@@ -75,7 +75,61 @@ function watchAgent(agent: HotReloadAgent, build: AgentBuild, options: HotReload
       running = running.then(() => reload(agent, build, files, options));
     }, options.debounceMs ?? 30);
   });
-  return watcher;
+}
+
+const isDirectory = (path: string): boolean => {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Calls `onFile` with each file changed or created under `dir`: one non-recursive watcher per
+ * folder (new folders are watched as they appear). Node's recursive watcher on Linux follows each
+ * file by its inode, so a file saved by renaming a new one over it — `sed -i`, vim, editors' "safe
+ * write" — was never seen again after its first such save; a folder's watcher sees every entry.
+ */
+function watchTree(dir: string, onFile: (path: string) => void): { close(): void } {
+  const watchers = new Map<string, FSWatcher>();
+  const add = (folder: string): void => {
+    if (watchers.has(folder)) return;
+    let watcher: FSWatcher;
+    try {
+      watcher = watch(folder, (_event, name) => {
+        if (!name) return;
+        const path = join(folder, name.toString());
+        if (isDirectory(path)) addTree(path);
+        else onFile(path);
+      });
+    } catch {
+      return; // Gone already.
+    }
+    watcher.on('error', () => {
+      watcher.close();
+      watchers.delete(folder);
+    });
+    watchers.set(folder, watcher);
+  };
+  const addTree = (folder: string): void => {
+    add(folder);
+    let entries: string[] = [];
+    try {
+      entries = readdirSync(folder, { withFileTypes: true })
+        .filter((e) => e.isDirectory() && e.name !== 'node_modules')
+        .map((e) => e.name);
+    } catch {
+      // Gone meanwhile.
+    }
+    for (const name of entries) addTree(join(folder, name));
+  };
+  addTree(dir);
+  return {
+    close() {
+      for (const w of watchers.values()) w.close();
+    },
+  };
 }
 
 async function reload(
