@@ -263,6 +263,8 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
       ),
     onlineEvaluation: (id: string) =>
       call<OnlineEvaluationDetail>('GET', `/online-evaluation-configs/${encodeURIComponent(id)}`),
+    updateOnlineEvaluation: (id: string, body: Record<string, unknown>) =>
+      call<{ executionStatus: string }>('PUT', `/online-evaluation-configs/${encodeURIComponent(id)}`, body),
     deleteOnlineEvaluation: (id: string) =>
       call<{ status: string }>('DELETE', `/online-evaluation-configs/${encodeURIComponent(id)}`),
     /** Every endpoint of a runtime, DEFAULT first (ListAgentRuntimeEndpoints). */

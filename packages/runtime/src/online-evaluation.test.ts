@@ -12,6 +12,7 @@ import {
   GetOnlineEvaluationConfigCommand,
   ListOnlineEvaluationConfigsCommand,
   ResourceNotFoundException,
+  UpdateOnlineEvaluationConfigCommand,
   ValidationException,
 } from '@aws-sdk/client-bedrock-agentcore-control';
 import { type SpanRecord, spansToOtlpJson } from '@agentrt/collector';
@@ -182,6 +183,28 @@ describe('online evaluation configs (CreateOnlineEvaluationConfigCommand)', () =
 
     const listed = await rt.control.send(new ListOnlineEvaluationConfigsCommand({}));
     expect(listed.onlineEvaluationConfigs?.map((c) => c.onlineEvaluationConfigName)).toEqual(['crud_rule']);
+    const update = (input: object) =>
+      rt.control
+        .send(new UpdateOnlineEvaluationConfigCommand({ onlineEvaluationConfigId: id, ...input }))
+        .catch((e: unknown) => e);
+    const badStatus = await update({ executionStatus: 'PAUSED' });
+    expect((badStatus as ValidationException).message).toMatch(/^executionStatus: /);
+    const badSampling = await update({
+      rule: { ...config('x').rule!, samplingConfig: { samplingPercentage: 500 } },
+    });
+    expect((badSampling as ValidationException).message).toMatch(
+      /^rule\.samplingConfig\.samplingPercentage: /,
+    );
+    expect(await update({ executionStatus: 'DISABLED', description: 'paused' })).toMatchObject({
+      executionStatus: 'DISABLED',
+    });
+    expect(
+      await rt.control.send(new GetOnlineEvaluationConfigCommand({ onlineEvaluationConfigId: id })),
+    ).toMatchObject({
+      executionStatus: 'DISABLED',
+      description: 'paused',
+      evaluators: [{ evaluatorId: GOAL }],
+    });
     await rt.control.send(new DeleteOnlineEvaluationConfigCommand({ onlineEvaluationConfigId: id }));
     const gone = await rt.control
       .send(new GetOnlineEvaluationConfigCommand({ onlineEvaluationConfigId: id }))
@@ -224,4 +247,22 @@ describe('online evaluation configs (CreateOnlineEvaluationConfigCommand)', () =
       );
     },
   );
+
+  it('a disabled rule judges nothing; enabled (UpdateOnlineEvaluationConfig), it judges what ended since it was made', async () => {
+    const created = await rt.control.send(
+      new CreateOnlineEvaluationConfigCommand(config('paused_rule', { enableOnCreate: false })),
+    );
+    const id = created.onlineEvaluationConfigId!;
+    expect(created.executionStatus).toBe('DISABLED');
+    await new Promise((r) => setTimeout(r, 500));
+    const ids = ['online-p1', 'online-p2'];
+    await ingest(ids.flatMap((s, i) => sessionEndingAt(s, 940 + i, Date.now())));
+    await new Promise((r) => setTimeout(r, 2_500)); // complete, and many passes
+    expect(await judged(id)).toEqual(new Map());
+    await rt.control.send(
+      new UpdateOnlineEvaluationConfigCommand({ onlineEvaluationConfigId: id, executionStatus: 'ENABLED' }),
+    );
+    await waitFor(async () => (await judged(id)).size === ids.length, 20_000);
+    expect(Object.fromEntries(await judged(id))).toEqual({ 'online-p1': 1, 'online-p2': 1 });
+  }, 60_000);
 });

@@ -325,6 +325,10 @@ describe('agentrt eval', () => {
       expect((await cli('create', ...rule, '--where', 'tokens>many')).code).toBe(2);
       expect((await cli('create', ...rule)).stderr).toContain('ConflictException');
 
+      expect((await cli('disable', 'weather_ci')).stdout).toMatch(/ {2}disabled\n$/);
+      expect((await cli('list')).stdout).toMatch(/^weather_ci-\w{10} {2}DISABLED /);
+      expect((await cli('enable', 'weather_ci')).code).toBe(0);
+      expect((await cli('list')).stdout).toMatch(/^weather_ci-\w{10} {2}ENABLED /);
       expect((await cli('delete', 'weather_ci')).code).toBe(0);
       expect((await cli('list')).stdout).toBe('');
       expect((await cli('delete', 'weather_ci')).code).toBe(2);

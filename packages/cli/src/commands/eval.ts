@@ -26,7 +26,7 @@ const usage = `Usage: agentrt eval run --dataset <d> --evaluator <id>… [--fail
                            [--interval <d>] [--since <d>] [--name <rule>] [--once] [--url <collector>]
        agentrt eval rules create --name <n> --service <name>… --evaluator <id>… [--sampling <p>]
                               [--idle <d>] [--where <key=value>…] [--disabled] [--url <runtime>]
-       agentrt eval rules list | delete <name|id> [--url <runtime>]
+       agentrt eval rules list | enable <rule> | disable <rule> | delete <rule> [--url <runtime>]
        agentrt eval compare <before.json> <after.json>
        agentrt eval list
 

@@ -1,4 +1,4 @@
-// `agentrt eval rules create|list|delete`: online evaluation rules stored in the runtime (its
+// `agentrt eval rules create|list|enable|disable|delete`: online evaluation rules stored in the runtime (its
 // CreateOnlineEvaluationConfig API), which runs them — they outlive the CLI and a runtime restart.
 import { type CliIO, UsageError, parseCommandArgs } from '../command.js';
 import { parseDurationMs } from '../collector-client.js';
@@ -98,17 +98,20 @@ async function resolveRule(client: RuntimeClient, ref: string): Promise<string> 
   return found.onlineEvaluationConfigId;
 }
 
-async function remove(argv: string[], io: CliIO): Promise<number> {
+/** `delete`, `enable` or `disable` of one rule, by name or id. */
+async function onOne(verb: 'delete' | 'enable' | 'disable', argv: string[], io: CliIO): Promise<number> {
   const { values, positionals } = parseCommandArgs({
     args: argv,
     options: CLIENT_OPTIONS,
     allowPositionals: true,
   });
-  if (positionals.length !== 1) throw new UsageError('delete takes one rule: its name or id');
+  if (positionals.length !== 1) throw new UsageError(`${verb} takes one rule: its name or id`);
   const client = clientFrom(values, io);
   const id = await resolveRule(client, positionals[0]!);
-  await client.deleteOnlineEvaluation(id);
-  io.stdout(`${id}  deleted\n`);
+  if (verb === 'delete') await client.deleteOnlineEvaluation(id);
+  else
+    await client.updateOnlineEvaluation(id, { executionStatus: verb === 'enable' ? 'ENABLED' : 'DISABLED' });
+  io.stdout(`${id}  ${verb}d\n`);
   return 0;
 }
 
@@ -116,6 +119,6 @@ export function runRules(argv: string[], io: CliIO): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === 'create') return create(rest, io);
   if (sub === 'list') return list(rest, io);
-  if (sub === 'delete') return remove(rest, io);
-  throw new UsageError('eval rules takes create, list or delete');
+  if (sub === 'delete' || sub === 'enable' || sub === 'disable') return onOne(sub, rest, io);
+  throw new UsageError('eval rules takes create, list, enable, disable or delete');
 }

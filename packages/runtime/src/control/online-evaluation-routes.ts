@@ -1,6 +1,6 @@
 /**
  * The control plane's online evaluation configs, as BedrockAgentCoreControlClient calls them
- * (Create/Get/List/DeleteOnlineEvaluationConfig): rules stored in the control store, run by the
+ * (Create/Get/List/Update/DeleteOnlineEvaluationConfig): rules stored in the control store, run by the
  * runtime (evaluate/online-rules.ts) against the sessions in its collector.
  */
 import { type RuntimeConfig } from '../config.js';
@@ -12,7 +12,7 @@ import { type RouteContext, type Router } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { newRuntimeId } from './arn.js';
 import { authedRoute } from './control-plane.js';
-import { parseOnlineEvaluationConfig } from './online-evaluation.js';
+import { parseOnlineEvaluationConfig, parseOnlineEvaluationUpdate } from './online-evaluation.js';
 import { type OnlineEvaluationRecord, type Store } from './store.js';
 import { nextToken, parsePaging, validateClientToken, validateTags } from './validate.js';
 
@@ -138,6 +138,28 @@ export function registerOnlineEvaluation(router: Router, deps: OnlineEvaluationD
     'GET',
     '/online-evaluation-configs/:onlineEvaluationConfigId',
     authed((ctx) => sendJson(ctx.res, 200, detail(recordOr404(store, ctx)))),
+  );
+
+  router.add(
+    'PUT',
+    '/online-evaluation-configs/:onlineEvaluationConfigId',
+    authed(async (ctx) => {
+      const record = recordOr404(store, ctx);
+      const body = await readJsonObject(ctx.req, 1_000_000);
+      validateClientToken(body.clientToken);
+      const next = parseOnlineEvaluationUpdate(body, record, (id) => deps.service.evaluator(id));
+      await store.put('onlineEvaluation', next.id, next, '', Date.parse(next.createdAt));
+      logger.info('online evaluation config updated', { id: next.id, executionStatus: next.executionStatus });
+      const { onlineEvaluationConfigArn, onlineEvaluationConfigId, updatedAt, status, executionStatus } =
+        summary(next);
+      sendJson(ctx.res, 202, {
+        onlineEvaluationConfigArn,
+        onlineEvaluationConfigId,
+        updatedAt,
+        status,
+        executionStatus,
+      });
+    }),
   );
 
   router.add(

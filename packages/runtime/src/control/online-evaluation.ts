@@ -97,35 +97,13 @@ function serviceNames(value: unknown): string[] {
   return list(field, logs.serviceNames, 1, 20).map((n, i) => text(`${field}[${i}]`, n, 256));
 }
 
-/** The record a Create request makes; `knownEvaluator` throws for an id no evaluator answers. */
-export function parseOnlineEvaluationConfig(
-  body: Body,
-  id: (name: string) => { id: string; arn: string },
-  knownEvaluator: (evaluatorId: string) => void,
-): OnlineEvaluationRecord {
-  const name = text('onlineEvaluationConfigName', body.onlineEvaluationConfigName, 48, NAME_RE);
-  const description = body.description === undefined ? undefined : text('description', body.description, 200);
-  const rule = object('rule', body.rule);
+type RuleFields = Pick<OnlineEvaluationRecord, 'samplingPercentage' | 'filters' | 'sessionTimeoutMinutes'>;
+
+function parseRule(value: unknown): RuleFields {
+  const rule = object('rule', value);
   const sampling = object('rule.samplingConfig', rule.samplingConfig);
   const session = object('rule.sessionConfig', rule.sessionConfig);
-  const evaluatorIds = list('evaluators', body.evaluators, 1, MAX_EVALUATORS).map((e, i) => {
-    const ref = object(`evaluators[${i}]`, e);
-    const evaluatorId = text(`evaluators[${i}].evaluatorId`, ref.evaluatorId, 256);
-    try {
-      knownEvaluator(evaluatorId);
-    } catch {
-      throw validationError(`evaluators[${i}].evaluatorId`, `no evaluator ${JSON.stringify(evaluatorId)}`);
-    }
-    return evaluatorId;
-  });
-  text('evaluationExecutionRoleArn', body.evaluationExecutionRoleArn, 2048);
-  if (typeof body.enableOnCreate !== 'boolean')
-    throw validationError('enableOnCreate', 'is required: true or false');
-  const at = new Date().toISOString();
   return {
-    ...id(name),
-    name,
-    ...(description !== undefined ? { description } : {}),
     samplingPercentage: number(
       'rule.samplingConfig.samplingPercentage',
       sampling.samplingPercentage,
@@ -141,11 +119,72 @@ export function parseOnlineEvaluationConfig(
       MIN_TIMEOUT_MINUTES,
       MAX_TIMEOUT_MINUTES,
     ),
-    serviceNames: serviceNames(body.dataSourceConfig),
+  };
+}
+
+function parseEvaluators(value: unknown, knownEvaluator: (evaluatorId: string) => void): string[] {
+  return list('evaluators', value, 1, MAX_EVALUATORS).map((e, i) => {
+    const ref = object(`evaluators[${i}]`, e);
+    const evaluatorId = text(`evaluators[${i}].evaluatorId`, ref.evaluatorId, 256);
+    try {
+      knownEvaluator(evaluatorId);
+    } catch {
+      throw validationError(`evaluators[${i}].evaluatorId`, `no evaluator ${JSON.stringify(evaluatorId)}`);
+    }
+    return evaluatorId;
+  });
+}
+
+const description = (body: Body) =>
+  body.description === undefined ? {} : { description: text('description', body.description, 200) };
+
+/** The record a Create request makes; `knownEvaluator` throws for an id no evaluator answers. */
+export function parseOnlineEvaluationConfig(
+  body: Body,
+  id: (name: string) => { id: string; arn: string },
+  knownEvaluator: (evaluatorId: string) => void,
+): OnlineEvaluationRecord {
+  const name = text('onlineEvaluationConfigName', body.onlineEvaluationConfigName, 48, NAME_RE);
+  const fields = { ...description(body), ...parseRule(body.rule) };
+  const evaluatorIds = parseEvaluators(body.evaluators, knownEvaluator);
+  const serviceNamesOf = serviceNames(body.dataSourceConfig);
+  text('evaluationExecutionRoleArn', body.evaluationExecutionRoleArn, 2048);
+  if (typeof body.enableOnCreate !== 'boolean')
+    throw validationError('enableOnCreate', 'is required: true or false');
+  const at = new Date().toISOString();
+  return {
+    ...id(name),
+    name,
+    ...fields,
+    serviceNames: serviceNamesOf,
     evaluatorIds,
     executionStatus: body.enableOnCreate ? 'ENABLED' : 'DISABLED',
     createdAt: at,
     updatedAt: at,
+  };
+}
+
+/** The record an Update request makes of `record`: the fields it gives replace the record's. */
+export function parseOnlineEvaluationUpdate(
+  body: Body,
+  record: OnlineEvaluationRecord,
+  knownEvaluator: (evaluatorId: string) => void,
+): OnlineEvaluationRecord {
+  const status = body.executionStatus;
+  if (status !== undefined && status !== 'ENABLED' && status !== 'DISABLED')
+    throw validationError('executionStatus', 'must be ENABLED or DISABLED');
+  if (body.evaluationExecutionRoleArn !== undefined)
+    text('evaluationExecutionRoleArn', body.evaluationExecutionRoleArn, 2048);
+  return {
+    ...record,
+    ...description(body),
+    ...(body.rule !== undefined ? parseRule(body.rule) : {}),
+    ...(body.evaluators !== undefined
+      ? { evaluatorIds: parseEvaluators(body.evaluators, knownEvaluator) }
+      : {}),
+    ...(body.dataSourceConfig !== undefined ? { serviceNames: serviceNames(body.dataSourceConfig) } : {}),
+    ...(status !== undefined ? { executionStatus: status } : {}),
+    updatedAt: new Date(Math.max(Date.now(), Date.parse(record.updatedAt) + 1)).toISOString(),
   };
 }
 

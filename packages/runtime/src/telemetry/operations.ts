@@ -31,6 +31,7 @@ const OPERATIONS: Record<string, string | null> = {
   'POST /online-evaluation-configs/create': 'CreateOnlineEvaluationConfig',
   'POST /online-evaluation-configs': 'ListOnlineEvaluationConfigs',
   'GET /online-evaluation-configs/:onlineEvaluationConfigId': 'GetOnlineEvaluationConfig',
+  'PUT /online-evaluation-configs/:onlineEvaluationConfigId': 'UpdateOnlineEvaluationConfig',
   'DELETE /online-evaluation-configs/:onlineEvaluationConfigId': 'DeleteOnlineEvaluationConfig',
 };
 
