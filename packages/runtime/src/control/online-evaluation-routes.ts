@@ -55,6 +55,18 @@ function detail(r: OnlineEvaluationRecord) {
   };
 }
 
+/** Create's and Update's answer: the config, its state, and when it was made or changed. */
+function changed(r: OnlineEvaluationRecord, at: 'createdAt' | 'updatedAt') {
+  const view = summary(r);
+  return {
+    onlineEvaluationConfigArn: view.onlineEvaluationConfigArn,
+    onlineEvaluationConfigId: view.onlineEvaluationConfigId,
+    [at]: view[at],
+    status: view.status,
+    executionStatus: view.executionStatus,
+  };
+}
+
 function recordOr404(store: Store, ctx: RouteContext): OnlineEvaluationRecord {
   const id = ctx.params.onlineEvaluationConfigId ?? '';
   if (!ID_RE.test(id)) throw validationError('onlineEvaluationConfigId', `does not match ${ID_RE.source}`);
@@ -110,15 +122,7 @@ export function registerOnlineEvaluation(router: Router, deps: OnlineEvaluationD
       await store.put('onlineEvaluation', record.id, record, '', Date.parse(record.createdAt));
       if (tags) await store.put('tags', record.arn, tags, record.id);
       logger.info('online evaluation config created', { id: record.id, evaluators: record.evaluatorIds });
-      const { onlineEvaluationConfigArn, onlineEvaluationConfigId, createdAt, status, executionStatus } =
-        summary(record);
-      sendJson(ctx.res, 202, {
-        onlineEvaluationConfigArn,
-        onlineEvaluationConfigId,
-        createdAt,
-        status,
-        executionStatus,
-      });
+      sendJson(ctx.res, 202, changed(record, 'createdAt'));
     }),
   );
 
@@ -150,15 +154,7 @@ export function registerOnlineEvaluation(router: Router, deps: OnlineEvaluationD
       const next = parseOnlineEvaluationUpdate(body, record, (id) => deps.service.evaluator(id));
       await store.put('onlineEvaluation', next.id, next, '', Date.parse(next.createdAt));
       logger.info('online evaluation config updated', { id: next.id, executionStatus: next.executionStatus });
-      const { onlineEvaluationConfigArn, onlineEvaluationConfigId, updatedAt, status, executionStatus } =
-        summary(next);
-      sendJson(ctx.res, 202, {
-        onlineEvaluationConfigArn,
-        onlineEvaluationConfigId,
-        updatedAt,
-        status,
-        executionStatus,
-      });
+      sendJson(ctx.res, 202, changed(next, 'updatedAt'));
     }),
   );
 
