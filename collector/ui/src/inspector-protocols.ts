@@ -1,7 +1,8 @@
 /**
- * The Inspector's MCP and A2A calls: JSON-RPC 2.0 posted to the runtime's invocation URL, as the
- * official clients post it (MCP Streamable HTTP; A2A 1.0 `SendStreamingMessage`), answers read as
- * JSON or server-sent events. Same headers as any client: the session, trace context, credentials.
+ * The Inspector's MCP, A2A and AG-UI calls: JSON-RPC 2.0 posted to the runtime's invocation URL, as
+ * the official clients post it (MCP Streamable HTTP; A2A 1.0 `SendStreamingMessage`), answers read
+ * as JSON or server-sent events; an AG-UI RunAgentInput, its events read as they stream. Same
+ * headers as any client: the session, trace context, credentials.
  */
 import { type RuntimeAuth, RuntimeCallError, invocationsUrl, runtimeCall } from './inspector-client.js';
 import { takeSseEvents } from './inspector-model.js';
@@ -153,4 +154,45 @@ export async function streamA2aMessage(
     const kind = Object.keys(result ?? {})[0] ?? 'event';
     onEvent(kind, a2aText(result));
   }
+}
+
+/** A turn of the conversation as AG-UI messages carry it. */
+export interface AguiTurn {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+/**
+ * An AG-UI run (the runtime's AGUI protocol, as the AG-UI HttpAgent posts it): a RunAgentInput of
+ * the conversation so far — thread = the session — posted to the invocation URL, its AG-UI events
+ * read as they stream. `onText` gets each TEXT_MESSAGE_CONTENT delta, `onEvent` every event's type;
+ * a RUN_ERROR event (or an answer of no events) is a RuntimeCallError with its code and message.
+ */
+export async function streamAguiRun(
+  t: ProtocolTarget,
+  turns: readonly AguiTurn[],
+  traceparent: string,
+  onText: (text: string) => void,
+  onEvent: (type: string) => void = () => undefined,
+): Promise<void> {
+  const input = {
+    threadId: t.sessionId,
+    runId: crypto.randomUUID(),
+    messages: turns.map((m) => ({ id: crypto.randomUUID(), role: m.role, content: m.content })),
+    tools: [],
+    context: [],
+    state: {},
+    forwardedProps: {},
+  };
+  const res = await post(t, input, { accept: 'text/event-stream' }, traceparent);
+  let finished = false;
+  for await (const event of rpcMessages(res)) {
+    const type = String(event.type);
+    onEvent(type);
+    if (type === 'TEXT_MESSAGE_CONTENT' && typeof event.delta === 'string') onText(event.delta);
+    if (type === 'RUN_ERROR')
+      throw new RuntimeCallError(`${String(event.code ?? 'RUN_ERROR')}: ${String(event.message ?? '')}`);
+    if (type === 'RUN_FINISHED') finished = true;
+  }
+  if (!finished) throw new RuntimeCallError('the AG-UI run ended without RUN_FINISHED');
 }

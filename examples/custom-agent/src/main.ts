@@ -2,7 +2,7 @@
  * The custom agent: `node --require @agentrt/instrument dist/main.js`. Plain Koa with agentrt's
  * `agentContext()` middleware, on HOST:PORT (default 0.0.0.0:8080).
  */
-import { bootService } from '@agentrt/example-models';
+import { bootService, serveUntilSignal } from '@agentrt/example-models';
 import { createCustomAgentApp } from './app.js';
 import { loadConfig } from './config.js';
 
@@ -15,22 +15,4 @@ const app = createCustomAgentApp({
   captureContent: config.model.captureMessageContent,
   logger,
 });
-const server = app.listen(config.port, config.host, () => {
-  const address = server.address();
-  logger.info('listening', {
-    host: config.host,
-    port: typeof address === 'object' && address ? address.port : config.port,
-  });
-});
-const stop = (signal: string) => {
-  logger.info('draining', { signal });
-  server.close(() => logger.info('stopped'));
-  server.closeIdleConnections();
-  // In-flight answers finish; a stuck one is cut after the drain window.
-  setTimeout(() => {
-    server.closeAllConnections();
-    process.exit(0);
-  }, config.drainTimeoutMs).unref();
-};
-process.once('SIGTERM', () => stop('SIGTERM'));
-process.once('SIGINT', () => stop('SIGINT'));
+serveUntilSignal((port, host, ready) => app.listen(port, host, ready), config, logger);

@@ -50,6 +50,7 @@ export {
   DEFAULT_OPENAI_MODEL_ID,
   type ModelSelection,
   bootService,
+  serveUntilSignal,
   createModel,
   createServiceModel,
   describeModel,

@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import type { Model } from '@strands-agents/sdk';
 import { BedrockModel } from '@strands-agents/sdk/models/bedrock';
 import { OpenAIModel } from '@strands-agents/sdk/models/openai';
@@ -126,4 +127,34 @@ export function bootService(
 ): { logger: Logger; model: ModelSelection } {
   const logger = createLogger({ name, level: config.logLevel, write: (line) => process.stdout.write(line) });
   return { logger, model: createServiceModel(config, logger) };
+}
+
+/**
+ * Listens on the service's HOST:PORT and drains on SIGTERM / SIGINT: in-flight answers finish, a
+ * stuck one is cut after AGENTRT_DRAIN_TIMEOUT_MS. `listen` is the server's (or app's) listen.
+ */
+export function serveUntilSignal(
+  listen: (port: number, host: string, ready: () => void) => Server,
+  config: Pick<AgentServiceConfig, 'host' | 'port' | 'drainTimeoutMs'>,
+  logger: Logger,
+): Server {
+  const server = listen(config.port, config.host, () => {
+    const address = server.address();
+    logger.info('listening', {
+      host: config.host,
+      port: typeof address === 'object' && address ? address.port : config.port,
+    });
+  });
+  const stop = (signal: string): void => {
+    logger.info('draining', { signal });
+    server.close(() => logger.info('stopped'));
+    server.closeIdleConnections();
+    setTimeout(() => {
+      server.closeAllConnections();
+      process.exit(0);
+    }, config.drainTimeoutMs).unref();
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  return server;
 }

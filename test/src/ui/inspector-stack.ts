@@ -4,6 +4,7 @@
  * weather API fixture, which sandboxed workers reach on its loopback port.
  */
 import { type WeatherApiFixture, startWeatherApiFixture } from '@agentrt/example-models/fixtures';
+import type { RuntimeServerOptions } from '@agentrt/runtime';
 import {
   type RuntimeStack,
   type RuntimeStackOptions,
@@ -19,7 +20,11 @@ export interface InspectorStack {
 }
 
 export async function startInspectorStack(
-  options: Pick<RuntimeStackOptions, 'name' | 'example' | 'serverProtocol'> & { service: string },
+  options: Pick<RuntimeStackOptions, 'name' | 'example' | 'serverProtocol'> & {
+    service: string;
+    /** Runtime host options besides the page's origin and the fixture's port (AGENTRT_API_KEYS…). */
+    runtime?: Partial<RuntimeServerOptions>;
+  },
 ): Promise<InspectorStack> {
   const weather = await startWeatherApiFixture();
   const environment = (service: string) => ({
@@ -27,11 +32,12 @@ export async function startInspectorStack(
     OTEL_SERVICE_NAME: service,
     WEATHER_API_BASE_URL: weather.url,
   });
-  const { service, ...stackOptions } = options;
+  const { service, runtime, ...stackOptions } = options;
   const stack = await startRuntimeStack({
     ...stackOptions,
     environment: environment(service),
     runtime: (collector) => ({
+      ...runtime,
       allowedOrigins: [collector.url],
       sandboxHostPorts: [Number(new URL(weather.url).port)],
     }),

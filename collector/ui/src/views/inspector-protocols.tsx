@@ -4,7 +4,7 @@ import { ErrorBox, JsonView, Loading } from '../components/common.js';
 import { Composer } from '../components/composer.js';
 import { TurnSpans } from '../components/turn-spans.js';
 import { useAsync } from '../hooks.js';
-import type { RuntimeInfo } from '../inspector-client.js';
+import type { RuntimeAuth, RuntimeInfo } from '../inspector-client.js';
 import { newSessionId, newTraceparent } from '../inspector-model.js';
 import { type McpTool, createMcpClient, getAgentCard, streamA2aMessage } from '../inspector-protocols.js';
 import { type FormField, formArguments, formFields } from '../schema-form.js';
@@ -12,6 +12,7 @@ import { type FormField, formArguments, formFields } from '../schema-form.js';
 interface PanelProps {
   host: string;
   runtime: RuntimeInfo;
+  auth: RuntimeAuth;
 }
 
 function FieldInput({
@@ -113,11 +114,11 @@ function ToolForm({ tool, call }: { tool: McpTool; call: (args: Record<string, u
   );
 }
 
-export function McpPanel({ host, runtime }: PanelProps) {
+export function McpPanel({ host, runtime, auth }: PanelProps) {
   const sessionId = useMemo(newSessionId, []);
   const client = useMemo(
-    () => createMcpClient({ host, arn: runtime.arn, sessionId }),
-    [host, runtime.arn, sessionId],
+    () => createMcpClient({ host, arn: runtime.arn, sessionId, auth }),
+    [host, runtime.arn, sessionId, auth],
   );
   const tools = useAsync(() => client.listTools(), [client]);
   const [chosen, setChosen] = useState<string | undefined>();
@@ -163,8 +164,11 @@ export function McpPanel({ host, runtime }: PanelProps) {
   );
 }
 
-export function A2aPanel({ host, runtime }: PanelProps) {
-  const target = useMemo(() => ({ host, arn: runtime.arn, sessionId: newSessionId() }), [host, runtime.arn]);
+export function A2aPanel({ host, runtime, auth }: PanelProps) {
+  const target = useMemo(
+    () => ({ host, arn: runtime.arn, sessionId: newSessionId(), auth }),
+    [host, runtime.arn, auth],
+  );
   const card = useAsync(() => getAgentCard(target), [target]);
   const [busy, setBusy] = useState(false);
   const [events, setEvents] = useState<{ kind: string; text: string }[]>([]);

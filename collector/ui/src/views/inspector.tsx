@@ -10,8 +10,10 @@ import { BuildStatus } from '../components/build-status.js';
 import { Composer } from '../components/composer.js';
 import { TurnSpans } from '../components/turn-spans.js';
 import { navigate, useAsync } from '../hooks.js';
+import { type StoredAuth, loadAuth, saveAuth } from '../inspector-auth.js';
 import {
   DEFAULT_RUNTIME_HOST,
+  type RuntimeAuth,
   type RuntimeInfo,
   invokeStreaming,
   listRuntimes,
@@ -27,9 +29,97 @@ import {
   sessionsKey,
 } from '../inspector-model.js';
 import { routeHref } from '../router.js';
+import { streamAguiRun } from '../inspector-protocols.js';
 import { A2aPanel, McpPanel } from './inspector-protocols.js';
 
 const HOST_KEY = 'agentrt.inspector.host';
+
+const stores = () => ({ session: sessionStorage, local: localStorage });
+
+/** The host's credentials (inspector-auth.ts), and a setter that keeps them as asked. */
+function useHostAuth(host: string): [StoredAuth, (auth: StoredAuth) => void] {
+  const [auth, setAuth] = useState<StoredAuth>(() => loadAuth(stores(), host));
+  useEffect(() => setAuth(loadAuth(stores(), host)), [host]);
+  return [
+    auth,
+    (next) => {
+      saveAuth(stores(), host, next);
+      setAuth(next);
+    },
+  ];
+}
+
+function SecretField(props: {
+  label: string;
+  testId: string;
+  value: string | undefined;
+  onInput: (value: string) => void;
+}) {
+  return (
+    <label>
+      {props.label}{' '}
+      <input
+        type="password"
+        autocomplete="off"
+        data-testid={props.testId}
+        value={props.value ?? ''}
+        onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
+      />
+    </label>
+  );
+}
+
+/**
+ * The credentials box: a bearer token (runtimes with a JWT authorizer) and an API key (a host with
+ * AGENTRT_API_KEYS), sent on every call to this host only.
+ */
+function CredentialsForm({ auth, onSave }: { auth: StoredAuth; onSave: (auth: StoredAuth) => void }) {
+  const [draft, setDraft] = useState(auth);
+  useEffect(() => setDraft(auth), [auth]);
+  const set = (change: Partial<StoredAuth>): void => setDraft((d) => ({ ...d, ...change }));
+  const has = Boolean(auth.bearer || auth.apiKey);
+  return (
+    <details class="inspector-auth" data-testid="credentials" open={has || undefined}>
+      <summary>Credentials{has ? ' (set)' : ''}</summary>
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          onSave(draft);
+        }}
+      >
+        <SecretField
+          label="bearer token"
+          testId="auth-bearer"
+          value={draft.bearer}
+          onInput={(bearer) => set({ bearer })}
+        />
+        <SecretField
+          label="API key"
+          testId="auth-api-key"
+          value={draft.apiKey}
+          onInput={(apiKey) => set({ apiKey })}
+        />
+        <label title="Kept in clear in this browser's localStorage, where any page of this origin can read it.">
+          <input
+            type="checkbox"
+            data-testid="auth-remember"
+            checked={draft.remember}
+            onChange={(e) => set({ remember: (e.target as HTMLInputElement).checked })}
+          />{' '}
+          remember on this device
+        </label>
+        <button class="btn" type="submit" data-testid="auth-save">
+          Use
+        </button>
+        <span class="muted small">
+          Sent as <code>Authorization: Bearer …</code> and <code>x-api-key</code> to this host only; kept for
+          this tab unless remembered (then in clear in localStorage).
+        </span>
+      </form>
+    </details>
+  );
+}
 
 function storedHost(): string {
   try {
@@ -42,7 +132,8 @@ function storedHost(): string {
 export function InspectorView({ host: routeHost, runtime }: { host?: string; runtime?: string }) {
   const host = (routeHost || storedHost()).replace(/\/+$/, '');
   const [draftHost, setDraftHost] = useState(host);
-  const runtimes = useAsync(() => listRuntimes(host), [host]);
+  const [auth, setAuth] = useHostAuth(host);
+  const runtimes = useAsync(() => listRuntimes(host, auth), [host, auth]);
   const go = (next: { host?: string; runtime?: string }): void =>
     navigate(routeHref({ view: 'inspector', host: next.host ?? host, runtime: next.runtime }));
   const chosen = runtimes.data?.find((r) => r.arn === runtime || r.name === runtime) ?? runtimes.data?.[0];
@@ -87,6 +178,7 @@ export function InspectorView({ host: routeHost, runtime }: { host?: string; run
           </select>
         )}
       </form>
+      <CredentialsForm auth={auth} onSave={setAuth} />
       {runtimes.error && <ErrorBox error={runtimes.error} retry={runtimes.reload} />}
       {!runtimes.data && !runtimes.error && <Loading what="runtimes" />}
       {runtimes.data?.length === 0 && (
@@ -97,18 +189,18 @@ export function InspectorView({ host: routeHost, runtime }: { host?: string; run
           </p>
         </EmptyState>
       )}
-      {chosen && <RuntimePanel key={`${host} ${chosen.arn}`} host={host} runtime={chosen} />}
+      {chosen && <RuntimePanel key={`${host} ${chosen.arn}`} host={host} runtime={chosen} auth={auth} />}
     </section>
   );
 }
 
 /** The runtime's own panel: tools for MCP, the card and tasks for A2A, a chat for the others. */
-function RuntimePanel({ host, runtime }: { host: string; runtime: RuntimeInfo }) {
+function RuntimePanel({ host, runtime, auth }: { host: string; runtime: RuntimeInfo; auth: RuntimeAuth }) {
   const Panel = runtime.protocol === 'MCP' ? McpPanel : runtime.protocol === 'A2A' ? A2aPanel : ChatPanel;
   return (
     <>
       <BuildStatus runtimeName={runtime.name} />
-      <Panel host={host} runtime={runtime} />
+      <Panel host={host} runtime={runtime} auth={auth} />
     </>
   );
 }
@@ -146,7 +238,7 @@ function useRuntimeSessions(host: string, arn: string) {
   };
 }
 
-function ChatPanel({ host, runtime }: { host: string; runtime: RuntimeInfo }) {
+function ChatPanel({ host, runtime, auth }: { host: string; runtime: RuntimeInfo; auth: RuntimeAuth }) {
   const store = useRuntimeSessions(host, runtime.arn);
   const [busy, setBusy] = useState(false);
   const [renaming, setRenaming] = useState<string | undefined>();
@@ -158,15 +250,32 @@ function ChatPanel({ host, runtime }: { host: string; runtime: RuntimeInfo }) {
     setBusy(true);
     store.append(id, { role: 'user', text, atMs: Date.now() });
     store.append(id, { role: 'agent', text: '', traceId, atMs: Date.now() });
+    const onText = (delta: string): void => store.extend(id, delta);
     try {
-      await invokeStreaming({
-        host,
-        arn: runtime.arn,
-        sessionId: id,
-        payload: JSON.stringify({ prompt: text, stream: true }),
-        traceparent: header,
-        onText: (delta) => store.extend(id, delta),
-      });
+      if (runtime.protocol === 'AGUI') {
+        // The thread so far, then this message: AG-UI agents get the conversation in each run.
+        const turns = session.messages
+          .filter((m) => m.role !== 'error' && m.text)
+          .map((m) => ({
+            role: m.role === 'user' ? ('user' as const) : ('assistant' as const),
+            content: m.text,
+          }));
+        await streamAguiRun(
+          { host, arn: runtime.arn, sessionId: id, auth },
+          [...turns, { role: 'user', content: text }],
+          header,
+          onText,
+        );
+      } else
+        await invokeStreaming({
+          host,
+          arn: runtime.arn,
+          sessionId: id,
+          payload: JSON.stringify({ prompt: text, stream: true }),
+          traceparent: header,
+          auth,
+          onText,
+        });
     } catch (error) {
       store.append(id, { role: 'error', text: (error as Error).message, traceId, atMs: Date.now() });
     } finally {

@@ -1,0 +1,8 @@
+export {
+  type AguiAgentOptions,
+  type RunRequest,
+  ValidationError,
+  createAguiAgentServer,
+  readRunInput,
+} from './app.js';
+export { loadConfig } from './config.js';
