@@ -138,9 +138,10 @@ function launchAttributes(worker: Worker | undefined): Record<string, string> {
   return launched && worker?.podName ? { 'k8s.pod.name': worker.podName, launch_type: launched } : {};
 }
 
-/** What a start span says of its worker: its pid, or its pod. */
+/** What a start span says of its worker: its pid, or its pod (a claim's, once bound: readiness). */
 function workerAttributes(worker: Worker): Record<string, string | number> {
-  return worker.podName ? { 'k8s.pod.name': worker.podName } : { 'process.pid': worker.pid };
+  if (worker.podName) return { 'k8s.pod.name': worker.podName };
+  return worker.pid > 0 ? { 'process.pid': worker.pid } : {};
 }
 
 export function createSessionManager({

@@ -4,6 +4,8 @@
 // adopting a pool sandbox, stop deleting claim, sandbox and pod); a claim whose sandbox never
 // becomes ready (424 with its events, nothing left); a claim no controller binds (424 that says so).
 import { execFile } from 'node:child_process';
+import { type Server, createServer } from 'node:http';
+import { type AddressInfo } from 'node:net';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,6 +39,26 @@ let kubelet: Kubelet;
 let controller: SandboxController;
 let kubeconfig: string;
 let rt: TestRuntime;
+let receiver: Server;
+/** The runtime's spans, as its OTLP/JSON exporter sends them. */
+const spans: { name: string; spanId: string; parentSpanId?: string; attributes: KeyValue[] }[] = [];
+interface KeyValue {
+  key: string;
+  value: { stringValue?: string };
+}
+const attr = (list: KeyValue[], key: string) => list.find((a) => a.key === key)?.value.stringValue;
+
+/** The start phases of the session's StartSession span, by name, with their string attributes. */
+function startPhases(session: string): Record<string, Record<string, string | undefined>> {
+  const invoke = spans.find(
+    (s) => s.name === 'InvokeAgentRuntime' && attr(s.attributes, 'session.id') === session,
+  );
+  const start = spans.find((s) => s.name === 'StartSession' && s.parentSpanId === invoke?.spanId);
+  const phases = spans.filter((s) => start && s.parentSpanId === start.spanId);
+  return Object.fromEntries(
+    phases.map((p) => [p.name, Object.fromEntries(p.attributes.map((a) => [a.key, a.value.stringValue]))]),
+  );
+}
 
 /** `kubectl get <kind> -l <selector> -o json`: the items. */
 async function kubectlGet(kind: string, selector: string): Promise<SandboxObject[]> {
@@ -66,7 +88,21 @@ beforeAll(async () => {
     backend: nodeBackend(),
   });
   controller = await startSandboxController({ kubeconfig });
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      if (req.url === '/v1/traces')
+        for (const r of (JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: never[] }[] }[] })
+          .resourceSpans)
+          for (const scope of r.scopeSpans) spans.push(...scope.spans);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   rt = await startRuntime({
+    otlpEndpoint: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+    otlpProtocol: 'http/json',
     sessions: 'kubernetes',
     kubernetesMode: 'agent-sandbox',
     kubeconfig,
@@ -79,6 +115,7 @@ afterAll(async () => {
   await controller?.close();
   await kubelet?.close();
   await api?.close();
+  await new Promise<void>((r) => receiver?.close(() => r()));
 });
 
 describe('kubernetes backend, agent-sandbox mode', () => {
@@ -116,6 +153,26 @@ describe('kubernetes backend, agent-sandbox mode', () => {
     const [pod] = await kubectlGet('pods', `${SANDBOX_KEYS.claimUid}=${claim.metadata.uid}`);
     expect(pod?.metadata.name).toBe(adopted?.metadata.annotations?.[SANDBOX_KEYS.podName]);
     expect((pod as { status?: { podIP?: string } }).status?.podIP).toBe(claim.status?.sandbox?.podIPs?.[0]);
+
+    // The start's readiness span names the pod and the launch type the Sandbox's label says.
+    await waitFor(() => startPhases(sid).readiness?.launch_type !== undefined, 10_000, 'the start span');
+    expect(startPhases(sid).readiness).toMatchObject({
+      launch_type: 'warm',
+      'k8s.pod.name': pod?.metadata.name,
+    });
+    // A second session right after: the pool is refilling, so its claim may adopt the new sandbox or
+    // start cold; the span says what the Sandbox's label says, either way.
+    const next = sessionId('sb-next');
+    expect((await invokeJson(rt.data, runtime.agentRuntimeArn!, next, {})).count).toBe(1);
+    const [nextClaim] = await kubectlGet('sandboxclaims', `${LABELS.sessionHash}=${sessionHash(next)}`);
+    const [nextSandbox] = await kubectlGet(
+      'sandboxes',
+      `${SANDBOX_KEYS.claimUid}=${nextClaim?.metadata.uid}`,
+    );
+    await waitFor(() => startPhases(next).readiness?.launch_type !== undefined, 10_000, 'the start span');
+    expect(startPhases(next).readiness?.launch_type).toBe(
+      nextSandbox?.metadata.labels?.[SANDBOX_KEYS.launchType],
+    );
 
     // The pool makes another; stop deletes the claim, and its sandbox and pod go with it.
     await waitFor(() => rt.server.warmCount(runtime.agentRuntimeId!) === 1, 20_000, 'the pool replenished');
