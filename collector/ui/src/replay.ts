@@ -1,11 +1,12 @@
 /**
  * The trace view's Replay: the trace's InvokeAgentRuntime call as the runtime recorded it
  * (trace-model/replay.ts, as `agentrt replay` reads it), sent again from the page to the runtime
- * host the Inspector talks to, in a new trace linked to this one (X-Agentrt-Replay-Of); resolves
- * with the new trace's id once the answer has been read.
+ * host the Inspector talks to, with the credentials it holds for that host, in a new trace linked
+ * to this one (X-Agentrt-Replay-Of); resolves with the new trace's id once the answer has been read.
  */
 import { REPLAY_OF_HEADER, type ReplayRequest } from '../../src/trace-model/index.js';
-import { DEFAULT_RUNTIME_HOST, runtimeCall } from './inspector-client.js';
+import { loadAuth } from './inspector-auth.js';
+import { DEFAULT_RUNTIME_HOST, type RuntimeAuth, runtimeCall } from './inspector-client.js';
 import { newTraceparent } from './inspector-model.js';
 
 /** The runtime host the Inspector was last pointed at (its saved choice), else the default. */
@@ -17,6 +18,15 @@ export function replayHost(): string {
     // Storage disabled: the default host.
   }
   return (saved || DEFAULT_RUNTIME_HOST).replace(/\/+$/, '');
+}
+
+/** The credentials the Inspector holds for the host (its Credentials box), if any. */
+function hostAuth(host: string): RuntimeAuth {
+  try {
+    return loadAuth({ session: sessionStorage, local: localStorage }, host);
+  } catch {
+    return {}; // Storage disabled: none.
+  }
 }
 
 export async function sendReplay(host: string, request: ReplayRequest): Promise<string> {
@@ -37,6 +47,7 @@ export async function sendReplay(host: string, request: ReplayRequest): Promise<
       },
       body: new Blob([request.payload as Uint8Array<ArrayBuffer>]),
     },
+    hostAuth(host),
   );
   await res.arrayBuffer();
   return traceId;

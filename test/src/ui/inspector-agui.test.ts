@@ -4,7 +4,8 @@
  * so; with the key typed in the credentials box (kept in this tab's sessionStorage, not in
  * localStorage) the runtime list loads and a chat with the AG-UI weather agent (examples/agui-agent,
  * events encoded by the official @ag-ui/encoder) streams its TEXT_MESSAGE_CONTENT events into the
- * answer, a second turn carrying the conversation, the turn's spans beside. The official AG-UI
+ * answer, a second turn carrying the conversation, the turn's spans beside, and the trace page's
+ * Replay sends the turn again with the same credentials. The official AG-UI
  * client (@ag-ui/client HttpAgent) runs against the same runtime too.
  */
 import { HttpAgent } from '@ag-ui/client';
@@ -34,7 +35,8 @@ beforeAll(async () => {
     serverProtocol: 'AGUI',
     service: 'agui-agent',
     // The stack's own AWS SDK clients sign with the access key id AKIDLOCAL.
-    runtime: { apiKeys: ['AKIDLOCAL', API_KEY] },
+    // Requests recorded on their spans (as agentrt dev does): the trace page's Replay re-sends them.
+    runtime: { apiKeys: ['AKIDLOCAL', API_KEY], captureRequests: true },
   });
   stack = env.stack;
   if (!hasChromium) return;
@@ -139,6 +141,15 @@ describe('an AG-UI runtime', { timeout: 120_000 }, () => {
         .toBe(true);
       expect(await page.locator('[data-testid=msg-error]').count()).toBe(0);
       await screenshot(page, 'inspector-agui');
+
+      // Replay from the turn's trace page: sent to the host the Inspector connected to, with the
+      // credentials it holds for that host (without them the host refuses the replay).
+      await page.locator('[data-testid=runtime-host]').fill(stack.runtime.url);
+      await page.getByRole('button', { name: 'Connect' }).click();
+      const trace = await page.locator('[data-testid=full-trace]').getAttribute('href');
+      await page.goto(`${stack.collector.url}/${trace!}`);
+      await page.locator('[data-testid=replay]').click();
+      await page.waitForURL(/#\/compare\?a=[0-9a-f]{32}&b=[0-9a-f]{32}$/, { timeout: 30_000 });
     },
   );
 });
