@@ -119,7 +119,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
         })
       : undefined;
   let origin = '';
-  const sessions = createSessionManager({ config, isolation, logger, origin: () => origin });
+  const sessions = createSessionManager({ config, isolation, logger, origin: () => origin, leader });
   const auth = createAuthenticator(config.apiKeys, { requireExp: config.jwtRequireExp });
   const router = createRouter();
   telemetry.observeSessions(

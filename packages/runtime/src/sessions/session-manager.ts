@@ -101,6 +101,11 @@ export interface SessionManagerOptions {
   logger: Logger;
   /** The runtime's own origin once it listens, for `AGENTCORE_RUNTIME_URL` in A2A workers. */
   origin?: () => string;
+  /**
+   * Kubernetes sessions with several replicas: the Lease whose holder alone runs the idle and
+   * lifetime reaper of every session pod (none: this replica runs it).
+   */
+  leader?: { whileLeading(job: { start(): void; stop(): void }): void } | undefined;
 }
 
 const CONSECUTIVE_PING_FAILURES_TO_STOP = 3;
@@ -149,6 +154,7 @@ export function createSessionManager({
   isolation,
   logger,
   origin,
+  leader,
 }: SessionManagerOptions): SessionManager {
   const sessions = new Map<string, Session>();
   /** How to run a command beside each live worker (its backend's exec). */
@@ -167,6 +173,12 @@ export function createSessionManager({
   // AGENTRT_SESSIONS=kubernetes: every session is a pod, whatever its artifact.
   const kubernetes: KubernetesBackend | undefined =
     config.sessions === 'kubernetes' ? createKubernetesBackend(config, logger) : undefined;
+  // Idle and lifetime stops of every session pod: one replica's (the Lease holder's) job.
+  const reaper = kubernetes?.reaper?.(config.pingIntervalMs, logger.child({ component: 'session-reaper' }));
+  if (reaper) {
+    if (leader) leader.whileLeading(reaper);
+    else reaper.start();
+  }
   const backendFor = (launch: LaunchSpec): SessionBackend => {
     if (kubernetes) return kubernetes;
     if (launch.kind === 'process') return backends.process;
@@ -445,6 +457,28 @@ export function createSessionManager({
     return undefined;
   };
 
+  /**
+   * An invocation of a pod's session begins or ends: noted on the pod for the session reaper
+   * (throttled), and while calls are in flight, again every ping interval, so that a call longer
+   * than the idle timeout keeps its session.
+   */
+  const inflightNotes = new WeakMap<Session, NodeJS.Timeout>();
+  const noteActivity = (session: Session) => {
+    const podName = session.worker?.podName;
+    const touch = kubernetes?.touch?.bind(kubernetes);
+    if (!touch || !podName) return;
+    touch(podName);
+    const note = inflightNotes.get(session);
+    if (session.inflight > 0 && !note) {
+      const timer = setInterval(() => touch(podName), config.pingIntervalMs);
+      timer.unref();
+      inflightNotes.set(session, timer);
+    } else if (session.inflight === 0 && note) {
+      clearInterval(note);
+      inflightNotes.delete(session);
+    }
+  };
+
   const clearTimers = (session: Session) => {
     for (const t of timers.get(session) ?? []) clearTimeout(t);
     timers.delete(session);
@@ -454,6 +488,7 @@ export function createSessionManager({
     if (session.state === 'stopping') return;
     session.state = 'stopping';
     clearTimers(session);
+    clearInterval(inflightNotes.get(session));
     const exit = await session.worker?.stop(config.stopGraceMs);
     sessions.delete(keyOf(session.runtimeId, session.sessionId));
     logger.info('session stopped', {
@@ -465,9 +500,16 @@ export function createSessionManager({
     });
   };
 
+  /**
+   * Health pings of one session, and its idle and lifetime stops — those of a pod are the session
+   * reaper's (one replica's, for every replica's sessions), since any replica may serve it.
+   */
   const monitor = (session: Session, idleMs: number, maxLifetimeMs: number) => {
     let failures = 0;
-    const lifetime = setTimeout(() => void stopSession(session, 'max-lifetime'), maxLifetimeMs);
+    const shared = reaper !== undefined;
+    const lifetime = shared
+      ? undefined
+      : setTimeout(() => void stopSession(session, 'max-lifetime'), maxLifetimeMs);
     const tick = async () => {
       if (session.state !== 'ready') return;
       if (session.inflight === 0) {
@@ -483,6 +525,7 @@ export function createSessionManager({
         // invocation and the worker's own time_of_last_update.
         const idleSince = Math.max(session.lastActivityMs, session.ping.timeOfLastUpdateMs ?? 0);
         if (
+          !shared &&
           session.ping.status !== 'HealthyBusy' &&
           Date.now() - idleSince >= idleMs &&
           session.inflight === 0 &&
@@ -491,9 +534,10 @@ export function createSessionManager({
           return stopSession(session, 'idle');
       }
       const next = setTimeout(() => void tick(), config.pingIntervalMs);
-      timers.set(session, [lifetime, next]);
+      timers.set(session, lifetime ? [lifetime, next] : [next]);
     };
-    timers.set(session, [lifetime, setTimeout(() => void tick(), config.pingIntervalMs)]);
+    const first = setTimeout(() => void tick(), config.pingIntervalMs);
+    timers.set(session, lifetime ? [lifetime, first] : [first]);
   };
 
   const onWorkerExit = (session: Session) => (exit: WorkerExit) => {
@@ -576,6 +620,7 @@ export function createSessionManager({
             'Session operation in progress, please retry',
           );
         existing.inflight++;
+        noteActivity(existing);
         return existing;
       }
       if (sessions.size >= config.maxSessions)
@@ -672,11 +717,13 @@ export function createSessionManager({
       } finally {
         session.startHeld = false;
       }
+      noteActivity(session);
       return session;
     },
     release(session) {
       session.inflight = Math.max(0, session.inflight - 1);
       session.lastActivityMs = Date.now();
+      noteActivity(session);
     },
     async stop(runtimeId, sessionId) {
       const session = lookup(runtimeId, sessionId);
@@ -713,6 +760,7 @@ export function createSessionManager({
     },
     async close() {
       closing = true;
+      reaper?.stop();
       await Promise.allSettled([...starting]);
       await Promise.all([
         // Another replica's session lives on without this one.

@@ -182,6 +182,7 @@ describe('kubernetes backend faults', () => {
         config: {
           agentRuntimeArtifact: { containerConfiguration: { containerUri: 'registry.invalid/agent:1' } },
           networkConfiguration: { networkMode: 'PUBLIC' },
+          lifecycleConfiguration: { idleRuntimeSessionTimeout: 900, maxLifetime: 28800 },
         },
       },
     } as unknown as SessionTarget;

@@ -17,6 +17,7 @@ import { containerEnv } from '../../container-env.js';
 import { type Worker } from '../../worker.js';
 import { apiFailure, loadKubeConfig, podCommand } from './kube-client.js';
 import { type PodCache, createPodCache, isReady } from './pod-cache.js';
+import { activityGraceMs, createSessionReaper } from './session-reaper.js';
 import {
   ANNOTATIONS,
   LABELS,
@@ -44,6 +45,16 @@ export interface KubernetesBackend extends SessionBackend {
   find(runtimeId: string, sessionId: string): FoundSession | undefined;
   /** Claims the warm pod for `sessionId` (label patch with its resourceVersion); false when another took it. */
   claim(podName: string, sessionId: string): Promise<boolean>;
+  /**
+   * Notes an invocation of the session on its pod (agentrt.dev/last-activity-ms), for the reaper of
+   * whichever replica leads: at most once per `activityGraceMs` per pod, the last one written late.
+   */
+  touch?(podName: string): void;
+  /**
+   * The idle and lifetime reaper of every session pod, as a leader job (pods mode; without it each
+   * replica's session manager stops its own sessions).
+   */
+  reaper?(intervalMs: number, logger: Logger): { start(): void; stop(): void };
   /**
    * The warm pool the cluster keeps (agent-sandbox mode: a SandboxWarmPool per version, sized by the
    * session manager's demand); pods mode: none, the session manager keeps warm pods itself.
@@ -73,6 +84,11 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
   });
   const cache: PodCache = createPodCache(kc, core, settings.namespace, logger);
   const writes = { value: 0 };
+  const activity = activityWriter(cache, (name, atMs) => {
+    writes.value++;
+    const body = { metadata: { annotations: { [ANNOTATIONS.lastActivityMs]: String(atMs) } } };
+    return core.patchNamespacedPod({ name, namespace: settings.namespace, body }, merge);
+  });
   let slot = 0;
 
   const create = async (request: WorkerRequest) => {
@@ -149,7 +165,7 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
         metadata: {
           resourceVersion: pod.metadata.resourceVersion,
           labels: { [LABELS.pool]: null, [LABELS.sessionHash]: sessionHash(sessionId) },
-          annotations: { [ANNOTATIONS.sessionId]: sessionId },
+          annotations: { [ANNOTATIONS.sessionId]: sessionId, [ANNOTATIONS.claimedAtMs]: String(Date.now()) },
         },
       };
       writes.value++;
@@ -161,6 +177,53 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
         },
       );
     },
-    close: () => cache.close(),
+    touch: (podName) => activity.touch(podName),
+    reaper: (intervalMs, reaperLogger) =>
+      createSessionReaper({ cache, core, namespace: settings.namespace, intervalMs, logger: reaperLogger }),
+    close: async () => {
+      activity.close();
+      await cache.close();
+    },
+  };
+}
+
+/** `touch` of each pod, throttled: a write now, or one when the grace since the last has passed. */
+function activityWriter(cache: PodCache, write: (podName: string, atMs: number) => Promise<unknown>) {
+  type State = { writtenMs: number; timer?: NodeJS.Timeout | undefined };
+  const pods = new Map<string, State>();
+  const flush = (podName: string, state: State) => {
+    state.timer = undefined;
+    state.writtenMs = Date.now();
+    void write(podName, state.writtenMs).catch(() => {
+      state.writtenMs = 0; // not noted (the pod went, or the API server is away): the next touch writes
+    });
+  };
+  const stateOf = (podName: string): State => {
+    const known = pods.get(podName);
+    if (known) return known;
+    const state: State = { writtenMs: 0 };
+    pods.set(podName, state);
+    cache.follow(podName, (_pod, deleted) => {
+      if (deleted) clearTimeout(state.timer);
+      if (deleted) pods.delete(podName);
+      return deleted;
+    });
+    return state;
+  };
+  return {
+    touch(podName: string) {
+      const idleS = Number(cache.get(podName)?.metadata?.annotations?.[ANNOTATIONS.idleTimeoutS]);
+      if (!Number.isFinite(idleS)) return;
+      const state = stateOf(podName);
+      if (state.timer) return; // a write is due already, and will carry the latest time
+      const waitMs = activityGraceMs(idleS) - (Date.now() - state.writtenMs);
+      if (waitMs <= 0) return flush(podName, state);
+      state.timer = setTimeout(() => flush(podName, state), waitMs);
+      state.timer.unref();
+    },
+    close() {
+      for (const state of pods.values()) clearTimeout(state.timer);
+      pods.clear();
+    },
   };
 }

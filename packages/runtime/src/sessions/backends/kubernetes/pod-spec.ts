@@ -38,6 +38,13 @@ export const LABELS = {
 export const ANNOTATIONS = {
   sessionId: 'agentrt.dev/session-id',
   runtimeArn: 'agentrt.dev/runtime-arn',
+  /** The version's idleRuntimeSessionTimeout and maxLifetime (seconds): the leader's reaper reads them. */
+  idleTimeoutS: 'agentrt.dev/idle-timeout-s',
+  maxLifetimeS: 'agentrt.dev/max-lifetime-s',
+  /** When a warm pod became a session's (epoch ms): its lifetime counts from then. */
+  claimedAtMs: 'agentrt.dev/claimed-at-ms',
+  /** The session's last invocation as a replica serving it wrote it (epoch ms; see `touch`). */
+  lastActivityMs: 'agentrt.dev/last-activity-ms',
 } as const;
 export const MANAGED_BY = 'agentrt';
 
@@ -273,7 +280,12 @@ function podMetadata(input: SessionPodInput) {
   const { target } = input;
   const labels: Record<string, string> = { ...versionLabels(target), [LABELS.component]: 'session' };
   if (input.settings.replica) labels[LABELS.replica] = labelValue(input.settings.replica);
-  const annotations: Record<string, string> = { [ANNOTATIONS.runtimeArn]: target.runtime.arn };
+  const lifecycle = target.version.config.lifecycleConfiguration;
+  const annotations: Record<string, string> = {
+    [ANNOTATIONS.runtimeArn]: target.runtime.arn,
+    [ANNOTATIONS.idleTimeoutS]: String(lifecycle.idleRuntimeSessionTimeout),
+    [ANNOTATIONS.maxLifetimeS]: String(lifecycle.maxLifetime),
+  };
   if (input.for.kind === 'session') {
     labels[LABELS.sessionHash] = sessionHash(input.for.sessionId);
     annotations[ANNOTATIONS.sessionId] = input.for.sessionId;

@@ -210,3 +210,65 @@ describe('a pod whose address does not answer for a moment', () => {
     await stop(a, sid);
   });
 });
+
+describe('idle timeout and max lifetime, on the Lease holder only', () => {
+  const leaderName = async () =>
+    (
+      JSON.parse(await cluster.kubectl('get', 'lease', 'agentrt-leader', '-o', 'json')) as {
+        spec: { holderIdentity: string };
+      }
+    ).spec.holderIdentity;
+  const stoppedBy = (replica: TestRuntime, sid: string, reason: string) =>
+    replica.logs.some((l) => l.msg === 'session stopped' && l.sessionId === sid && l.reason === reason);
+
+  it("count every replica's invocations: a session started on A and kept busy on B outlives its idle timeout, then the leader stops it", async () => {
+    const lifecycleConfiguration = { idleRuntimeSessionTimeout: 2, maxLifetime: 60 };
+    const idler = await createReady(a.control, 'idle_shared', 'counter', { lifecycleConfiguration });
+    const sid = sessionId('idle-shared');
+    expect((await invokeJson(a.data, idler.agentRuntimeArn!, sid, {})).count).toBe(1);
+    // Four seconds (twice the idle timeout) of invocations on B only, 0.5 s apart: A sees none.
+    let count = 1;
+    let calls = 1;
+    for (const end = Date.now() + 4000; Date.now() < end; await new Promise((r) => setTimeout(r, 500))) {
+      count = (await invokeJson(b.data, idler.agentRuntimeArn!, sid, {})).count as number;
+      calls++;
+    }
+    expect(count).toBe(calls); // one worker's memory all along: never stopped for idleness
+    const [pod] = await podsOf(idler.agentRuntimeId!, sid);
+    expect(Number(pod?.metadata.annotations['agentrt.dev/last-activity-ms'])).toBeGreaterThan(
+      Date.now() - 2000,
+    );
+    // Left alone, it is stopped by the leader alone, about 2.2 s after its last invocation.
+    const quietAt = Date.now();
+    await until(
+      () => podsOf(idler.agentRuntimeId!, sid),
+      (p) => p.length === 0,
+      15_000,
+    );
+    const stoppedAfterMs = Date.now() - quietAt;
+    expect(await podsOf(idler.agentRuntimeId!, sid)).toHaveLength(0);
+    expect(stoppedAfterMs).toBeGreaterThanOrEqual(1800);
+    const leader = (await leaderName()) === 'runtime-a' ? a : b;
+    const other = leader === a ? b : a;
+    expect(stoppedBy(leader, sid, 'idle')).toBe(true);
+    expect(stoppedBy(other, sid, 'idle')).toBe(false);
+    await expectGone(sid, a, b);
+  });
+
+  it('stop a session at its max lifetime, busy or not, wherever it started', async () => {
+    const busy = await createReady(b.control, 'short_shared', 'busy', {
+      lifecycleConfiguration: { idleRuntimeSessionTimeout: 2, maxLifetime: 2 },
+    });
+    const sid = sessionId('lifetime-shared');
+    await invokeJson(b.data, busy.agentRuntimeArn!, sid, {});
+    await until(
+      () => podsOf(busy.agentRuntimeId!, sid),
+      (p) => p.length === 0,
+      15_000,
+    );
+    expect(await podsOf(busy.agentRuntimeId!, sid)).toHaveLength(0);
+    const leader = (await leaderName()) === 'runtime-a' ? a : b;
+    expect(stoppedBy(leader, sid, 'max-lifetime')).toBe(true);
+    expect(stoppedBy(leader === a ? b : a, sid, 'max-lifetime')).toBe(false);
+  });
+});
