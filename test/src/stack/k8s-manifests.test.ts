@@ -132,6 +132,11 @@ describe('deploy/k8s (kubectl apply -k deploy/k8s/)', () => {
       'agentrt.dev/agentruntimes:update',
       '/configmaps:update',
       'extensions.agents.x-k8s.io/sandboxclaims:delete',
+      'extensions.agents.x-k8s.io/sandboxclaims:watch',
+      'extensions.agents.x-k8s.io/sandboxwarmpools:patch',
+      'extensions.agents.x-k8s.io/sandboxwarmpools:deletecollection',
+      'extensions.agents.x-k8s.io/sandboxtemplates:deletecollection',
+      'agents.x-k8s.io/sandboxes:watch',
       'coordination.k8s.io/leases:update',
       'coordination.k8s.io/leases:delete',
     ])
@@ -140,6 +145,7 @@ describe('deploy/k8s (kubectl apply -k deploy/k8s/)', () => {
       '/secrets:get',
       '/nodes:get',
       '/pods:deletecollection',
+      'extensions.agents.x-k8s.io/sandboxclaims:deletecollection',
       'agents.x-k8s.io/sandboxes:delete',
     ])
       expect(granted, never).not.toContain(never);

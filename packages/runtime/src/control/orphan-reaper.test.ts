@@ -1,14 +1,17 @@
 // The leader's reconcile of session pods on the test API server: a runtime process (a real child
 // process, heartbeat from dist) killed with SIGKILL leaves pods; once its heartbeat lapses they are
-// deleted, and a live replica's are kept. kubectl counts what is left.
+// deleted, and a live replica's are kept; the same for SandboxClaims (agent-sandbox mode). kubectl
+// counts what is left.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../logger.js';
 import { podSettingsOf, sessionPod } from '../sessions/backends/kubernetes/pod-spec.js';
+import { sandboxClaim } from '../sessions/backends/kubernetes/sandbox-spec.js';
 import { type SessionTarget } from '../sessions/backend.js';
 import { type KubeApiServer, startKubeApiServer } from '../test-support/k8s/api-server.js';
 import { writeKubeconfig } from '../test-support/k8s/kubeconfig.js';
@@ -17,6 +20,7 @@ import { createReplicaHeartbeat, reapOrphans } from './orphan-reaper.js';
 
 const run = promisify(execFile);
 const RUNTIME_DIR = resolve(fileURLToPath(import.meta.url), '../../..');
+const CRDS = resolve(RUNTIME_DIR, '../../deploy/k8s/crds');
 const NAMESPACE = 'agentrt';
 const TIMING = { leaseDurationMs: 1000, renewDeadlineMs: 600, retryMs: 100 };
 const logger = createLogger({ level: 'error', sink: () => undefined });
@@ -71,12 +75,14 @@ async function podsOf(replica: string, sessions: number) {
     });
 }
 
-async function podNames(selector: string): Promise<string[]> {
-  const { stdout } = await run('kubectl', ['-n', NAMESPACE, 'get', 'pods', '-l', selector, '-o', 'name'], {
+async function objectNames(kind: string, selector: string): Promise<string[]> {
+  const { stdout } = await run('kubectl', ['-n', NAMESPACE, 'get', kind, '-l', selector, '-o', 'name'], {
     env: { ...process.env, KUBECONFIG: kubeconfig },
   });
   return stdout.split('\n').filter(Boolean);
 }
+
+const podNames = (selector: string) => objectNames('pods', selector);
 
 describe('orphan reaper', () => {
   it('deletes the pods of a replica killed with SIGKILL once its heartbeat lapses, and keeps a live one', async () => {
@@ -113,6 +119,7 @@ describe('orphan reaper', () => {
       // Both alive: nothing is reaped.
       expect(await reapOrphans({ kubeConfig, namespace: NAMESPACE, logger, podGraceMs: 0 })).toEqual({
         pods: [],
+        claims: [],
         replicas: [],
       });
       child.kill('SIGKILL');
@@ -130,6 +137,7 @@ describe('orphan reaper', () => {
       // A second pass finds nothing more.
       expect(await reapOrphans({ kubeConfig, namespace: NAMESPACE, logger, podGraceMs: 0 })).toEqual({
         pods: [],
+        claims: [],
         replicas: [],
       });
     } finally {
@@ -142,6 +150,7 @@ describe('orphan reaper', () => {
     // replica-a's released heartbeat goes now; its pods, like replica-c's, wait for the grace.
     expect(await reapOrphans({ kubeConfig, namespace: NAMESPACE, logger, podGraceMs: 60_000 })).toEqual({
       pods: [],
+      claims: [],
       replicas: ['replica-a-1'],
     });
     expect(await podNames('agentrt.dev/replica=replica-c-1')).toHaveLength(2);
@@ -149,5 +158,37 @@ describe('orphan reaper', () => {
     const reaped = await reapOrphans({ kubeConfig, namespace: NAMESPACE, logger, podGraceMs: 0 });
     expect(reaped.pods).toHaveLength(5);
     expect(await podNames('app.kubernetes.io/managed-by=agentrt')).toEqual([]);
+  });
+
+  it('deletes the SandboxClaims (agent-sandbox mode) of a replica whose heartbeat is gone, and keeps a live one’s', async () => {
+    for (const file of readdirSync(CRDS).filter((f) => f.includes('agents.x-k8s.io')))
+      api.applyYaml(join(CRDS, file));
+    const live = createReplicaHeartbeat({
+      kubeConfig,
+      namespace: NAMESPACE,
+      instance: 'replica-e-1',
+      logger,
+      ...TIMING,
+    });
+    try {
+      for (let i = 0; i < 100 && !live.isLeader(); i++) await new Promise((r) => setTimeout(r, 50));
+      const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+      const claim = (replica: string, i: number) =>
+        custom.createNamespacedCustomObject({
+          group: 'extensions.agents.x-k8s.io',
+          version: 'v1beta1',
+          namespace: NAMESPACE,
+          plural: 'sandboxclaims',
+          body: sandboxClaim(target, `${replica}-session-${i}-${'0'.repeat(33)}`, settings(replica)),
+        });
+      for (const i of [1, 2]) await claim('replica-e-1', i);
+      for (const i of [1, 2, 3]) await claim('replica-f-1', i);
+      const reaped = await reapOrphans({ kubeConfig, namespace: NAMESPACE, logger, podGraceMs: 0 });
+      expect(reaped.claims).toHaveLength(3);
+      expect(await objectNames('sandboxclaims', 'agentrt.dev/replica=replica-f-1')).toEqual([]);
+      expect(await objectNames('sandboxclaims', 'agentrt.dev/replica=replica-e-1')).toHaveLength(2);
+    } finally {
+      await live.close();
+    }
   });
 });
