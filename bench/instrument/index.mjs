@@ -872,7 +872,8 @@ function echoExplanation() {
   );
 }
 
-if (agent.length > 0) {
+// BENCH_AGENT_PROFILE=0 runs have no profiles: agent-profile.md keeps the last profiled run's.
+if (agent.length > 0 && agentProfiles.length > 0) {
   writeFileSync(
     join(here, 'agent-profile.md'),
     `# Reference agent: where the instrumented CPU goes
@@ -942,7 +943,13 @@ ${agent.length > 0 ? agentTable(agent) : '_examples not built: not measured_'}
 
 ### Where the reference agent's CPU goes (µs per request, from the CPU profiles)
 
-${agent.length > 0 ? breakdownTable(agent, agentProfiles) : '_examples not built: not measured_'}
+${
+  agent.length === 0
+    ? '_examples not built: not measured_'
+    : agentProfiles.length === 0
+      ? '_not profiled in this run (BENCH_AGENT_PROFILE=0); bench/instrument/agent-profile.md has the last profiled run_'
+      : breakdownTable(agent, agentProfiles)
+}
 
 ### Throughput, echo agent
 
