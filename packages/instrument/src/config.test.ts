@@ -153,6 +153,24 @@ describe('readConfig', () => {
     ]);
   });
 
+  it('reads the metric temporality preference and histogram aggregation for both modes', () => {
+    expect(read({}).config).toMatchObject({
+      metricTemporality: 'cumulative',
+      histogramAggregation: 'explicit_bucket_histogram',
+    });
+    const { config } = read({
+      OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE: 'Delta',
+      OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'base2_exponential_bucket_histogram',
+    });
+    expect(config).toMatchObject({
+      metricTemporality: 'delta',
+      histogramAggregation: 'base2_exponential_bucket_histogram',
+    });
+    expect(read({ OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE: 'sometimes' }).warnings).toEqual([
+      'OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE="sometimes" is not cumulative, delta, lowmemory; using cumulative',
+    ]);
+  });
+
   it('explicit options beat the environment', () => {
     const { config } = read(
       { OTEL_SERVICE_NAME: 'from-env', AGENTRT_SHUTDOWN_TIMEOUT_MS: '100' },

@@ -12,7 +12,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { HistogramAggregation, MetricTemporalityPreference } from '../config.js';
 import { LeanMeterProvider } from './meter.js';
 import { LeanMetricExport } from './metric-export.js';
-import { aggregationOf, temporalityOf } from './metric-kinds.js';
+import { createMetricExporter } from '../exporters.js';
+import { CUMULATIVE, DELTA, INSTRUMENT, aggregationOf, temporalityOf } from './metric-kinds.js';
 import { attributesKey } from './metric-series.js';
 
 const resource = resourceFromAttributes({ 'service.name': 'diff' });
@@ -190,6 +191,24 @@ describe('lean meter provider against the SDK', () => {
       side.provider.getMeter('idle').createCounter('never');
       expect((await side.collect()).scopeMetrics).toEqual([]);
     }
+  });
+});
+
+describe("otel mode's metric exporter", () => {
+  it('gives the SDK reader the configured temporality and histogram aggregation (the lazy wrapper hid them)', () => {
+    const signal = {
+      exporter: 'otlp' as const,
+      protocol: 'http/json' as const,
+      url: 'http://127.0.0.1:9/v1/metrics',
+    };
+    const exporter = createMetricExporter(signal, {
+      temporality: 'delta',
+      histogram: 'base2_exponential_bucket_histogram',
+    });
+    expect(exporter.selectAggregationTemporality?.(INSTRUMENT.COUNTER)).toBe(DELTA);
+    expect(exporter.selectAggregationTemporality?.(INSTRUMENT.UP_DOWN_COUNTER)).toBe(CUMULATIVE);
+    expect(exporter.selectAggregation?.(INSTRUMENT.HISTOGRAM)).toEqual({ type: 5 });
+    expect(exporter.selectAggregation?.(INSTRUMENT.COUNTER)).toEqual({ type: 0 });
   });
 });
 
