@@ -74,6 +74,7 @@ const FAST_TIER = [
   'packages/runtime/src/sessions/backends/kubernetes/pod-spec.test.ts',
   'packages/runtime/src/sessions/worker-output.test.ts',
   'packages/runtime/src/evaluate/judge/parse-answer.test.ts',
+  'packages/runtime/src/evaluate/custom/module-evaluator.test.ts',
   'packages/runtime/src/evaluate/trajectory.test.ts',
   'packages/runtime/src/sessions/warm-demand.test.ts',
   'packages/runtime/src/units.test.ts',

@@ -38,7 +38,15 @@ function verdictOf(value: unknown): ModuleVerdict {
   return out;
 }
 
-/** Runs the module on one session; never rejects. */
+/** How long a module may take to load (a thread start and an import; slow on a loaded machine). */
+const LOAD_TIMEOUT_MS = 30_000;
+
+type WorkerMessage = { loaded: true } | { ok: boolean; value?: unknown; message?: string };
+
+/**
+ * Runs the module on one session; never rejects. `timeoutMs` is the call's deadline, from the
+ * moment the module is loaded: a thread start and an import on a busy machine do not count.
+ */
 export function runModuleEvaluator(
   modulePath: string,
   session: SessionView,
@@ -52,18 +60,23 @@ export function runModuleEvaluator(
     });
     const finish = (verdict: ModuleVerdict): void => {
       clearTimeout(timer);
+      worker.removeAllListeners();
       void worker.terminate();
       resolve(verdict);
     };
-    const timer = setTimeout(
-      () => finish({ errorCode: 'EvaluatorTimeout', errorMessage: `no answer within ${timeoutMs} ms` }),
-      timeoutMs,
-    );
-    worker.once('message', (m: { ok: boolean; value?: unknown; message?: string }) =>
+    const deadline = (ms: number, message: string) =>
+      setTimeout(() => finish({ errorCode: 'EvaluatorTimeout', errorMessage: message }), ms);
+    let timer = deadline(LOAD_TIMEOUT_MS, `the module did not load within ${LOAD_TIMEOUT_MS} ms`);
+    worker.on('message', (m: WorkerMessage) => {
+      if ('loaded' in m) {
+        clearTimeout(timer);
+        timer = deadline(timeoutMs, `no answer within ${timeoutMs} ms`);
+        return;
+      }
       finish(
         m.ok ? verdictOf(m.value) : { errorCode: 'EvaluatorError', errorMessage: m.message ?? 'failed' },
-      ),
-    );
+      );
+    });
     worker.once('error', (error) => finish({ errorCode: 'EvaluatorError', errorMessage: error.message }));
     worker.once('exit', (code) =>
       finish({ errorCode: 'EvaluatorError', errorMessage: `the evaluator's thread exited (${code})` }),
