@@ -41,27 +41,40 @@ function span(traceId: string, sessionId: string) {
 describe('waiting for spans that are on their way', () => {
   let dataDir: string;
   let collector: Collector;
+  /** What the command running now has written to stderr so far. */
+  let liveStderr = '';
   const run = async (args: string[]) => {
     let stdout = '';
     let stderr = '';
+    liveStderr = '';
     const code = await main(args, {
       stdout: (t) => (stdout += t),
-      stderr: (t) => (stderr += t),
+      stderr: (t) => {
+        stderr += t;
+        liveStderr = stderr;
+      },
       env: { AGENTRT_COLLECTOR_URL: collector.url },
       cwd: dataDir,
     });
     return { code, stdout, stderr };
   };
-  const sendLater = (traceId: string, sessionId: string, ms: number) =>
-    new Promise<void>((resolve, reject) =>
-      setTimeout(() => {
-        fetch(`${collector.url}/v1/traces`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(span(traceId, sessionId)),
-        }).then((res) => (res.ok ? resolve() : reject(new Error(`ingest ${res.status}`))), reject);
-      }, ms),
-    );
+  /**
+   * Sends the span `ms` after the command says it waits (on a loaded machine the command may start
+   * later than a timer set beside it would fire).
+   */
+  const sendLater = async (traceId: string, sessionId: string, ms: number): Promise<void> => {
+    for (const deadline = Date.now() + 30_000; !liveStderr.includes('waiting for spans…');) {
+      if (Date.now() > deadline) throw new Error('the command never said it waits');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await new Promise((r) => setTimeout(r, ms));
+    const res = await fetch(`${collector.url}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(span(traceId, sessionId)),
+    });
+    if (!res.ok) throw new Error(`ingest ${res.status}`);
+  };
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'agentrt-cli-wait-'));
