@@ -7,22 +7,23 @@ import { type Logger } from '../logger.js';
 import { type LaunchSpec, launchOf, pinOptionsOf } from './artifact.js';
 import { createWarmPool } from './warm-pool.js';
 import { type CommandSpawn, type SessionBackend, type SessionTarget } from './backend.js';
-import { RELAY_PORT, createBwrapBackend } from './backends/bwrap.js';
+import { createBwrapBackend } from './backends/bwrap.js';
 import { createDockerBackend } from './backends/docker.js';
 import { type KubernetesBackend, createKubernetesBackend } from './backends/kubernetes/kubernetes.js';
 import { createPodmanBackend } from './backends/podman.js';
 import { createProcessGroupBackend } from './backends/process-group.js';
-import { fromRuntimeEnv } from './helpers.js';
-import { findInstrumentPreload } from './instrument-preload.js';
 import { type Isolation } from './isolation.js';
 import { sweepSessionDirs } from './leftovers.js';
 import {
-  BackendUnavailableError,
-  type PingState,
-  type Worker,
-  type WorkerExit,
-  WorkerStartError,
-} from './worker.js';
+  IMAGE_LAUNCH,
+  createWorkerEnv,
+  healthCheckOf,
+  launchAttributes,
+  workerAttributes,
+} from './worker-launch.js';
+import { createSessionTiming } from './session-timing.js';
+import { holdStart, startFailure } from './start-outcome.js';
+import { type PingState, type Worker, type WorkerExit, WorkerStartError } from './worker.js';
 
 export type { CommandSpawn, SessionTarget } from './backend.js';
 
@@ -108,46 +109,8 @@ export interface SessionManagerOptions {
   leader?: { whileLeading(job: { start(): void; stop(): void }): void } | undefined;
 }
 
-const CONSECUTIVE_PING_FAILURES_TO_STOP = 3;
 /** `restart` waits this long for a session's calls in flight on the old worker before swapping. */
 const DRAIN_MS = 10_000;
-
-/** What a worker inherits from the runtime's own environment (before its runtime's variables). */
-const WORKER_RUNTIME_VARIABLES = [
-  'PATH',
-  'LANG',
-  'LC_ALL',
-  'TZ',
-  'AWS_ACCESS_KEY_ID',
-  'AWS_SECRET_ACCESS_KEY',
-  'AWS_SESSION_TOKEN',
-];
-
-/** How a version's pods are launched: its image, as the cluster pulls it. */
-const IMAGE_LAUNCH = (target: SessionTarget): LaunchSpec => ({
-  kind: 'image',
-  image: target.version.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '',
-  engine: 'podman',
-});
-
-/** `/ping` for HTTP, A2A and AG-UI workers; a TCP connect for MCP ones. */
-const healthCheckOf = (target: SessionTarget): 'ping' | 'connect' =>
-  target.version.config.protocolConfiguration?.serverProtocol === 'MCP' ? 'connect' : 'ping';
-
-/**
- * What a start span says of a worker whose cluster decided how it launched (agent-sandbox: the
- * claim adopted a warm-pool sandbox or made one): its pod and launch type, once known.
- */
-function launchAttributes(worker: Worker | undefined): Record<string, string> {
-  const launched = worker?.launchType?.();
-  return launched && worker?.podName ? { 'k8s.pod.name': worker.podName, launch_type: launched } : {};
-}
-
-/** What a start span says of its worker: its pid, or its pod (a claim's, once bound: readiness). */
-function workerAttributes(worker: Worker): Record<string, string | number> {
-  if (worker.podName) return { 'k8s.pod.name': worker.podName };
-  return worker.pid > 0 ? { 'process.pid': worker.pid } : {};
-}
 
 export function createSessionManager({
   config,
@@ -157,6 +120,10 @@ export function createSessionManager({
   leader,
 }: SessionManagerOptions): SessionManager {
   const sessions = new Map<string, Session>();
+  const launched = createWorkerEnv({ config, logger, origin });
+  /** How long a call waits for its session's pod to start (kubernetes); a local start is waited out. */
+  const holdMs = config.sessions === 'kubernetes' ? config.kubernetesHoldMs : undefined;
+  const { workerEnv } = launched;
   /** How to run a command beside each live worker (its backend's exec). */
   const execs = new WeakMap<Worker, (argv: string[], timeoutS?: number) => CommandSpawn>();
   const backends = {
@@ -167,7 +134,7 @@ export function createSessionManager({
       : undefined,
     process:
       isolation.mode === 'bwrap'
-        ? createBwrapBackend({ config, isolation, instrumentPath: () => instrumentPath ?? undefined })
+        ? createBwrapBackend({ config, isolation, instrumentPath: launched.instrumentPath })
         : createProcessGroupBackend(isolation),
   };
   // AGENTRT_SESSIONS=kubernetes: every session is a pod, whatever its artifact.
@@ -189,7 +156,6 @@ export function createSessionManager({
       );
     return backends.podman;
   };
-  const timers = new Map<Session, NodeJS.Timeout[]>();
   const sessionsRoot = join(config.dataDir, 'sessions');
   // Sessions start once what an earlier run left is gone (a stale volume mount included).
   const swept = Promise.all([
@@ -202,7 +168,6 @@ export function createSessionManager({
   ]);
   let closing = false;
   const starting = new Set<Promise<void>>();
-  let instrumentPath: string | undefined | null = null; // null = not resolved yet
 
   // Booting workers compete for CPU; past a few at once they only slow each other down (and each
   // polls /ping), so starts beyond the limit wait their turn.
@@ -262,58 +227,6 @@ export function createSessionManager({
         },
       );
     return session;
-  };
-
-  const resolveInstrument = (): string | undefined => {
-    if (instrumentPath !== null) return instrumentPath;
-    instrumentPath = findInstrumentPreload();
-    if (!instrumentPath)
-      logger.warn(
-        'AGENTRT_INSTRUMENT_WORKERS is on but @agentrt/instrument is not resolvable (or not built); workers run uninstrumented',
-      );
-    return instrumentPath;
-  };
-
-  const workerEnv = (
-    target: SessionTarget,
-    launch: LaunchSpec,
-    port: number,
-    sessionDir: string,
-    relayed: boolean,
-  ): Record<string, string> => {
-    const { runtime, version } = target;
-    const user = version.config.environmentVariables ?? {};
-    const region = runtime.arn.split(':')[3] ?? config.region;
-    const env = fromRuntimeEnv(WORKER_RUNTIME_VARIABLES);
-    Object.assign(env, user, {
-      PORT: String(port),
-      AWS_REGION: region,
-      AWS_DEFAULT_REGION: region,
-      TMPDIR: join(sessionDir, 'tmp'),
-      HOME: join(sessionDir, 'home'),
-      OTEL_RESOURCE_ATTRIBUTES: [`cloud.resource_id=${runtime.arn}`, user.OTEL_RESOURCE_ATTRIBUTES]
-        .filter(Boolean)
-        .join(','),
-    });
-    // Loopback only, whatever the artifact asks: in process-group mode 0.0.0.0 would open the worker
-    // to every other session and the network; a sandbox's own namespace is reached through its bridge.
-    if (launch.kind === 'process') Object.assign(env, { HOST: '127.0.0.1', AGENTRT_HOST: '127.0.0.1' });
-    env.OTEL_SERVICE_NAME ??= runtime.name;
-    // An A2A agent's card must point back through the runtime, as the hosted service's does.
-    if (version.config.protocolConfiguration?.serverProtocol === 'A2A' && origin)
-      env.AGENTCORE_RUNTIME_URL ??= `${origin()}/runtimes/${encodeURIComponent(runtime.arn)}/invocations/`;
-    if (config.otlpEndpoint && !user.OTEL_EXPORTER_OTLP_ENDPOINT) {
-      if (relayed) {
-        // The only OTLP endpoint a sandboxed worker reaches: its session's relay (JSON only).
-        env.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${RELAY_PORT}`;
-        env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
-      } else env.OTEL_EXPORTER_OTLP_ENDPOINT = config.otlpEndpoint;
-    }
-    if (config.instrumentWorkers && launch.kind === 'process' && launch.node) {
-      const path = resolveInstrument();
-      if (path) env.NODE_OPTIONS = [user.NODE_OPTIONS, `--require ${path}`].filter(Boolean).join(' ');
-    }
-    return env;
   };
 
   /**
@@ -385,43 +298,6 @@ export function createSessionManager({
     }
   };
 
-  /** A failed start as the caller hears it: 503 when the cluster is unreachable, else 424. */
-  const startFailure = (error: unknown): RuntimeApiError => {
-    if (error instanceof RuntimeApiError) return error;
-    const message = error instanceof Error ? error.message : String(error);
-    if (error instanceof BackendUnavailableError)
-      return new RuntimeApiError(
-        'ServiceException',
-        message,
-        {},
-        { cause: error, headers: { 'retry-after': '5' } },
-      );
-    return new RuntimeApiError('RuntimeClientError', message, {}, { cause: error });
-  };
-
-  /**
-   * Waits for a session's start. A pod (kubernetes) is waited for up to the hold budget: past it
-   * the caller hears 503 with Retry-After while the pod goes on starting, and a retry finds it. A
-   * local worker is waited for until it is ready or its start fails (its start timeout).
-   */
-  const hold = async (session: Session, started: Promise<void>): Promise<void> => {
-    started.catch(() => undefined); // heard by whoever still holds it; a caller past its budget does not
-    if (!kubernetes) return started;
-    let timer: NodeJS.Timeout | undefined;
-    const budget = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), config.kubernetesHoldMs);
-    });
-    const ready = await Promise.race([started.then(() => true), budget]).finally(() => clearTimeout(timer));
-    if (ready) return;
-    const pod = session.worker?.podName ?? 'not made yet';
-    throw new RuntimeApiError(
-      'ServiceException',
-      `Session ${session.sessionId} is still starting (pod ${pod} not Ready after ${config.kubernetesHoldMs} ms); retry`,
-      {},
-      { headers: { 'retry-after': String(Math.max(1, Math.ceil(config.kubernetesHoldMs / 6000))) } },
-    );
-  };
-
   /** What a version's pods get of the session manager (env, probe) for a cluster's warm pool template. */
   const podWorkerRequest = (target: SessionTarget) => ({
     env: (port: number, relayed: boolean) =>
@@ -457,38 +333,10 @@ export function createSessionManager({
     return undefined;
   };
 
-  /**
-   * An invocation of a pod's session begins or ends: noted on the pod for the session reaper
-   * (throttled), and while calls are in flight, again every ping interval, so that a call longer
-   * than the idle timeout keeps its session.
-   */
-  const inflightNotes = new WeakMap<Session, NodeJS.Timeout>();
-  const noteActivity = (session: Session) => {
-    const podName = session.worker?.podName;
-    const touch = kubernetes?.touch?.bind(kubernetes);
-    if (!touch || !podName) return;
-    touch(podName);
-    const note = inflightNotes.get(session);
-    if (session.inflight > 0 && !note) {
-      const timer = setInterval(() => touch(podName), config.pingIntervalMs);
-      timer.unref();
-      inflightNotes.set(session, timer);
-    } else if (session.inflight === 0 && note) {
-      clearInterval(note);
-      inflightNotes.delete(session);
-    }
-  };
-
-  const clearTimers = (session: Session) => {
-    for (const t of timers.get(session) ?? []) clearTimeout(t);
-    timers.delete(session);
-  };
-
   const stopSession = async (session: Session, reason: StopReason): Promise<void> => {
     if (session.state === 'stopping') return;
     session.state = 'stopping';
-    clearTimers(session);
-    clearInterval(inflightNotes.get(session));
+    timing.forget(session);
     const exit = await session.worker?.stop(config.stopGraceMs);
     sessions.delete(keyOf(session.runtimeId, session.sessionId));
     logger.info('session stopped', {
@@ -500,45 +348,13 @@ export function createSessionManager({
     });
   };
 
-  /**
-   * Health pings of one session, and its idle and lifetime stops — those of a pod are the session
-   * reaper's (one replica's, for every replica's sessions), since any replica may serve it.
-   */
-  const monitor = (session: Session, idleMs: number, maxLifetimeMs: number) => {
-    let failures = 0;
-    const shared = reaper !== undefined;
-    const lifetime = shared
-      ? undefined
-      : setTimeout(() => void stopSession(session, 'max-lifetime'), maxLifetimeMs);
-    const tick = async () => {
-      if (session.state !== 'ready') return;
-      if (session.inflight === 0) {
-        try {
-          session.ping = await session.worker!.ping();
-          failures = 0;
-        } catch {
-          failures++;
-          if (failures >= CONSECUTIVE_PING_FAILURES_TO_STOP && session.state === 'ready')
-            return stopSession(session, 'unhealthy');
-        }
-        // HealthyBusy keeps a session active; otherwise idle time counts from the later of the last
-        // invocation and the worker's own time_of_last_update.
-        const idleSince = Math.max(session.lastActivityMs, session.ping.timeOfLastUpdateMs ?? 0);
-        if (
-          !shared &&
-          session.ping.status !== 'HealthyBusy' &&
-          Date.now() - idleSince >= idleMs &&
-          session.inflight === 0 &&
-          session.state === 'ready'
-        )
-          return stopSession(session, 'idle');
-      }
-      const next = setTimeout(() => void tick(), config.pingIntervalMs);
-      timers.set(session, lifetime ? [lifetime, next] : [next]);
-    };
-    const first = setTimeout(() => void tick(), config.pingIntervalMs);
-    timers.set(session, lifetime ? [lifetime, first] : [first]);
-  };
+  const timing = createSessionTiming({
+    config,
+    touch: kubernetes?.touch?.bind(kubernetes),
+    shared: reaper !== undefined,
+    stop: stopSession,
+  });
+  const { monitor, noteActivity } = timing;
 
   const onWorkerExit = (session: Session) => (exit: WorkerExit) => {
     if (session.state !== 'ready') return;
@@ -603,6 +419,47 @@ export function createSessionManager({
     }
   };
 
+  /** Gives a new session its worker: a warm one of its version, else one started for it. */
+  const launchSession = async (session: Session, target: SessionTarget, phase?: StartPhaseRecorder) => {
+    const { sessionId } = session;
+    const queuedMs = Date.now();
+    const warm = await claimWarm(target, sessionId);
+    if (warm) {
+      phase?.('warm-pool', queuedMs, Date.now(), {
+        ...workerAttributes(warm.worker),
+        launch_type: 'warm',
+      });
+      session.worker = warm.worker;
+      session.warm = true;
+      warm.adopt(sessionId);
+      warm.worker.tagLogs({ sessionId });
+      pool.fill(target);
+      return;
+    }
+    await withStartSlot(async () => {
+      const spawnMs = Date.now();
+      if (spawnMs - queuedMs > 1) phase?.('queue', queuedMs, spawnMs);
+      if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
+      let readyMs = spawnMs;
+      try {
+        await startReady(target, { sessionId }, sessionId, ({ worker }) => {
+          session.worker = worker;
+          readyMs = Date.now();
+          phase?.('spawn', spawnMs, readyMs, {
+            ...workerAttributes(worker),
+            'agentrt.isolation': kubernetes ? 'kubernetes' : isolation.mode,
+            ...(worker.launchType ? {} : { launch_type: 'cold' }),
+          });
+        });
+        session.warm = session.worker?.launchType?.() === 'warm';
+      } finally {
+        phase?.('readiness', readyMs, Date.now(), launchAttributes(session.worker));
+      }
+    });
+    if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
+    pool.fill(target); // the version's recent demand grew
+  };
+
   return {
     async acquire(target, sessionId, phase) {
       if (closing) throw new RuntimeApiError('RetryableConflictException', 'The runtime is shutting down');
@@ -613,7 +470,7 @@ export function createSessionManager({
         // A start nobody here waits for (another replica's pod, or one that outlived its caller's
         // hold) is waited for, up to the hold budget.
         if (existing.state === 'starting' && existing.starting && !existing.startHeld)
-          await hold(existing, existing.starting);
+          await holdStart(existing, existing.starting, holdMs);
         if (existing.state !== 'ready' || existing.worker?.exited)
           throw new RuntimeApiError(
             'RetryableConflictException',
@@ -642,44 +499,7 @@ export function createSessionManager({
       };
       sessions.set(key, session);
       const log = logger.child({ runtimeId: target.runtime.id, sessionId });
-      const start = (async () => {
-        const queuedMs = Date.now();
-        const warm = await claimWarm(target, sessionId);
-        if (warm) {
-          phase?.('warm-pool', queuedMs, Date.now(), {
-            ...workerAttributes(warm.worker),
-            launch_type: 'warm',
-          });
-          session.worker = warm.worker;
-          session.warm = true;
-          warm.adopt(sessionId);
-          warm.worker.tagLogs({ sessionId });
-          pool.fill(target);
-          return;
-        }
-        await withStartSlot(async () => {
-          const spawnMs = Date.now();
-          if (spawnMs - queuedMs > 1) phase?.('queue', queuedMs, spawnMs);
-          if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
-          let readyMs = spawnMs;
-          try {
-            await startReady(target, { sessionId }, sessionId, ({ worker }) => {
-              session.worker = worker;
-              readyMs = Date.now();
-              phase?.('spawn', spawnMs, readyMs, {
-                ...workerAttributes(worker),
-                'agentrt.isolation': kubernetes ? 'kubernetes' : isolation.mode,
-                ...(worker.launchType ? {} : { launch_type: 'cold' }),
-              });
-            });
-            session.warm = session.worker?.launchType?.() === 'warm';
-          } finally {
-            phase?.('readiness', readyMs, Date.now(), launchAttributes(session.worker));
-          }
-        });
-        if (closing) throw new WorkerStartError('The runtime shut down while the session was starting');
-        pool.fill(target); // the version's recent demand grew
-      })();
+      const start = launchSession(session, target, phase);
       starting.add(start);
       session.starting = (async () => {
         try {
@@ -710,7 +530,7 @@ export function createSessionManager({
       })();
       session.startHeld = true;
       try {
-        await hold(session, session.starting);
+        await holdStart(session, session.starting, holdMs);
       } catch (error) {
         session.inflight = 0; // a 503: the start goes on, nobody is in the session
         throw error;
