@@ -16,26 +16,9 @@ import {
 import { type PatchType, jsonPatch, mergePatch } from './patch.js';
 import { type ResourceType, groupVersionOf, typeKey, typesOfCrd } from './resource-types.js';
 import { validateAgainstSchema } from './schema.js';
-import { type Selector } from './selectors.js';
+import { ChangeLog, type EventType, type StoredEvent, type WatchFilter } from './change-log.js';
 
-export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
-
-export interface StoredEvent {
-  type: EventType;
-  object: KubeObject;
-  rv: number;
-  typeKey: string;
-}
-
-export interface WatchFilter {
-  type: ResourceType;
-  namespace: string | undefined;
-  selector: Selector;
-}
-
-interface Watcher extends WatchFilter {
-  send(event: StoredEvent): void;
-}
+export type { EventType, StoredEvent, WatchFilter } from './change-log.js';
 
 export interface DeleteOptions {
   propagationPolicy?: 'Orphan' | 'Background' | 'Foreground';
@@ -51,11 +34,8 @@ const CONFLICT =
 export class ObjectStore {
   private readonly objects = new Map<string, KubeObject>();
   private readonly types = new Map<string, ResourceType>();
-  private readonly history: StoredEvent[] = [];
-  private readonly watchers = new Set<Watcher>();
+  private readonly changes = new ChangeLog((filter, object) => this.visible(filter, object));
   private revision = 1;
-  /** Changes kept for watches to resume from; older resourceVersions get 410 Gone. */
-  historyLimit = 2000;
   /** Writes counted by verb (bench: API writes per session). */
   readonly writes = { create: 0, update: 0, patch: 0, delete: 0 };
 
@@ -248,12 +228,7 @@ export class ObjectStore {
       rv: this.revision,
       typeKey: typeKey(type),
     };
-    this.history.push(stored);
-    if (this.history.length > this.historyLimit)
-      this.history.splice(0, this.history.length - this.historyLimit);
-    for (const watcher of this.watchers)
-      if (stored.typeKey === typeKey(watcher.type) && this.visible(watcher, stored.object))
-        watcher.send(stored);
+    this.changes.record(stored);
     return this.shaped(type, object);
   }
 
@@ -437,22 +412,18 @@ export class ObjectStore {
           rv: Number(object.metadata.resourceVersion),
           typeKey: typeKey(filter.type),
         });
-    } else {
-      const oldest = this.history[0]?.rv ?? this.revision + 1;
-      if (start < oldest - 1 && start < this.revision)
-        throw new KubeError('Gone', `too old resource version: ${start} (${oldest - 1})`);
-      for (const event of this.history)
-        if (event.rv > start && event.typeKey === typeKey(filter.type) && this.visible(filter, event.object))
-          send(event);
     }
-    const watcher: Watcher = { ...filter, send };
-    this.watchers.add(watcher);
-    return () => this.watchers.delete(watcher);
+    return this.changes.follow(filter, start, this.revision, send);
   }
 
   /** Forgets the change history (as an etcd compaction): watches from an older resourceVersion get 410. */
   compact(): void {
-    this.history.length = 0;
+    this.changes.compact();
+  }
+
+  /** Changes kept for watches to resume from; older resourceVersions get 410 Gone. */
+  set historyLimit(limit: number) {
+    this.changes.limit = limit;
   }
 
   /** Adds an object as `type`'s version shows it (for the server's answers). */
