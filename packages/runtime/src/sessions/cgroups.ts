@@ -117,6 +117,13 @@ export function detectCgroups(base = '/sys/fs/cgroup'): { layout?: CgroupLayout;
   };
 }
 
+/** The folders the session cgroups are made in: one on v2, one per hierarchy on v1. */
+export function layoutRoots(layout: CgroupLayout): string[] {
+  return layout.version === 2
+    ? [layout.root]
+    : [layout.memory, layout.cpu, layout.pids, ...(layout.cpuacct ? [layout.cpuacct] : [])];
+}
+
 /**
  * Removes the session cgroups that earlier runtimes left behind: a runtime that exits (or is killed)
  * right after its last worker cannot wait for the kernel to let the cgroup go. Only empty ones older
@@ -124,10 +131,7 @@ export function detectCgroups(base = '/sys/fs/cgroup'): { layout?: CgroupLayout;
  * (made and joined within one tick) is never taken. Best effort; returns how many it removed.
  */
 export function sweepStaleCgroups(layout: CgroupLayout, olderThanMs = 60_000): number {
-  const roots =
-    layout.version === 2
-      ? [layout.root]
-      : [layout.memory, layout.cpu, layout.pids, ...(layout.cpuacct ? [layout.cpuacct] : [])];
+  const roots = layoutRoots(layout);
   const cutoff = Date.now() - olderThanMs;
   let removed = 0;
   for (const root of roots) {
