@@ -30,6 +30,7 @@ import {
   startRuntime,
   waitFor,
 } from './test-support.js';
+import { podmanImages } from './test-support/podman-images.js';
 
 const BASE_IMAGE = 'localhost/agentrt/node:24';
 /** Long enough that a worker killed when it runs out is told from one that exited on its own. */
@@ -63,7 +64,7 @@ function buildEcho(tag: string, build = 'first', fixture = 'echo'): void {
     join(dir, 'Containerfile'),
     `FROM ${BASE_IMAGE}\nCOPY . /app\nCMD ${JSON.stringify(command)}\n`,
   );
-  const built = spawnSync(podman!, ['build', '-q', '-t', tag, dir], { encoding: 'utf8' });
+  const built = podmanImages(podman!, ['build', '-q', '-t', tag, dir]);
   rmSync(dir, { recursive: true, force: true });
   if (built.status !== 0) throw new Error(`podman build: ${built.stderr}`);
 }
@@ -105,7 +106,7 @@ describe.skipIf(problem !== undefined).each(['runc', 'runsc'] as const)(
     afterAll(async () => {
       await rt?.close();
       collector.close();
-      spawnSync(podman!, ['rmi', '-f', image]);
+      podmanImages(podman!, ['rmi', '-f', image]);
     }, 60_000);
 
     it('creates a runtime from a local image and runs each session in a container of its own', async () => {
@@ -170,7 +171,7 @@ describe.skipIf(problem !== undefined).each(['runc', 'runsc'] as const)(
         await waitFor(() => received.some((r) => r.body.includes(span)), 10_000, 'the held span');
         expect(received.find((r) => r.body.includes(span))?.body).toContain(sid);
       } finally {
-        spawnSync(podman!, ['rmi', '-f', flushing]);
+        podmanImages(podman!, ['rmi', '-f', flushing]);
       }
     }, 60_000);
 
@@ -189,7 +190,7 @@ describe.skipIf(problem !== undefined).each(['runc', 'runsc'] as const)(
         expect((crash as Error).message).toContain('crashing fixture: exiting on purpose');
         expect(await invokeJson(rt.data, arn, sid, {})).toMatchObject({ ok: true });
       } finally {
-        spawnSync(podman!, ['rmi', '-f', crashing]);
+        podmanImages(podman!, ['rmi', '-f', crashing]);
       }
     }, 60_000);
 
@@ -233,7 +234,7 @@ describe.skipIf(problem !== undefined)('image sessions of a runtime killed with 
   afterAll(() => {
     child?.kill('SIGKILL');
     spawnSync(podman!, ['rm', '-f', '--filter', `label=${podmanLabel(dataDir)}`]);
-    spawnSync(podman!, ['rmi', '-f', image]);
+    podmanImages(podman!, ['rmi', '-f', image]);
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -290,7 +291,7 @@ describe.skipIf(problem !== undefined || !registryBin)(
     let rt: TestRuntime;
     const built: string[] = [source];
     const podmanOk = (args: string[]) => {
-      const run = spawnSync(podman!, args, { encoding: 'utf8' });
+      const run = podmanImages(podman!, args);
       if (run.status !== 0) throw new Error(`podman ${args.join(' ')}: ${run.stderr}`);
     };
     const push = (ref: string) => podmanOk(['push', '-q', '--tls-verify=false', source, ref]);
@@ -319,7 +320,7 @@ describe.skipIf(problem !== undefined || !registryBin)(
     afterAll(async () => {
       await rt?.close();
       registry?.child.kill();
-      for (const image of built) spawnSync(podman!, ['rmi', '-f', image]);
+      for (const image of built) podmanImages(podman!, ['rmi', '-f', image]);
       rmSync(dir, { recursive: true, force: true });
     }, 60_000);
 
@@ -381,7 +382,7 @@ describe.skipIf(problem !== undefined)('a reference agent’s image built on thi
   }, 300_000);
   afterAll(async () => {
     await rt?.close();
-    spawnSync(podman!, ['rmi', '-f', image]);
+    podmanImages(podman!, ['rmi', '-f', image]);
   }, 60_000);
 
   it('answers an invocation as a session container, through the AWS SDK', async () => {

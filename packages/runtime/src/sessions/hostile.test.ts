@@ -35,6 +35,7 @@ import {
   sessionId,
   waitFor,
 } from '../test-support.js';
+import { podmanImages } from '../test-support/podman-images.js';
 
 const main = resolve(fileURLToPath(import.meta.url), '..', '..', '..', 'dist', 'main.js');
 const isRoot = process.getuid?.() === 0;
@@ -231,7 +232,7 @@ const imageProblem = ((): string | undefined => {
     join(dir, 'Containerfile'),
     'FROM localhost/agentrt/node:24\nCOPY . /app\nCMD ["node", "server.mjs"]\n',
   );
-  const built = spawnSync('podman', ['build', '-q', '-t', HOSTILE_IMAGE, dir], { encoding: 'utf8' });
+  const built = podmanImages('podman', ['build', '-q', '-t', HOSTILE_IMAGE, dir]);
   rmSync(dir, { recursive: true, force: true });
   return built.status === 0 ? undefined : `podman build: ${built.stderr}`;
 })();

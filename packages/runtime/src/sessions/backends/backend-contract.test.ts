@@ -20,6 +20,7 @@ import { type Worker } from '../worker.js';
 import { createBwrapBackend } from './bwrap.js';
 import { createPodmanBackend } from './podman.js';
 import { createProcessGroupBackend } from './process-group.js';
+import { podmanImages } from '../../test-support/podman-images.js';
 
 const root = mkdtempSync(join(os.tmpdir(), 'agentrt-backend-'));
 chmodSync(root, 0o755);
@@ -53,7 +54,7 @@ function imageOf(dir: string): string {
     join(dir, 'Containerfile'),
     `FROM ${BASE_IMAGE}\nCOPY . /app\nCMD ${JSON.stringify(command)}\n`,
   );
-  const built = spawnSync(helperPath('podman')!, ['build', '-q', '-t', tag, dir], { encoding: 'utf8' });
+  const built = podmanImages(helperPath('podman')!, ['build', '-q', '-t', tag, dir]);
   if (built.status !== 0) throw new Error(`podman build: ${built.stderr}`);
   images.push(tag);
   return tag;
@@ -63,7 +64,7 @@ const BASE_IMAGE = 'localhost/agentrt/node:24';
 /** The fixture images built here, removed once the suite is done. */
 const images: string[] = [];
 afterAll(() => {
-  if (images.length > 0) spawnSync(helperPath('podman')!, ['rmi', '-f', ...images]);
+  if (images.length > 0) podmanImages(helperPath('podman')!, ['rmi', '-f', ...images]);
 });
 const repo = fileURLToPath(new URL('../../../../..', import.meta.url));
 /** Rootful podman with the base image (built here when missing), or why the podman backend is left out. */
