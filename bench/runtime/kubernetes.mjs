@@ -15,7 +15,8 @@ import { loadAverage, table, writeSection } from '../lib/report.mjs';
 
 const dist = new URL('../../packages/runtime/dist/', import.meta.url);
 const { startKubeApiServer } = await import(new URL('test-support/k8s/api-server.js', dist));
-const { nodeBackend, startKubelet } = await import(new URL('test-support/k8s/kubelet.js', dist));
+const { startKubelet } = await import(new URL('test-support/k8s/kubelet.js', dist));
+const { nodeBackend } = await import(new URL('test-support/k8s/node-backend.js', dist));
 const { writeKubeconfig } = await import(new URL('test-support/k8s/kubeconfig.js', dist));
 const { startSandboxController } = await import(new URL('test-support/k8s/sandbox-controller.js', dist));
 const CRDS = new URL('../../deploy/k8s/crds/', import.meta.url).pathname;

@@ -12,7 +12,8 @@ import { CoreV1Api, Exec, KubeConfig, type V1Pod, type V1Status } from '@kuberne
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureUri } from '../../test-support.js';
 import { type KubeApiServer, startKubeApiServer } from './api-server.js';
-import { type Kubelet, nodeBackend, startKubelet } from './kubelet.js';
+import { type Kubelet, startKubelet } from './kubelet.js';
+import { nodeBackend } from './node-backend.js';
 import { writeKubeconfig } from './kubeconfig.js';
 
 const run = promisify(execFile);

@@ -4,9 +4,9 @@
 // image must be a `file://` directory the runtime's artifact rules can start). Each pod gets its own
 // loopback address (127.0.x.y) with its container port forwarded to the worker, so the pods really
 // serve HTTP at podIP:8080. It reports phase, the Ready condition, podIP and container states,
-// writes the events a kubelet writes, and answers pods/log and pods/exec for the API server.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// writes the events a kubelet writes, and answers pods/log and pods/exec for the API server
+// (pod-io.ts).
+import { mkdirSync, rmSync } from 'node:fs';
 import {
   type AddressInfo,
   type NetConnectOpts,
@@ -25,16 +25,13 @@ import {
   makeInformer,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { resolveRuntimeConfig } from '../../config.js';
 import { createLogger } from '../../logger.js';
 import { launchOf, type LaunchSpec } from '../../sessions/artifact.js';
 import { type SessionBackend, type SessionTarget, type StartedWorker } from '../../sessions/backend.js';
-import { createBwrapBackend } from '../../sessions/backends/bwrap.js';
-import { createProcessGroupBackend } from '../../sessions/backends/process-group.js';
-import { SECURE_PATH, spawnHelper } from '../../sessions/helpers.js';
-import { type Isolation, detectIsolation } from '../../sessions/isolation.js';
+import { SECURE_PATH } from '../../sessions/helpers.js';
 import { type KubeApiServer } from './api-server.js';
 import { type KubeObject, timestamp } from './objects.js';
+import { ContainerLog, execIn } from './pod-io.js';
 import { type ExecOptions, type LogOptions, type PodRuntime } from './pod-runtime.js';
 
 export interface KubeletOptions {
@@ -68,11 +65,7 @@ interface RunningPod {
   forward: Server | undefined;
   /** Listens at the pod's address again (after `cut`). */
   relisten?: () => Promise<Server>;
-  /** The container's output, both streams (its last LOG_BYTES), and the pods/log calls following it. */
-  log: string;
-  followers: Set<Writable>;
-  /** The container ended: followers are ended, none is added. */
-  ended: boolean;
+  log: ContainerLog;
   dir: string;
   stopped: boolean;
 }
@@ -86,8 +79,6 @@ const NODE_TARGET = {
   version: { config: { environmentVariables: {}, networkConfiguration: { networkMode: 'PUBLIC' } } },
 } as unknown as SessionTarget;
 
-/** How much of a container's output a pod's log keeps. */
-const LOG_BYTES = 1024 * 1024;
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const container = (pod: V1Pod) => pod.spec?.containers[0];
 
@@ -167,9 +158,7 @@ class TestKubelet implements PodRuntime {
       forward: undefined,
       dir,
       stopped: false,
-      log: '',
-      followers: new Set(),
-      ended: false,
+      log: new ContainerLog(),
     };
     this.pods.set(uid, running);
     await this.run(pod, running).catch((error: unknown) =>
@@ -222,10 +211,7 @@ class TestKubelet implements PodRuntime {
       servedSession: () => undefined,
       healthCheck: container(pod)?.readinessProbe?.tcpSocket ? 'connect' : 'ping',
       logger: createLogger({ level: 'error', sink: () => undefined }),
-      output: (text) => {
-        running.log = (running.log + text).slice(-LOG_BYTES);
-        for (const out of running.followers) out.write(text);
-      },
+      output: (text) => running.log.write(text),
       env: (port) => ({ ...env, PORT: String(port), HOST: '127.0.0.1' }),
     });
     running.started = started;
@@ -239,8 +225,7 @@ class TestKubelet implements PodRuntime {
     // Running first, then the exit (at once if it came already), so an early exit's status is the last.
     if (!started.worker.exited) await this.status(pod, 'Running', podIp, false);
     started.worker.onExit((exit) => {
-      running.ended = true;
-      for (const out of running.followers) out.end();
+      running.log.end();
       void this.exited(pod, running, exit.code ?? 137);
     });
     try {
@@ -358,40 +343,19 @@ class TestKubelet implements PodRuntime {
     this.pods.delete(uid);
   }
 
-  private runningPod(pod: KubeObject): RunningPod {
-    const running = this.pods.get(pod.metadata.uid);
-    if (!running?.started) throw new Error(`container of pod ${pod.metadata.name} is not running`);
-    return running;
+  private started(pod: KubeObject): StartedWorker {
+    const started = this.pods.get(pod.metadata.uid)?.started;
+    if (!started) throw new Error(`container of pod ${pod.metadata.name} is not running`);
+    return started;
   }
 
-  async logs(pod: KubeObject, options: LogOptions, out: Writable): Promise<void> {
-    const running = this.runningPod(pod);
-    let lines = running.log.split('\n');
-    if (options.tailLines !== undefined) lines = lines.slice(-options.tailLines - 1);
-    const text = lines.join('\n');
-    if (!options.follow || running.ended) return void out.end(text);
-    // follow: what it wrote so far, then each write as it comes, until the container ends.
-    out.write(text);
-    running.followers.add(out);
-    out.once('close', () => running.followers.delete(out));
-    return Promise.resolve();
+  logs(pod: KubeObject, options: LogOptions, out: Writable): Promise<void> {
+    this.started(pod);
+    return Promise.resolve(this.pods.get(pod.metadata.uid)?.log.serve(options, out));
   }
 
   exec(pod: KubeObject, options: ExecOptions): Promise<number> {
-    const spawn = this.runningPod(pod).started?.exec(options.command);
-    if (!spawn) throw new Error('no container');
-    const child = spawnHelper(spawn.argv, {
-      cwd: spawn.cwd,
-      tenantEnv: spawn.env,
-      stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    });
-    if (options.stdin && child.stdin) options.stdin.pipe(child.stdin);
-    child.stdout?.pipe(options.stdout);
-    child.stderr?.pipe(options.stderr);
-    return new Promise((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', (code, signal) => resolve(code ?? (signal ? 128 + 9 : 1)));
-    });
+    return execIn(this.started(pod), options);
   }
 
   async close(): Promise<void> {
@@ -446,32 +410,3 @@ export async function startKubelet(options: KubeletOptions): Promise<Kubelet> {
   await kubelet.start();
   return kubelet;
 }
-
-/** The node's container runtime: a bubblewrap sandbox per pod where this machine has one, else process groups. */
-export function nodeBackend(): SessionBackend {
-  const dataDir = mkdtempSync(join(tmpdir(), 'agentrt-node-'));
-  try {
-    const isolation = detectIsolation({ setting: 'auto', sandboxIds: { uid: 65534, gid: 65534 } });
-    if (isolation.mode === 'bwrap') {
-      const config = resolveRuntimeConfig({ dataDir }, {});
-      return createBwrapBackend({
-        config,
-        isolation: { ...isolation, network: 'allowlist-only' },
-        instrumentPath: () => undefined,
-      });
-    }
-  } catch {
-    // root without a sandbox: process groups
-  }
-  return createProcessGroupBackend(PROCESS_GROUP);
-}
-
-const PROCESS_GROUP: Isolation = {
-  mode: 'process-group',
-  network: 'shared',
-  reason: 'test kubelet',
-  off: [],
-  pdeathsig: false,
-  hostIds: undefined,
-  cgroups: undefined,
-};

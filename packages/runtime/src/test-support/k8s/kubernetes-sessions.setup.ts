@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 import { startKubeApiServer } from './api-server.js';
-import { nodeBackend, startKubelet } from './kubelet.js';
+import { startKubelet } from './kubelet.js';
+import { nodeBackend } from './node-backend.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { startSandboxController } from './sandbox-controller.js';
 

@@ -2,8 +2,8 @@
 // reconciles SandboxWarmPool, SandboxClaim and Sandbox objects into Sandboxes and Pods the way
 // kubernetes-sigs/agent-sandbox's controllers do at 2fd412d55ecae90861a101a5424a75473de97c36
 // (controllers/sandbox_controller.go, extensions/controllers/sandboxwarmpool_controller.go and
-// sandboxclaim_controller.go), writing the same names, labels, annotations, owner references and
-// status fields, so that the pods really run on the test kubelet. Left out: Services (spec.service),
+// sandboxclaim_controller.go: claim-reconciler.ts), writing the same names, labels, annotations,
+// owner references and status fields, so that the pods really run on the test kubelet. Left out: Services (spec.service),
 // PVCs (volumeClaimTemplates), the template's NetworkPolicy, suspend (operatingMode), shutdownTime
 // and TTL expiry, claim env injection and additionalPodMetadata.
 import {
@@ -26,6 +26,7 @@ import {
   type SandboxObject,
   nameHash,
 } from '../../sessions/backends/kubernetes/sandbox-spec.js';
+import { ClaimReconciler, type ControllerContext, KINDS, type Kind } from './claim-reconciler.js';
 import {
   type Condition,
   blueprintOf,
@@ -40,37 +41,20 @@ import {
 } from './sandbox-status.js';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-/** sandbox_types.go: labels the warm pool stamps with template hashes (dropped on adoption). */
-const TEMPLATE_HASH_LABELS = [
-  'agents.x-k8s.io/sandbox-pod-template-hash',
-  'agents.x-k8s.io/sandbox-template-hash',
-];
-/** sandboxclaim_controller.go (PR #683): a candidate without a pod IP is waited for 500 ms at a time, 2 s at most. */
-const CANDIDATE_WAIT_MS = { step: 500, max: 2000 };
-/** Warm candidates tried before a cold start. */
-const ADOPTION_TRIES = 3;
-
-type Kind = 'pools' | 'claims' | 'sandboxes' | 'templates';
-const KINDS: Record<Kind, { group: string; plural: string }> = {
-  pools: { group: EXTENSIONS_GROUP, plural: 'sandboxwarmpools' },
-  claims: { group: EXTENSIONS_GROUP, plural: 'sandboxclaims' },
-  templates: { group: EXTENSIONS_GROUP, plural: 'sandboxtemplates' },
-  sandboxes: { group: SANDBOX_GROUP, plural: 'sandboxes' },
-};
 
 export interface SandboxController {
   close(): Promise<void>;
 }
 
-class TestSandboxController implements SandboxController {
+class TestSandboxController implements SandboxController, ControllerContext {
   private readonly core: CoreV1Api;
   private readonly api: CustomObjectsApi;
-  private readonly informers: Record<Kind, ReturnType<typeof makeInformer<SandboxObject>>>;
+  readonly informers: Record<Kind, ReturnType<typeof makeInformer<SandboxObject>>>;
   private readonly pods;
   /** Per object key: a reconcile running, and whether another was asked for meanwhile. */
   private readonly queue = new Map<string, { again: boolean }>();
-  /** Warm sandboxes a claim is adopting (the upstream WarmSandboxQueue pops them): no other claim tries them. */
-  private readonly popped = new Set<string>();
+  readonly popped = new Set<string>();
+  private readonly claims = new ClaimReconciler(this);
   /** Pool sandboxes created and not yet seen by the informer (warmpool_expectations.go). */
   private readonly expected = new Map<string, Set<string>>();
   /** Each sandbox's last controller owner seen. */
@@ -149,11 +133,7 @@ class TestSandboxController implements SandboxController {
   }
 
   /** Runs the object's reconcile; one per object at a time, a change meanwhile runs it once more. */
-  private enqueue(
-    kind: 'pools' | 'claims' | 'sandboxes' | 'templates',
-    object: SandboxObject,
-    afterMs = 0,
-  ): void {
+  enqueue(kind: Kind, object: SandboxObject, afterMs = 0): void {
     if (this.closed || kind === 'templates') return;
     const key = `${kind}:${keyOf(object)}`;
     if (afterMs > 0) return void setTimeout(() => this.enqueue(kind, object), afterMs).unref();
@@ -176,7 +156,7 @@ class TestSandboxController implements SandboxController {
 
   private reconcile(kind: Kind, object: SandboxObject): Promise<void> {
     if (kind === 'pools') return this.reconcilePool(object);
-    if (kind === 'claims') return this.reconcileClaim(object);
+    if (kind === 'claims') return this.claims.reconcile(object);
     return this.reconcileSandbox(object);
   }
 
@@ -256,7 +236,7 @@ class TestSandboxController implements SandboxController {
   // --- SandboxWarmPool → Sandboxes (extensions/controllers/sandboxwarmpool_controller.go) -------
 
   /** The pool's live members: its label (NameHash of its name), the pool their controller. */
-  private members(pool: SandboxObject): SandboxObject[] {
+  members(pool: SandboxObject): SandboxObject[] {
     const hash = nameHash(pool.metadata.name);
     return this.informers.sandboxes
       .list(pool.metadata.namespace)
@@ -313,11 +293,7 @@ class TestSandboxController implements SandboxController {
       },
       spec: blueprintOf(template, labels),
     };
-    const made = (await this.api.createNamespacedCustomObject({
-      ...this.where('sandboxes', pool),
-      body,
-    })) as SandboxObject;
-    return made.metadata.name;
+    return (await this.create('sandboxes', pool, body)).metadata.name;
   }
 
   /** Scale down: not-ready members first, then the newest. */
@@ -333,191 +309,21 @@ class TestSandboxController implements SandboxController {
         .catch(() => undefined);
   }
 
-  // --- SandboxClaim → Sandbox (extensions/controllers/sandboxclaim_controller.go) ---------------
+  // --- API -------------------------------------------------------------------------------------
 
-  private async reconcileClaim(claim: SandboxObject): Promise<void> {
-    const ns = claim.metadata.namespace;
-    const pool = this.informers.pools.get((claim.spec?.warmPoolRef as { name: string }).name, ns);
-    const template =
-      pool && this.informers.templates.get((pool.spec?.sandboxTemplateRef as { name: string }).name, ns);
-    let sandbox: SandboxObject | undefined | 'wait' = this.boundSandbox(claim);
-    let error: Condition | undefined;
-    if (!pool)
-      error = {
-        type: 'Ready',
-        status: 'False',
-        reason: 'WarmPoolNotFound',
-        message: `SandboxWarmPool "${(claim.spec?.warmPoolRef as { name: string }).name}" not found`,
-      };
-    else if (!template)
-      error = {
-        type: 'Ready',
-        status: 'False',
-        reason: 'TemplateNotFound',
-        message: 'SandboxTemplate of the warm pool not found',
-      };
-    else if (!sandbox)
-      sandbox = (await this.adopt(claim, pool, template)) ?? (await this.createClaimSandbox(claim, template));
-    if (sandbox === 'wait') return this.enqueue('claims', claim, CANDIDATE_WAIT_MS.step);
-    const ready =
-      error ??
-      (sandbox
-        ? ({
-            ...(sandbox.status?.conditions?.find((c) => c.type === 'Ready') ?? {
-              type: 'Ready',
-              status: 'False',
-              reason: 'SandboxNotReady',
-              message: 'Sandbox is not ready',
-            }),
-          } as Condition)
-        : undefined);
-    const conditions = setConditions(
-      claim.status?.conditions as Condition[],
-      ready ? [{ ...ready, observedGeneration: (claim.metadata as { generation?: number }).generation }] : [],
-    );
-    await this.patchStatus('claims', claim, {
-      conditions,
-      sandbox: sandbox ? { name: sandbox.metadata.name, podIPs: sandbox.status?.podIPs ?? null } : null,
-    });
-  }
-
-  /** The sandbox the claim adopted or made, once it is its controller. */
-  private boundSandbox(claim: SandboxObject): SandboxObject | undefined {
-    const ns = claim.metadata.namespace;
-    for (const name of [
-      claim.metadata.annotations?.[SANDBOX_KEYS.sandboxName],
-      claim.status?.sandbox?.name,
-      claim.metadata.name,
-    ]) {
-      const sandbox = name ? this.informers.sandboxes.get(name, ns) : undefined;
-      if (sandbox && controllerOf(sandbox)?.uid === claim.metadata.uid) return sandbox;
-    }
-    return undefined;
-  }
-
-  /** getCandidate + completeAdoption: a warm member with a pod IP, the claim annotated first, then the sandbox moved. */
-  private async adopt(
-    claim: SandboxObject,
-    pool: SandboxObject,
-    template: SandboxObject,
-  ): Promise<SandboxObject | 'wait' | undefined> {
-    const members = this.members(pool).filter((s) => !this.popped.has(keyOf(s)));
-    const withIp = members.filter((s) => (s.status?.podIPs?.length ?? 0) > 0);
-    const ageMs = Date.now() - new Date(claim.metadata.creationTimestamp ?? Date.now()).getTime();
-    if (withIp.length === 0 && members.length > 0 && ageMs < CANDIDATE_WAIT_MS.max) return 'wait';
-    for (const candidate of withIp.slice(0, ADOPTION_TRIES)) {
-      this.popped.add(keyOf(candidate));
-      const adopted = await this.completeAdoption(claim, candidate, template).finally(() =>
-        this.popped.delete(keyOf(candidate)),
-      );
-      if (adopted) return adopted;
-    }
-    return undefined;
-  }
-
-  private async completeAdoption(
-    claim: SandboxObject,
-    sandbox: SandboxObject,
-    template: SandboxObject,
-  ): Promise<SandboxObject | undefined> {
-    const annotate = {
-      metadata: {
-        resourceVersion: claim.metadata.resourceVersion,
-        annotations: { [SANDBOX_KEYS.sandboxName]: sandbox.metadata.name },
-      },
-    };
-    if (
-      !(await this.patch('claims', claim, annotate).then(
-        () => true,
-        () => false,
-      ))
-    )
-      return undefined;
-    const refHash = nameHash(template.metadata.name);
-    const podLabels = {
-      ...((template.spec?.podTemplate as { metadata?: { labels?: Record<string, string> } })?.metadata
-        ?.labels ?? {}),
-      [SANDBOX_KEYS.claimUid]: claim.metadata.uid as string,
-      [SANDBOX_KEYS.templateRefHash]: refHash,
-    };
-    const labels: Record<string, string | null> = {
-      [SANDBOX_KEYS.warmPool]: null,
-      [SANDBOX_KEYS.launchType]: 'warm',
-      [SANDBOX_KEYS.claimUid]: claim.metadata.uid as string,
-      [SANDBOX_KEYS.templateRefHash]: refHash,
-    };
-    for (const l of TEMPLATE_HASH_LABELS) labels[l] = null;
-    // A merge patch merges maps: the pool's labels the template does not have are removed by name.
-    const oldLabels =
-      (sandbox.spec?.podTemplate as { metadata?: { labels?: Record<string, string> } })?.metadata?.labels ??
-      {};
-    const dropped = Object.fromEntries(
-      Object.keys(oldLabels)
-        .filter((k) => !(k in podLabels))
-        .map((k) => [k, null]),
-    );
-    const podTemplate = {
-      ...(sandbox.spec?.podTemplate as object),
-      metadata: {
-        ...((template.spec?.podTemplate as { metadata?: object })?.metadata ?? {}),
-        labels: { ...dropped, ...podLabels },
-      },
-    };
-    const body = {
-      metadata: {
-        resourceVersion: sandbox.metadata.resourceVersion,
-        labels,
-        annotations: { [SANDBOX_KEYS.podName]: sandbox.metadata.name },
-        ownerReferences: [ownerRef('SandboxClaim', EXTENSIONS_GROUP, claim)],
-      },
-      spec: { podTemplate },
-    };
-    return this.patch('sandboxes', sandbox, body).then(
-      (s) => s,
-      async () => {
-        // removeAssignedSandboxReference: the adoption lost a race; the claim names no sandbox again.
-        const fresh = this.informers.claims.get(claim.metadata.name, claim.metadata.namespace) ?? claim;
-        await this.patch('claims', fresh, {
-          metadata: { annotations: { [SANDBOX_KEYS.sandboxName]: null } },
-        }).catch(() => undefined);
-        return undefined;
-      },
-    );
-  }
-
-  /** createSandbox: cold start, a sandbox named as the claim, owned by it. */
-  private async createClaimSandbox(claim: SandboxObject, template: SandboxObject): Promise<SandboxObject> {
-    const refHash = nameHash(template.metadata.name);
-    const identity = {
-      [SANDBOX_KEYS.claimUid]: claim.metadata.uid as string,
-      [SANDBOX_KEYS.templateRefHash]: refHash,
-    };
-    const body = {
-      apiVersion: `${SANDBOX_GROUP}/${SANDBOX_VERSION}`,
-      kind: 'Sandbox',
-      metadata: {
-        name: claim.metadata.name,
-        namespace: claim.metadata.namespace,
-        labels: { ...identity, [SANDBOX_KEYS.launchType]: 'cold' },
-        annotations: { [SANDBOX_KEYS.templateRef]: template.metadata.name },
-        ownerReferences: [ownerRef('SandboxClaim', EXTENSIONS_GROUP, claim)],
-      },
-      spec: blueprintOf(template, identity),
-    };
+  async create(kind: Kind, owner: SandboxObject, body: object): Promise<SandboxObject> {
     return (await this.api.createNamespacedCustomObject({
-      ...this.where('sandboxes', claim),
+      ...this.where(kind, owner),
       body,
     })) as SandboxObject;
   }
-
-  // --- API -------------------------------------------------------------------------------------
 
   private where(kind: Kind, object: SandboxObject) {
     const { group, plural } = KINDS[kind];
     return { group, version: SANDBOX_VERSION, namespace: object.metadata.namespace, plural };
   }
 
-  private async patch(kind: Kind, object: SandboxObject, body: object): Promise<SandboxObject> {
+  async patch(kind: Kind, object: SandboxObject, body: object): Promise<SandboxObject> {
     const name = object.metadata.name;
     return (await this.api.patchNamespacedCustomObject(
       { ...this.where(kind, object), name, body },
@@ -526,11 +332,7 @@ class TestSandboxController implements SandboxController {
   }
 
   /** Writes status only when it changed (as the controllers compare before updateStatus). */
-  private async patchStatus(
-    kind: Kind,
-    object: SandboxObject,
-    status: Record<string, unknown>,
-  ): Promise<void> {
+  async patchStatus(kind: Kind, object: SandboxObject, status: Record<string, unknown>): Promise<void> {
     const before = Object.fromEntries(
       Object.keys(status).map((k) => [
         k,

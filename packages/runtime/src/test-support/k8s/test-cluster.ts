@@ -12,7 +12,8 @@ import { type RuntimeServerOptions } from '../../config.js';
 import { type TestRuntime, startRuntime } from '../../test-support.js';
 import { type KubeApiServer, startKubeApiServer } from './api-server.js';
 import { writeKubeconfig } from './kubeconfig.js';
-import { type Kubelet, nodeBackend, startKubelet } from './kubelet.js';
+import { type Kubelet, startKubelet } from './kubelet.js';
+import { nodeBackend } from './node-backend.js';
 
 const run = promisify(execFile);
 const RUNTIME_DIR = resolve(fileURLToPath(import.meta.url), '../../../..');

@@ -11,7 +11,8 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../logger.js';
 import { type KubeApiServer, startKubeApiServer } from '../../../test-support/k8s/api-server.js';
-import { type Kubelet, nodeBackend, startKubelet } from '../../../test-support/k8s/kubelet.js';
+import { type Kubelet, startKubelet } from '../../../test-support/k8s/kubelet.js';
+import { nodeBackend } from '../../../test-support/k8s/node-backend.js';
 import { writeKubeconfig } from '../../../test-support/k8s/kubeconfig.js';
 import {
   type TestRuntime,

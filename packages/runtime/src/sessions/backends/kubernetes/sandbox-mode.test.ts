@@ -14,7 +14,8 @@ import { promisify } from 'node:util';
 import { RuntimeClientError, StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type KubeApiServer, startKubeApiServer } from '../../../test-support/k8s/api-server.js';
-import { type Kubelet, nodeBackend, startKubelet } from '../../../test-support/k8s/kubelet.js';
+import { type Kubelet, startKubelet } from '../../../test-support/k8s/kubelet.js';
+import { nodeBackend } from '../../../test-support/k8s/node-backend.js';
 import { writeKubeconfig } from '../../../test-support/k8s/kubeconfig.js';
 import {
   type SandboxController,
