@@ -10,7 +10,7 @@ import { createRuntimeClient } from '@agentrt/runtime';
 import { type ReloadEvent, reportToCollector, startHotReload } from '@agentrt/cli';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, type RuntimeStack, startRuntimeStack } from '../observability/runtime-stack.js';
-import { buildUiIfStale, hasChromium, launchBrowser, openPage } from '../ui/browser.js';
+import { buildUiIfStale, hasChromium, usePage } from '../ui/browser.js';
 
 const WORK = join(REPO_ROOT, 'test-results', `hot-reload-${process.pid}`);
 const AGENT = join(WORK, 'agent');
@@ -99,6 +99,8 @@ afterAll(async () => {
 }, 60_000);
 
 describe('hot reload', { timeout: 60_000 }, () => {
+  const page = usePage('hot-reload');
+
   it('serves the next invocation of the same session from the saved code', async () => {
     const client = createRuntimeClient({ url: stack.runtime.url });
     const first = await ask();
@@ -148,22 +150,16 @@ describe('hot reload', { timeout: 60_000 }, () => {
     if (hasChromium) {
       // The Inspector of the runtime shows the failed build until one succeeds.
       buildUiIfStale();
-      const browser = await launchBrowser();
-      try {
-        const page = await openPage(browser);
-        await page.goto(`${stack.collector.url}/#/inspector?host=${encodeURIComponent(stack.runtime.url)}`);
-        await expect
-          .poll(() => page.locator('[data-testid=build-error]').textContent(), { timeout: 20_000 })
-          .toMatch(
-            /hotreload did not build: its sessions keep running the previous code\..*src\/app\.ts:\d+:\d+ \S.*Fix the file at that line and column, then save it/s,
-          );
-        // The position on its own, as an editor's "go to" takes it.
-        expect(await page.locator('[data-testid=build-error-at]').first().textContent()).toMatch(
-          /^src\/app\.ts:\d+:\d+$/,
+      await page().goto(`${stack.collector.url}/#/inspector?host=${encodeURIComponent(stack.runtime.url)}`);
+      await expect
+        .poll(() => page().locator('[data-testid=build-error]').textContent(), { timeout: 20_000 })
+        .toMatch(
+          /hotreload did not build: its sessions keep running the previous code\..*src\/app\.ts:\d+:\d+ \S.*Fix the file at that line and column, then save it/s,
         );
-      } finally {
-        await browser.close();
-      }
+      // The position on its own, as an editor's "go to" takes it.
+      expect(await page().locator('[data-testid=build-error-at]').first().textContent()).toMatch(
+        /^src\/app\.ts:\d+:\d+$/,
+      );
     }
     const fixed = await save(ORIGINAL.replace('answer.text', '`v4: ${answer.text}`'));
     expect(fixed.status).toBe('reloaded');

@@ -6,16 +6,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCollector, type Collector } from '@agentrt/collector';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildUiIfStale, hasChromium, launchBrowser, openPage, reportPageOnFailure } from './browser.js';
+import { buildUiIfStale, hasChromium, usePage } from './browser.js';
 import { createTelemetry, sendWeatherTurn, type Telemetry } from './weather-telemetry.js';
 
 const SESSION = 'sess-alerted-1';
 let collector: Collector;
 let telemetry: Telemetry;
-let browser: Browser;
-let page: Page;
 let dataDir: string;
 const webhook = createServer((req, res) => {
   req.resume();
@@ -29,14 +26,11 @@ beforeAll(async () => {
   collector = await createCollector({ dataDir, port: 0, host: '127.0.0.1', store: 'sqlite' });
   await new Promise<void>((r) => webhook.listen(0, '127.0.0.1', r));
   telemetry = createTelemetry(collector.url, 'alerted-agent');
-  browser = await launchBrowser();
-  page = await openPage(browser);
 }, 60_000);
 
-reportPageOnFailure('alerts', () => page);
+const page = usePage('alerts');
 
 afterAll(async () => {
-  await browser?.close();
   await telemetry?.shutdown();
   await collector?.close();
   webhook.close();
@@ -63,13 +57,15 @@ describe.skipIf(!hasChromium)('the cost alert banner', { timeout: 60_000 }, () =
       }),
     });
     expect(set.status).toBe(200);
-    await page.goto(`${collector.url}/#/sessions`);
-    await expect.poll(() => page.locator('[data-testid=alert-banner]').count()).toBe(0);
+    await page().goto(`${collector.url}/#/sessions`);
+    await expect.poll(() => page().locator('[data-testid=alert-banner]').count()).toBe(0);
     sendWeatherTurn(telemetry, { sessionId: SESSION, city: 'Lyon', startMs: Date.now() - 2000 });
     await telemetry.flush();
     await expect
-      .poll(() => page.locator('[data-testid=alert-banner]').textContent(), { timeout: 10_000 })
+      .poll(() => page().locator('[data-testid=alert-banner]').textContent(), { timeout: 10_000 })
       .toMatch(/1 cost alert firing\s*session-tokens: session sess-alerted-1 at \d+ \/ 100 tokens over 6s/);
-    await expect.poll(() => page.locator('[data-testid=alert-banner]').count(), { timeout: 20_000 }).toBe(0);
+    await expect
+      .poll(() => page().locator('[data-testid=alert-banner]').count(), { timeout: 20_000 })
+      .toBe(0);
   });
 });

@@ -19,7 +19,7 @@ export function buildUiIfStale(): void {
   });
 }
 
-export async function launchBrowser(): Promise<Browser> {
+async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
@@ -40,7 +40,7 @@ export async function launchBrowser(): Promise<Browser> {
  * A 1440-wide light-scheme page (900 high unless told) with a 30 s default timeout (a busy machine is
  * slow to render), watched (watchPage) so that reportPageOnFailure can say what it did.
  */
-export async function openPage(browser: Browser, height = 900): Promise<Page> {
+async function openPage(browser: Browser, height = 900): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1440, height }, colorScheme: 'light' });
   page.setDefaultTimeout(30_000);
   watchers.set(page, watchPage(page));
@@ -54,7 +54,7 @@ const watchers = new WeakMap<Page, ReturnType<typeof watchPage>>();
  * For every test of the calling suite: when one fails, prints what the page (from openPage) showed
  * and did, and saves its screenshot (CI keeps no browser to look at).
  */
-export function reportPageOnFailure(label: string, page: () => Page | undefined): void {
+function reportPageOnFailure(label: string, page: () => Page | undefined): void {
   beforeEach(({ task, onTestFailed }) => {
     onTestFailed(async () => {
       const p = page();
@@ -102,20 +102,27 @@ function watchPage(page: Page): { report: (name: string) => Promise<string> } {
 }
 
 /**
- * The page of a suite that needs nothing else from its browser: Chromium launched and a page opened
- * before the suite's tests (after its other beforeAll hooks), closed after them, reported on failure.
- * Call inside the suite's describe; read the page through the returned function.
+ * The Chromium page of a test file (or of the describe it is called in): Chromium launched and a
+ * page opened (openPage, `height` high) before its tests, after the hooks registered before this
+ * call (call it below the beforeAll that starts what the page shows); closed after them; reported on
+ * failure (reportPageOnFailure). Does nothing without Chromium or when told to `skip` (as the suite
+ * is then). Read the page through the returned function.
  */
-export function suitePage(label: string): () => Page {
+export function usePage(label: string, options: { height?: number; skip?: boolean } = {}): () => Page {
   let browser: Browser | undefined;
   let page: Page | undefined;
   beforeAll(async () => {
+    if (!hasChromium || options.skip) return;
+    // Generous: on a busy 2-core machine the first Chromium start alone can take many seconds.
     browser = await launchBrowser();
-    page = await openPage(browser);
+    page = await openPage(browser, options.height);
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
   });
   reportPageOnFailure(label, () => page);
-  return () => page!;
+  return () => {
+    if (!page) throw new Error(`${label}: no page (Chromium missing, or its launch failed)`);
+    return page;
+  };
 }

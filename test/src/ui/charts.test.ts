@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Collector, createCollector } from '@agentrt/collector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildUiIfStale, hasChromium, screenshot, suitePage } from './browser.js';
+import { buildUiIfStale, hasChromium, screenshot, usePage } from './browser.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'agentrt-ui-charts-'));
 let collector: Collector;
@@ -52,7 +52,7 @@ afterAll(async () => {
 });
 
 describe.skipIf(!hasChromium)('search charts (needs /usr/bin/chromium)', { timeout: 60_000 }, () => {
-  const page = suitePage('charts');
+  const page = usePage('charts');
   it('draws a series with an empty bucket as two lines, not one across the gap', async () => {
     await page().goto(`${collector.url}/#/search?q=${encodeURIComponent('stats count(*) by bin(1m)')}`);
     const chart = page().locator('[data-testid=stats-chart][data-chart=line]');

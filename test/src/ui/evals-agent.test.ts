@@ -9,17 +9,9 @@ import { pathToFileURL } from 'node:url';
 import { GetAgentRuntimeCommand, UpdateAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
 import { main } from '@agentrt/cli';
 import { type WeatherApiFixture, startWeatherApiFixture } from '@agentrt/example-models/fixtures';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, type RuntimeStack, startRuntimeStack, until } from '../observability/runtime-stack.js';
-import {
-  buildUiIfStale,
-  hasChromium,
-  launchBrowser,
-  openPage,
-  reportPageOnFailure,
-  screenshot,
-} from './browser.js';
+import { buildUiIfStale, hasChromium, usePage, screenshot } from './browser.js';
 
 const ITEMS = 50;
 const CITIES = ['Seattle', 'Denver', 'Boston', 'Austin', 'Chicago'];
@@ -36,8 +28,6 @@ const EVALUATORS = ['Builtin.TrajectoryExactOrderMatch', 'Builtin.GoalSuccessRat
 
 let weather: WeatherApiFixture;
 let stack: RuntimeStack;
-let browser: Browser;
-let page: Page;
 /** The agent's code, copied inside the repo (its packages resolve from the repo's node_modules). */
 const agentDir = (version: string) => join(work, version);
 const work = mkdtempSync(join(REPO_ROOT, 'examples', '.eval-agent-'));
@@ -99,14 +89,11 @@ beforeAll(async () => {
   });
   if (!hasChromium) return;
   buildUiIfStale();
-  browser = await launchBrowser();
-  page = await openPage(browser);
 }, 120_000);
 
-reportPageOnFailure('evals-agent', () => page);
+const page = usePage('evals-agent');
 
 afterAll(async () => {
-  await browser?.close();
   await stack?.close();
   await weather?.close();
   rmSync(work, { recursive: true, force: true });
@@ -193,32 +180,32 @@ describe('50 weather-agent sessions evaluated, stored, queried, shown, and compa
   it.skipIf(!hasChromium)(
     'shows both runs in Chromium: the per-item results, and the compare',
     async () => {
-      await page.goto(`${stack.collector.url}/#/evals`);
-      const runs = page.locator('[data-testid=eval-runs] tbody tr');
+      await page().goto(`${stack.collector.url}/#/evals`);
+      const runs = page().locator('[data-testid=eval-runs] tbody tr');
       await expect.poll(() => runs.count(), { timeout: 30_000 }).toBe(2);
       expect((await runs.nth(1).locator('td').allTextContents())[2]).toBe(String(ITEMS * EVALUATORS.length));
       await runs.nth(1).locator('a').click();
-      const rows = page.locator('[data-testid=eval-results] tbody tr');
+      const rows = page().locator('[data-testid=eval-results] tbody tr');
       await expect.poll(() => rows.count(), { timeout: 30_000 }).toBe(ITEMS * EVALUATORS.length);
-      await screenshot(page, 'eval-agent-run');
+      await screenshot(page(), 'eval-agent-run');
 
-      await page.goto(`${stack.collector.url}/#/evals`);
+      await page().goto(`${stack.collector.url}/#/evals`);
       await runs.nth(1).locator('input[type=checkbox]').check();
       await runs.nth(0).locator('input[type=checkbox]').check();
-      await page.locator('[data-testid=eval-compare-link]').click();
-      const summary = page.locator('[data-testid=eval-compare-summary]');
+      await page().locator('[data-testid=eval-compare-link]').click();
+      const summary = page().locator('[data-testid=eval-compare-summary]');
       await expect
         .poll(() => summary.textContent(), { timeout: 30_000 })
         .toMatch(new RegExp(`^${ITEMS} items · (\\d+) regressed`));
       const regressedCount = Number(/· (\d+) regressed/.exec((await summary.textContent()) ?? '')?.[1]);
       expect(regressedCount).toBeGreaterThanOrEqual(ITEMS / 2);
-      const trajectory = page
+      const trajectory = page()
         .locator('[data-testid=eval-compare-evaluators] tbody tr')
         .filter({ hasText: 'Builtin.TrajectoryExactOrderMatch' });
       expect(await trajectory.locator('td.num').textContent()).toBe('1.00 → 0.50 −0.50');
-      const first = page.locator('[data-testid=eval-compare-items] tbody tr').first();
+      const first = page().locator('[data-testid=eval-compare-items] tbody tr').first();
       expect(await first.getAttribute('class')).toBe('regression');
-      await screenshot(page, 'eval-agent-compare');
+      await screenshot(page(), 'eval-agent-compare');
     },
     120_000,
   );

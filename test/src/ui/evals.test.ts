@@ -6,24 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Collector, createCollector, spansToOtlpJson } from '@agentrt/collector';
 import { main } from '@agentrt/cli';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   FORECAST_TURN,
   weatherSession,
 } from '../../../packages/runtime/src/evaluate/weather-sessions.test-util.js';
-import {
-  buildUiIfStale,
-  hasChromium,
-  launchBrowser,
-  openPage,
-  reportPageOnFailure,
-  screenshot,
-} from './browser.js';
+import { buildUiIfStale, hasChromium, usePage, screenshot } from './browser.js';
 
 let collector: Collector;
-let browser: Browser;
-let page: Page;
 let args: string[];
 const dir = mkdtempSync(join(tmpdir(), 'agentrt-ui-evals-'));
 const io = { stdout: () => undefined, stderr: () => undefined, env: {}, cwd: dir };
@@ -66,51 +56,48 @@ beforeAll(async () => {
     'Builtin.Helpfulness',
   ];
   expect(await main([...args, '--evaluator', 'Builtin.TrajectoryExactOrderMatch'], io)).toBe(0);
-  browser = await launchBrowser();
-  page = await openPage(browser);
 }, 120_000);
 
-reportPageOnFailure('evals', () => page);
+const page = usePage('evals');
 
 afterAll(async () => {
-  await browser?.close();
   await collector?.close();
   rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
 describe.skipIf(!hasChromium)('evaluation views (needs /usr/bin/chromium)', { timeout: 90_000 }, () => {
   it('lists the run, opens it: per-item results with scores and the explanations', async () => {
-    await page.goto(`${collector.url}/#/evals`);
-    const run = page.locator('[data-testid=eval-runs] tbody tr').first();
+    await page().goto(`${collector.url}/#/evals`);
+    const run = page().locator('[data-testid=eval-runs] tbody tr').first();
     await expect.poll(() => run.count(), { timeout: 30_000 }).toBe(1);
     const cells = await run.locator('td').allTextContents();
     expect(cells[1]).toMatch(/^eval-/); // after the compare tick box
     expect(cells[2]).toBe('12'); // 6 sessions × 2 evaluators
     await run.locator('a').click();
-    const rows = page.locator('[data-testid=eval-results] tbody tr');
+    const rows = page().locator('[data-testid=eval-results] tbody tr');
     await expect.poll(() => rows.count()).toBe(12);
     const trajectory = rows.filter({ hasText: 'Builtin.TrajectoryExactOrderMatch' }).first();
     expect(await trajectory.locator('td.explanation').textContent()).toMatch(/called \[http_request/);
     const helpful = rows.filter({ hasText: 'Builtin.Helpfulness' }).filter({ hasText: 'ui-eval-session-0' });
     expect(await helpful.locator('.score').textContent()).toBe('0.00');
     expect(await helpful.locator('td.explanation').textContent()).toContain('no answer');
-    await screenshot(page, 'eval-run');
+    await screenshot(page(), 'eval-run');
   });
 
   it('shows each session its mean score and filters the list by it', async () => {
-    await page.goto(`${collector.url}/#/sessions`);
-    const scored = page.locator('tr', { has: page.locator('a:text-is("ui-eval-session-0")') });
+    await page().goto(`${collector.url}/#/sessions`);
+    const scored = page().locator('tr', { has: page().locator('a:text-is("ui-eval-session-0")') });
     await expect
       .poll(() => scored.locator('[data-testid=session-score]').textContent(), { timeout: 30_000 })
       .toMatch(/^\d\.\d\d$/);
-    const all = await page.locator('[data-testid=sessions-table] tbody tr').count();
-    await page.locator('[data-testid=score-filter] input').fill('0.5');
-    const low = page.locator('[data-testid=sessions-table] tbody tr');
+    const all = await page().locator('[data-testid=sessions-table] tbody tr').count();
+    await page().locator('[data-testid=score-filter] input').fill('0.5');
+    const low = page().locator('[data-testid=sessions-table] tbody tr');
     await expect.poll(() => low.count()).toBeLessThan(all);
     const names = await low.locator('td:first-child a').allTextContents();
     expect(names).toContain('ui-eval-session-0');
     expect(names).not.toContain('ui-eval-session-1');
-    await screenshot(page, 'sessions-scores');
+    await screenshot(page(), 'sessions-scores');
   });
 
   it('compares two runs: per-evaluator deltas, per-session rows, regressions first and marked', async () => {
@@ -125,26 +112,26 @@ describe.skipIf(!hasChromium)('evaluation views (needs /usr/bin/chromium)', { ti
     const changed = args.map((a) => (a === 'set.jsonl' ? 'changed.jsonl' : a));
     expect(await main([...changed, '--evaluator', 'Builtin.TrajectoryExactOrderMatch'], io)).toBe(0);
 
-    await page.goto(`${collector.url}/#/evals`);
-    const runs = page.locator('[data-testid=eval-runs] tbody tr');
+    await page().goto(`${collector.url}/#/evals`);
+    const runs = page().locator('[data-testid=eval-runs] tbody tr');
     await expect.poll(() => runs.count(), { timeout: 30_000 }).toBe(2);
     // Newest first: tick the older run first, the base.
     await runs.nth(1).locator('input[type=checkbox]').check();
     await runs.nth(0).locator('input[type=checkbox]').check();
-    await page.locator('[data-testid=eval-compare-link]').click();
+    await page().locator('[data-testid=eval-compare-link]').click();
 
-    const summary = page.locator('[data-testid=eval-compare-summary]');
+    const summary = page().locator('[data-testid=eval-compare-summary]');
     await expect
       .poll(() => summary.textContent(), { timeout: 30_000 })
       .toBe('6 items · 2 regressed · 1 improved');
-    const evaluators = page.locator('[data-testid=eval-compare-evaluators] tbody tr');
+    const evaluators = page().locator('[data-testid=eval-compare-evaluators] tbody tr');
     const trajectory = evaluators.filter({ hasText: 'Builtin.TrajectoryExactOrderMatch' });
     expect(await trajectory.locator('td.num').textContent()).toBe('0.50 → 0.33 −0.17');
     expect(await trajectory.getAttribute('class')).toBe('regression');
     const helpful = evaluators.filter({ hasText: 'Builtin.Helpfulness' });
     expect(await helpful.locator('td.num').textContent()).toMatch(/^(\d\.\d\d) → \1 ±0$/);
 
-    const items = page.locator('[data-testid=eval-compare-items] tbody tr');
+    const items = page().locator('[data-testid=eval-compare-items] tbody tr');
     expect(await items.count()).toBe(6);
     const first = await items.nth(0).locator('td').allTextContents();
     const second = await items.nth(1).locator('td').allTextContents();
@@ -161,6 +148,6 @@ describe.skipIf(!hasChromium)('evaluation views (needs /usr/bin/chromium)', { ti
         .locator('td[data-evaluator="Builtin.TrajectoryExactOrderMatch"] .delta.up')
         .textContent(),
     ).toBe('+1.00');
-    await screenshot(page, 'eval-compare');
+    await screenshot(page(), 'eval-compare');
   });
 });

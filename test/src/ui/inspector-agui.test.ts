@@ -9,24 +9,14 @@
  * client (@ag-ui/client HttpAgent) runs against the same runtime too.
  */
 import { HttpAgent } from '@ag-ui/client';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RuntimeStack } from '../observability/runtime-stack.js';
 import { type InspectorStack, startInspectorStack } from './inspector-stack.js';
-import {
-  buildUiIfStale,
-  hasChromium,
-  launchBrowser,
-  openPage,
-  reportPageOnFailure,
-  screenshot,
-} from './browser.js';
+import { buildUiIfStale, hasChromium, usePage, screenshot } from './browser.js';
 
 const API_KEY = 'inspector-test-key-1';
 let env: InspectorStack;
 let stack: RuntimeStack;
-let browser: Browser;
-let page: Page;
 
 beforeAll(async () => {
   env = await startInspectorStack({
@@ -41,14 +31,11 @@ beforeAll(async () => {
   stack = env.stack;
   if (!hasChromium) return;
   buildUiIfStale();
-  browser = await launchBrowser();
-  page = await openPage(browser);
 }, 120_000);
 
-reportPageOnFailure('inspector-agui', () => page);
+const page = usePage('inspector-agui');
 
 afterAll(async () => {
-  await browser?.close();
   await env?.close();
 }, 60_000);
 
@@ -92,32 +79,32 @@ describe('an AG-UI runtime', { timeout: 120_000 }, () => {
   it.skipIf(!hasChromium)(
     'the Inspector: refused without credentials, then chats over AG-UI with the API key from the credentials box',
     async () => {
-      await page.goto(`${stack.collector.url}/#/inspector?host=${encodeURIComponent(stack.runtime.url)}`);
+      await page().goto(`${stack.collector.url}/#/inspector?host=${encodeURIComponent(stack.runtime.url)}`);
       await expect
-        .poll(() => page.locator('.error-box').first().textContent(), { timeout: 30_000 })
+        .poll(() => page().locator('.error-box').first().textContent(), { timeout: 30_000 })
         .toMatch(/40[13]/);
-      await page.locator('[data-testid=credentials] summary').click();
-      await page.locator('[data-testid=auth-api-key]').fill(API_KEY);
-      await page.locator('[data-testid=auth-save]').click();
+      await page().locator('[data-testid=credentials] summary').click();
+      await page().locator('[data-testid=auth-api-key]').fill(API_KEY);
+      await page().locator('[data-testid=auth-save]').click();
       await expect
-        .poll(() => page.locator('[data-testid=runtime-select]').textContent(), { timeout: 30_000 })
+        .poll(() => page().locator('[data-testid=runtime-select]').textContent(), { timeout: 30_000 })
         .toContain('iagui (AGUI, READY)');
       // Kept for this tab only, and never in clear in localStorage unless asked.
-      const stored = (await page.evaluate(
+      const stored = (await page().evaluate(
         `[Object.keys(sessionStorage).filter((k) => k.startsWith('agentrt.inspector.auth')).map((k) => sessionStorage.getItem(k)), Object.keys(localStorage).filter((k) => k.startsWith('agentrt.inspector.auth'))]`,
       )) as [string[], string[]];
       expect(stored).toEqual([[JSON.stringify({ apiKey: API_KEY })], []]);
 
       const shown: string[] = [];
-      await page.locator('[data-testid=chat-input]').fill('What is the weather in Seattle?');
-      await page.locator('[data-testid=chat-input-send]').click();
-      const answer = page.locator('[data-testid=msg-agent]').first();
+      await page().locator('[data-testid=chat-input]').fill('What is the weather in Seattle?');
+      await page().locator('[data-testid=chat-input-send]').click();
+      const answer = page().locator('[data-testid=msg-agent]').first();
       await expect
         .poll(
           async () => {
             const t = (await answer.textContent()) ?? '';
             if (t && t !== shown.at(-1)) shown.push(t);
-            return page.locator('[data-testid=chat-input-send]').isEnabled();
+            return page().locator('[data-testid=chat-input-send]').isEnabled();
           },
           { timeout: 60_000, interval: 20 },
         )
@@ -125,31 +112,31 @@ describe('an AG-UI runtime', { timeout: 120_000 }, () => {
       expect(await answer.textContent()).toMatch(/Seattle|°F|forecast/i);
       expect(shown.length, `texts seen while it streamed: ${JSON.stringify(shown)}`).toBeGreaterThan(1);
       await expect
-        .poll(() => page.locator('[data-testid=turn-span]').allTextContents(), { timeout: 30_000 })
+        .poll(() => page().locator('[data-testid=turn-span]').allTextContents(), { timeout: 30_000 })
         .toEqual(expect.arrayContaining([expect.stringContaining('InvokeAgentRuntime')]));
 
       // The credentials survive a reload of the tab: a second turn, the conversation sent along.
-      await page.reload();
+      await page().reload();
       await expect
-        .poll(() => page.locator('[data-testid=runtime-select]').textContent(), { timeout: 30_000 })
+        .poll(() => page().locator('[data-testid=runtime-select]').textContent(), { timeout: 30_000 })
         .toContain('iagui');
-      await page.locator('[data-testid=chat-input]').fill('And tomorrow?');
-      await page.locator('[data-testid=chat-input-send]').click();
-      await expect.poll(() => page.locator('[data-testid=msg-agent]').count(), { timeout: 60_000 }).toBe(2);
+      await page().locator('[data-testid=chat-input]').fill('And tomorrow?');
+      await page().locator('[data-testid=chat-input-send]').click();
+      await expect.poll(() => page().locator('[data-testid=msg-agent]').count(), { timeout: 60_000 }).toBe(2);
       await expect
-        .poll(() => page.locator('[data-testid=chat-input-send]').isEnabled(), { timeout: 60_000 })
+        .poll(() => page().locator('[data-testid=chat-input-send]').isEnabled(), { timeout: 60_000 })
         .toBe(true);
-      expect(await page.locator('[data-testid=msg-error]').count()).toBe(0);
-      await screenshot(page, 'inspector-agui');
+      expect(await page().locator('[data-testid=msg-error]').count()).toBe(0);
+      await screenshot(page(), 'inspector-agui');
 
       // Replay from the turn's trace page: sent to the host the Inspector connected to, with the
       // credentials it holds for that host (without them the host refuses the replay).
-      await page.locator('[data-testid=runtime-host]').fill(stack.runtime.url);
-      await page.getByRole('button', { name: 'Connect' }).click();
-      const trace = await page.locator('[data-testid=full-trace]').getAttribute('href');
-      await page.goto(`${stack.collector.url}/${trace!}`);
-      await page.locator('[data-testid=replay]').click();
-      await page.waitForURL(/#\/compare\?a=[0-9a-f]{32}&b=[0-9a-f]{32}$/, { timeout: 30_000 });
+      await page().locator('[data-testid=runtime-host]').fill(stack.runtime.url);
+      await page().getByRole('button', { name: 'Connect' }).click();
+      const trace = await page().locator('[data-testid=full-trace]').getAttribute('href');
+      await page().goto(`${stack.collector.url}/${trace!}`);
+      await page().locator('[data-testid=replay]').click();
+      await page().waitForURL(/#\/compare\?a=[0-9a-f]{32}&b=[0-9a-f]{32}$/, { timeout: 30_000 });
     },
   );
 });

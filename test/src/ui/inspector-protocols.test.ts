@@ -8,24 +8,14 @@ import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { CreateAgentRuntimeCommand, GetAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
 import type { WeatherApiFixture } from '@agentrt/example-models/fixtures';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, type RuntimeStack, until } from '../observability/runtime-stack.js';
 import { type InspectorStack, startInspectorStack } from './inspector-stack.js';
-import {
-  buildUiIfStale,
-  hasChromium,
-  launchBrowser,
-  openPage,
-  reportPageOnFailure,
-  screenshot,
-} from './browser.js';
+import { buildUiIfStale, hasChromium, usePage, screenshot } from './browser.js';
 
 let env: InspectorStack;
 let stack: RuntimeStack;
 let weather: WeatherApiFixture;
-let browser: Browser;
-let page: Page;
 let a2aArn: string;
 
 beforeAll(async () => {
@@ -59,19 +49,16 @@ beforeAll(async () => {
     );
     return got.status === 'READY' ? true : undefined;
   });
-  browser = await launchBrowser();
-  page = await openPage(browser);
 }, 120_000);
 
-reportPageOnFailure('inspector-protocols', () => page);
+const page = usePage('inspector-protocols');
 
 afterAll(async () => {
-  await browser?.close();
   await env?.close();
 }, 60_000);
 
 const open = (runtime: string) =>
-  page.goto(
+  page().goto(
     `${stack.collector.url}/#/inspector?host=${encodeURIComponent(stack.runtime.url)}&runtime=${encodeURIComponent(runtime)}`,
   );
 
@@ -82,45 +69,47 @@ describe.skipIf(!hasChromium)(
     it('lists the MCP tools, builds a form from the input schema, names a bad field, calls the tool', async () => {
       await open(stack.arn);
       await expect
-        .poll(() => page.locator('[data-testid=mcp-tools]').textContent(), { timeout: 30_000 })
+        .poll(() => page().locator('[data-testid=mcp-tools]').textContent(), { timeout: 30_000 })
         .toMatch(/get_forecast.*get_alerts/);
-      const form = page.locator('[data-testid=tool-form]');
+      const form = page().locator('[data-testid=tool-form]');
       await form.locator('[data-testid=field-latitude]').fill('north');
       await form.locator('[data-testid=field-longitude]').fill('-122.3321');
-      await page.locator('[data-testid=call-tool]').click();
-      expect(await page.locator('[data-testid=form-error]').textContent()).toBe('latitude must be a number');
+      await page().locator('[data-testid=call-tool]').click();
+      expect(await page().locator('[data-testid=form-error]').textContent()).toBe(
+        'latitude must be a number',
+      );
       await form.locator('[data-testid=field-latitude]').fill('95');
-      await page.locator('[data-testid=call-tool]').click();
-      expect(await page.locator('[data-testid=form-error]').textContent()).toBe(
+      await page().locator('[data-testid=call-tool]').click();
+      expect(await page().locator('[data-testid=form-error]').textContent()).toBe(
         'latitude must be at most 90',
       );
       await form.locator('[data-testid=field-latitude]').fill('47.6062');
-      await page.locator('[data-testid=call-tool]').click();
+      await page().locator('[data-testid=call-tool]').click();
       await expect
-        .poll(() => page.locator('[data-testid=tool-result]').textContent(), { timeout: 60_000 })
+        .poll(() => page().locator('[data-testid=tool-result]').textContent(), { timeout: 60_000 })
         .toMatch(/°F|temperature/);
       expect(weather.requests.some((r) => r.path === '/points/47.6062,-122.3321')).toBe(true);
       await expect
-        .poll(() => page.locator('[data-testid=turn-span]').allTextContents(), { timeout: 30_000 })
+        .poll(() => page().locator('[data-testid=turn-span]').allTextContents(), { timeout: 30_000 })
         .toEqual(expect.arrayContaining([expect.stringContaining('tools/call get_forecast')]));
-      await screenshot(page, 'inspector-mcp');
+      await screenshot(page(), 'inspector-mcp');
     });
 
     it('shows the A2A agent card and streams a message', async () => {
       await open(a2aArn);
       await expect
-        .poll(() => page.locator('[data-testid=agent-card]').textContent(), { timeout: 30_000 })
+        .poll(() => page().locator('[data-testid=agent-card]').textContent(), { timeout: 30_000 })
         .toContain('Weather agent');
-      expect(await page.locator('[data-testid=agent-card]').textContent()).toContain('Weather forecast');
-      await page.locator('[data-testid=a2a-input]').fill('What is the weather at 47.6062,-122.3321?');
-      await page.locator('[data-testid=a2a-input-send]').click();
+      expect(await page().locator('[data-testid=agent-card]').textContent()).toContain('Weather forecast');
+      await page().locator('[data-testid=a2a-input]').fill('What is the weather at 47.6062,-122.3321?');
+      await page().locator('[data-testid=a2a-input-send]').click();
       await expect
-        .poll(() => page.locator('[data-testid=a2a-event]').allTextContents(), { timeout: 60_000 })
+        .poll(() => page().locator('[data-testid=a2a-event]').allTextContents(), { timeout: 60_000 })
         .toEqual(expect.arrayContaining([expect.stringMatching(/^message .*(Seattle|°F|forecast)/i)]));
       await expect
-        .poll(() => page.locator('[data-testid=turn-span]').allTextContents(), { timeout: 30_000 })
+        .poll(() => page().locator('[data-testid=turn-span]').allTextContents(), { timeout: 30_000 })
         .toEqual(expect.arrayContaining([expect.stringContaining('InvokeAgentRuntime')]));
-      await screenshot(page, 'inspector-a2a');
+      await screenshot(page(), 'inspector-a2a');
     });
   },
 );

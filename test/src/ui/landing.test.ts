@@ -4,16 +4,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCollector, type Collector } from '@agentrt/collector';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildUiIfStale, hasChromium, launchBrowser, openPage, reportPageOnFailure } from './browser.js';
+import { buildUiIfStale, hasChromium, usePage } from './browser.js';
 import { createTelemetry, sendWeatherTurn, type Telemetry } from './weather-telemetry.js';
 
 const SESSION = 'sess-landing-1';
 let collector: Collector;
 let telemetry: Telemetry;
-let browser: Browser;
-let page: Page;
 let dataDir: string;
 
 beforeAll(async () => {
@@ -24,14 +21,11 @@ beforeAll(async () => {
   telemetry = createTelemetry(collector.url, 'my-agent');
   sendWeatherTurn(telemetry, { sessionId: SESSION, city: 'Lyon', startMs: Date.now() - 5000 });
   await telemetry.flush();
-  browser = await launchBrowser();
-  page = await openPage(browser);
 }, 60_000);
 
-reportPageOnFailure('landing', () => page);
+const page = usePage('landing');
 
 afterAll(async () => {
-  await browser?.close();
   await telemetry?.shutdown();
   await collector?.close();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
@@ -40,17 +34,17 @@ afterAll(async () => {
 describe.skipIf(!hasChromium)('the first page with spans and no runtime metrics', { timeout: 60_000 }, () => {
   it('lists the latest sessions and traces, and no request answers an error', async () => {
     const failed: string[] = [];
-    page.on('response', (r) => {
+    page().on('response', (r) => {
       if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
     });
-    await page.goto(`${collector.url}/`);
-    const sessions = page.locator('[data-testid=recent-sessions]');
+    await page().goto(`${collector.url}/`);
+    const sessions = page().locator('[data-testid=recent-sessions]');
     await expect.poll(() => sessions.textContent(), { timeout: 20_000 }).toContain(SESSION);
     await expect
-      .poll(() => page.locator('[data-testid=recent-traces]').textContent())
+      .poll(() => page().locator('[data-testid=recent-traces]').textContent())
       .toContain('invoke_agent weather');
-    await page.locator('[data-testid=recent-sessions] a', { hasText: SESSION }).click();
-    await expect.poll(() => page.url()).toContain(`#/sessions/${SESSION}`);
+    await page().locator('[data-testid=recent-sessions] a', { hasText: SESSION }).click();
+    await expect.poll(() => page().url()).toContain(`#/sessions/${SESSION}`);
     expect(failed).toEqual([]);
   });
 });

@@ -8,17 +8,9 @@ import { type TraceResponse } from '@agentrt/collector';
 import { type WeatherApiFixture, startWeatherApiFixture } from '@agentrt/example-models/fixtures';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RuntimeStack, startRuntimeStack, until } from '../observability/runtime-stack.js';
-import {
-  buildUiIfStale,
-  hasChromium,
-  launchBrowser,
-  openPage,
-  reportPageOnFailure,
-  screenshot,
-} from './browser.js';
+import { buildUiIfStale, hasChromium, usePage, screenshot } from './browser.js';
 
 const TRACE_ID = '6e0c63257de34c92bf9efcd03927272e';
 const CALLER_SPAN = '53995c3f42cd8ad8';
@@ -32,8 +24,6 @@ describe.skipIf(!hasChromium)(
   () => {
     let stack: RuntimeStack;
     let weather: WeatherApiFixture;
-    let browser: Browser;
-    let page: Page;
     let mcpSessionId: string | undefined;
 
     beforeAll(async () => {
@@ -63,12 +53,9 @@ describe.skipIf(!hasChromium)(
       });
       expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
       await client.close();
-      browser = await launchBrowser();
-      page = await openPage(browser);
     }, 120_000);
-    reportPageOnFailure('mcp-tools', () => page);
+    const page = usePage('mcp-tools');
     afterAll(async () => {
-      await browser?.close();
       await stack?.close();
       await weather?.close();
     }, 60_000);
@@ -95,21 +82,21 @@ describe.skipIf(!hasChromium)(
       expect(runtimeCall?.span.parentSpanId).toBe(CALLER_SPAN);
       expect(runtimeCall?.span.attributes['aws.bedrock.agentcore.runtime.protocol']).toBe('MCP');
 
-      await page.goto(`${stack.collector.url}/#/traces/${TRACE_ID}`);
-      const row = page.locator('[data-testid=waterfall-row]', { hasText: 'tools/call get_forecast' });
+      await page().goto(`${stack.collector.url}/#/traces/${TRACE_ID}`);
+      const row = page().locator('[data-testid=waterfall-row]', { hasText: 'tools/call get_forecast' });
       await row.waitFor();
       expect(await row.getAttribute('data-kind')).toBe('execute_tool');
       await row.click();
-      const call = page.locator('.span-panel .tool-call');
+      const call = page().locator('.span-panel .tool-call');
       await call.waitFor();
       expect(await call.locator('.tool-call-head').innerText()).toMatch(/tool\s+get_forecast/i);
       // The other MCP requests (initialize, notifications) are not tools.
-      const kinds = await page
+      const kinds = await page()
         .locator('[data-testid=waterfall-row]', { hasText: 'initialize' })
         .evaluateAll((els) => els.map((e) => e.getAttribute('data-kind')));
       expect(kinds.length).toBeGreaterThan(0);
       expect(kinds).not.toContain('execute_tool');
-      await screenshot(page, '20-mcp-tool-call');
+      await screenshot(page(), '20-mcp-tool-call');
     });
   },
 );

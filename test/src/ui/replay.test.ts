@@ -5,7 +5,6 @@
  * the original. A trace with no runtime call says why it cannot be replayed.
  */
 import { randomBytes } from 'node:crypto';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type RuntimeStack,
@@ -13,12 +12,10 @@ import {
   sendAgentOnlyTrace,
   startRuntimeStack,
 } from '../observability/runtime-stack.js';
-import { buildUiIfStale, hasChromium, launchBrowser, openPage, reportPageOnFailure } from './browser.js';
+import { buildUiIfStale, hasChromium, usePage } from './browser.js';
 
 const SESSION = `ui-replay-session-${'0'.repeat(20)}`;
 let stack: RuntimeStack;
-let browser: Browser;
-let page: Page;
 
 beforeAll(async () => {
   if (!hasChromium) return;
@@ -27,17 +24,20 @@ beforeAll(async () => {
     name: 'ui_replay',
     runtime: (collector) => ({ captureRequests: true, allowedOrigins: [collector.url] }),
   });
-  browser = await launchBrowser();
-  page = await openPage(browser);
-  // The runtime host the Inspector was pointed at is the one Replay sends to.
-  await page.goto(stack.collector.url);
-  await page.evaluate(`localStorage.setItem('agentrt.inspector.host', ${JSON.stringify(stack.runtime.url)})`);
 }, 120_000);
 
-reportPageOnFailure('replay', () => page);
+const page = usePage('replay');
+
+beforeAll(async () => {
+  if (!hasChromium) return;
+  // The runtime host the Inspector was pointed at is the one Replay sends to.
+  await page().goto(stack.collector.url);
+  await page().evaluate(
+    `localStorage.setItem('agentrt.inspector.host', ${JSON.stringify(stack.runtime.url)})`,
+  );
+});
 
 afterAll(async () => {
-  await browser?.close();
   await stack?.close();
 }, 60_000);
 
@@ -50,10 +50,10 @@ describe.runIf(hasChromium)('Replay in the trace view', { timeout: 90_000 }, () 
     });
     expect(first.statusCode).toBe(200);
     const originalSpan = await invocationSpanOf(stack.collector.url, original);
-    await page.goto(`${stack.collector.url}/#/traces/${original}`);
-    await page.locator('[data-testid=replay]').click();
-    await page.waitForURL(new RegExp(`#/compare\\?a=${original}&b=[0-9a-f]{32}$`), { timeout: 30_000 });
-    const replayed = /b=([0-9a-f]{32})$/.exec(page.url())![1]!;
+    await page().goto(`${stack.collector.url}/#/traces/${original}`);
+    await page().locator('[data-testid=replay]').click();
+    await page().waitForURL(new RegExp(`#/compare\\?a=${original}&b=[0-9a-f]{32}$`), { timeout: 30_000 });
+    const replayed = /b=([0-9a-f]{32})$/.exec(page().url())![1]!;
     const again = await invocationSpanOf(stack.collector.url, replayed);
     expect(again.attributes['session.id']).toBe(SESSION);
     expect(again.attributes['agentrt.request.payload']).toBe(payload);
@@ -64,10 +64,10 @@ describe.runIf(hasChromium)('Replay in the trace view', { timeout: 90_000 }, () 
 
   it('says why a trace without a runtime call cannot be replayed', async () => {
     const plain = await sendAgentOnlyTrace(stack.collector.url);
-    await page.goto(`${stack.collector.url}/#/traces/${plain}`);
-    await page.locator('[data-testid=replay]').click();
+    await page().goto(`${stack.collector.url}/#/traces/${plain}`);
+    await page().locator('[data-testid=replay]').click();
     await expect
-      .poll(() => page.locator('[data-testid=replay-error]').textContent(), { timeout: 10_000 })
+      .poll(() => page().locator('[data-testid=replay-error]').textContent(), { timeout: 10_000 })
       .toContain(`trace ${plain} has no InvokeAgentRuntime span`);
   });
 });

@@ -9,21 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SpanStatusCode, context, trace as otelTrace } from '@opentelemetry/api';
 import { createCollector, type Collector } from '@agentrt/collector';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ClickHouseHarness,
   clickHouseSkipReason,
   startClickHouse,
 } from '../../../collector/dist/store/clickhouse/clickhouse-harness.test-util.js';
-import {
-  buildUiIfStale,
-  hasChromium,
-  launchBrowser,
-  openPage,
-  reportPageOnFailure,
-  screenshot,
-} from './browser.js';
+import { buildUiIfStale, hasChromium, usePage, screenshot } from './browser.js';
 import {
   MODEL,
   TURN_LAYOUT,
@@ -39,8 +31,6 @@ const SESSION = 'sess-weather-ui-1';
 
 let collector: Collector;
 let telemetry: Telemetry;
-let browser: Browser;
-let page: Page;
 let dataDir: string;
 let clickHouse: ClickHouseHarness | undefined;
 const traceIds: string[] = [];
@@ -79,15 +69,9 @@ function poll<T>(read: () => Promise<T>) {
   return expect.poll(read, { timeout: 30_000, interval: 100 });
 }
 
-async function open(hash: string): Promise<void> {
-  await page.goto(`${collector.url}/${hash}`);
-}
-
 /** The suite over a collector on `store`; screenshots of the ClickHouse run are prefixed `clickhouse-`. */
 export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
   const skip = !hasChromium || (store === 'clickhouse' && clickHouseSkipReason !== undefined);
-  const shot = (name: string): Promise<void> =>
-    screenshot(page, store === 'sqlite' ? name : `clickhouse-${name}`);
 
   beforeAll(async () => {
     if (skip) return;
@@ -103,15 +87,16 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
         : {}),
     });
     telemetry = createTelemetry(collector.url);
-    browser = await launchBrowser();
-    page = await openPage(browser);
-    // Generous: on a busy 2-core machine the first Chromium start alone can take many seconds.
   }, 120_000);
 
-  reportPageOnFailure(store, () => page);
+  const page = usePage(store, { skip });
+  const shot = (name: string): Promise<void> =>
+    screenshot(page(), store === 'sqlite' ? name : `clickhouse-${name}`);
+  const open = async (hash: string): Promise<void> => {
+    await page().goto(`${collector.url}/${hash}`);
+  };
 
   afterAll(async () => {
-    await browser?.close();
     await telemetry?.shutdown();
     await collector?.close();
     await clickHouse?.stop();
@@ -125,11 +110,11 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
     () => {
       it('tells a newcomer how to send data while the collector is empty', async () => {
         await open('#/sessions');
-        const empty = page.locator('.empty');
+        const empty = page().locator('.empty');
         await empty.waitFor();
         expect(await empty.textContent()).toContain('node --require @agentrt/instrument app.js');
         expect(await empty.textContent()).toContain(`OTEL_EXPORTER_OTLP_ENDPOINT=${collector.url}`);
-        await page.locator('[data-testid=live-status].open').waitFor();
+        await page().locator('[data-testid=live-status].open').waitFor();
         await shot('01-empty-state');
       });
 
@@ -153,7 +138,7 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
           "the tool's log record",
         );
         // The open page refreshes by itself from the live stream.
-        const row = page.locator('[data-testid=sessions-table] tbody tr', { hasText: SESSION });
+        const row = page().locator('[data-testid=sessions-table] tbody tr', { hasText: SESSION });
         await row.waitFor();
         const text = await row.innerText();
         expect(text).toContain('weather-agent');
@@ -162,10 +147,10 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
         expect(text).toContain('↓80');
         await shot('02-sessions');
 
-        await page.keyboard.press('j');
-        await page.keyboard.press('Enter');
-        await page.waitForURL(/#\/sessions\/sess-weather-ui-1$/);
-        const turns = page.locator('[data-testid=conversation] .turn');
+        await page().keyboard.press('j');
+        await page().keyboard.press('Enter');
+        await page().waitForURL(/#\/sessions\/sess-weather-ui-1$/);
+        const turns = page().locator('[data-testid=conversation] .turn');
         await poll(() => turns.count()).toBe(2);
         expect(await turns.nth(0).locator('.bubble.user').innerText()).toContain(promptOf('Paris'));
         expect(await turns.nth(0).locator('.bubble.assistant').innerText()).toContain(answerOf('Paris'));
@@ -175,9 +160,9 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
       });
 
       it('opens the trace as a waterfall in start order, to scale, with the critical path', async () => {
-        await page.locator('[data-testid=conversation] .turn').nth(0).locator('.turn-meta a').click();
-        await page.waitForURL(new RegExp(`#/traces/${traceIds[0]}`));
-        const rows = page.locator('[data-testid=waterfall-row]');
+        await page().locator('[data-testid=conversation] .turn').nth(0).locator('.turn-meta a').click();
+        await page().waitForURL(new RegExp(`#/traces/${traceIds[0]}`));
+        const rows = page().locator('[data-testid=waterfall-row]');
         await poll(() => rows.count()).toBe(4);
         const names = await rows.locator('.wf-name').allInnerTexts();
         expect(names).toEqual([
@@ -213,21 +198,21 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
           expect((b.left - root.left) / root.width).toBeCloseTo(start / 1400, 1);
         });
         // Every span here is on the critical path (a sequential agent loop).
-        expect(await page.locator('.wf-row.critical').count()).toBe(4);
-        expect(await page.locator('.summary-cards').innerText()).toContain('↑300');
+        expect(await page().locator('.wf-row.critical').count()).toBe(4);
+        expect(await page().locator('.summary-cards').innerText()).toContain('↑300');
         await shot('04-trace-waterfall');
 
         // Collapsible: the root's caret hides its three children; the keyboard opens them again.
         await rows.nth(0).locator('.caret').click();
         await poll(() => rows.count()).toBe(1);
-        await page.keyboard.press('ArrowRight');
+        await page().keyboard.press('ArrowRight');
         await poll(() => rows.count()).toBe(4);
       });
 
       it('shows a chat span as messages and a tool span as formatted JSON', async () => {
-        const rows = page.locator('[data-testid=waterfall-row]');
+        const rows = page().locator('[data-testid=waterfall-row]');
         await rows.nth(3).click();
-        const panel = page.locator('.span-panel');
+        const panel = page().locator('.span-panel');
         await panel.waitFor();
         await poll(() => panel.locator('[data-testid=span-duration]').innerText()).toBe('400 ms');
         const messages = panel.locator('.msg');
@@ -243,21 +228,21 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
         expect(await messages.nth(2).innerText()).toContain('"temperatureC": 18');
         expect(await messages.nth(3).innerText()).toContain(answerOf('Paris'));
         await poll(() => panel.locator('.facts').innerText()).toMatch(/↑180\s+↓22/);
-        expect(page.url()).toMatch(/\?span=[0-9a-f]{16}$/);
+        expect(page().url()).toMatch(/\?span=[0-9a-f]{16}$/);
         await shot('05-chat-span');
 
         await rows.nth(2).click();
-        const tool = page.locator('.span-panel .tool-call');
+        const tool = page().locator('.span-panel .tool-call');
         await tool.waitFor();
         expect(await tool.innerText()).toContain('"city": "Paris"');
         expect(await tool.innerText()).toContain('"condition": "sunny"');
         // The tool's log record, exported by the logs SDK, is joined to its span.
-        const logs = page.locator('.span-panel details.section', { hasText: 'Log records' });
+        const logs = page().locator('.span-panel details.section', { hasText: 'Log records' });
         await poll(() => logs.innerText()).toContain(weatherLogLine('Paris'));
         await poll(() => logs.locator('.sev').innerText()).toBe('INFO');
         // The agent span reports its children's usage: shown, but not counted twice.
         await rows.nth(0).click();
-        await poll(() => page.locator('.span-panel .facts').innerText()).toContain('not double-counted');
+        await poll(() => page().locator('.span-panel .facts').innerText()).toContain('not double-counted');
       });
 
       it('points at the position of a query syntax error', async () => {
@@ -270,10 +255,10 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
         });
         expect(api.status).toBe(400);
         const { position } = (await api.json()) as { position: number };
-        const box = page.locator('textarea.query-input');
+        const box = page().locator('textarea.query-input');
         await box.fill(query);
-        await page.locator('[data-testid=run-query]').click();
-        const error = page.locator('[data-testid=query-error]');
+        await page().locator('[data-testid=run-query]').click();
+        const error = page().locator('[data-testid=query-error]');
         await error.waitFor();
         expect(await error.locator('.query-error-title').innerText()).toContain(`column ${position + 1}`);
         expect(await error.locator('mark').innerText()).toBe(query[position]);
@@ -281,24 +266,24 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
       });
 
       it('completes keys from /api/keys in the query box', async () => {
-        const box = page.locator('textarea.query-input');
+        const box = page().locator('textarea.query-input');
         await box.fill('');
         await box.pressSequentially('filter attributes.gen_ai.tool.na');
-        const completions = page.locator('[data-testid=completions] li');
+        const completions = page().locator('[data-testid=completions] li');
         await poll(() => completions.allInnerTexts()).toContain('attributes.gen_ai.tool.name');
         await shot('07-query-completion');
         // Tab takes the highlighted suggestion: this one, once the list has settled.
-        await poll(() => page.locator('[data-testid=completions] li[aria-selected=true]').innerText()).toBe(
+        await poll(() => page().locator('[data-testid=completions] li[aria-selected=true]').innerText()).toBe(
           'attributes.gen_ai.tool.name',
         );
-        await page.keyboard.press('Tab');
+        await page().keyboard.press('Tab');
         await poll(() => box.inputValue()).toBe('filter attributes.gen_ai.tool.name');
 
         // The caret is placed as the accepted text renders, not a frame later: a selection made
         // right after accepting (select-all, then typing: what `fill` does) is kept, and typing
         // replaces the text instead of being appended to it.
         await box.fill('filter attributes.gen_ai.tool.na');
-        await poll(() => page.locator('[data-testid=completions] li[aria-selected=true]').innerText()).toBe(
+        await poll(() => page().locator('[data-testid=completions] li[aria-selected=true]').innerText()).toBe(
           'attributes.gen_ai.tool.name',
         );
         const selection = await box.evaluate(async (element) => {
@@ -327,11 +312,11 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
       });
 
       it('runs stats queries and draws them: a time series for bin(), bars by group', async () => {
-        const box = page.locator('textarea.query-input');
+        const box = page().locator('textarea.query-input');
         await box.fill('stats count(*), sum(attributes.gen_ai.usage.output_tokens) by bin(1m)');
-        await page.locator('[data-testid=run-query]').click();
+        await page().locator('[data-testid=run-query]').click();
         // Every aggregate is plotted, each on its own axis with titles and a legend.
-        const charts = page.locator('[data-testid=stats-chart]');
+        const charts = page().locator('[data-testid=stats-chart]');
         await charts.first().waitFor();
         expect(
           await charts.evaluateAll((els) => els.map((e) => [e.dataset.chart, e.dataset.metric])),
@@ -342,57 +327,59 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
         expect(await charts.first().locator('polyline').count()).toBeGreaterThanOrEqual(1);
         expect(await charts.first().locator('[data-testid=y-title]').textContent()).toBe('count(*)');
         expect(await charts.first().locator('[data-testid=x-title]').textContent()).toBe('time (bin(1m))');
-        expect(await page.locator('[data-testid=results-table] tbody tr').count()).toBeGreaterThanOrEqual(1);
+        expect(await page().locator('[data-testid=results-table] tbody tr').count()).toBeGreaterThanOrEqual(
+          1,
+        );
         await shot('08-stats-time-series');
 
         await box.fill(
           'filter attributes.session.id = "sess-weather-ui-1" | stats count(*) as spans, avg(durationNano) by name',
         );
-        await page.locator('[data-testid=run-query]').click();
-        await page.locator('[data-testid=stats-chart][data-chart=bar]').first().waitFor();
-        expect(await page.locator('[data-testid=stats-chart][data-chart=bar]').count()).toBe(2);
-        expect(await page.locator('[data-testid=stats-chart][data-metric=spans] rect.bar').count()).toBe(3);
+        await page().locator('[data-testid=run-query]').click();
+        await page().locator('[data-testid=stats-chart][data-chart=bar]').first().waitFor();
+        expect(await page().locator('[data-testid=stats-chart][data-chart=bar]').count()).toBe(2);
+        expect(await page().locator('[data-testid=stats-chart][data-metric=spans] rect.bar').count()).toBe(3);
         expect(
-          await page.locator('[data-testid=stats-chart][data-metric="avg(durationNano)"] rect.bar').count(),
+          await page().locator('[data-testid=stats-chart][data-metric="avg(durationNano)"] rect.bar').count(),
         ).toBe(3);
-        const table = await page.locator('[data-testid=results-table]').innerText();
+        const table = await page().locator('[data-testid=results-table]').innerText();
         expect(table).toContain('execute_tool get_weather');
-        expect(page.url()).toContain('#/search?q=');
+        expect(page().url()).toContain('#/search?q=');
         await shot('09-stats-bars');
       });
 
       it('links span results to their trace', async () => {
-        await page
+        await page()
           .locator('textarea.query-input')
           .fill('filter attributes.gen_ai.operation.name = "execute_tool" | limit 10');
-        await page.locator('[data-testid=run-query]').click();
-        const link = page.locator('[data-testid=results-table] tbody tr a').first();
+        await page().locator('[data-testid=run-query]').click();
+        const link = page().locator('[data-testid=results-table] tbody tr a').first();
         await link.waitFor();
-        expect(await page.locator('[data-testid=results-table] tbody tr').count()).toBe(2);
+        expect(await page().locator('[data-testid=results-table] tbody tr').count()).toBe(2);
         // The whole record (`@message`) is folded away as expandable JSON.
-        const record = page.locator('[data-testid=results-table] details.cell-json').first();
+        const record = page().locator('[data-testid=results-table] details.cell-json').first();
         await record.locator('summary').click();
         expect(await record.innerText()).toContain('"gen_ai.tool.name": "get_weather"');
         await shot('10-span-results');
         await link.click();
-        await page.waitForURL(/#\/traces\/[0-9a-f]{32}\?span=/);
-        await page.locator('.span-panel .tool-call').waitFor();
+        await page().waitForURL(/#\/traces\/[0-9a-f]{32}\?span=/);
+        await page().locator('.span-panel .tool-call').waitFor();
       });
 
       it('compares two traces side by side', async () => {
         await open(`#/compare?a=${traceIds[0]}&b=${traceIds[1]}`);
-        const table = page.locator('[data-testid=compare-table]');
+        const table = page().locator('[data-testid=compare-table]');
         await table.waitFor();
         const text = await table.innerText();
         expect(text).toMatch(/model time \(chat spans\)\s+1 s\s+1 s/);
         expect(text).toMatch(/tool calls\s+1\s+1/);
-        expect(await page.locator('[data-testid=steps-table] tbody tr').count()).toBe(4);
+        expect(await page().locator('[data-testid=steps-table] tbody tr').count()).toBe(4);
         await shot('11-compare');
       });
 
       it('shows a live span the moment it arrives, with its trace marked in progress', async () => {
         await open('#/live');
-        await page.locator('[data-testid=live-status].open').waitFor();
+        await page().locator('[data-testid=live-status].open').waitFor();
         const { tracer } = telemetry;
         const root = tracer.startSpan('invoke_agent weather', {
           attributes: { 'gen_ai.operation.name': 'invoke_agent', 'session.id': 'sess-live' },
@@ -405,7 +392,7 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
         step.end();
         await telemetry.flush();
         const traceId = root.spanContext().traceId;
-        const card = page.locator(`.live-trace[data-trace-id="${traceId}"]`);
+        const card = page().locator(`.live-trace[data-trace-id="${traceId}"]`);
         await card.waitFor();
         expect(await card.getAttribute('class')).toContain('in-progress');
         expect(await card.innerText()).toContain(`chat ${MODEL}`);
@@ -440,37 +427,37 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
           'the hostile trace',
         );
         await open(`#/traces/${traceId}?span=${span.spanContext().spanId}`);
-        const panel = page.locator('.span-panel');
+        const panel = page().locator('.span-panel');
         await panel.waitFor();
-        expect(await page.locator('.wf-name').first().innerText()).toBe(hostile);
+        expect(await page().locator('.wf-name').first().innerText()).toBe(hostile);
         expect(await panel.locator('.msg').first().innerText()).toContain(hostile);
-        expect(await page.locator('.wf-row.error').count()).toBe(1);
+        expect(await page().locator('.wf-row.error').count()).toBe(1);
         expect(await panel.locator('.facts').innerText()).toContain('error — model refused');
-        expect(await page.locator('main img').count()).toBe(0);
-        expect(await page.locator('main script').count()).toBe(0);
-        expect(await page.evaluate('window.__pwned')).toBeUndefined();
+        expect(await page().locator('main img').count()).toBe(0);
+        expect(await page().locator('main script').count()).toBe(0);
+        expect(await page().evaluate('window.__pwned')).toBeUndefined();
       });
 
       it('filters the trace list and switches to the dark theme', async () => {
         await open('#/traces');
-        const rows = page.locator('[data-testid=traces-table] tbody tr');
+        const rows = page().locator('[data-testid=traces-table] tbody tr');
         await poll(() => rows.count()).toBe(4);
         // Filters live in the URL: the status select narrows the list to the one failed trace.
-        await page.locator('.filters select').nth(1).selectOption('error');
-        await page.waitForURL(/#\/traces\?status=error$/);
+        await page().locator('.filters select').nth(1).selectOption('error');
+        await page().waitForURL(/#\/traces\?status=error$/);
         await poll(() => rows.count()).toBe(1);
         expect(await rows.first().innerText()).toContain('1 error');
         await open('#/traces?minDurationMs=30000');
-        await page.locator('.state', { hasText: 'No trace matches' }).waitFor();
+        await page().locator('.state', { hasText: 'No trace matches' }).waitFor();
         await open('#/traces');
         await poll(() => rows.count()).toBe(4);
-        await page.locator('[data-testid=theme-toggle]').click();
-        await poll(() => page.locator('html').getAttribute('data-theme')).toBe('dark');
+        await page().locator('[data-testid=theme-toggle]').click();
+        await poll(() => page().locator('html').getAttribute('data-theme')).toBe('dark');
         await shot('14-traces-dark');
         await open(`#/traces/${traceIds[1]}?span=`);
-        await page.locator('[data-testid=waterfall-row]').first().waitFor();
-        await page.locator('[data-testid=waterfall-row]').nth(1).click();
-        await page.locator('.span-panel').waitFor();
+        await page().locator('[data-testid=waterfall-row]').first().waitFor();
+        await page().locator('[data-testid=waterfall-row]').nth(1).click();
+        await page().locator('.span-panel').waitFor();
         await shot('15-trace-dark');
       });
     },
