@@ -3,11 +3,12 @@
 // webhook gets the firing at once (not waiting on anything else) — and fires once per window: it
 // resolves (webhook again) when the window's sum falls back under the threshold, and may fire again
 // only once a window has passed since it fired. The windows are kept in memory and saved in the
-// data dir (alert-state.ts), so a restart neither fires again in a window nor forgets to resolve.
+// store (alert-state.ts), so a restart neither fires again in a window nor forgets to resolve.
 import { type Price, costOfUsage } from '../cost/prices.js';
 import { classifySpan, sessionIdOf } from '../trace-model/genai.js';
 import { spanTokenUsage, usageModel } from '../trace-model/tokens.js';
 import type { SpanRecord } from '../wire-types.js';
+import type { AlertWindow, AlertWindowChange, AlertWindows } from './alert-window.js';
 import type { AlertRule } from './rules.js';
 
 export interface AlertEvent {
@@ -35,13 +36,7 @@ export interface AlertEngineOptions {
   post?: (url: string, body: string) => Promise<number>;
 }
 
-export interface Group {
-  /** [time ms, amount] in arrival order. */
-  points: [number, number][];
-  sum: number;
-  firedAt?: number;
-  firing: boolean;
-}
+type Group = AlertWindow;
 
 const MAX_GROUPS_PER_RULE = 10_000;
 const RECENT = 100;
@@ -69,17 +64,19 @@ function matches(rule: AlertRule, span: SpanRecord): boolean {
   );
 }
 
-/** The windows of every rule's groups: rule name → group name → group. */
-export type AlertWindows = Record<string, Record<string, Group>>;
-
 export function createAlertEngine(options: AlertEngineOptions) {
   const now = options.now ?? Date.now;
   const post = options.post ?? defaultPost;
   let rules: AlertRule[] = [];
   let groups = new Map<string, Map<string, Group>>();
   const recent: AlertEvent[] = [];
-  /** Counts changes to the windows (a snapshot is worth saving when it moved). */
-  let changes = 0;
+  /** The groups whose windows changed since they were last taken (rule → group names). */
+  let changed = new Map<string, Set<string>>();
+  const touch = (rule: string, name: string): void => {
+    let names = changed.get(rule);
+    if (!names) changed.set(rule, (names = new Set()));
+    names.add(name);
+  };
 
   const amountOf = (rule: AlertRule, span: SpanRecord): number => {
     const usage = spanTokenUsage(span.attributes);
@@ -114,10 +111,11 @@ export function createAlertEngine(options: AlertEngineOptions) {
     const from = at - rule.windowSeconds * 1000;
     while (g.points.length && g.points[0]![0] <= from) {
       g.sum -= g.points.shift()![1];
-      changes++;
+      touch(rule.name, name);
     }
     if (g.firing && g.sum < rule.threshold) {
       g.firing = false;
+      touch(rule.name, name);
       deliver(rule, event(rule, name, g, 'resolved', at));
     }
   };
@@ -128,7 +126,11 @@ export function createAlertEngine(options: AlertEngineOptions) {
     let g = byName.get(name);
     if (!g) {
       // Bounded: the oldest group goes first (Map keeps insertion order).
-      if (byName.size >= MAX_GROUPS_PER_RULE) byName.delete(byName.keys().next().value!);
+      if (byName.size >= MAX_GROUPS_PER_RULE) {
+        const oldest = byName.keys().next().value!;
+        byName.delete(oldest);
+        touch(rule.name, oldest);
+      }
       byName.set(name, (g = { points: [], sum: 0, firing: false }));
     }
     return g;
@@ -148,13 +150,12 @@ export function createAlertEngine(options: AlertEngineOptions) {
           const g = groupFor(rule, name);
           g.points.push([at, amount]);
           g.sum += amount;
-          changes++;
+          touch(rule.name, name);
           age(rule, name, g, at);
           const rearmed = g.firedAt === undefined || at - g.firedAt >= rule.windowSeconds * 1000;
           if (!g.firing && rearmed && g.sum >= rule.threshold) {
             g.firing = true;
             g.firedAt = at;
-            changes++;
             deliver(rule, {
               ...event(rule, name, g, 'firing', at),
               traceId: span.traceId,
@@ -170,19 +171,32 @@ export function createAlertEngine(options: AlertEngineOptions) {
       for (const rule of rules)
         for (const [name, g] of groups.get(rule.name) ?? []) {
           age(rule, name, g, at);
-          if (!g.points.length && !g.firing) groups.get(rule.name)!.delete(name);
+          if (g.points.length || g.firing) continue;
+          groups.get(rule.name)!.delete(name);
+          touch(rule.name, name);
         }
     },
     setRules(next: AlertRule[]): void {
       rules = next;
-      groups = new Map([...groups].filter(([name]) => next.some((r) => r.name === name)));
+      const kept = (rule: string): boolean => next.some((r) => r.name === rule);
+      for (const [rule, byName] of groups)
+        if (!kept(rule)) for (const name of byName.keys()) touch(rule, name);
+      groups = new Map([...groups].filter(([rule]) => kept(rule)));
     },
     rules: (): readonly AlertRule[] => rules,
-    /** How many times the windows changed so far. */
-    changes: (): number => changes,
-    /** The windows, to be saved (restore takes them back). */
-    windows(): AlertWindows {
-      return Object.fromEntries([...groups].map(([rule, byName]) => [rule, Object.fromEntries(byName)]));
+    /**
+     * The groups whose windows changed since the last call, each with its window now (null: the
+     * group is gone), to be saved; `retake` puts them back when the save failed.
+     */
+    takeChanges(): AlertWindowChange[] {
+      const out: AlertWindowChange[] = [];
+      for (const [rule, names] of changed)
+        for (const group of names) out.push({ rule, group, window: groups.get(rule)?.get(group) ?? null });
+      changed = new Map();
+      return out;
+    },
+    retake(changes: readonly AlertWindowChange[]): void {
+      for (const c of changes) touch(c.rule, c.group);
     },
     /** Takes saved windows back: those of rules that still exist; `tick` then ages them. */
     restore(saved: AlertWindows): void {
@@ -194,7 +208,6 @@ export function createAlertEngine(options: AlertEngineOptions) {
           group.firing = g.firing;
           if (g.firedAt !== undefined) group.firedAt = g.firedAt;
         }
-      changes++;
     },
     /** Rules, groups firing now, and the last firings and resolutions with their delivery. */
     state() {

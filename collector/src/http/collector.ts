@@ -184,8 +184,8 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
     : DEFAULT_PRICES;
   const alerts = createAlertEngine({ prices });
   loadAlertRules(alerts, options.dataDir, options.alertRulesFile);
-  const alertWindows = persistAlertWindows(alerts, options.dataDir, logger);
   const backend = await openBackendOf(options, logger);
+  const alertWindows = await persistAlertWindows(alerts, backend.alertWindows, logger);
   const live = createLiveHub();
   const exporter = createExportStreamer(backend, {
     maxConcurrent: options.maxConcurrentExports ?? 2,
@@ -273,7 +273,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
   // Resolutions that no new span brings: a window ages every second.
   const alertClock = setInterval(() => {
     alerts.tick();
-    alertWindows.save();
+    void alertWindows.save();
   }, 1000);
   alertClock.unref();
   return {
@@ -285,7 +285,6 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
       closing ??= (async () => {
         jobs.stop();
         clearInterval(alertClock);
-        alertWindows.save();
         // Queued batches are written and their requests answered before the connections close.
         const drained = queue.close();
         live.close();
@@ -295,6 +294,7 @@ export async function createCollector(options: CollectorOptions): Promise<Collec
           setTimeout(() => server.closeAllConnections(), 2000).unref();
         });
         await drained;
+        await alertWindows.save();
         // Its metric store with it.
         await backend.close();
       })();

@@ -17,6 +17,8 @@ import { type Backend, parseStoreSetting } from './store.js';
 export interface OpenedBackend {
   backend: Backend;
   close(): Promise<void>;
+  /** Another collector's backend on the same store, where collectors share one (ClickHouse). */
+  another?: () => Promise<OpenedBackend>;
 }
 
 /** Opens the backend `store` names (AGENTRT_STORE's syntax) over a fresh data dir, as the collector does. */
@@ -40,6 +42,7 @@ export async function openTestBackend(store: string, stop?: () => Promise<void>)
       await stop?.();
       dir.remove();
     },
+    ...(store.startsWith('clickhouse') ? { another: () => openTestBackend(store) } : {}),
   };
 }
 
@@ -258,6 +261,38 @@ export function runBackendContract(name: string, open: () => Promise<OpenedBacke
         }),
       );
       expect(series).toMatchObject({ kind: 'gauge', series: [{ points: [[startMs, 3]] }] });
+    });
+
+    it('keeps the last alert window saved per rule and group, none of a group saved as gone', async () => {
+      const w = (n: number): string => JSON.stringify({ points: [[NOW, n]], sum: n, firing: n > 2 });
+      const hostile = "it's\t\n\\ a 'group' 🎯 \u0000 \\N";
+      await b.alertWindows.write([
+        { rule: 'r1', group: 'a', json: w(1) },
+        { rule: 'r1', group: hostile, json: w(2) },
+        { rule: 'r2', group: 'a', json: w(3) },
+      ]);
+      await b.alertWindows.write([
+        { rule: 'r1', group: 'a', json: w(4) },
+        { rule: 'r2', group: 'a', json: null },
+      ]);
+      await b.alertWindows.write([]);
+      const expected = [
+        { rule: 'r1', group: 'a', json: w(4) },
+        { rule: 'r1', group: hostile, json: w(2) },
+      ];
+      const sorted = <T extends { group: string }>(rows: T[]): T[] =>
+        rows.sort((x, y) => (x.group < y.group ? -1 : 1));
+      expect(sorted(await b.alertWindows.read())).toEqual(expected);
+      if (!opened.another) return;
+      // Collectors sharing the store share the windows: each reads, and builds on, the other's.
+      const other = await opened.another();
+      try {
+        expect(sorted(await other.backend.alertWindows.read())).toEqual(expected);
+        await other.backend.alertWindows.write([{ rule: 'r1', group: 'a', json: null }]);
+        expect(await b.alertWindows.read()).toEqual([expected[1]]);
+      } finally {
+        await other.close();
+      }
     });
 
     it('keeps what retention does not reach', async () => {

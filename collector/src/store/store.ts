@@ -50,6 +50,24 @@ export interface MetricBackend extends MetricStore {
   json(read: MetricRead): Promise<Uint8Array>;
 }
 
+/** One rule and group's saved alert window: its JSON text, or null for a group that is gone. */
+export interface SavedAlertWindow {
+  rule: string;
+  group: string;
+  json: string | null;
+}
+
+/**
+ * The cost alert windows (alerts/alert-state.ts), kept where the spans are: every collector on one
+ * store reads the same windows. The store keeps the text; the alerts check it when they read it.
+ */
+export interface AlertWindowBackend {
+  /** Every group's last saved window (none for a group saved as gone), whichever collector saved it. */
+  read(): Promise<{ rule: string; group: string; json: string }[]>;
+  /** Saves these groups' windows, or forgets a group (json null); every other group keeps its own. */
+  write(windows: readonly SavedAlertWindow[]): Promise<void>;
+}
+
 /** What /healthz says of the store: `ok` false answers 503 with `detail` beside the counters. */
 export interface BackendHealth {
   ok: boolean;
@@ -66,6 +84,7 @@ export interface Backend {
   readonly spans: SpanBackend;
   readonly logs: LogBackend;
   readonly metrics: MetricBackend;
+  readonly alertWindows: AlertWindowBackend;
   /**
    * Stores one request's spans and logs, all or nothing; resolves once they are durable (committed
    * in SQLite, acknowledged by ClickHouse). Requests arriving together may be written together.

@@ -24,6 +24,7 @@ import { exportPageFromBytes } from '../export-page.js';
 import { createClickHouseWriter } from './clickhouse-writer.js';
 import { dropOldDays } from './clickhouse-retention.js';
 import type { LogQuery } from '../../logs/log-query.js';
+import { clickHouseAlertWindows } from './clickhouse-alert-windows.js';
 import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
 import {
@@ -330,6 +331,11 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     location,
     serverVersion,
     select,
+    alertWindows: clickHouseAlertWindows({
+      table: T,
+      select,
+      insert: (table, columns, lines) => insert(table, columns, bodiesOf(lines)),
+    }),
     // The log search and metric reads run on the query threads, as on SQLite (the rows they decode
     // and add up held up ingest and /healthz here).
     metrics: Object.assign(metrics, { json: (read: MetricRead) => pool.read('metric', [read]) }),

@@ -36,13 +36,16 @@
 //   metric_last    (version 3) each series' last point as it came (start time, cumulative value,
 //                  count, buckets): what a collector computes the next point's increase from,
 //                  whichever collector stored the last one. Merges keep the newest per day.
-// All but the attribute key tables are partitioned by day; retention drops whole partitions.
+//   alert_windows  (version 4) the cost alert windows, one row per rule, group and save (JSON, or a
+//                  tombstone); merges keep the newest per rule and group. Every collector on the
+//                  database reads them.
+// All but the attribute key tables and alert_windows are partitioned by day; retention drops whole partitions.
 // Sharded by trace id, except span_rollup (service) and the metric tables (series id).
 
 import { ROLLUP_WIDTHS_US } from '../../metrics/rollups.js';
 
 /** The schema version this collector writes; older ones are migrated at start. */
-export const CLICKHOUSE_SCHEMA_VERSION = 3;
+export const CLICKHOUSE_SCHEMA_VERSION = 4;
 
 /** The oldest ClickHouse release the schema and queries are tested with. */
 export const MIN_CLICKHOUSE_VERSION = [18, 16] as const;
@@ -544,6 +547,17 @@ function metricStatements(t: SchemaTarget): string[] {
   ];
 }
 
+/** Version 4: the cost alert windows, shared by the collectors on the database. */
+const ALERT_WINDOWS_TABLE: TableDef = {
+  name: 'alert_windows',
+  columns: 'rule String, grp String, json String, deleted UInt8, saved_us Int64',
+  engine: 'ReplacingMergeTree',
+  version: 'saved_us',
+  order: '(rule, grp)',
+  granularity: 1024,
+  shardKey: 'grp',
+};
+
 /**
  * The migrations table: one row per applied version, on each node (a collector talking to another
  * node runs the idempotent statements again and records them there).
@@ -557,4 +571,5 @@ export const MIGRATIONS: Record<number, (t: SchemaTarget) => string[]> = {
   1: schemaStatements,
   2: rollupStatements,
   3: metricStatements,
+  4: (t) => tableStatements(t, [ALERT_WINDOWS_TABLE]),
 };

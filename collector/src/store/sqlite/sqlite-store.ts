@@ -14,6 +14,7 @@ import { exportPageFromBytes } from '../export-page.js';
 import type { MetricRead } from '../../metrics/metric-read.js';
 import { type Backend, type MetricBackend, StoreCorruptError } from '../store.js';
 import { type WriterThread, startWriterThread } from './writer-thread.js';
+import { openSqliteAlertWindows } from './alert-windows.js';
 
 export interface SqliteStoreOptions {
   dataDir: string;
@@ -119,6 +120,7 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
   });
   // Before the first acknowledgement: a damaged file found later may lose what was acknowledged.
   await integrity.start();
+  const alertWindows = openSqliteAlertWindows(options.dataDir);
 
   const readBytes = queries.readBytes.bind(queries);
   const read = queries.readParsed.bind(queries);
@@ -157,6 +159,7 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
     location: store.path,
     spanStore: store,
     metrics: Object.assign(metrics, { json: metricJson }),
+    alertWindows,
     writer,
     ingestLingerMs: options.ingestLingerMs,
     async write(spans: SpanRecord[], logs: LogRecord[]): Promise<void> {
@@ -228,6 +231,7 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       await writer.close();
       store.close();
       await metrics.close();
+      alertWindows.close();
     },
   };
 }
