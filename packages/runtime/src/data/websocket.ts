@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import { type Duplex } from 'node:stream';
-import { WebSocket, WebSocketServer } from 'ws';
+import { WebSocketServer } from 'ws';
 import { type RuntimeConfig } from '../config.js';
 import { type VersionRecord } from '../control/store.js';
 import { RuntimeApiError, notFound, validationError } from '../errors.js';
@@ -14,6 +14,9 @@ import {
   type WebSocketOperation,
 } from '../telemetry/runtime-telemetry.js';
 import { serverProtocolOf } from './protocols.js';
+import { bridge, openUpstream } from './websocket-bridge.js';
+
+export { relayableCloseCode, WS_BUFFER_BYTES } from './websocket-bridge.js';
 
 /** The parts of a request the data plane's helpers read (no response: an upgrade has none yet). */
 export type RequestParts = Pick<RouteContext, 'req' | 'params' | 'query' | 'requestId' | 'operation'>;
@@ -35,41 +38,6 @@ export const SESSION_QUERY = 'X-Amzn-Bedrock-AgentCore-Runtime-Session-Id';
 const CUSTOM_QUERY_PREFIX = 'x-amzn-bedrock-agentcore-runtime-custom-';
 const BEARER_PROTOCOL = 'base64UrlBearerAuthorization';
 const WS_PATH = /^\/runtimes\/(.+)\/ws\/?$/;
-
-/**
- * Close codes a peer may not send on the wire (1005 no status, 1006 abnormal, 1015 TLS): a missing
- * code is a normal close, an abnormal end is a server error.
- */
-export function relayableCloseCode(code: number): number {
-  if (code === 1005) return 1000;
-  if (code === 1006 || code === 1015) return 1011;
-  return code;
-}
-
-/**
- * What one direction of a bridged connection may hold in the runtime: frames received from one side
- * and not yet handed to the other side's socket. Past it the bridge stops reading the sending side
- * (TCP then slows the sender down) until half of it has gone out; so a connection holds at most
- * twice this, plus what each side had already read when paused (a frame, a 64 KiB socket read).
- */
-export const WS_BUFFER_BYTES = 8 * 1024 * 1024;
-
-/**
- * The sender of one bridge direction: relays a frame from `from` to `to`, counting its bytes until
- * `to`'s socket has taken them, and pauses `from` while more than `budgetBytes` wait.
- */
-function createFrameRelay(from: WebSocket, to: WebSocket, budgetBytes: number) {
-  let waitingBytes = 0;
-  return (data: Buffer, isBinary: boolean): void => {
-    if (to.readyState !== WebSocket.OPEN) return;
-    waitingBytes += data.length;
-    if (waitingBytes > budgetBytes) from.pause();
-    to.send(data, { binary: isBinary }, () => {
-      waitingBytes -= data.length;
-      if (from.isPaused && waitingBytes <= budgetBytes / 2) from.resume();
-    });
-  };
-}
 
 /**
  * Moves credentials that WebSocket callers cannot put in headers where the authenticator reads
@@ -131,6 +99,51 @@ function rejectUpgrade(socket: Duplex, error: unknown, requestId: string, logger
   return err.status;
 }
 
+/** The caller's upgrade request, to hand to the WebSocket server once the container accepted. */
+interface Upgrade {
+  req: IncomingMessage;
+  socket: Duplex;
+  head: Buffer;
+}
+
+/**
+ * The runtime an upgrade names, and its query moved where the data plane reads it: WebSocket callers
+ * cannot set headers, so the credentials, the session id (a presigned URL) and the caller's trace (a
+ * browser) may come as query parameters; the headers win when both are sent.
+ */
+function readUpgradeRequest(req: IncomingMessage): { runtime: string; query: URLSearchParams } {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const match = WS_PATH.exec((req.url ?? '/').split('?')[0] ?? '/');
+  if (!match) throw notFound(`No WebSocket operation at ${url.pathname} (use /runtimes/{arn}/ws)`);
+  const query = url.searchParams;
+  normalizeWebSocketAuth(req, query);
+  for (const name of [SESSION_QUERY, 'traceparent', 'tracestate', 'baggage']) {
+    const value = query.get(name);
+    const header = name.toLowerCase();
+    if (value && !req.headers[header]) req.headers[header] = value;
+  }
+  return { runtime: decodeURIComponent(match[1] ?? ''), query };
+}
+
+/**
+ * Query parameters with the custom prefix, as the headers the container gets (browsers cannot set
+ * headers on a WebSocket); the auth and session parameters are not passed on.
+ */
+function customHeaders(query: URLSearchParams): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of query)
+    if (name.toLowerCase().startsWith(CUSTOM_QUERY_PREFIX)) headers[name.toLowerCase()] = value;
+  return headers;
+}
+
+function once(fn: () => void): () => void {
+  let called = false;
+  return () => {
+    if (!called) fn();
+    called = true;
+  };
+}
+
 /**
  * `GET /runtimes/{arn}/ws`: upgrades the caller's connection and bridges it to the container's
  * `/ws` on the session's worker, frame for frame (text stays text, binary stays binary; pings and
@@ -148,135 +161,30 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
     handleProtocols: (protocols) => (protocols.has(BEARER_PROTOCOL) ? BEARER_PROTOCOL : false),
   });
 
-  const openUpstream = (
-    worker: { port: number; socketPath: string | undefined; host?: string | undefined },
-    headers: OutgoingHttpHeaders,
-  ) =>
-    new Promise<{ upstream: WebSocket; early: [Buffer, boolean][] }>((resolve, reject) => {
-      const early: [Buffer, boolean][] = [];
-      let earlyBytes = 0;
-      // A sandboxed worker is reachable only through its session's Unix socket.
-      const address = worker.socketPath
-        ? `ws+unix://${worker.socketPath}:/ws`
-        : `ws://${worker.host ?? '127.0.0.1'}:${worker.port}/ws`;
-      const upstream = new WebSocket(address, {
-        headers: headers as Record<string, string>,
-        maxPayload: config.wsMaxFrameBytes,
-        autoPong: false,
-        handshakeTimeout: 10_000,
+  /** Opens the container's socket for an admitted session and bridges the caller's to it. */
+  const connect = async (
+    parts: RequestParts & { operation: WebSocketOperation },
+    upgrade: Upgrade,
+    sessionId: string,
+  ): Promise<void> => {
+    const { session, version } = await deps.acquire(parts, sessionId);
+    const release = once(() => deps.sessions.release(session));
+    try {
+      const headers = { ...deps.forwardHeaders(parts, version, sessionId), ...customHeaders(parts.query) };
+      const { upstream, early } = await openUpstream(config, session.worker!, headers);
+      const where = { runtimeId: session.runtimeId, sessionId, requestId: parts.requestId };
+      wss.handleUpgrade(upgrade.req, upgrade.socket, upgrade.head, (client) => {
+        logger.info('websocket open', where);
+        const done = () => {
+          release();
+          logger.info('websocket closed', where);
+        };
+        bridge(config, logger, { client, upstream, early, session, operation: parts.operation, done });
       });
-      // The container may speak first; nothing it sends before the bridge is wired may be lost,
-      // and no more than the budget is kept (the bridge resumes it once they have gone out).
-      upstream.on('message', (data: Buffer, isBinary) => {
-        early.push([data, isBinary]);
-        earlyBytes += data.length;
-        if (earlyBytes > WS_BUFFER_BYTES) upstream.pause();
-      });
-      upstream.once('open', () => resolve({ upstream, early }));
-      upstream.once('unexpected-response', (_req, res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text = (text + c).slice(0, 4096)));
-        res.on('end', () => {
-          upstream.terminate();
-          const detail = text.trim() || '(empty body)';
-          reject(
-            new RuntimeApiError(
-              'RuntimeClientError',
-              config.terseErrors
-                ? `Received error (${res.statusCode}) from runtime. Please check your CloudWatch logs for more information.`
-                : `Received error (${res.statusCode}) from runtime on GET /ws: ${detail}`,
-            ),
-          );
-        });
-      });
-      upstream.once('error', (error) =>
-        reject(
-          new RuntimeApiError(
-            'RuntimeClientError',
-            `The session's worker did not accept a WebSocket on /ws (${error.message})`,
-            {},
-            { cause: error },
-          ),
-        ),
-      );
-    });
-
-  const bridge = (
-    client: WebSocket,
-    upstream: WebSocket,
-    early: [Buffer, boolean][],
-    session: Session,
-    operation: WebSocketOperation,
-    done: () => void,
-  ) => {
-    let frames = 0;
-    let windowStart = Date.now();
-    const touch = () => {
-      session.lastActivityMs = Date.now();
-    };
-    /** Counts a caller frame against the per-second limit; false once it is exceeded. */
-    const admit = (): boolean => {
-      touch();
-      if (session.lastActivityMs - windowStart >= 1000) {
-        windowStart = session.lastActivityMs;
-        frames = 0;
-      }
-      return ++frames <= config.wsMaxFramesPerSecond;
-    };
-    const toUpstream = createFrameRelay(client, upstream, WS_BUFFER_BYTES);
-    const toClient = createFrameRelay(upstream, client, WS_BUFFER_BYTES);
-    client.on('message', (data, isBinary) => {
-      if (!admit()) return client.close(1008, `more than ${config.wsMaxFramesPerSecond} frames per second`);
-      operation.frame('in');
-      toUpstream(data as Buffer, isBinary);
-    });
-    upstream.removeAllListeners('message');
-    for (const [data, isBinary] of early.splice(0)) {
-      operation.frame('out');
-      toClient(data, isBinary);
+    } catch (error) {
+      release();
+      throw error;
     }
-    upstream.on('message', (data, isBinary) => {
-      touch();
-      operation.frame('out');
-      toClient(data as Buffer, isBinary);
-    });
-    client.on('ping', (data) => upstream.readyState === WebSocket.OPEN && upstream.ping(data));
-    client.on('pong', (data) => upstream.readyState === WebSocket.OPEN && upstream.pong(data));
-    upstream.on('ping', (data) => client.readyState === WebSocket.OPEN && client.ping(data));
-    upstream.on('pong', (data) => client.readyState === WebSocket.OPEN && client.pong(data));
-    // A side that failed (a frame over the limit: 1009) reports 1006 on its own close; the other
-    // side hears the reason it failed.
-    const failure = new Map<WebSocket, number>();
-    const closeOther = (self: WebSocket, other: WebSocket) => (code: number, reason: Buffer) => {
-      // A side paused for back-pressure must read again to hear the answer to its close.
-      other.resume();
-      if (other.readyState === WebSocket.OPEN || other.readyState === WebSocket.CONNECTING)
-        other.close(relayableCloseCode(failure.get(self) ?? code), reason.subarray(0, 123));
-    };
-    client.on('close', closeOther(client, upstream));
-    upstream.on('close', closeOther(upstream, client));
-    // The span ends with the code the caller's connection closed with and the side that closed first.
-    let closedBy: 'client' | 'container' | undefined;
-    upstream.once('close', () => (closedBy ??= 'container'));
-    client.once('close', (code) => {
-      closedBy ??= 'client';
-      operation.end({ closeCode: failure.get(client) ?? code, closedBy });
-    });
-    for (const [side, name] of [
-      [client, 'client'],
-      [upstream, 'upstream'],
-    ] as const)
-      side.on('error', (error: Error & { code?: string }) => {
-        if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') failure.set(side, 1009);
-        logger.debug(`websocket ${name} error`, { error: error.message });
-      });
-    let closed = 0;
-    const closedOne = () => {
-      if (++closed === 2) done();
-    };
-    client.once('close', closedOne);
-    upstream.once('close', closedOne);
   };
 
   return {
@@ -286,29 +194,9 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
       socket.on('error', () => socket.destroy());
       let operation = UNTRACED_WEBSOCKET;
       try {
-        const url = new URL(req.url ?? '/', 'http://localhost');
-        const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
-        const match = WS_PATH.exec(rawPath);
-        if (!match) throw notFound(`No WebSocket operation at ${url.pathname} (use /runtimes/{arn}/ws)`);
-        const query = url.searchParams;
-        normalizeWebSocketAuth(req, query);
-        // The session id may come as a query parameter: a presigned URL cannot carry headers.
-        const fromQuery = query.get(SESSION_QUERY);
-        if (fromQuery && !req.headers['x-amzn-bedrock-agentcore-runtime-session-id'])
-          req.headers['x-amzn-bedrock-agentcore-runtime-session-id'] = fromQuery;
-        // So may the caller's trace (a browser cannot set headers on a WebSocket).
-        for (const name of ['traceparent', 'tracestate', 'baggage']) {
-          const value = query.get(name);
-          if (value && !req.headers[name]) req.headers[name] = value;
-        }
+        const { runtime, query } = readUpgradeRequest(req);
         operation = deps.startWebSocket?.(req, requestId) ?? UNTRACED_WEBSOCKET;
-        const parts: RequestParts = {
-          req,
-          params: { runtime: decodeURIComponent(match[1] ?? '') },
-          query,
-          requestId,
-          operation,
-        };
+        const parts = { req, params: { runtime }, query, requestId, operation };
         const { version, sessionId } = await deps.admit(parts);
         const protocol = serverProtocolOf(version);
         if (protocol !== 'HTTP' && protocol !== 'AGUI')
@@ -316,30 +204,7 @@ export function createWebSocketGateway(deps: WebSocketGatewayDeps) {
             'protocolConfiguration.serverProtocol',
             `this runtime serves ${protocol}; WebSocket (/ws) is for HTTP and AGUI runtimes`,
           );
-        const { session, version: pinned } = await deps.acquire(parts, sessionId);
-        let released = false;
-        const release = () => {
-          if (!released) deps.sessions.release(session);
-          released = true;
-        };
-        try {
-          const headers = deps.forwardHeaders(parts, pinned, sessionId);
-          // Query parameters with the custom prefix reach the container as headers (browsers
-          // cannot set headers on a WebSocket); the auth and session parameters do not.
-          for (const [name, value] of query)
-            if (name.toLowerCase().startsWith(CUSTOM_QUERY_PREFIX)) headers[name.toLowerCase()] = value;
-          const { upstream, early } = await openUpstream(session.worker!, headers);
-          wss.handleUpgrade(req, socket, head, (client) => {
-            logger.info('websocket open', { runtimeId: session.runtimeId, sessionId, requestId });
-            bridge(client, upstream, early, session, operation, () => {
-              release();
-              logger.info('websocket closed', { runtimeId: session.runtimeId, sessionId, requestId });
-            });
-          });
-        } catch (error) {
-          release();
-          throw error;
-        }
+        await connect(parts, { req, socket, head }, sessionId);
       } catch (error) {
         operation.fail(error);
         operation.end({ status: rejectUpgrade(socket, error, requestId, logger) });
