@@ -2,7 +2,8 @@
 // loopback port, driven by kubectl and @kubernetes/client-node. It serves discovery, CRUD with
 // resourceVersion preconditions (409), label and field selectors, watch resumed from a
 // resourceVersion (410 once compacted), ownerReference garbage collection, ResourceQuota (403),
-// CRDs from their real YAML with schema checks, and pods/log and pods/exec from the node the pod is
+// CRDs from their real YAML with schema checks, protobuf bodies of the built-in kinds kubectl sends
+// that way (protobuf.ts), and pods/log and pods/exec from the node the pod is
 // bound to (the test kubelet). State is in memory.
 import { readFileSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
@@ -15,6 +16,7 @@ import { EXEC_PROTOCOLS, serveExec } from './exec-channel.js';
 import { KubeError, type KubeObject, isRecord } from './objects.js';
 import { patchTypeOf } from './patch.js';
 import { type PodRuntime } from './pod-runtime.js';
+import { PROTOBUF, decodeProtobuf } from './protobuf.js';
 import { type ResourceType, builtinTypes } from './resource-types.js';
 import { type ResourcePath, resolvePath, splitApiPath } from './routes.js';
 import { fieldSelector, labelSelector } from './selectors.js';
@@ -63,7 +65,10 @@ class Body {
     }
     if (size > MAX_BODY_BYTES)
       throw new KubeError('RequestEntityTooLarge', `the request body is larger than ${MAX_BODY_BYTES} bytes`);
-    const text = Buffer.concat(chunks).toString('utf8');
+    const body = Buffer.concat(chunks);
+    // kubectl sends built-in kinds it made itself (`create namespace`, …) as protobuf.
+    if (req.headers['content-type']?.startsWith(PROTOBUF)) return decodeProtobuf(body);
+    const text = body.toString('utf8');
     if (text.trim() === '') return undefined;
     try {
       return JSON.parse(text) as unknown;

@@ -68,6 +68,10 @@ export function builtinTypes(): ResourceType[] {
       shortNames: ['deploy'],
       subresources: ['status', 'scale'],
     }),
+    builtin('policy/v1', 'PodDisruptionBudget', 'poddisruptionbudgets', true, {
+      shortNames: ['pdb'],
+      subresources: ['status'],
+    }),
     builtin('rbac.authorization.k8s.io/v1', 'Role', 'roles', true),
     builtin('rbac.authorization.k8s.io/v1', 'RoleBinding', 'rolebindings', true),
     builtin('rbac.authorization.k8s.io/v1', 'ClusterRole', 'clusterroles', false),
