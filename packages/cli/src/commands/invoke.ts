@@ -1,4 +1,4 @@
-import { type Command, UsageError, parseCommandArgs } from '../command.js';
+import { type Command, type CliIO, UsageError, parseCommandArgs } from '../command.js';
 import { BEARER_OPTIONS, bearerFrom } from '../bearer.js';
 import { invokeExec, invokeMcp, invokeWebSocket } from './invoke-protocols.js';
 import { clientFrom } from './runtime.js';
@@ -29,50 +29,36 @@ Invokes an agent runtime (name, id or ARN) with a JSON payload and prints the an
 
 The session id goes to stderr, so stdout carries only the answer.`;
 
+const options = {
+  session: { type: 'string' },
+  stream: { type: 'boolean', default: false },
+  qualifier: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  url: { type: 'string' },
+  'api-key': { type: 'string' },
+  mcp: { type: 'boolean', default: false },
+  exec: { type: 'string' },
+  timeout: { type: 'string' },
+  ws: { type: 'boolean', default: false },
+  ...BEARER_OPTIONS,
+} as const;
+
+type Values = ReturnType<
+  typeof parseCommandArgs<{ options: typeof options; allowPositionals: true }>
+>['values'];
+
 export const invokeCommand: Command = {
   name: 'invoke',
   summary: 'invoke an agent runtime: a JSON payload, MCP tools, a command in a session, a WebSocket',
   usage,
   async run(argv, io) {
-    const { values, positionals } = parseCommandArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        session: { type: 'string' },
-        stream: { type: 'boolean', default: false },
-        qualifier: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        url: { type: 'string' },
-        'api-key': { type: 'string' },
-        mcp: { type: 'boolean', default: false },
-        exec: { type: 'string' },
-        timeout: { type: 'string' },
-        ws: { type: 'boolean', default: false },
-        ...BEARER_OPTIONS,
-      },
-    });
+    const { values, positionals } = parseCommandArgs({ args: argv, allowPositionals: true, options });
     const bearerToken = bearerFrom(values, io.env);
     const [ref, payload = '{}', ...extra] = positionals;
     if (!ref) throw new UsageError('missing <runtime>');
     const modes = [values.mcp, values.exec !== undefined, values.ws].filter(Boolean).length;
     if (modes > 1) throw new UsageError('give at most one of --mcp, --exec and --ws');
-    if (modes === 1) {
-      const client = clientFrom(values, io);
-      const target = {
-        client,
-        arn: (await client.resolve(ref)).agentRuntimeArn,
-        ...(values.qualifier ? { qualifier: values.qualifier } : {}),
-        ...(values.session ? { sessionId: values.session } : {}),
-        ...(bearerToken ? { bearerToken } : {}),
-      };
-      if (values.mcp) return invokeMcp(target, positionals.slice(1), io);
-      if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
-      if (values.ws) return invokeWebSocket(target, io);
-      const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
-      if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0))
-        throw new UsageError(`--timeout must be a whole number of seconds, got '${values.timeout}'`);
-      return invokeExec(target, values.exec as string, timeout, io);
-    }
+    if (modes === 1) return invokeOtherProtocol(values, positionals, bearerToken, io);
     if (extra.length) throw new UsageError(`unexpected argument '${extra[0]}' (quote the JSON payload)`);
     try {
       JSON.parse(payload);
@@ -88,37 +74,77 @@ export const invokeCommand: Command = {
       accept: values.stream ? 'text/event-stream, application/json' : 'application/json, text/event-stream',
     });
     io.stderr(`session ${result.sessionId}\n`);
-    const decoder = new TextDecoder();
-    const sse = !values.json && (result.contentType ?? '').startsWith('text/event-stream');
-    let pending = '';
-    let whole = '';
-    for await (const chunk of result.body) {
-      const text = decoder.decode(chunk, { stream: true });
-      if (sse) {
-        // One line per SSE data frame, printed the moment the frame is complete.
-        pending += text;
-        const frames = pending.split(/\r?\n\r?\n/);
-        pending = frames.pop() ?? '';
-        for (const frame of frames) {
-          const data = frame
-            .split(/\r?\n/)
-            .filter((l) => l.startsWith('data:'))
-            .map((l) => l.slice(5).trimStart())
-            .join('\n');
-          if (data) io.stdout(`${data}\n`);
-        }
-      } else if (values.json || values.stream) io.stdout(text);
-      else whole += text;
-    }
-    if (!sse && !values.json && !values.stream) {
-      let pretty = whole;
-      try {
-        pretty = JSON.stringify(JSON.parse(whole), null, 2);
-      } catch {
-        // not JSON: print as received
-      }
-      io.stdout(pretty.endsWith('\n') ? pretty : `${pretty}\n`);
-    } else if (sse && pending.trim()) io.stdout(`${pending.trim()}\n`);
+    await printAnswer(result, values, io);
     return 0;
   },
 };
+
+/** `--mcp`, `--exec` or `--ws`: the runtime through its other protocols. */
+async function invokeOtherProtocol(
+  values: Values,
+  positionals: string[],
+  bearerToken: string | undefined,
+  io: CliIO,
+): Promise<number> {
+  const client = clientFrom(values, io);
+  const target = {
+    client,
+    arn: (await client.resolve(positionals[0]!)).agentRuntimeArn,
+    ...(values.qualifier ? { qualifier: values.qualifier } : {}),
+    ...(values.session ? { sessionId: values.session } : {}),
+    ...(bearerToken ? { bearerToken } : {}),
+  };
+  if (values.mcp) return invokeMcp(target, positionals.slice(1), io);
+  if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
+  if (values.ws) return invokeWebSocket(target, io);
+  const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
+  if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0))
+    throw new UsageError(`--timeout must be a whole number of seconds, got '${values.timeout}'`);
+  return invokeExec(target, values.exec as string, timeout, io);
+}
+
+/**
+ * Prints the answer as it arrives: SSE as one line per data frame (the moment the frame is complete),
+ * `--json`/`--stream` bodies as received, a JSON answer pretty-printed once whole.
+ */
+async function printAnswer(
+  result: { body: AsyncIterable<Uint8Array>; contentType?: string | undefined },
+  values: Values,
+  io: CliIO,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  const sse = !values.json && (result.contentType ?? '').startsWith('text/event-stream');
+  const asReceived = values.json || values.stream;
+  let pending = '';
+  let whole = '';
+  for await (const chunk of result.body) {
+    const text = decoder.decode(chunk, { stream: true });
+    if (sse) {
+      const frames = (pending + text).split(/\r?\n\r?\n/);
+      pending = frames.pop() ?? '';
+      for (const data of frames.map(sseData)) if (data) io.stdout(`${data}\n`);
+    } else if (asReceived) io.stdout(text);
+    else whole += text;
+  }
+  if (sse && pending.trim()) io.stdout(`${pending.trim()}\n`);
+  if (!sse && !asReceived) io.stdout(withNewline(prettyJson(whole)));
+}
+
+/** An SSE frame's data lines, joined. */
+function sseData(frame: string): string {
+  return frame
+    .split(/\r?\n/)
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => l.slice(5).trimStart())
+    .join('\n');
+}
+
+function prettyJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text; // not JSON: print as received
+  }
+}
+
+const withNewline = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
