@@ -5,7 +5,7 @@ import {
   costOfUsage,
   formatUsd,
 } from '@agentrt/collector';
-import { type Command, UsageError, parseCommandArgs } from '../command.js';
+import { type CliIO, type Command, UsageError, parseCommandArgs } from '../command.js';
 import {
   collectorJson,
   collectorUrl,
@@ -57,27 +57,29 @@ const cost = (
   return c.unpriced.length === Object.keys(byModel ?? {}).length ? '—' : formatUsd(c.usd);
 };
 
+const options = {
+  limit: { type: 'string' },
+  wait: { type: 'string' },
+  active: { type: 'boolean', default: false },
+  spans: { type: 'boolean', default: false },
+  runtime: { type: 'string' },
+  'runtime-url': { type: 'string' },
+  'api-key': { type: 'string' },
+  ...BEARER_OPTIONS,
+  json: { type: 'boolean', default: false },
+  url: { type: 'string' },
+} as const;
+
+type Values = ReturnType<
+  typeof parseCommandArgs<{ options: typeof options; allowPositionals: true }>
+>['values'];
+
 export const sessionsCommand: Command = {
   name: 'sessions',
   summary: 'list agent sessions, or show one session’s traces; list or stop the runtime’s live sessions',
   usage,
   async run(argv, io) {
-    const { values, positionals } = parseCommandArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        limit: { type: 'string' },
-        wait: { type: 'string' },
-        active: { type: 'boolean', default: false },
-        spans: { type: 'boolean', default: false },
-        runtime: { type: 'string' },
-        'runtime-url': { type: 'string' },
-        'api-key': { type: 'string' },
-        ...BEARER_OPTIONS,
-        json: { type: 'boolean', default: false },
-        url: { type: 'string' },
-      },
-    });
+    const { values, positionals } = parseCommandArgs({ args: argv, allowPositionals: true, options });
     if (positionals[0] === 'stop') {
       if (positionals.length > 2) throw new UsageError(`unexpected argument '${positionals[2]}'`);
       return stopSession(positionals[1], values, io);
@@ -100,67 +102,77 @@ export const sessionsCommand: Command = {
     if (misplaced) throw new UsageError(`--${misplaced} goes with --active or stop`);
     const base = collectorUrl(values.url, io);
     const [id] = positionals;
-    if (id) {
-      const s = await fetchWhenArrived<SessionResponse>(
-        base,
-        `/api/sessions/${encodeURIComponent(id)}`,
-        `session ${id}`,
-        parseWaitSeconds(values.wait),
-        io,
-      );
-      if (values.spans) return printSessionSpans(base, id, values.json, io);
-      if (values.json) {
-        io.stdout(`${JSON.stringify(s, null, 2)}\n`);
-        return 0;
-      }
-      const x = s.session;
-      const { prices } = await collectorJson<{ prices: Record<string, Price> }>(base, '/api/prices');
-      const sessionCost = cost(x.tokensByModel, prices);
-      io.stdout(
-        `session ${x.sessionId}  agents ${x.serviceNames.join(', ') || '-'}\n` +
-          `${x.traceCount} traces, ${x.spanCount} spans, ${x.errorCount} errors, tokens in/out ${x.tokens.input}/${x.tokens.output}${sessionCost ? `, cost ${sessionCost}` : ''}\n` +
-          `${formatTime(x.firstSeenUnixNano / 1e6)} → ${formatTime(x.lastSeenUnixNano / 1e6)}\n\n`,
-      );
-      io.stdout(
-        renderTable(
-          ['start', 'trace', 'root', 'duration', 'spans', 'errors', 'tokens in/out', 'cost'],
-          s.traces.map((t) => [
-            formatTime(t.startTimeUnixNano / 1e6),
-            t.traceId,
-            t.rootName + (t.inProgress ? ' (in progress)' : ''),
-            formatDurationNano(t.durationNano),
-            t.spanCount,
-            t.errorCount || '',
-            tokens(t.tokens),
-            cost(t.tokensByModel, prices),
-          ]),
-        ),
-      );
-      return 0;
-    }
-    const limit = values.limit ?? '50';
-    if (!/^\d+$/.test(limit)) throw new UsageError('--limit must be a whole number');
-    const list = await collectorJson<SessionListResponse>(base, `/api/sessions?limit=${limit}`);
-    if (values.json) {
-      io.stdout(`${JSON.stringify(list, null, 2)}\n`);
-      return 0;
-    }
-    const { prices } = await collectorJson<{ prices: Record<string, Price> }>(base, '/api/prices');
-    io.stdout(
-      renderTable(
-        ['last seen', 'session', 'agents', 'traces', 'spans', 'errors', 'tokens in/out', 'cost'],
-        list.sessions.map((s) => [
-          formatTime(s.lastSeenUnixNano / 1e6),
-          s.sessionId,
-          s.serviceNames.join(','),
-          s.traceCount,
-          s.spanCount,
-          s.errorCount || '',
-          tokens(s.tokens),
-          cost(s.tokensByModel, prices),
-        ]),
-      ),
-    );
-    return 0;
+    return id ? showSession(base, id, values, io) : listSessions(base, values, io);
   },
 };
+
+const prices = (base: string) =>
+  collectorJson<{ prices: Record<string, Price> }>(base, '/api/prices').then((r) => r.prices);
+
+/** One session: its totals, then its traces in time order (or every span with --spans). */
+async function showSession(base: string, id: string, values: Values, io: CliIO): Promise<number> {
+  const path = `/api/sessions/${encodeURIComponent(id)}`;
+  const s = await fetchWhenArrived<SessionResponse>(
+    base,
+    path,
+    `session ${id}`,
+    parseWaitSeconds(values.wait),
+    io,
+  );
+  if (values.spans) return printSessionSpans(base, id, values.json, io);
+  if (values.json) {
+    io.stdout(`${JSON.stringify(s, null, 2)}\n`);
+    return 0;
+  }
+  const x = s.session;
+  const priced = await prices(base);
+  const sessionCost = cost(x.tokensByModel, priced);
+  io.stdout(
+    `session ${x.sessionId}  agents ${x.serviceNames.join(', ') || '-'}\n` +
+      `${x.traceCount} traces, ${x.spanCount} spans, ${x.errorCount} errors, tokens in/out ${x.tokens.input}/${x.tokens.output}${sessionCost ? `, cost ${sessionCost}` : ''}\n` +
+      `${formatTime(x.firstSeenUnixNano / 1e6)} → ${formatTime(x.lastSeenUnixNano / 1e6)}\n\n`,
+  );
+  const rows = s.traces.map((t) => [
+    formatTime(t.startTimeUnixNano / 1e6),
+    t.traceId,
+    t.rootName + (t.inProgress ? ' (in progress)' : ''),
+    formatDurationNano(t.durationNano),
+    t.spanCount,
+    t.errorCount || '',
+    tokens(t.tokens),
+    cost(t.tokensByModel, priced),
+  ]);
+  io.stdout(
+    renderTable(['start', 'trace', 'root', 'duration', 'spans', 'errors', 'tokens in/out', 'cost'], rows),
+  );
+  return 0;
+}
+
+/** The most recent sessions with their counts, tokens, cost and last activity. */
+async function listSessions(base: string, values: Values, io: CliIO): Promise<number> {
+  const limit = values.limit ?? '50';
+  if (!/^\d+$/.test(limit)) throw new UsageError('--limit must be a whole number');
+  const list = await collectorJson<SessionListResponse>(base, `/api/sessions?limit=${limit}`);
+  if (values.json) {
+    io.stdout(`${JSON.stringify(list, null, 2)}\n`);
+    return 0;
+  }
+  const priced = await prices(base);
+  const rows = list.sessions.map((s) => [
+    formatTime(s.lastSeenUnixNano / 1e6),
+    s.sessionId,
+    s.serviceNames.join(','),
+    s.traceCount,
+    s.spanCount,
+    s.errorCount || '',
+    tokens(s.tokens),
+    cost(s.tokensByModel, priced),
+  ]);
+  io.stdout(
+    renderTable(
+      ['last seen', 'session', 'agents', 'traces', 'spans', 'errors', 'tokens in/out', 'cost'],
+      rows,
+    ),
+  );
+  return 0;
+}
