@@ -96,6 +96,8 @@ const ALONE = [
   'collector/src/http/session-spans.test.ts',
   // Two runtime processes and 23 pods on the test kubelet, a lease timed in seconds.
   'packages/runtime/src/control/replica-kill.test.ts',
+  // Two runtime processes, the leader killed, a lease timed in seconds.
+  'packages/runtime/src/control/keeper-failover.test.ts',
   'packages/runtime/src/sessions/hostile.test.ts',
 ];
 

@@ -119,7 +119,21 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
         })
       : undefined;
   let origin = '';
-  const sessions = createSessionManager({ config, isolation, logger, origin: () => origin, leader });
+  // The versions sessions start on now: what a cluster's warm-pool keeper keeps pools of.
+  const targets = () =>
+    store.list('runtime', { offset: 0, limit: 100_000 }).flatMap((runtime) => {
+      const version = store.get('version', `${runtime.id}#${runtime.latestVersion}`);
+      return runtime.status === 'READY' && version?.status === 'READY' ? [{ runtime, version }] : [];
+    });
+  const sessions = createSessionManager({
+    config,
+    isolation,
+    logger,
+    origin: () => origin,
+    leader,
+    targets,
+    owns: (runtimeId) => store.get('runtime', runtimeId) !== undefined,
+  });
   const auth = createAuthenticator(config.apiKeys, { requireExp: config.jwtRequireExp });
   const router = createRouter();
   telemetry.observeSessions(
@@ -264,11 +278,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   if (onlineRules && leader)
     leader.whileLeading({ start: () => onlineRules.start(), stop: () => void onlineRules.stop() });
   else onlineRules?.start();
-  for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
-    const version = store.get('version', `${runtime.id}#${runtime.latestVersion}`);
-    if (version?.status === 'READY' && runtime.status === 'READY')
-      sessions.refreshWarmPool({ runtime, version });
-  }
+  for (const target of targets()) sessions.refreshWarmPool(target);
 
   logger.info('runtime listening', {
     url,

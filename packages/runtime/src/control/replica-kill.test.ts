@@ -11,7 +11,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntimeClient } from '../client.js';
 import { sessionHash } from '../sessions/backends/kubernetes/pod-spec.js';
-import { type TestCluster, startTestCluster } from '../test-support/k8s/test-cluster.js';
+import { type TestCluster, startTestCluster, until } from '../test-support/k8s/test-cluster.js';
 import { ROLE_ARN, fixtureUri, invokeJson, sdkClients, sessionId } from '../test-support.js';
 
 const LEASE_S = 2;
@@ -23,15 +23,6 @@ const replica = (name: string) =>
     AGENTRT_K8S_LEASE_S: String(LEASE_S),
     AGENTRT_MAX_CONCURRENT_STARTS: '64',
   });
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (ok(value) || Date.now() > end) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 interface PodRow {
   metadata: { name: string; labels: Record<string, string> };

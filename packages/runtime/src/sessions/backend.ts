@@ -44,6 +44,11 @@ export interface WorkerRequest {
   sessionDir: string;
   /** The session it serves when known at start; a warm-pool worker learns it later (servedSession). */
   sessionId: string | undefined;
+  /**
+   * A second worker of a session whose first still runs (`restart`): a cluster backend makes a new
+   * one beside it rather than join the session's existing one.
+   */
+  beside?: boolean | undefined;
   servedSession: () => string | undefined;
   /** `/ping` for HTTP, A2A and AG-UI containers; a TCP connect for MCP ones. */
   healthCheck: 'ping' | 'connect';
@@ -67,6 +72,63 @@ export interface StartedWorker {
   exec(argv: string[], timeoutS?: number): CommandSpawn;
   /** Called once the worker answered its first probe. */
   seal?: (() => void) | undefined;
+  /** Another runtime replica's start of the same session, joined (its pod existed already). */
+  adopted?: boolean | undefined;
+}
+
+/** A session's worker a cluster backend found in its cache, whichever runtime replica started it. */
+export interface SharedSession extends StartedWorker {
+  version: number;
+  ready: boolean;
+  /** A warm worker claimed for the session. */
+  warm: boolean;
+  createdAtMs: number;
+}
+
+/** Work one runtime replica does at a time (the Lease holder's): started and stopped with its lead. */
+export interface SharedJob {
+  start(): void;
+  stop(): void;
+}
+
+/** What a backend's shared jobs need of the session manager. */
+export interface SharedJobInput {
+  /** The runtime versions sessions start on now (each runtime's latest READY version). */
+  targets(): SessionTarget[];
+  /** The environment and probe of a version's workers (for the warm workers a keeper makes). */
+  worker(target: SessionTarget): Pick<WorkerRequest, 'env' | 'healthCheck'>;
+  /** The warm pool's floor and cap (AGENTRT_WARM_POOL_SIZE, AGENTRT_WARM_POOL_MAX). */
+  floor: number;
+  cap: number;
+  intervalMs: number;
+  logger: Logger;
+}
+
+/**
+ * What a backend whose sessions several runtime replicas share (a cluster) does beyond starting
+ * workers. Every part is optional; the session manager asks, never the backend's kind.
+ */
+export interface SharedSessions {
+  /** The live session of this id another replica started or serves, from the backend's cache. */
+  find?(runtimeId: string, sessionId: string): SharedSession | undefined;
+  /** Every live session the cluster runs (whichever replica started it), from the cache. */
+  sessions?(): { runtimeId: string; sessionId: string }[];
+  /** Notes an invocation of the session on its worker, for the shared idle reaper. */
+  touch?(worker: Worker): void;
+  /** How long a call waits for its session's worker to start before a 503 (none: waited out). */
+  readonly holdMs?: number | undefined;
+  /** Workers run the version's image as the cluster pulls it: nothing is resolved on this host. */
+  readonly runsImages?: boolean;
+  /**
+   * Warm workers are the cluster's: `start` of a session claims one when there is one, and the
+   * shared jobs keep the pools; the session manager keeps none of its own.
+   */
+  readonly keepsWarmPool?: boolean;
+  /** Ready, unclaimed warm workers of the runtime. */
+  warmCount?(runtimeId: string): number;
+  /** The jobs one replica at a time runs (the warm-pool keeper, the idle and lifetime reaper). */
+  sharedJobs?(input: SharedJobInput): SharedJob[];
+  close?(): Promise<void>;
 }
 
 /**
@@ -75,24 +137,11 @@ export interface StartedWorker {
  * and the same for all; a backend starts a worker, and the Worker it returns is how the runtime
  * reaches it, probes it, reads its usage and stops it.
  */
-export interface SessionBackend {
+export interface SessionBackend extends SharedSessions {
   readonly name: 'process-group' | 'bwrap' | 'docker' | 'podman' | 'kubernetes';
   /** Removes what a runtime that was killed left of this backend's workers (before any session starts). */
   sweep?(): Promise<void>;
   start(request: WorkerRequest): Promise<StartedWorker>;
-}
-
-/**
- * A warm pool its cluster keeps (agent-sandbox's SandboxWarmPool: the controller makes the warm
- * sandboxes, a session's claim adopts one). The session manager only sizes it from its demand.
- */
-export interface ClusterWarmPool {
-  /** Makes the version's pool (and what it needs) on first use and sets its size. */
-  resize(target: SessionTarget, replicas: number, worker: Pick<WorkerRequest, 'env' | 'healthCheck'>): void;
-  /** Deletes the runtime's pools, but the one of version `keep`. */
-  drop(runtimeId: string, keep?: number): Promise<void>;
-  /** Ready, unclaimed warm sandboxes of the runtime's pools (all runtimes: undefined). */
-  count(runtimeId?: string): number;
 }
 
 /** The `mountPath` of the version's sessionStorage filesystem, if it has one. */

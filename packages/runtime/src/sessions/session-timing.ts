@@ -2,14 +2,15 @@
 // maximum lifetime, and — for a pod — the activity notes the session reaper reads (the reaper, one
 // replica's, then owns the idle and lifetime stops of every replica's sessions).
 import { type RuntimeConfig } from '../config.js';
-import { type Session, type StopReason } from './session-manager.js';
+import { type Session, type StopReason } from './session.js';
+import { type Worker } from './worker.js';
 
 const CONSECUTIVE_PING_FAILURES_TO_STOP = 3;
 
 export interface SessionTimingOptions {
   config: Readonly<RuntimeConfig>;
-  /** Notes activity on a session's pod (kubernetes), for the session reaper. */
-  touch?: ((podName: string) => void) | undefined;
+  /** Notes activity on a session's worker (a cluster's), for the shared session reaper. */
+  touch?: ((worker: Worker) => void) | undefined;
   /** The idle and lifetime stops are the session reaper's (kubernetes): only pings run here. */
   shared: boolean;
   stop: (session: Session, reason: StopReason) => Promise<void>;
@@ -24,12 +25,12 @@ export function createSessionTiming({ config, touch, shared, stop: stopSession }
    */
   const inflightNotes = new WeakMap<Session, NodeJS.Timeout>();
   const noteActivity = (session: Session) => {
-    const podName = session.worker?.podName;
-    if (!touch || !podName) return;
-    touch(podName);
+    const worker = session.worker;
+    if (!touch || !worker) return;
+    touch(worker);
     const note = inflightNotes.get(session);
     if (session.inflight > 0 && !note) {
-      const timer = setInterval(() => touch(podName), config.pingIntervalMs);
+      const timer = setInterval(() => touch(worker), config.pingIntervalMs);
       timer.unref();
       inflightNotes.set(session, timer);
     } else if (session.inflight === 0 && note) {

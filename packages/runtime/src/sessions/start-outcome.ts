@@ -1,7 +1,7 @@
 // How the caller of a session's start hears its outcome: a failure as the AWS error it maps to, and
 // a start that takes longer than the caller may wait (a pod's) as a 503 to retry.
 import { RuntimeApiError } from '../errors.js';
-import { type Session } from './session-manager.js';
+import { type Session } from './session.js';
 import { BackendUnavailableError } from './worker.js';
 
 /** A failed start as the caller hears it: 503 when the cluster is unreachable, else 424. */

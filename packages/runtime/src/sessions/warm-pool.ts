@@ -1,5 +1,5 @@
 import { type Logger } from '../logger.js';
-import { type ClusterWarmPool, type SessionTarget, sessionStorageMount } from './backend.js';
+import { type SessionTarget, sessionStorageMount } from './backend.js';
 import { DEMAND_WINDOW_MS, createWarmDemand } from './warm-demand.js';
 import { type Worker } from './worker.js';
 
@@ -25,11 +25,6 @@ export interface WarmPoolOptions {
     target: SessionTarget,
     onWorker: (started: Pick<PooledWorker, 'worker' | 'sessionDir' | 'adopt'>) => void,
   ) => Promise<void>;
-  /**
-   * Set when the backend's cluster keeps the warm workers (agent-sandbox): the pool is sized there
-   * from the same demand, and a session's claim adopts a warm worker, so `take` gives none here.
-   */
-  cluster?: { pool: ClusterWarmPool; resize: (target: SessionTarget, replicas: number) => void } | undefined;
 }
 
 const keyOf = (runtimeId: string, version: number) => `${runtimeId}#${version}`;
@@ -87,9 +82,8 @@ export function createWarmPool(options: WarmPoolOptions) {
     const key = keyOf(target.runtime.id, target.version.version);
     const want = demand.target(key);
     const pool = pools.get(key) ?? [];
-    pools.set(key, pool); // a cluster's pool is an empty one here: dropping it forgets its demand
-    if (options.cluster) options.cluster.resize(target, want);
-    else keep(target, pool, want);
+    pools.set(key, pool);
+    keep(target, pool, want);
     recheck(target, key);
   };
 
@@ -133,7 +127,6 @@ export function createWarmPool(options: WarmPoolOptions) {
     take(target: SessionTarget): PooledWorker | undefined {
       const key = keyOf(target.runtime.id, target.version.version);
       demand.record(key);
-      if (options.cluster) return undefined;
       const pool = pools.get(key);
       const i = pool?.findIndex((e) => e.isReady && !e.worker.exited) ?? -1;
       const [entry] = pool && i >= 0 ? pool.splice(i, 1) : [];
@@ -143,13 +136,10 @@ export function createWarmPool(options: WarmPoolOptions) {
     refresh(target: SessionTarget): void {
       const kept = keyOf(target.runtime.id, target.version.version);
       void drop((k) => k.startsWith(`${target.runtime.id}#`) && k !== kept);
-      void options.cluster?.pool.drop(target.runtime.id, target.version.version);
       fill(target);
     },
-    dropRuntime: (runtimeId: string) =>
-      Promise.all([drop((k) => k.startsWith(`${runtimeId}#`)), options.cluster?.pool.drop(runtimeId)]),
+    dropRuntime: (runtimeId: string) => drop((k) => k.startsWith(`${runtimeId}#`)),
     count: (runtimeId?: string) =>
-      options.cluster?.pool.count(runtimeId) ??
       [...pools.entries()]
         .filter(([k]) => runtimeId === undefined || k.startsWith(`${runtimeId}#`))
         .reduce((n, [, p]) => n + p.filter((e) => e.isReady).length, 0),

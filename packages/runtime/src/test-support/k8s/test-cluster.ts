@@ -127,3 +127,13 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     },
   };
 }
+
+/** Reads until `ok` holds or `ms` passed (then the last value, for the test's own expect). */
+export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (ok(value) || Date.now() > end) return value;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

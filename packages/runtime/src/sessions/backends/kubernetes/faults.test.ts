@@ -207,6 +207,6 @@ describe('kubernetes backend faults', () => {
     );
     expect(error?.message).toMatch(/Warning Failed: Failed to pull image/);
     await started.worker.stop(0);
-    await backend.close();
+    await backend.close?.();
   }, 60_000);
 });

@@ -9,6 +9,8 @@ export interface InformerCache<T> {
   all(): T[];
   /** Calls `listener` on every change of object `name` until it returns true or the call it returns is made. */
   follow(name: string, listener: (object: T, deleted: boolean) => boolean): () => void;
+  /** Calls `listener` on every change of any object. */
+  onChange(listener: (object: T, deleted: boolean) => void): void;
   /** Resolves once the first list is in. */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -29,11 +31,13 @@ export function createInformerCache<T extends KubernetesObject>(
 ): InformerCache<T> {
   const { namespace, logger, what } = options;
   const listeners = new Map<string, Set<(object: T, deleted: boolean) => void>>();
+  const everyChange: ((object: T, deleted: boolean) => void)[] = [];
   let closed = false;
   let retry = RETRY_MS.first;
   const emit = (object: T, deleted: boolean) => {
     retry = RETRY_MS.first;
     options.onEvent?.(object, deleted);
+    for (const listener of everyChange) listener(object, deleted);
     for (const listener of listeners.get(object.metadata?.name ?? '') ?? []) listener(object, deleted);
   };
   informer.on('add', (o) => emit(o, false));
@@ -62,6 +66,7 @@ export function createInformerCache<T extends KubernetesObject>(
       set.add(wrapped);
       return stop;
     },
+    onChange: (listener) => void everyChange.push(listener),
     ready: () => started,
     async close() {
       closed = true;

@@ -1,21 +1,15 @@
 // The `kubernetes` session backend (AGENTRT_SESSIONS=kubernetes), `pods` mode: one pod per session
-// from the version's pod spec (pod-spec.ts), reached at its pod IP from an informer cache. A warm
-// pod (made for the session manager's warm pool, labelled agentrt.dev/pool=warm) becomes a
-// session's by a label patch that carries the resourceVersion it was read at: of two runtime
-// replicas claiming it, one gets a 409 and starts another.
+// from the version's pod spec (pod-spec.ts), reached at its pod IP from an informer cache. A new
+// session first claims a warm pod (warm-pods.ts: any replica's, kept by the Lease holder); else its
+// pod is made under a name hashed from the session: two replicas starting the same new session at
+// once make one pod, the second (409) joins it.
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, PatchStrategy, type V1Pod, setHeaderOptions } from '@kubernetes/client-node';
 import { type RuntimeConfig } from '../../../config.js';
 import { type Logger } from '../../../logger.js';
-import {
-  type ClusterWarmPool,
-  type SessionBackend,
-  type StartedWorker,
-  type WorkerRequest,
-} from '../../backend.js';
+import { type SessionBackend, type WorkerRequest } from '../../backend.js';
 import { containerEnv } from '../../container-env.js';
-import { type Worker } from '../../worker.js';
-import { apiFailure, loadKubeConfig, podCommand } from './kube-client.js';
+import { apiFailure, loadKubeConfig, podCommand, statusOf } from './kube-client.js';
 import { type PodCache, createPodCache, isReady } from './pod-cache.js';
 import { activityGraceMs, createSessionReaper } from './session-reaper.js';
 import {
@@ -23,46 +17,19 @@ import {
   LABELS,
   POD_PORT,
   type PodSettings,
+  labelValue,
   podSettingsOf,
-  sessionHash,
   sessionPod,
 } from './pod-spec.js';
 import { PodWorker } from './pod-worker.js';
 import { createSandboxBackend } from './sandbox-mode.js';
-
-/** A session's pod (or claim) found in the informer cache (made or claimed by any runtime replica). */
-export interface FoundSession extends StartedWorker {
-  worker: Worker;
-  version: number;
-  ready: boolean;
-  /** A warm-pool pod claimed for the session. */
-  warm: boolean;
-  createdAtMs: number;
-}
+import { createClusterDemand, createWarmKeeper } from './warm-keeper.js';
+import { createWarmPods } from './warm-pods.js';
 
 export interface KubernetesBackend extends SessionBackend {
-  /** The live pod of the session, from the informer cache, as a worker to reach it; none: undefined. */
-  find(runtimeId: string, sessionId: string): FoundSession | undefined;
-  /** Claims the warm pod for `sessionId` (label patch with its resourceVersion); false when another took it. */
-  claim(podName: string, sessionId: string): Promise<boolean>;
-  /**
-   * Notes an invocation of the session on its pod (agentrt.dev/last-activity-ms), for the reaper of
-   * whichever replica leads: at most once per `activityGraceMs` per pod, the last one written late.
-   */
-  touch?(podName: string): void;
-  /**
-   * The idle and lifetime reaper of every session pod, as a leader job (pods mode; without it each
-   * replica's session manager stops its own sessions).
-   */
-  reaper?(intervalMs: number, logger: Logger): { start(): void; stop(): void };
-  /**
-   * The warm pool the cluster keeps (agent-sandbox mode: a SandboxWarmPool per version, sized by the
-   * session manager's demand); pods mode: none, the session manager keeps warm pods itself.
-   */
-  readonly clusterPool?: ClusterWarmPool | undefined;
+  readonly name: 'kubernetes';
   /** API writes made (creates, patches, deletes): bench figures. */
   readonly writes: { value: number };
-  close(): Promise<void>;
 }
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -82,110 +49,136 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
     namespace: config.kubernetesNamespace,
     runtimeClassName: config.kubernetesRuntimeClass || undefined,
   });
-  const cache: PodCache = createPodCache(kc, core, settings.namespace, logger);
+  const { namespace } = settings;
+  const cache: PodCache = createPodCache(kc, core, namespace, logger);
   const writes = { value: 0 };
   const activity = activityWriter(cache, (name, atMs) => {
     writes.value++;
     const body = { metadata: { annotations: { [ANNOTATIONS.lastActivityMs]: String(atMs) } } };
-    return core.patchNamespacedPod({ name, namespace: settings.namespace, body }, merge);
+    return core.patchNamespacedPod({ name, namespace, body }, merge);
   });
-  let slot = 0;
+  const warm = createWarmPods({ cache, core, settings, writes, logger });
+  const demand = createClusterDemand(config.warmPoolSize, config.warmPoolMax);
 
-  const create = async (request: WorkerRequest) => {
+  /**
+   * Makes the session's pod. Its name is the session's: when taken by the session's live pod
+   * (another replica started the same session a moment before) that pod is joined; when taken by
+   * one being deleted, or for a second worker beside the first (`beside`), the pod is made under the
+   * name and a random suffix.
+   */
+  const create = async (request: WorkerRequest & { sessionId: string }) => {
     const env = containerEnv(request.env(POD_PORT, false), request.target.runtime.name);
+    const for_ = { kind: 'session' as const, sessionId: request.sessionId };
     const pod = sessionPod({
       target: request.target,
-      for: request.sessionId
-        ? { kind: 'session', sessionId: request.sessionId }
-        : { kind: 'warm', slot: slot++ },
+      for: for_,
       env,
       healthCheck: request.healthCheck,
       settings,
     });
-    // A warm slot's name is per (runtime, version, slot): slots count up, so a name is never reused.
     await cache.ready().catch(() => undefined);
-    return createPod(pod);
+    const name = pod.metadata?.name ?? '';
+    const made = await createPod(pod);
+    if (made || request.beside)
+      return { name: made ?? (await createPod(suffixed(pod), true))!, adopted: false };
+    const existing = await core.readNamespacedPod({ name, namespace }).catch(() => undefined);
+    const same = existing?.metadata?.annotations?.[ANNOTATIONS.sessionId] === request.sessionId;
+    if (same && !existing?.metadata?.deletionTimestamp) return { name, adopted: true };
+    return { name: (await createPod(suffixed(pod), true))!, adopted: false };
   };
 
-  /**
-   * Creates the pod; when its name is taken (the session's old pod still being replaced, or a warm
-   * slot another replica made) it is made once more under the name and a random suffix.
-   */
-  const createPod = async (pod: V1Pod, retried = false): Promise<string> => {
+  /** Creates the pod: its name, or none when the name is taken (409) and `strict` is not set. */
+  const createPod = async (pod: V1Pod, strict = false): Promise<string | undefined> => {
     writes.value++;
     try {
-      const made = await core.createNamespacedPod({ namespace: settings.namespace, body: pod });
+      const made = await core.createNamespacedPod({ namespace, body: pod });
       return made.metadata?.name as string;
     } catch (error) {
-      const name = pod.metadata?.name ?? '';
-      if ((error as { code?: number }).code !== 409 || retried)
-        throw apiFailure(`creating pod ${name}`, error);
-      const suffix = randomBytes(3).toString('hex');
-      return createPod({ ...pod, metadata: { ...pod.metadata, name: `${name}-${suffix}` } }, true);
+      if (statusOf(error) !== 409 || strict)
+        throw apiFailure(`creating pod ${pod.metadata?.name ?? ''}`, error);
+      return undefined;
     }
   };
 
-  const exec = (name: string) => podCommand(kc, settings.namespace, () => name);
+  const exec = (name: string) => podCommand(kc, namespace, () => name);
 
-  const workerOf = (name: string, healthCheck: 'ping' | 'connect', podLogger?: Logger) =>
+  const workerOf = (
+    name: string,
+    launch: 'warm' | 'cold',
+    healthCheck: 'ping' | 'connect',
+    podLogger?: Logger,
+  ) =>
     new PodWorker({
       name,
-      namespace: settings.namespace,
+      namespace,
       core,
       cache,
       healthCheck,
+      launch,
       logs: podLogger && { kubeConfig: kc, logger: podLogger },
     });
 
   return {
     name: 'kubernetes',
     writes,
+    holdMs: config.kubernetesHoldMs,
+    runsImages: true,
+    keepsWarmPool: true,
     async start(request) {
-      const name = await create(request);
-      return { worker: workerOf(name, request.healthCheck, request.logger), exec: exec(name) };
+      const { sessionId, beside } = request;
+      if (!sessionId) throw new Error('pods mode: warm pods are made by the warm pool keeper');
+      const claimed = beside ? undefined : await warm.claim(request.target, sessionId);
+      if (claimed)
+        return {
+          worker: workerOf(claimed, 'warm', request.healthCheck, request.logger),
+          exec: exec(claimed),
+        };
+      const { name, adopted } = await create({ ...request, sessionId });
+      // A joined pod's output is logged by the replica that made it.
+      const worker = workerOf(name, 'cold', request.healthCheck, adopted ? undefined : request.logger);
+      return { worker, exec: exec(name), adopted };
     },
     find(runtimeId, sessionId) {
       const pod = cache.session(runtimeId, sessionId);
       const name = pod?.metadata?.name;
       if (!pod || !name) return undefined;
       const probe = pod.spec?.containers[0]?.readinessProbe;
+      const launch = pod.metadata?.labels?.[LABELS.slot] !== undefined ? 'warm' : 'cold';
       return {
-        worker: workerOf(name, probe?.tcpSocket ? 'connect' : 'ping'),
+        worker: workerOf(name, launch, probe?.tcpSocket ? 'connect' : 'ping'),
         exec: exec(name),
         version: Number(pod.metadata?.labels?.[LABELS.version]),
         ready: isReady(pod),
-        warm: pod.metadata?.labels?.[LABELS.slot] !== undefined,
+        warm: launch === 'warm',
         createdAtMs: new Date(pod.metadata?.creationTimestamp ?? Date.now()).getTime(),
       };
     },
-    async claim(podName, sessionId) {
-      const pod = cache.get(podName);
-      if (!pod?.metadata?.resourceVersion) return false;
-      const body = {
-        metadata: {
-          resourceVersion: pod.metadata.resourceVersion,
-          labels: { [LABELS.pool]: null, [LABELS.sessionHash]: sessionHash(sessionId) },
-          annotations: { [ANNOTATIONS.sessionId]: sessionId, [ANNOTATIONS.claimedAtMs]: String(Date.now()) },
-        },
-      };
-      writes.value++;
-      return core.patchNamespacedPod({ name: podName, namespace: settings.namespace, body }, merge).then(
-        () => true,
-        (error: unknown) => {
-          if ((error as { code?: number }).code === 409) return false;
-          throw apiFailure(`claiming warm pod ${podName}`, error);
-        },
-      );
+    sessions: () => cache.sessions(),
+    touch: (worker) => worker.podName && activity.touch(worker.podName),
+    warmCount: (runtimeId) => warm.count(labelValue(runtimeId)),
+    sharedJobs(input) {
+      const keeper = createWarmKeeper(warm, demand, input);
+      warm.hear(demand, () => keeper.kick());
+      const reaper = createSessionReaper({
+        cache,
+        core,
+        namespace,
+        intervalMs: input.intervalMs,
+        logger: input.logger,
+      });
+      return [keeper, reaper];
     },
-    touch: (podName) => activity.touch(podName),
-    reaper: (intervalMs, reaperLogger) =>
-      createSessionReaper({ cache, core, namespace: settings.namespace, intervalMs, logger: reaperLogger }),
     close: async () => {
       activity.close();
       await cache.close();
     },
   };
 }
+
+const suffixed = (pod: V1Pod): V1Pod => ({
+  ...pod,
+  metadata: { ...pod.metadata, name: `${pod.metadata?.name ?? ''}-${randomBytes(3).toString('hex')}` },
+});
 
 /** `touch` of each pod, throttled: a write now, or one when the grace since the last has passed. */
 function activityWriter(cache: PodCache, write: (podName: string, atMs: number) => Promise<unknown>) {

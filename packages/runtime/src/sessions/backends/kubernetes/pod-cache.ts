@@ -2,6 +2,7 @@
 // pods agentrt manages in its namespace, so a session's pod, its IP and its readiness are read from
 // memory, never polled (informer-cache.ts).
 import { type CoreV1Api, type KubeConfig, type V1Pod, makeInformer } from '@kubernetes/client-node';
+import { parseRuntimeArn } from '../../../control/arn.js';
 import { type Logger } from '../../../logger.js';
 import { type InformerCache, createInformerCache } from './informer-cache.js';
 import { ANNOTATIONS, LABELS, MANAGED_BY, labelValue, sessionHash } from './pod-spec.js';
@@ -13,6 +14,8 @@ export interface PodCache extends InformerCache<V1Pod> {
    * the id; of several (a worker being replaced), the newest. Read from memory, never from the API.
    */
   session(runtimeId: string, sessionId: string): V1Pod | undefined;
+  /** Every live session a pod serves, whichever replica made or claimed it. */
+  sessions(): { runtimeId: string; sessionId: string }[];
 }
 
 export function createPodCache(kc: KubeConfig, core: CoreV1Api, namespace: string, logger: Logger): PodCache {
@@ -47,6 +50,15 @@ export function createPodCache(kc: KubeConfig, core: CoreV1Api, namespace: strin
       }
       return found;
     },
+    sessions: () =>
+      cache.all().flatMap((pod) => {
+        const { labels = {}, annotations = {}, deletionTimestamp } = pod.metadata ?? {};
+        const runtimeId = parseRuntimeArn(annotations[ANNOTATIONS.runtimeArn] ?? '')?.runtimeId;
+        const sessionId = annotations[ANNOTATIONS.sessionId];
+        if (!labels[LABELS.sessionHash] || deletionTimestamp || !runtimeId || !sessionId) return [];
+        if (pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded') return [];
+        return [{ runtimeId, sessionId }];
+      }),
   };
 }
 

@@ -17,6 +17,8 @@ export interface PodWorkerOptions {
   core: CoreV1Api;
   cache: PodCache;
   healthCheck: 'ping' | 'connect';
+  /** How the session got it: a claimed warm pod, or one made for it. */
+  launch?: 'warm' | 'cold' | undefined;
   /**
    * Where the pod's output goes once it runs (pods/log followed); none for a pod another replica
    * made, whose output that replica logs.
@@ -55,6 +57,10 @@ export class PodWorker extends ClusterWorker implements Worker {
 
   get podName(): string {
     return this.options.name;
+  }
+
+  launchType(): 'warm' | 'cold' | undefined {
+    return this.options.launch;
   }
 
   /** Once the pod runs (it has an address): its output into the runtime's log. */

@@ -6,7 +6,7 @@
 import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntimeClient } from '../../../client.js';
-import { type TestCluster, startTestCluster } from '../../../test-support/k8s/test-cluster.js';
+import { type TestCluster, startTestCluster, until } from '../../../test-support/k8s/test-cluster.js';
 import {
   type TestRuntime,
   createReady,
@@ -46,15 +46,6 @@ const podsOf = async (runtimeId: string, sid: string) =>
   ).items;
 const active = async (replica: TestRuntime) =>
   (await createRuntimeClient({ url: replica.server.url }).activeSessions()).map((s) => s.sessionId).sort();
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (ok(value) || Date.now() > end) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const stop = (replica: TestRuntime, sid: string) =>
   replica.data.send(new StopRuntimeSessionCommand({ agentRuntimeArn: counterArn, runtimeSessionId: sid }));

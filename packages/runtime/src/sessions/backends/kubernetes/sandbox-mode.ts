@@ -1,36 +1,33 @@
 // The `kubernetes` session backend in `agent-sandbox` mode (AGENTRT_K8S_MODE=agent-sandbox): the
 // same sessions as kubernetes-sigs/agent-sandbox objects, for clusters running its controller. Per
-// runtime version a SandboxTemplate (pods mode's pod, no session in it) and a SandboxWarmPool sized
-// from the session manager's demand; per session a SandboxClaim, which the controller binds to a
-// warm-pool sandbox it adopts (launch type warm) or to one it makes (cold). The session is reached
+// runtime version a SandboxTemplate (pods mode's pod, no session in it) and a SandboxWarmPool the
+// Lease holder's keeper sizes from every replica's claims (warm-keeper.ts); per session a
+// SandboxClaim, which the controller binds to a warm-pool sandbox it adopts (launch type warm) or
+// to one it makes (cold). The session is reached
 // at the pod the claim's sandbox names, from informer caches; stop deletes the claim.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { type RuntimeConfig } from '../../../config.js';
 import { type Logger } from '../../../logger.js';
-import { type ClusterWarmPool, type SessionBackend, type StartedWorker } from '../../backend.js';
+import { parseRuntimeArn } from '../../../control/arn.js';
+import { type SessionBackend, type SessionTarget, type SharedSession } from '../../backend.js';
 import { ClaimWorker, type ClaimWorkerOptions } from './claim-worker.js';
 import { loadKubeConfig, podCommand } from './kube-client.js';
 import { createPodCache } from './pod-cache.js';
 import { ANNOTATIONS, LABELS, labelValue, podSettingsOf, sessionHash } from './pod-spec.js';
 import { type SandboxCache, createSandboxCache } from './sandbox-cache.js';
 import { type SandboxObjects, createSandboxObjects } from './sandbox-objects.js';
-import { SANDBOX_KEYS, type SandboxObject, conditionTrue } from './sandbox-spec.js';
-
-export interface SandboxBackend extends SessionBackend {
-  find(runtimeId: string, sessionId: string): FoundClaim | undefined;
-  claim(podName: string, sessionId: string): Promise<boolean>;
-  readonly clusterPool: ClusterWarmPool;
-  readonly writes: { value: number };
-  close(): Promise<void>;
-}
+import { SANDBOX_KEYS, type SandboxObject, conditionTrue, nameHash, warmPoolName } from './sandbox-spec.js';
+import {
+  type ClusterDemand,
+  type ClusterPools,
+  createClusterDemand,
+  createWarmKeeper,
+  poolKey,
+} from './warm-keeper.js';
 
 /** A session's claim another replica made, found in the claim cache. */
-export interface FoundClaim extends StartedWorker {
+export interface FoundClaim extends SharedSession {
   worker: ClaimWorker;
-  version: number;
-  ready: boolean;
-  warm: boolean;
-  createdAtMs: number;
 }
 
 /** The live claim of the session (by its labels, the id checked in its annotation); of several, the newest. */
@@ -51,33 +48,55 @@ function claimOf(cache: SandboxCache, runtimeId: string, sessionId: string): San
 
 const createdMs = (o: SandboxObject) => new Date(o.metadata.creationTimestamp ?? 0).getTime();
 
-/** The session manager's view of the SandboxWarmPools: sized by its demand, counted from the cache. */
-function clusterPoolOf(objects: SandboxObjects, cache: SandboxCache, logger: Logger): ClusterWarmPool {
+/**
+ * The SandboxWarmPools as the keeper sizes them (the controller makes their sandboxes). A runtime
+ * whose version changed loses its older pools; a deleted one all of them.
+ */
+function clusterPoolsOf(objects: SandboxObjects): ClusterPools {
+  const kept = new Map<string, number>();
   return {
-    resize: (target, replicas, worker) =>
-      void objects.resize(target, replicas, worker).catch((error: unknown) =>
-        logger.warn('kubernetes: the warm pool could not be sized', {
-          runtimeId: target.runtime.id,
-          replicas,
-          error: (error as Error).message,
-        }),
-      ),
-    drop: (runtimeId, keep) =>
-      objects
-        .drop(runtimeId, keep)
-        .catch((error: unknown) =>
-          logger.warn('kubernetes: warm pools not deleted', { runtimeId, error: (error as Error).message }),
-        ),
-    count: (runtimeId) =>
-      cache.sandboxes.all().filter((sandbox) => {
-        const pool = objects.poolRuntime(sandbox.metadata.labels?.[SANDBOX_KEYS.warmPool] ?? '');
-        if (!pool || (runtimeId !== undefined && pool !== runtimeId)) return false;
-        return !sandbox.metadata.deletionTimestamp && conditionTrue(sandbox, 'Ready');
-      }).length,
+    keep: (target, replicas, worker) => objects.resize(target, replicas, worker),
+    async prune(targets) {
+      const now = new Map(targets.map((t) => [t.runtime.id, t.version.version]));
+      const gone = [...kept].filter(([runtimeId, version]) => now.get(runtimeId) !== version);
+      for (const [runtimeId] of gone) kept.delete(runtimeId);
+      for (const [runtimeId, version] of now) kept.set(runtimeId, version);
+      await Promise.all(gone.map(([runtimeId]) => objects.drop(runtimeId, now.get(runtimeId))));
+    },
   };
 }
 
-export function createSandboxBackend(config: Readonly<RuntimeConfig>, logger: Logger): SandboxBackend {
+/** Ready, unclaimed warm sandboxes of the targets' pools. */
+function warmCount(cache: SandboxCache, targets: SessionTarget[]): number {
+  const pools = new Set(targets.map((t) => nameHash(warmPoolName(t))));
+  return cache.sandboxes
+    .all()
+    .filter(
+      (sandbox) =>
+        pools.has(sandbox.metadata.labels?.[SANDBOX_KEYS.warmPool] ?? '') &&
+        !sandbox.metadata.deletionTimestamp &&
+        conditionTrue(sandbox, 'Ready'),
+    ).length;
+}
+
+/** Feeds `demand` from the claim cache: each claim made, whichever replica made it. */
+function hearClaims(cache: SandboxCache, demand: ClusterDemand, then: () => void): void {
+  const counted = new Set<string>();
+  cache.claims.onChange((claim, deleted) => {
+    const name = claim.metadata.name;
+    if (deleted) return void counted.delete(name);
+    if (counted.has(name)) return;
+    counted.add(name);
+    const labels = claim.metadata.labels ?? {};
+    demand.heard(poolKey(labels[LABELS.runtime] ?? '', labels[LABELS.version] ?? ''), createdMs(claim));
+    then();
+  });
+}
+
+export function createSandboxBackend(
+  config: Readonly<RuntimeConfig>,
+  logger: Logger,
+): SessionBackend & { name: 'kubernetes'; writes: { value: number } } {
   const kc = loadKubeConfig(config);
   const core = kc.makeApiClient(CoreV1Api);
   const settings = podSettingsOf(config, {
@@ -89,6 +108,8 @@ export function createSandboxBackend(config: Readonly<RuntimeConfig>, logger: Lo
   const cache = createSandboxCache(kc, namespace, logger);
   const writes = { value: 0 };
   const objects = createSandboxObjects(kc.makeApiClient(CustomObjectsApi), settings, writes);
+  const demand = createClusterDemand(config.warmPoolSize, config.warmPoolMax);
+  let targets: () => SessionTarget[] = () => [];
   const deleteClaim = (name: string) => objects.deleteClaim(name);
   const workerOf = (claim: string, healthCheck: 'ping' | 'connect', logs?: ClaimWorkerOptions['logs']) =>
     new ClaimWorker({ claim, namespace, core, pods, cache, healthCheck, deleteClaim, logs });
@@ -105,15 +126,23 @@ export function createSandboxBackend(config: Readonly<RuntimeConfig>, logger: Lo
   return {
     name: 'kubernetes',
     writes,
-    clusterPool: clusterPoolOf(objects, cache, logger),
+    holdMs: config.kubernetesHoldMs,
+    runsImages: true,
+    keepsWarmPool: true,
     async start(request) {
       if (!request.sessionId) throw new Error('agent-sandbox mode: warm sandboxes are its SandboxWarmPools');
       await cache.ready().catch(() => undefined);
-      const claim = await objects.claim(request.target, request.sessionId, request);
-      const logs = { kubeConfig: kc, logger: request.logger };
-      return started(workerOf(claim, request.healthCheck, logs));
+      const { name, adopted } = await objects.claim(
+        request.target,
+        request.sessionId,
+        request,
+        request.beside,
+      );
+      // A joined claim's output is logged by the replica that made it.
+      const logs = adopted ? undefined : { kubeConfig: kc, logger: request.logger };
+      return { ...started(workerOf(name, request.healthCheck, logs)), adopted };
     },
-    find(runtimeId, sessionId) {
+    find(runtimeId, sessionId): FoundClaim | undefined {
       const claim = claimOf(cache, runtimeId, sessionId);
       if (!claim) return undefined;
       const worker = workerOf(claim.metadata.name, probeOf(claim));
@@ -125,8 +154,25 @@ export function createSandboxBackend(config: Readonly<RuntimeConfig>, logger: Lo
         createdAtMs: createdMs(claim),
       };
     },
-    // A warm sandbox is adopted by the controller for a claim: the session manager never claims one.
-    claim: () => Promise.resolve(true),
+    sessions: () =>
+      cache.claims.all().flatMap((claim) => {
+        const runtimeId = parseRuntimeArn(
+          claim.metadata.annotations?.[ANNOTATIONS.runtimeArn] ?? '',
+        )?.runtimeId;
+        const sessionId = claim.metadata.annotations?.[ANNOTATIONS.sessionId];
+        return runtimeId && sessionId && !claim.metadata.deletionTimestamp ? [{ runtimeId, sessionId }] : [];
+      }),
+    warmCount: (runtimeId) =>
+      warmCount(
+        cache,
+        targets().filter((t) => t.runtime.id === runtimeId),
+      ),
+    sharedJobs(input) {
+      targets = input.targets;
+      const keeper = createWarmKeeper(clusterPoolsOf(objects), demand, input);
+      hearClaims(cache, demand, () => keeper.kick());
+      return [keeper];
+    },
     close: () => Promise.all([cache.close(), pods.close()]).then(() => undefined),
   };
 }

@@ -1,16 +1,16 @@
 // agent-sandbox mode's API writes: a version's SandboxTemplate and SandboxWarmPool (made once, the
-// pool resized as the session manager's demand changes), a session's SandboxClaim, and their
+// pool resized as the warm-pool keeper asks), a session's SandboxClaim, and their
 // deletion. Every write is counted (bench figures).
 import { type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { type SessionTarget, type WorkerRequest } from '../../backend.js';
+import { type SessionTarget } from '../../backend.js';
 import { containerEnv } from '../../container-env.js';
 import { apiFailure, statusOf } from './kube-client.js';
-import { POD_PORT, type PodSettings } from './pod-spec.js';
+import { ANNOTATIONS, POD_PORT, type PodSettings } from './pod-spec.js';
+import { type VersionWorker } from './warm-keeper.js';
 import {
   EXTENSIONS_GROUP,
   SANDBOX_VERSION,
   type SandboxObject,
-  nameHash,
   runtimeSelector,
   sandboxClaim,
   sandboxTemplate,
@@ -26,18 +26,22 @@ const PLURALS = {
 };
 type Kind = keyof typeof PLURALS;
 
-export type VersionWorker = Pick<WorkerRequest, 'env' | 'healthCheck'>;
-
 export interface SandboxObjects {
   /** Makes the version's template and pool (once per process) and sets the pool's size. */
   resize(target: SessionTarget, replicas: number, worker: VersionWorker): Promise<void>;
-  /** Makes the session's claim (its pool first); returns its name. */
-  claim(target: SessionTarget, sessionId: string, worker: VersionWorker): Promise<string>;
+  /**
+   * Makes the session's claim (its pool first): its name, and whether it was the session's live
+   * claim another replica had just made (joined). `beside`: a second claim, never joined.
+   */
+  claim(
+    target: SessionTarget,
+    sessionId: string,
+    worker: VersionWorker,
+    beside?: boolean,
+  ): Promise<{ name: string; adopted: boolean }>;
   deleteClaim(name: string): Promise<void>;
   /** Deletes the runtime's pools and templates (but those of version `keep`). */
   drop(runtimeId: string, keep?: number): Promise<void>;
-  /** The runtime id of a warm-pool label value (NameHash of a pool this process made). */
-  poolRuntime(poolHash: string): string | undefined;
 }
 
 export function createSandboxObjects(
@@ -57,18 +61,19 @@ export function createSandboxObjects(
     string,
     { made: Promise<void>; replicas: number; runtimeId: string; version: number }
   >();
-  const pools = new Map<string, string>();
   const keyOf = (t: SessionTarget) => warmPoolName(t);
 
-  /** Creates the object; one that exists already (another replica made it) is fine. */
-  const create = async (object: SandboxObject): Promise<void> => {
+  /** Creates the object: false when it exists already (another replica made it). */
+  const create = async (object: SandboxObject): Promise<boolean> => {
     writes.value++;
-    await api
-      .createNamespacedCustomObject({ ...where(object.kind as Kind), body: object })
-      .catch((error: unknown) => {
+    return api.createNamespacedCustomObject({ ...where(object.kind as Kind), body: object }).then(
+      () => true,
+      (error: unknown) => {
         if (statusOf(error) !== 409)
           throw apiFailure(`creating ${object.kind} ${object.metadata.name}`, error);
-      });
+        return false;
+      },
+    );
   };
 
   const ensure = (target: SessionTarget, replicas: number, worker: VersionWorker) => {
@@ -77,10 +82,18 @@ export function createSandboxObjects(
     if (known) return known;
     const env = containerEnv(worker.env(POD_PORT, false), target.runtime.name);
     const template = sandboxTemplate({ target, env, healthCheck: worker.healthCheck, settings });
-    const made = create(template).then(() => create(sandboxWarmPool(target, settings, replicas)));
-    const entry = { made, replicas, runtimeId: target.runtime.id, version: target.version.version };
+    const entry = {
+      made: Promise.resolve(),
+      replicas,
+      runtimeId: target.runtime.id,
+      version: target.version.version,
+    };
+    // A pool another replica (an earlier leader) made has a size this one does not know: set it.
+    const made = create(template)
+      .then(() => create(sandboxWarmPool(target, settings, replicas)))
+      .then((created) => void (created || (entry.replicas = -1)));
+    entry.made = made;
     versions.set(key, entry);
-    pools.set(nameHash(key), target.runtime.id);
     made.catch(() => versions.delete(key)); // the next call tries again
     return entry;
   };
@@ -109,16 +122,28 @@ export function createSandboxObjects(
       entry.replicas = replicas;
       await setReplicas(keyOf(target), replicas);
     },
-    async claim(target, sessionId, worker) {
+    async claim(target, sessionId, worker, beside) {
       await ensure(target, 0, worker).made;
       const claim = sandboxClaim(target, sessionId, settings);
       writes.value++;
-      // Taken: the session's earlier claim is still being deleted, or a fresh worker replaces it.
+      let adopted = false;
+      // Taken: by the session's live claim another replica just made (joined), by its earlier claim
+      // still being deleted, or by the claim a fresh worker (`beside`) replaces.
       const made = await api
         .createNamespacedCustomObject({ ...where('SandboxClaim'), body: claim })
         .catch(async (error: unknown) => {
           if (statusOf(error) !== 409)
             throw apiFailure(`creating SandboxClaim ${claim.metadata.name}`, error);
+          const existing = beside
+            ? undefined
+            : ((await api
+                .getNamespacedCustomObject({ ...where('SandboxClaim'), name: claim.metadata.name })
+                .catch(() => undefined)) as SandboxObject | undefined);
+          const live = existing && !existing.metadata.deletionTimestamp;
+          if (live && existing.metadata.annotations?.[ANNOTATIONS.sessionId] === sessionId) {
+            adopted = true;
+            return existing;
+          }
           const again = sandboxClaim(
             target,
             sessionId,
@@ -132,7 +157,7 @@ export function createSandboxObjects(
               throw apiFailure(`creating SandboxClaim ${again.metadata.name}`, e);
             });
         });
-      return (made as SandboxObject).metadata.name;
+      return { name: (made as SandboxObject).metadata.name, adopted };
     },
     async deleteClaim(name) {
       writes.value++;
@@ -147,6 +172,5 @@ export function createSandboxObjects(
       const selector = runtimeSelector(runtimeId, keep);
       await Promise.all([deleteKind('SandboxWarmPool', selector), deleteKind('SandboxTemplate', selector)]);
     },
-    poolRuntime: (poolHash) => pools.get(poolHash),
   };
 }
