@@ -57,6 +57,7 @@ const FAST_TIER = [
   'packages/cli/src/main.test.ts',
   'packages/instrument/src/attribute-filter.test.ts',
   'packages/instrument/src/config.test.ts',
+  'packages/instrument/src/http-client.test.ts',
   'packages/instrument/src/instrumentations.test.ts',
   'packages/instrument/src/lean/lean.test.ts',
   'packages/instrument/src/lean/logger.test.ts',

@@ -86,7 +86,7 @@ const KNOWN_METHODS = new Set([
 ]);
 
 /** The method as semantic conventions name it (`_OTHER` for one they do not know). */
-function normalizedMethod(method: string): string {
+export function normalizedMethod(method: string): string {
   if (KNOWN_METHODS.has(method)) return method;
   const upper = method.toUpperCase();
   return KNOWN_METHODS.has(upper) ? upper : '_OTHER';

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FETCH_CLIENT_SCOPE } from './fetch-client.js';
+import { HTTP_CLIENT_SCOPE } from './http-client.js';
 import { HTTP_SERVER_SCOPE } from './http-server.js';
 import { createInstrumentations, isInstalled, selectInstrumentations } from './instrumentations.js';
 
@@ -56,6 +57,15 @@ describe('createInstrumentations', () => {
     expect(names(made)).toEqual([
       [HTTP_SERVER_SCOPE, undefined],
       ['@opentelemetry/instrumentation-http', true],
+    ]);
+  });
+
+  it('lean mode: outgoing requests too are its own (diagnostics channels), upstream not loaded', () => {
+    const made = createInstrumentations({ ...base, enabled: ['http'], httpClientSpans: 'agentrt' });
+    for (const i of made) i.disable();
+    expect(names(made)).toEqual([
+      [HTTP_SERVER_SCOPE, undefined],
+      [HTTP_CLIENT_SCOPE, undefined],
     ]);
   });
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { type Context, diag } from '@opentelemetry/api';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { FetchClientInstrumentation } from './fetch-client.js';
+import { HttpClientInstrumentation } from './http-client.js';
 import { HttpServerInstrumentation, pathOf } from './http-server.js';
 import type { InstrumentConfig } from './config.js';
 
@@ -42,6 +43,8 @@ export interface InstrumentationSettings {
   middlewareSpans: boolean;
   /** Who makes incoming-request SERVER spans. */
   httpServerSpans: InstrumentConfig['httpServerSpans'];
+  /** Who makes outgoing http/https CLIENT spans: ours (lean mode, diagnostics channels) or upstream. */
+  httpClientSpans?: 'agentrt' | 'upstream';
   /** Who makes fetch()/undici CLIENT spans. */
   fetchSpans: InstrumentConfig['fetchSpans'];
   /** Directory of the app's entry script: presence of target modules is checked from here. */
@@ -132,6 +135,10 @@ export function createInstrumentations(settings: InstrumentationSettings): Instr
       if (name === 'http' && settings.httpServerSpans === 'agentrt') {
         const { rootContext } = settings;
         out.push(new HttpServerInstrumentation({ untracedPaths: UNTRACED_PATHS, rootContext }));
+        if (settings.httpClientSpans === 'agentrt') {
+          out.push(new HttpClientInstrumentation({ untracedPaths: UNTRACED_PATHS }));
+          continue;
+        }
       }
       if (name === 'undici' && settings.fetchSpans === 'agentrt') {
         out.push(new FetchClientInstrumentation({ untracedPaths: UNTRACED_PATHS }));

@@ -147,6 +147,7 @@ export function startWithConfig(
     middlewareSpans: config.middlewareSpans,
     httpServerSpans: config.httpServerSpans,
     fetchSpans: config.fetchSpans,
+    httpClientSpans: config.sdk === 'lean' ? 'agentrt' : 'upstream',
     appDir,
     ...(config.sdk === 'lean' ? { rootContext: LeanContext.ROOT } : {}),
   });
