@@ -21,7 +21,7 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import { createCollector } from '../../collector/dist/index.js';
 import { queryMetric } from '../../collector/dist/metrics/metric-query.js';
-import { createMetricStore } from '../../collector/dist/metrics/metric-store.js';
+import { createMetricStore } from '../../collector/dist/metrics/sqlite-metric-store.js';
 import {
   clickHouseSql,
   startClickHouse,

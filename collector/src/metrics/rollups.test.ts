@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HOUR_MS, MINUTE_MS, expectSame, expectSameAnswers, fill } from './metric-fixtures.test-util.js';
 import { type MetricQuery, type MetricQueryResult, queryMetric } from './metric-query.js';
-import { type SqliteMetricStore, createMetricStore } from './metric-store.js';
+import { type SqliteMetricStore, createMetricStore } from './sqlite-metric-store.js';
 import { planSegments } from './rollups.js';
 
 const HOUR_US = 3_600_000_000;

@@ -1,4 +1,4 @@
-import { type StoredBuckets } from './metric-store.js';
+import type { StoredBuckets } from './increase.js';
 
 /**
  * Roll-up widths, coarsest first: per series and per hour / per five minutes, the sum of increases,

@@ -13,7 +13,8 @@ import {
   total,
 } from '../../metrics/metric-fixtures.test-util.js';
 import { queryMetric } from '../../metrics/metric-query.js';
-import { type MetricReader, createMetricStore } from '../../metrics/metric-store.js';
+import type { MetricReader } from '../../metrics/metric-store.js';
+import { createMetricStore } from '../../metrics/sqlite-metric-store.js';
 import { postJson, startCollector, tempDir } from '../../testing.test-util.js';
 import { type ClickHouseLocation, parseStoreSetting } from '../store.js';
 import {

@@ -12,7 +12,7 @@ import { clickHouseQueryFailure, runClickHouseQuery } from './clickhouse-query.j
 import { queryClickHouseLogs } from './clickhouse-logs.js';
 import { createClickHouseReads } from './clickhouse-reads.js';
 import { createClickHouseMetricReader } from './clickhouse-metrics.js';
-import { tableName } from './schema.js';
+import { tableName } from './schema-ddl.js';
 import type { LogQuery } from '../../logs/log-query.js';
 import { type MetricRead, answerMetricRead, metricFailure } from '../../metrics/metric-read.js';
 import type { ReadOp } from '../sqlite/read-ops.js';

@@ -1,5 +1,6 @@
 // The ClickHouse executor of query plans (query/plan.ts): the same plan the SQLite executor runs,
-// rendered as ClickHouse SQL. The scan and the grouped `stats` run in ClickHouse; the commands after
+// rendered as ClickHouse SQL (clickhouse-sql.ts; `stats` from span_rollup where it can answer them:
+// clickhouse-rollup-sql.ts). The scan and the grouped `stats` run in ClickHouse; the commands after
 // them run in JS through the shared finishQuery, so both stores answer alike.
 import { ClickHouseError } from '@clickhouse/client';
 import { type ScanResult, finishQuery, objectGetter, recordGetter } from '../../query/engine.js';
@@ -8,18 +9,11 @@ import type { QueryOptions } from '../../query/engine.js';
 import { evaluate, type Getter } from '../../query/evaluate.js';
 import { resolveField } from '../../query/fields.js';
 import { parseQuery } from '../../query/parser.js';
-import {
-  type PlanAgg,
-  type Predicate,
-  type QueryPlan,
-  type StatsPlan,
-  type ValueExpr,
-  isSpanColumn,
-  planQuery,
-} from '../../query/plan.js';
+import { type QueryPlan, type StatsPlan, planQuery } from '../../query/plan.js';
 import type { QueryErrorBody, QueryResponse, SpanRecord } from '../../wire-types.js';
-import { dayOf, literal } from './rows.js';
-import { ROLLUP_NULLABLE, ROLLUP_NUMBERS, ROLLUP_STATES } from './schema.js';
+import { rollupPlan, rollupStatsSql } from './clickhouse-rollup-sql.js';
+import { aggSql, mustValueSql, valueSql, whereSql } from './clickhouse-sql.js';
+import { literal } from './rows.js';
 
 export interface ClickHouseQueryContext {
   select<T>(sql: string): Promise<T[]>;
@@ -28,288 +22,6 @@ export interface ClickHouseQueryContext {
   /** The span_rollup table (schema version 2), which answers `stats` it can without the spans. */
   rollupTable?: string;
   serverVersion: string;
-}
-
-/** Plan columns → ClickHouse expressions (absent strings are '' there, NULL in SQLite). */
-const COLUMN_SQL: Record<string, string> = {
-  trace_id: 'trace_id',
-  span_id: 'span_id',
-  parent_span_id: "nullIf(parent_span_id, '')",
-  name: 'name',
-  kind: 'kind',
-  status: 'status',
-  duration_ns: 'duration_ns',
-  start_us: 'start_us',
-  service: "nullIf(service, '')",
-  session_id: "nullIf(session_id, '')",
-  doc: 'doc',
-  ga_model: 'ga_model',
-  ga_operation: 'ga_operation',
-  ga_provider: 'ga_provider',
-  ga_input_tokens: 'ga_input_tokens',
-  ga_output_tokens: 'ga_output_tokens',
-};
-
-/** Plan columns → span_rollup expressions, for the columns it keeps (no others reach it). */
-const ROLLUP_COLUMN_SQL: Record<string, string> = {
-  name: 'name',
-  kind: 'kind',
-  status: 'status',
-  service: "nullIf(service, '')",
-  start_us: '(start_s * 1000000)',
-  ...Object.fromEntries(ROLLUP_NULLABLE.map((n) => [n.column, `if(${n.flag} = 1, NULL, ${n.value})`])),
-};
-
-type Columns = Record<string, string>;
-
-function columnSql(name: string, cols: Columns = COLUMN_SQL): string {
-  const sql = isSpanColumn(name) ? cols[name] : undefined;
-  if (!sql) throw new TypeError(`no ClickHouse column for ${JSON.stringify(name)}`);
-  return sql;
-}
-
-/** An attribute read from the key/value arrays: the value's JSON text, or NULL when absent. */
-function attributeSql(path: readonly string[]): string | undefined {
-  if (path.length === 2 && path[0] === 'attributes') {
-    return `if(has(attr_keys, ${literal(path[1]!)}), attr_values[indexOf(attr_keys, ${literal(path[1]!)})], NULL)`;
-  }
-  if (path.length === 3 && path[0] === 'resource' && path[1] === 'attributes') {
-    return `if(has(res_keys, ${literal(path[2]!)}), res_values[indexOf(res_keys, ${literal(path[2]!)})], NULL)`;
-  }
-  return undefined;
-}
-
-/**
- * SQL for a per-row value, or undefined when ClickHouse cannot read it without the whole record
- * (a JSON path outside the attribute maps).
- */
-function valueSql(v: ValueExpr, cols: Columns = COLUMN_SQL): string | undefined {
-  switch (v.type) {
-    case 'column':
-      // Float division, as SQLite divides by the bound (REAL) divisor: @timestamp keeps its µs.
-      return v.divisor ? `(${columnSql(v.column, cols)} / ${literal(v.divisor)})` : columnSql(v.column, cols);
-    case 'json':
-      return attributeSql(v.path);
-    case 'bin':
-      return `(intDiv(${columnSql(v.column, cols)}, ${v.us}) * ${v.ms})`;
-  }
-}
-
-function mustValueSql(v: ValueExpr, cols: Columns = COLUMN_SQL): string {
-  const sql = valueSql(v, cols);
-  if (sql === undefined) throw new TypeError(`no ClickHouse expression for ${JSON.stringify(v)}`);
-  return sql;
-}
-
-const OPS = new Set(['=', '!=', '<', '<=', '>', '>=']);
-
-function predicateSql(p: Predicate, cols: Columns = COLUMN_SQL): string {
-  const v = mustValueSql(p.value, cols);
-  switch (p.type) {
-    case 'cmp':
-      if (!OPS.has(p.op)) throw new TypeError(`not a comparison: ${JSON.stringify(p.op)}`);
-      return `${v} ${p.op} ${literal(p.operand)}`;
-    case 'in':
-      return `${v} IN (${p.operands.map(literal).join(', ')})`;
-    case 'null':
-      return p.negate ? `isNotNull(${v})` : `isNull(${v})`;
-  }
-}
-
-function whereSql(where: readonly Predicate[], cols: Columns = COLUMN_SQL, more: string[] = []): string {
-  const all = [...where.map((p) => predicateSql(p, cols)), ...more];
-  return all.length ? ` WHERE ${all.join(' AND ')}` : '';
-}
-
-function aggSql(a: PlanAgg): string {
-  if (!a.value) return 'count()';
-  const v = mustValueSql(a.value);
-  const orNull = (e: string): string => `if(count(${v}) = 0, NULL, ${e})`;
-  switch (a.fn) {
-    case 'count':
-      return `count(${v})`;
-    case 'count_distinct':
-      return `uniqExact(${v})`;
-    case 'sum':
-      return `ifNull(sum(${v}), 0)`;
-    case 'avg':
-      return orNull(`avg(${v})`);
-    case 'min':
-      return orNull(`min(${v})`);
-    case 'max':
-      return orNull(`max(${v})`);
-    case 'pct':
-      // Nearest rank, as the JS accumulator and the SQLite executor pick it (quantileExact picks
-      // another index).
-      return orNull(
-        `arrayElement(arraySort(groupArray(${v})), toUInt64(greatest(1, ceil(${literal(a.p! / 100)} * count(${v})))))`,
-      );
-  }
-}
-
-/** span_rollup's state columns for a number column: [non-null count, sum, min, max]. */
-function numberStates(column: string): [string, string, string, string] | undefined {
-  const n = ROLLUP_NUMBERS.find((x) => x.column === column);
-  if (!n) return undefined;
-  // duration_ns is never NULL: its count is the span count.
-  const count = n.column === 'duration_ns' ? 'countMerge(spans)' : `sumMerge(${n.prefix}_n)`;
-  return [count, `sumMerge(${n.prefix}_sum)`, `minMerge(${n.prefix}_min)`, `maxMerge(${n.prefix}_max)`];
-}
-
-/** An aggregate over merged span_rollup states, as aggSql computes it over spans. */
-function rollupAggSql(a: PlanAgg): string | undefined {
-  if (!a.value) return 'countMerge(spans)';
-  if (a.value.type !== 'column' || a.value.divisor) return undefined;
-  const states = numberStates(a.value.column);
-  if (!states) return undefined;
-  const [count, sum, min, max] = states;
-  const orNull = (e: string): string => `if(${count} = 0, NULL, ${e})`;
-  switch (a.fn) {
-    case 'count':
-      return count;
-    case 'sum':
-      return sum;
-    case 'avg':
-      return orNull(`${sum} / ${count}`);
-    case 'min':
-      return orNull(min);
-    case 'max':
-      return orNull(max);
-    default:
-      return undefined;
-  }
-}
-
-const ROLLUP_DIMENSIONS: ReadonlySet<string> = new Set([
-  'name',
-  'kind',
-  'status',
-  'service',
-  ...ROLLUP_NULLABLE.map((n) => n.column),
-]);
-
-const isDimension = (v: ValueExpr): boolean =>
-  v.type === 'column' && !v.divisor && ROLLUP_DIMENSIONS.has(v.column);
-
-const US = 1_000_000n;
-const floorDiv = (a: bigint, b: bigint): bigint => (a >= 0n ? a / b : -((-a + b - 1n) / b));
-const ceilDiv = (a: bigint, b: bigint): bigint => -floorDiv(-a, b);
-
-/** An integer µs bound from a start_us operand: the first integer ≥ it (`ceil`) or ≤ it. */
-function intBound(v: unknown, ceil: boolean): bigint | undefined {
-  if (typeof v === 'bigint') return v;
-  if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
-  return BigInt(ceil ? Math.ceil(v) : Math.floor(v));
-}
-
-/**
- * How span_rollup answers a stats plan, or undefined when it cannot: every filter on a rollup
- * dimension or a start-time bound, every group a dimension or a bin of whole seconds, every
- * aggregate count(*) or count/sum/avg/min/max of a number column. The whole seconds inside the time
- * bounds come from the rollup; the fractions of a second at the bounds (`edges`, start_us ranges)
- * from the spans, merged as aggregate states so the answer is exactly the spans'.
- */
-function rollupPlan(
-  plan: QueryPlan,
-  stats: StatsPlan,
-): { dims: Predicate[]; fromS?: bigint; toS?: bigint; edges: [bigint, bigint][] } | undefined {
-  if (plan.residual) return undefined;
-  let lo: bigint | undefined;
-  let hi: bigint | undefined;
-  const dims: Predicate[] = [];
-  for (const p of stats.where) {
-    if (isDimension(p.value)) {
-      dims.push(p);
-      continue;
-    }
-    if (p.value.type !== 'column' || p.value.column !== 'start_us' || p.value.divisor || p.type !== 'cmp')
-      return undefined;
-    // start_us is an integer: start_us >= x ⇔ >= ceil(x); > x ⇔ >= floor(x) + 1; < x ⇔ < ceil(x).
-    const b =
-      p.op === '>=' || p.op === '<'
-        ? intBound(p.operand, true)
-        : p.op === '>' || p.op === '<='
-          ? intBound(p.operand, false)
-          : undefined;
-    if (b === undefined) return undefined;
-    if (p.op === '>=' || p.op === '>') {
-      const l = p.op === '>' ? b + 1n : b;
-      lo = lo === undefined || l > lo ? l : lo;
-    } else {
-      const h = p.op === '<=' ? b + 1n : b;
-      hi = hi === undefined || h < hi ? h : hi;
-    }
-  }
-  for (const k of stats.keys) {
-    if (!isDimension(k) && !(k.type === 'bin' && k.us % US === 0n)) return undefined;
-  }
-  if (stats.aggs.some((a) => rollupAggSql(a) === undefined)) return undefined;
-  const fromS = lo === undefined ? undefined : ceilDiv(lo, US);
-  const toS = hi === undefined ? undefined : floorDiv(hi, US);
-  // Under two seconds wide: nothing for the rollup, the spans answer alone.
-  if (fromS !== undefined && toS !== undefined && fromS >= toS) return undefined;
-  const edges: [bigint, bigint][] = [];
-  if (lo !== undefined && lo < fromS! * US) edges.push([lo, fromS! * US]);
-  if (hi !== undefined && toS! * US < hi) edges.push([toS! * US, hi]);
-  return { dims, fromS, toS, edges };
-}
-
-const HOUR_KEY = 'toStartOfHour(toDateTime(intDiv(start_ns, 1000000000)))';
-
-/**
- * Conditions that narrow the spans table to starts from `a` (and before `b`) µs through what it is
- * laid out by: daily partitions and ORDER BY (service, hour, name, start_ns), so a recent window or
- * an edge reads its hours' granules rather than the table. They are a second looser than [a, b)
- * (the day, hour and µs columns are rounded from the same float ns): add the exact condition.
- */
-export function spanStartRangeSql(a: bigint, b?: bigint): string {
-  const lo = a > US ? a - US : 0n;
-  const out = [
-    `date >= ${literal(dayOf(Number(lo) * 1000))}`,
-    `${HOUR_KEY} >= toStartOfHour(toDateTime(${floorDiv(lo, US)}))`,
-    `start_ns >= ${lo * 1000n}`,
-  ];
-  if (b !== undefined) {
-    const hi = b + US;
-    out.push(
-      `date <= ${literal(dayOf(Number(hi) * 1000))}`,
-      `${HOUR_KEY} <= toStartOfHour(toDateTime(${floorDiv(hi, US)}))`,
-      `start_ns < ${hi * 1000n}`,
-    );
-  }
-  return out.join(' AND ');
-}
-
-/** Spans starting in [a, b) µs (a fraction of a second at a time range's end, an export's page). */
-export const spansStartingInSql = ([a, b]: [bigint, bigint]): string =>
-  `(${spanStartRangeSql(a, b)} AND start_us >= ${a} AND start_us < ${b})`;
-
-/** The grouped stats SQL over span_rollup (plus the spans at the edges of the time bounds). */
-function rollupStatsSql(
-  ctx: ClickHouseQueryContext,
-  stats: StatsPlan,
-  r: NonNullable<ReturnType<typeof rollupPlan>>,
-): string {
-  const keys = (cols: Columns): string[] => stats.keys.map((k, i) => `${mustValueSql(k, cols)} AS k${i}`);
-  const groupKeys = stats.keys.map((_, i) => `k${i}`).join(', ');
-  const states = ROLLUP_STATES.map((s) => s.slice(s.lastIndexOf(' AS ') + 4));
-  const seconds = [
-    ...(r.fromS === undefined ? [] : [`start_s >= ${r.fromS}`]),
-    ...(r.toS === undefined ? [] : [`start_s < ${r.toS}`]),
-  ];
-  const parts = [
-    `SELECT ${[...keys(ROLLUP_COLUMN_SQL), ...states].join(', ')} FROM ${ctx.rollupTable}${whereSql(r.dims, ROLLUP_COLUMN_SQL, seconds)}`,
-  ];
-  if (r.edges.length) {
-    const edges = r.edges.map(spansStartingInSql).join(' OR ');
-    parts.push(
-      `SELECT ${[...keys(COLUMN_SQL), ...ROLLUP_STATES].join(', ')} FROM ${ctx.table}${whereSql(r.dims, COLUMN_SQL, [`(${edges})`])}${groupKeys ? ` GROUP BY ${groupKeys}` : ''}`,
-    );
-  }
-  const aggs = stats.aggs.map((a, i) => `${rollupAggSql(a)!} AS a${i}`);
-  const outerKeys = stats.keys.map((_, i) => `k${i}`);
-  const group = groupKeys ? ` GROUP BY ${groupKeys} ORDER BY minMerge(first_ns)` : '';
-  return `SELECT ${[...outerKeys, ...aggs, 'countMerge(spans) AS n'].join(', ')} FROM (${parts.join(' UNION ALL ')})${group}`;
 }
 
 async function statsRows(
@@ -321,7 +33,7 @@ async function statsRows(
   const rollup = ctx.rollupTable ? rollupPlan(plan, stats) : undefined;
   let sql: string;
   if (rollup) {
-    sql = rollupStatsSql(ctx, stats, rollup);
+    sql = rollupStatsSql({ spans: ctx.table, rollup: ctx.rollupTable! }, stats, rollup);
   } else {
     const keys = stats.keys.map((k, i) => `${mustValueSql(k)} AS k${i}`);
     const aggs = stats.aggs.map((a, i) => `${aggSql(a)} AS a${i}`);

@@ -17,7 +17,7 @@ import { FIXED_KEYS, noiseFilter } from '../read-options.js';
 import type { TraceListFilter } from '../store.js';
 import { summarizeSession, summarizeTrace } from '../summaries.js';
 import { traceResponse } from '../trace-view.js';
-import { spanStartRangeSql, spansStartingInSql } from './clickhouse-query.js';
+import { spanStartRangeSql, spansStartingInSql } from './clickhouse-sql.js';
 import { LAST_US, daysSql, literal } from './rows.js';
 
 /** Trace summaries a collector keeps for reuse (about 1 KiB each). */

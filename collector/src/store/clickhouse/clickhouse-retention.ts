@@ -2,7 +2,8 @@
 // views fill) are dropped, by age and then by size.
 import type { RetentionOptions } from '../read-options.js';
 import { literal } from './rows.js';
-import { DAILY_TABLES, type SchemaTarget, localName } from './schema.js';
+import { type SchemaTarget, localName } from './schema-ddl.js';
+import { DAILY_TABLES } from './schema.js';
 
 /**
  * Drops whole daily partitions: by age (days entirely older than the cutoff), then by size

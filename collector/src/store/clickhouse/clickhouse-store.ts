@@ -27,14 +27,8 @@ import type { LogQuery } from '../../logs/log-query.js';
 import { clickHouseAlertWindows } from './clickhouse-alert-windows.js';
 import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
-import {
-  CLICKHOUSE_SCHEMA_VERSION,
-  MIGRATIONS,
-  MIN_CLICKHOUSE_VERSION,
-  type SchemaTarget,
-  migrationsTable,
-  tableName,
-} from './schema.js';
+import { type SchemaTarget, migrationsTable, tableName } from './schema-ddl.js';
+import { CLICKHOUSE_SCHEMA_VERSION, MIGRATIONS, MIN_CLICKHOUSE_VERSION } from './schema.js';
 
 const QUERY_WORKER = new URL(
   import.meta.url.endsWith('.ts') ? './clickhouse-query-worker.ts' : './clickhouse-query-worker.js',

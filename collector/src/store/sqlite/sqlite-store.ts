@@ -4,7 +4,8 @@
 // summaries and runs retention, metric points by the main thread. The main thread's own connection
 // creates and migrates the span schema at start.
 import type { Logger } from '../../logger.js';
-import { type MetricLimits, type SqliteMetricStore, createMetricStore } from '../../metrics/metric-store.js';
+import type { MetricLimits } from '../../metrics/metric-store.js';
+import { type SqliteMetricStore, createMetricStore } from '../../metrics/sqlite-metric-store.js';
 import { join } from 'node:path';
 import { type QueryPool, createQueryPool } from '../reader-pool.js';
 import { RECOVERY_HINT, corruptError, createIntegrityMonitor, isCorruption } from './integrity.js';
