@@ -11,7 +11,7 @@ import { type SessionBackend, type WorkerRequest } from '../../backend.js';
 import { containerEnv } from '../../container-env.js';
 import { apiFailure, loadKubeConfig, podCommand, statusOf } from './kube-client.js';
 import { type PodCache, createPodCache, isReady } from './pod-cache.js';
-import { activityGraceMs, createSessionReaper } from './session-reaper.js';
+import { activityWriter, createSessionReaper, reapCandidates } from './session-reaper.js';
 import {
   ANNOTATIONS,
   LABELS,
@@ -160,9 +160,7 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
       const keeper = createWarmKeeper(warm, demand, input);
       warm.hear(demand, () => keeper.kick());
       const reaper = createSessionReaper({
-        cache,
-        core,
-        namespace,
+        candidates: () => reapCandidates(cache, core, namespace),
         intervalMs: input.intervalMs,
         logger: input.logger,
       });
@@ -179,44 +177,3 @@ const suffixed = (pod: V1Pod): V1Pod => ({
   ...pod,
   metadata: { ...pod.metadata, name: `${pod.metadata?.name ?? ''}-${randomBytes(3).toString('hex')}` },
 });
-
-/** `touch` of each pod, throttled: a write now, or one when the grace since the last has passed. */
-function activityWriter(cache: PodCache, write: (podName: string, atMs: number) => Promise<unknown>) {
-  type State = { writtenMs: number; timer?: NodeJS.Timeout | undefined };
-  const pods = new Map<string, State>();
-  const flush = (podName: string, state: State) => {
-    state.timer = undefined;
-    state.writtenMs = Date.now();
-    void write(podName, state.writtenMs).catch(() => {
-      state.writtenMs = 0; // not noted (the pod went, or the API server is away): the next touch writes
-    });
-  };
-  const stateOf = (podName: string): State => {
-    const known = pods.get(podName);
-    if (known) return known;
-    const state: State = { writtenMs: 0 };
-    pods.set(podName, state);
-    cache.follow(podName, (_pod, deleted) => {
-      if (deleted) clearTimeout(state.timer);
-      if (deleted) pods.delete(podName);
-      return deleted;
-    });
-    return state;
-  };
-  return {
-    touch(podName: string) {
-      const idleS = Number(cache.get(podName)?.metadata?.annotations?.[ANNOTATIONS.idleTimeoutS]);
-      if (!Number.isFinite(idleS)) return;
-      const state = stateOf(podName);
-      if (state.timer) return; // a write is due already, and will carry the latest time
-      const waitMs = activityGraceMs(idleS) - (Date.now() - state.writtenMs);
-      if (waitMs <= 0) return flush(podName, state);
-      state.timer = setTimeout(() => flush(podName, state), waitMs);
-      state.timer.unref();
-    },
-    close() {
-      for (const state of pods.values()) clearTimeout(state.timer);
-      pods.clear();
-    },
-  };
-}

@@ -12,7 +12,8 @@ import { parseRuntimeArn } from '../../../control/arn.js';
 import { type SessionBackend, type SessionTarget, type SharedSession } from '../../backend.js';
 import { ClaimWorker, type ClaimWorkerOptions } from './claim-worker.js';
 import { loadKubeConfig, podCommand } from './kube-client.js';
-import { createPodCache } from './pod-cache.js';
+import { type PodCache, createPodCache } from './pod-cache.js';
+import { type ReapCandidate, activityWriter, createSessionReaper } from './session-reaper.js';
 import { ANNOTATIONS, LABELS, labelValue, podSettingsOf, sessionHash } from './pod-spec.js';
 import { type SandboxCache, createSandboxCache } from './sandbox-cache.js';
 import { type SandboxObjects, createSandboxObjects } from './sandbox-objects.js';
@@ -79,6 +80,23 @@ function warmCount(cache: SandboxCache, targets: SessionTarget[]): number {
     ).length;
 }
 
+/** The reaper's view of the sessions: Ready claims bound to a pod, not being deleted. */
+function claimCandidates(
+  cache: SandboxCache,
+  pods: PodCache,
+  deleteClaim: (name: string) => Promise<void>,
+): ReapCandidate[] {
+  return cache.claims.all().flatMap((claim) => {
+    if (claim.metadata.deletionTimestamp || !conditionTrue(claim, 'Ready')) return [];
+    const sandbox = cache.sandboxes.get(claim.status?.sandbox?.name ?? '');
+    const pod = pods.get(sandbox?.metadata.annotations?.[SANDBOX_KEYS.podName] ?? '');
+    if (!pod) return [];
+    const tcp = pod.spec?.containers[0]?.readinessProbe?.tcpSocket !== undefined;
+    const remove = () => deleteClaim(claim.metadata.name);
+    return [{ object: claim, kind: 'claim' as const, podIP: pod.status?.podIP, tcp, remove }];
+  });
+}
+
 /** Feeds `demand` from the claim cache: each claim made, whichever replica made it. */
 function hearClaims(cache: SandboxCache, demand: ClusterDemand, then: () => void): void {
   const counted = new Set<string>();
@@ -110,6 +128,7 @@ export function createSandboxBackend(
   const objects = createSandboxObjects(kc.makeApiClient(CustomObjectsApi), settings, writes);
   const demand = createClusterDemand(config.warmPoolSize, config.warmPoolMax);
   let targets: () => SessionTarget[] = () => [];
+  const activity = activityWriter(cache.claims, (name, atMs) => objects.noteActivity(name, atMs));
   const deleteClaim = (name: string) => objects.deleteClaim(name);
   const workerOf = (claim: string, healthCheck: 'ping' | 'connect', logs?: ClaimWorkerOptions['logs']) =>
     new ClaimWorker({ claim, namespace, core, pods, cache, healthCheck, deleteClaim, logs });
@@ -162,6 +181,7 @@ export function createSandboxBackend(
         const sessionId = claim.metadata.annotations?.[ANNOTATIONS.sessionId];
         return runtimeId && sessionId && !claim.metadata.deletionTimestamp ? [{ runtimeId, sessionId }] : [];
       }),
+    touch: (worker) => activity.touch(worker.id),
     warmCount: (runtimeId) =>
       warmCount(
         cache,
@@ -171,8 +191,13 @@ export function createSandboxBackend(
       targets = input.targets;
       const keeper = createWarmKeeper(clusterPoolsOf(objects), demand, input);
       hearClaims(cache, demand, () => keeper.kick());
-      return [keeper];
+      const candidates = () => claimCandidates(cache, pods, deleteClaim);
+      const reaper = createSessionReaper({ candidates, intervalMs: input.intervalMs, logger: input.logger });
+      return [keeper, reaper];
     },
-    close: () => Promise.all([cache.close(), pods.close()]).then(() => undefined),
+    close: () => {
+      activity.close();
+      return Promise.all([cache.close(), pods.close()]).then(() => undefined);
+    },
   };
 }

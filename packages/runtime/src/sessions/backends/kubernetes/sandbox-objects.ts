@@ -40,6 +40,8 @@ export interface SandboxObjects {
     beside?: boolean,
   ): Promise<{ name: string; adopted: boolean }>;
   deleteClaim(name: string): Promise<void>;
+  /** Notes an invocation on the claim (agentrt.dev/last-activity-ms), for the shared reaper. */
+  noteActivity(name: string, atMs: number): Promise<void>;
   /** Deletes the runtime's pools and templates (but those of version `keep`). */
   drop(runtimeId: string, keep?: number): Promise<void>;
 }
@@ -158,6 +160,11 @@ export function createSandboxObjects(
             });
         });
       return { name: (made as SandboxObject).metadata.name, adopted };
+    },
+    async noteActivity(name, atMs) {
+      writes.value++;
+      const body = { metadata: { annotations: { [ANNOTATIONS.lastActivityMs]: String(atMs) } } };
+      await api.patchNamespacedCustomObject({ ...where('SandboxClaim'), name, body }, merge);
     },
     async deleteClaim(name) {
       writes.value++;

@@ -159,7 +159,15 @@ export function sandboxClaim(
       name,
       namespace: settings.namespace,
       labels,
-      annotations: { [ANNOTATIONS.sessionId]: sessionId, [ANNOTATIONS.runtimeArn]: target.runtime.arn },
+      annotations: {
+        [ANNOTATIONS.sessionId]: sessionId,
+        [ANNOTATIONS.runtimeArn]: target.runtime.arn,
+        // The Lease holder's reaper stops the session on them (the CRDs have no idle timeout).
+        [ANNOTATIONS.idleTimeoutS]: String(
+          target.version.config.lifecycleConfiguration.idleRuntimeSessionTimeout,
+        ),
+        [ANNOTATIONS.maxLifetimeS]: String(target.version.config.lifecycleConfiguration.maxLifetime),
+      },
     },
     spec: {
       warmPoolRef: { name: warmPoolName(target) },
