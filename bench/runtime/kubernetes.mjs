@@ -97,45 +97,30 @@ await api.close();
 const ms = (v) => `${v.toFixed(0)} ms`;
 const delta = (v) => `${v < 0 ? '−' : '+'}${ms(Math.abs(v))}`;
 const ratio = (a, b) => `${(a / b).toFixed(2)}×`;
-const both = (f) => [ms(f(k8s)), ms(f(sandbox))];
+/** One figure: local, pods mode, agent-sandbox mode, both modes against local, the goal. */
+const row = (label, pick, goal, compare, format = ms) => {
+  const [l, p, a] = [local, k8s, sandbox].map(pick);
+  const vs = compare ? `${compare(p, l)} / ${compare(a, l)}` : '';
+  return [label, l === undefined ? '–' : format(l), format(p), format(a), vs, goal];
+};
+const writes = (v) => v.toFixed(1);
 const rows = [
-  [
-    'warm claim → answer, p50',
-    ms(local.warm),
-    ...both((r) => r.warm),
-    `${ratio(k8s.warm, local.warm)} / ${ratio(sandbox.warm, local.warm)}`,
-    '< 50 ms (agent-sandbox warm hit 50–64 ms)',
-  ],
-  [
+  row('warm claim → answer, p50', (r) => r.warm, '< 50 ms (agent-sandbox warm hit 50–64 ms)', ratio),
+  row(
     'cold start → answer, p50',
-    ms(local.cold),
-    ...both((r) => r.cold),
-    `${delta(k8s.cold - local.cold)} / ${delta(sandbox.cold - local.cold)}`,
+    (r) => r.cold,
     'overhead over local; < 300 ms',
-  ],
-  [
-    `${BURST} new sessions at once`,
-    ms(local.burst),
-    ...both((r) => r.burst),
-    `${ratio(k8s.burst, local.burst)} / ${ratio(sandbox.burst, local.burst)}`,
-    '< 5 s on 2 cores',
-  ],
-  [
-    'API writes per cold session',
-    '–',
-    k8s.writesPerSession.toFixed(1),
-    sandbox.writesPerSession.toFixed(1),
-    '',
-    'agent-sandbox ~23',
-  ],
-  [
+    (m, l) => delta(m - l),
+  ),
+  row(`${BURST} new sessions at once`, (r) => r.burst, '< 5 s on 2 cores', ratio),
+  row('API writes per cold session', (r) => r.writesPerSession, 'agent-sandbox ~23', undefined, writes),
+  row(
     'API writes per warm session (pool refill included)',
-    '–',
-    k8s.warmWritesPerSession.toFixed(1),
-    sandbox.warmWritesPerSession.toFixed(1),
-    '',
+    (r) => r.warmWritesPerSession,
     'agent-sandbox ~23',
-  ],
+    undefined,
+    writes,
+  ),
 ];
 const markdown = `${table(['figure', 'local backend', 'kubernetes, pods mode', 'kubernetes, agent-sandbox mode', 'pods / agent-sandbox vs local', 'goal / peer'], rows)}
 
@@ -143,8 +128,9 @@ ${N} sessions per figure (counter fixture, bwrap sandboxes on both sides where t
 All runtimes run in this one process with the test API server and kubelet (and, for agent-sandbox
 mode, the test agent-sandbox controller). API writes count every create, update, patch and delete the
 API server took: the runtime's, the test kubelet's binding, status patches and events, and in
-agent-sandbox mode the controller's sandbox, pod and status writes. In pods mode a warm claim is one
-merge patch with a resourceVersion precondition before the call is proxied to the pod; in
+agent-sandbox mode the controller's sandbox, pod and status writes. One runtime replica, so the
+warm-pool keeper (the Lease holder's with several) runs in it. In pods mode a warm claim is one
+merge patch with a resourceVersion precondition, made by the backend's start, before the call is proxied to the pod; in
 agent-sandbox mode it is a SandboxClaim the controller binds to a pool sandbox (claim annotation,
 sandbox move, pod labels, sandbox and claim status) before the runtime sees the claim Ready.
 The 100-session burst is bound by starting 100 sandboxes on the machine's cores on both sides (the
