@@ -37,8 +37,9 @@ export class LeanContext implements Context {
     return undefined;
   }
 
+  /** A value already there gives this context back (it is immutable: equal contents, same object). */
   setValue(key: symbol, value: unknown): Context {
-    return this.link(key, value);
+    return LeanContext.lookup(this, key) === value ? this : this.link(key, value);
   }
 
   deleteValue(key: symbol): Context {
@@ -68,11 +69,24 @@ export class LeanContext implements Context {
 
 /**
  * Node's AsyncLocalStorage context manager whose empty context is a {@link LeanContext}, so every
- * context the app derives from `context.active()` is one.
+ * context the app derives from `context.active()` is one. `with` the context already active runs
+ * the function as it is: a span the sampler drops under a non-recording parent is that parent,
+ * so `context.with(trace.setSpan(context.active(), span), fn)` (how Strands runs each step) gets
+ * the active context back from setValue and costs no new async context frame.
  */
 export class LeanContextManager extends AsyncLocalStorageContextManager {
   override active(): Context {
     const active = super.active();
     return active === ROOT_CONTEXT ? LeanContext.ROOT : active;
+  }
+
+  override with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    context: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
+    if (context === this.active()) return thisArg == null ? fn(...args) : fn.apply(thisArg, args);
+    return super.with(context, fn, thisArg, ...args);
   }
 }

@@ -256,6 +256,37 @@ describe('LeanContext', () => {
     keys.forEach((key, i) => expect(ctx.getValue(key)).toBe(i === 7 ? undefined : 200 + i));
   });
 
+  it('gives itself back for a value it already holds, and with() of the active context adds no frame', () => {
+    const span = trace.wrapSpanContext({
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      spanId: '00f067aa0ba902b7',
+      traceFlags: TraceFlags.NONE,
+    });
+    const ctx = trace.setSpan(LeanContext.ROOT, span);
+    expect(trace.setSpan(ctx, span)).toBe(ctx);
+    expect(ctx.setValue(keys[1]!, undefined)).toBe(ctx);
+    const manager = new LeanContextManager().enable();
+    const storage = (manager as unknown as { _asyncLocalStorage: { run: (...a: unknown[]) => unknown } })
+      ._asyncLocalStorage;
+    let runs = 0;
+    const run = storage.run.bind(storage);
+    storage.run = (...a: unknown[]) => (runs++, run(...a));
+    manager.with(ctx, () => {
+      // a dropped child under a non-recording parent is the parent: same context, no new frame
+      const same = manager.with(
+        trace.setSpan(manager.active(), span),
+        function (this: unknown, x: number) {
+          expect(this).toBe(storage);
+          return [manager.active(), x];
+        },
+        storage,
+        7,
+      );
+      expect(same).toEqual([ctx, 7]);
+    });
+    expect(runs).toBe(1);
+  });
+
   it('is what context.active() derives from, inside and outside context.with', () => {
     expect(context.active()).toBe(LeanContext.ROOT);
     const ctx = context.active().setValue(keys[0]!, 'v');
