@@ -194,6 +194,32 @@ describe.skipIf(problem !== undefined).each(['runc', 'runsc'] as const)(
       }
     }, 60_000);
 
+    it('gives a session whose container died unseen a fresh worker when it refuses the connection', async () => {
+      const arn = (
+        await createReady(rt.control, `image_killed_${ociRuntime}`, 'echo', {
+          agentRuntimeArtifact: { containerConfiguration: { containerUri: image } },
+        })
+      ).agentRuntimeArn!;
+      const sid = sessionId('image-killed');
+      expect(await invokeJson(rt.data, arn, sid, { call: 1 })).toEqual({ call: 1 });
+      const session = rt.server.sessions().find((s) => s.sessionId === sid)!;
+      const dead = session.worker!;
+      const pid = Number(
+        spawnSync(podman!, ['inspect', '--format', '{{.State.Pid}}', `agentrt-${dead.id}`], {
+          encoding: 'utf8',
+        }).stdout.trim(),
+      );
+      // The container's first process (and so the container) dies at once; podman's client, the
+      // runtime's worker process, ends well after it (measured: ~700 ms).
+      process.kill(pid, 'SIGKILL');
+      await waitFor(() => !existsSync(`/proc/${pid}`), 5000, 'the killed container process gone');
+      expect(dead.exited).toBeUndefined(); // the runtime has not seen the exit yet
+      expect(await invokeJson(rt.data, arn, sid, { call: 2 })).toEqual({ call: 2 });
+      const renewed = rt.server.sessions().find((s) => s.sessionId === sid);
+      expect(renewed?.worker?.id).not.toBe(dead.id);
+      expect(renewed?.state).toBe('ready');
+    }, 60_000);
+
     it('fails CreateAgentRuntime with the engine’s own words for an image no registry has', async () => {
       const created = await rt.control.send(
         new CreateAgentRuntimeCommand({

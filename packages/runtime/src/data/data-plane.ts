@@ -14,14 +14,8 @@ import { type SessionManager } from '../sessions/session-manager.js';
 import { type RuntimeTelemetry } from '../telemetry/runtime-telemetry.js';
 import { type Authenticator } from './auth.js';
 import { parseCommandRequest, runCommand } from './commands.js';
-import {
-  CLOUD_SESSION_HEADER,
-  type ProxyTarget,
-  SESSION_HEADER,
-  createWorkerProxy,
-  first,
-  forwardHeaders,
-} from './worker-proxy.js';
+import { CLOUD_SESSION_HEADER, SESSION_HEADER, first, forwardHeaders } from './forward-headers.js';
+import { type ProxyTarget, WorkerGoneError, createWorkerProxy } from './worker-proxy.js';
 import {
   type RequestParts,
   type WebSocketGateway,
@@ -39,7 +33,7 @@ import {
   toJsonRpcError,
 } from './protocols.js';
 
-export { CLOUD_SESSION_HEADER, SESSION_HEADER, withSessionBaggage } from './worker-proxy.js';
+export { CLOUD_SESSION_HEADER, SESSION_HEADER, withSessionBaggage } from './forward-headers.js';
 
 export interface DataPlaneDeps {
   config: Readonly<RuntimeConfig>;
@@ -152,8 +146,28 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
     if (config.captureRequests) ctx.operation.setAttributes(capturedRequest(ctx.req, body));
   };
 
-  /** Runs one proxied request on a session: acquires it (starting a worker), then releases it. */
-  const onSession = async (
+  /**
+   * The session of a call: the live one (on its pinned version), else one started for it (a cold
+   * start on the call's span; so is a fresh worker for a session whose worker has exited).
+   */
+  const acquireSession = async (
+    operation: RouteContext['operation'],
+    runtime: RuntimeRecord,
+    version: VersionRecord,
+    sessionId: string,
+  ) => {
+    const live = sessions.get(runtime.id, sessionId);
+    const session =
+      live && !live.worker?.exited
+        ? await sessions.acquire({ runtime, version }, sessionId)
+        : await operation.coldStart((phase) => sessions.acquire({ runtime, version }, sessionId, phase));
+    const pinned =
+      session.version === version.version ? version : getVersionOr404(store, runtime.id, session.version);
+    return { session, pinned };
+  };
+
+  /** One proxied request on a session: acquires it (starting a worker), then releases it. */
+  const callSession = async (
     ctx: RouteContext,
     runtime: RuntimeRecord,
     version: VersionRecord,
@@ -161,19 +175,35 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
     body: Buffer,
     target: (pinned: VersionRecord) => ProxyTarget,
   ) => {
-    ctx.operation.setSession(sessionId);
     // A live session keeps running on its pinned version while a newer one is still settling.
-    const live = sessions.get(runtime.id, sessionId) !== undefined;
-    if (!live) assertRunnable(runtime, version);
-    const session = live
-      ? await sessions.acquire({ runtime, version }, sessionId)
-      : await ctx.operation.coldStart((phase) => sessions.acquire({ runtime, version }, sessionId, phase));
+    if (sessions.get(runtime.id, sessionId) === undefined) assertRunnable(runtime, version);
+    const { session, pinned } = await acquireSession(ctx.operation, runtime, version, sessionId);
     try {
-      const pinned =
-        session.version === version.version ? version : getVersionOr404(store, runtime.id, session.version);
       await proxy(ctx, session, pinned, sessionId, body, target(pinned));
     } finally {
       sessions.release(session);
+    }
+  };
+
+  /**
+   * Runs one proxied request on a session. A worker that refused the connection and has exited (a
+   * container that died before its exit was seen) got nothing of the call: the call is tried once
+   * more, on a fresh worker the session manager starts for the same session id.
+   */
+  const onSession = async (...call: Parameters<typeof callSession>) => {
+    const [ctx, runtime, , sessionId] = call;
+    ctx.operation.setSession(sessionId);
+    try {
+      await callSession(...call);
+    } catch (error) {
+      if (!(error instanceof WorkerGoneError) || ctx.res.destroyed) throw error;
+      logger.info('session worker gone; a fresh one takes the call', {
+        runtimeId: runtime.id,
+        sessionId,
+        requestId: ctx.requestId,
+        error: error.message,
+      });
+      await callSession(...call);
     }
   };
 
@@ -389,14 +419,7 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
     async acquire(parts, sessionId) {
       const runtime = resolveRuntime(parts);
       const version = resolveVersion(parts, runtime);
-      const session =
-        sessions.get(runtime.id, sessionId) !== undefined
-          ? await sessions.acquire({ runtime, version }, sessionId)
-          : await parts.operation.coldStart((phase) =>
-              sessions.acquire({ runtime, version }, sessionId, phase),
-            );
-      const pinned =
-        session.version === version.version ? version : getVersionOr404(store, runtime.id, session.version);
+      const { session, pinned } = await acquireSession(parts.operation, runtime, version, sessionId);
       return { session, version: pinned };
     },
     forwardHeaders(parts, version, sessionId) {

@@ -1,40 +1,24 @@
-// The runtime's call to a session's worker: the headers it forwards (trace context, the session's
-// baggage, the allow-listed and custom headers) and the proxy that streams the worker's answer back,
+// The runtime's call to a session's worker: the proxy that streams the worker's answer back,
 // retrying only a connection that could not be made, and answering 424 with the worker's last words
-// when it fails.
-import { type ClientRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders, request } from 'node:http';
+// when it fails (WorkerGoneError when nothing reached a worker that turned out dead).
+import {
+  type ClientRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  request,
+} from 'node:http';
 import { type Socket } from 'node:net';
-import { ROOT_CONTEXT, defaultTextMapSetter, propagation } from '@opentelemetry/api';
-import { W3CBaggagePropagator } from '@opentelemetry/core';
 import { type RuntimeConfig } from '../config.js';
 import { type VersionRecord } from '../control/store.js';
 import { RuntimeApiError } from '../errors.js';
 import { type RouteContext } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { type Session } from '../sessions/session-manager.js';
+import { type Worker } from '../sessions/worker.js';
 import { relayBody } from './relay-body.js';
-import { type RequestParts } from './websocket.js';
+import { CLOUD_SESSION_HEADER, SESSION_HEADER, forwardHeaders } from './forward-headers.js';
 
-export const SESSION_HEADER = 'x-amzn-bedrock-agentcore-runtime-session-id';
-export const CLOUD_SESSION_HEADER = 'x-cloud-agent-runtime-session-id';
-const REQUEST_ID_HEADER = 'x-amzn-bedrock-agentcore-runtime-request-id';
-const CUSTOM_PREFIX = 'x-amzn-bedrock-agentcore-runtime-custom-';
-/** Trace and MCP headers forwarded as they come (both the AWS and our X-Cloud names). */
-const PASS_THROUGH = [
-  'traceparent',
-  'tracestate',
-  'x-amzn-trace-id',
-  'x-cloud-trace-id',
-  'mcp-session-id',
-  'mcp-protocol-version',
-  'mcp-method',
-  'mcp-name',
-  'a2a-version',
-  'a2a-extensions',
-  'x-a2a-extensions',
-  'last-event-id',
-  'x-amzn-bedrock-agentcore-runtime-user-id',
-];
 /** Echoed back to the caller from the container's response. */
 const ECHO = [
   'mcp-session-id',
@@ -60,76 +44,182 @@ export interface ProxyTarget {
   onResponse?: (headers: IncomingHttpHeaders, out: OutgoingHttpHeaders) => void;
 }
 
-const baggagePropagator = new W3CBaggagePropagator();
-
-/**
- * The W3C `baggage` header the worker gets: the caller's entries, parsed and written back by the
- * OpenTelemetry propagator, with `session.id` set to the runtime's session whatever the caller sent
- * (the session header decides which session this is; a caller's own `session.id` would make the
- * session's telemetry relay refuse every export of the worker).
- */
-export function withSessionBaggage(baggage: string | undefined, sessionId: string): string {
-  const getter = { get: () => baggage, keys: () => ['baggage'] };
-  const extracted = baggagePropagator.extract(ROOT_CONTEXT, {}, getter);
-  const caller = propagation.getBaggage(extracted) ?? propagation.createBaggage();
-  const ours = propagation.setBaggage(ROOT_CONTEXT, caller.setEntry('session.id', { value: sessionId }));
-  const carrier: Record<string, string> = {};
-  baggagePropagator.inject(ours, carrier, defaultTextMapSetter);
-  return carrier.baggage ?? '';
-}
-
-export function first(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-export function forwardHeaders(
-  ctx: RequestParts,
-  version: VersionRecord,
-  sessionId: string,
-  requestId: string,
-  bodyLength: number,
-): OutgoingHttpHeaders {
-  const h = ctx.req.headers;
-  const out: OutgoingHttpHeaders = {
-    'content-type': first(h, 'content-type') ?? 'application/octet-stream',
-    'content-length': bodyLength,
-    [SESSION_HEADER]: sessionId,
-    [CLOUD_SESSION_HEADER]: sessionId,
-    [REQUEST_ID_HEADER]: first(h, REQUEST_ID_HEADER) ?? requestId,
-    baggage: withSessionBaggage(first(h, 'baggage'), sessionId),
-  };
-  const accept = first(h, 'accept');
-  if (accept) out.accept = accept;
-  for (const name of PASS_THROUGH) {
-    const v = first(h, name);
-    if (v !== undefined) out[name] = v;
-  }
-  // The worker's spans are children of the runtime's InvokeAgentRuntime span.
-  Object.assign(out, ctx.operation.traceHeaders());
-  const allow = (version.config.requestHeaderConfiguration?.requestHeaderAllowlist ?? []).map((n) =>
-    n.toLowerCase(),
-  );
-  const jwt = version.config.authorizerConfiguration?.customJWTAuthorizer !== undefined;
-  for (const [name, value] of Object.entries(h)) {
-    if (value === undefined) continue;
-    const allowed =
-      name.startsWith(CUSTOM_PREFIX) || (allow.includes(name) && (name !== 'authorization' || jwt));
-    if (allowed) out[name] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return out;
-}
-
 export interface WorkerProxyOptions {
   config: Readonly<RuntimeConfig>;
   logger: Logger;
 }
 
+/**
+ * A call none of which reached the session's worker (no connection could be made) and whose worker
+ * has exited: a container that died before its exit was seen. A 424 like any failed call, unless a
+ * fresh worker for the session takes the call (the data plane tries once).
+ */
+export class WorkerGoneError extends RuntimeApiError {
+  override name = 'WorkerGoneError';
+}
+
+/** How a call to a worker ended: `undefined` when answered; `connected` once a connection was made. */
+type Settle = (error?: unknown, connected?: boolean) => void;
+
+/** The headers the worker gets: the forwarded ones, changed as the target says. */
+function requestHeaders(
+  ctx: RouteContext,
+  version: VersionRecord,
+  sessionId: string,
+  bodyLength: number,
+  target: ProxyTarget,
+): OutgoingHttpHeaders {
+  const headers = forwardHeaders(ctx, version, sessionId, ctx.requestId, bodyLength);
+  for (const [name, value] of Object.entries(target.headers ?? {}))
+    if (value === undefined) delete headers[name];
+    else headers[name] = value;
+  return headers;
+}
+
+/** Where the worker listens: its sandbox's socket, else its address and port. */
+function addressOf(worker: Worker): { socketPath: string } | { host: string; port: number } {
+  return worker.socketPath
+    ? { socketPath: worker.socketPath }
+    : { host: worker.host ?? '127.0.0.1', port: worker.port };
+}
+
+/**
+ * Streams a 2xx answer to the caller chunk by chunk, never buffered (SSE frames reach the caller as
+ * the worker writes them), with the session's headers and those the worker's answer may carry.
+ */
+function relayAnswer(
+  ctx: RouteContext,
+  res: IncomingMessage,
+  sessionId: string,
+  target: ProxyTarget,
+  done: Settle,
+) {
+  const headers: OutgoingHttpHeaders = {
+    [SESSION_HEADER]: sessionId,
+    [CLOUD_SESSION_HEADER]: sessionId,
+    'x-amzn-requestid': ctx.requestId,
+  };
+  for (const name of ['content-type', 'content-length', 'cache-control', ...ECHO])
+    if (res.headers[name] !== undefined) headers[name] = res.headers[name];
+  target.onResponse?.(res.headers, headers);
+  ctx.res.writeHead(res.statusCode ?? 200, headers);
+  // A streamed (chunked) answer shows its headers at once; a sized one goes out with its body.
+  if (headers['content-length'] === undefined) ctx.res.flushHeaders();
+  relayBody(res, ctx.res, () => done());
+}
+
+/** Reads up to MAX_ERROR_BODY_BYTES of a non-2xx answer's body. */
+function readErrorBody(res: IncomingMessage, onText: (text: string) => void) {
+  let text = '';
+  res.setEncoding('utf8');
+  res.on('data', (c: string) => {
+    if (text.length < MAX_ERROR_BODY_BYTES) text += c;
+  });
+  res.on('end', () => onText(text.slice(0, MAX_ERROR_BODY_BYTES).trim()));
+}
+
+/** The 424 a worker's non-2xx answer becomes: its body, or AgentCore's terse words when asked. */
+function answeredError(status: number, text: string, terse: boolean): RuntimeApiError {
+  return new RuntimeApiError(
+    'RuntimeClientError',
+    terse
+      ? `Received error (${status}) from runtime. Please check your CloudWatch logs for more information.`
+      : `Received error (${status}) from runtime: ${text || '(empty body)'}`,
+  );
+}
+
+/**
+ * The error a call whose connection failed is answered with, once the worker's exit and last words
+ * had a moment to come (a container's engine client ends a little after the container):
+ * WorkerGoneError when no connection was made and the worker has exited, else a 424.
+ */
+async function brokenCallError(worker: Worker, error: Error, connected: boolean): Promise<RuntimeApiError> {
+  const exited = await worker.exitedWithin(WORKER_EXIT_WAIT_MS);
+  const message = `The session's worker failed during the invocation (${error.message}). Last output:\n${worker.lastOutput() || '(none)'}`;
+  const Failure = exited && !connected ? WorkerGoneError : RuntimeApiError;
+  return new Failure('RuntimeClientError', message, {}, { cause: error });
+}
+
+/**
+ * The one way a call ends: resolved once answered; before any answer byte went out, rejected with
+ * the error the caller hears; after, the caller's stream is cut off (resolved).
+ */
+function settleOnce(
+  ctx: RouteContext,
+  worker: Worker,
+  resolve: () => void,
+  reject: (e: unknown) => void,
+): Settle {
+  let settled = false;
+  return (error, connected = true) => {
+    if (settled) return;
+    settled = true;
+    if (error === undefined) return resolve();
+    if (ctx.res.headersSent) {
+      ctx.res.destroy();
+      return resolve();
+    }
+    if (error instanceof RuntimeApiError) return reject(error);
+    void brokenCallError(worker, error as Error, connected).then(reject);
+  };
+}
+
+/** Whether the request's connection was made (a kept-alive one was). */
+function watchConnect(upstream: ClientRequest): () => boolean {
+  let connected = false;
+  upstream.on('socket', (socket: Socket) => {
+    if (!socket.connecting) connected = true;
+    else socket.once('connect', () => (connected = true));
+  });
+  return () => connected;
+}
+
+/**
+ * Sends the call. A dial error (nothing reached the worker: refused, unreachable, timed out
+ * connecting) is tried again after 200, 400 and 800 ms — a pod's address may not route yet —
+ * unless the worker exited or the caller left; an error once connected (bytes may have been sent)
+ * never is. Returns the request under way.
+ */
+function sendWithDialRetries(
+  send: () => ClientRequest,
+  body: Buffer,
+  call: { worker: Worker; ctx: RouteContext; sessionId: string; logger: Logger },
+  done: Settle,
+): () => ClientRequest {
+  let upstream: ClientRequest;
+  const attempt = (tries: number) => {
+    upstream = send();
+    const connected = watchConnect(upstream);
+    upstream.on('error', (error) => {
+      const final = tries >= DIAL_RETRIES_MS.length || call.worker.exited || call.ctx.res.destroyed;
+      if (connected() || final) return done(error, connected());
+      call.logger.debug('dial error; trying again', {
+        sessionId: call.sessionId,
+        error: error.message,
+        tries,
+      });
+      setTimeout(() => attempt(tries + 1), DIAL_RETRIES_MS[tries]);
+    });
+    upstream.end(body);
+  };
+  attempt(0);
+  return () => upstream;
+}
+
 /** The proxy of the data plane's calls to session workers. */
 export function createWorkerProxy({ config, logger }: WorkerProxyOptions) {
+  /** A non-2xx answer: logged, and the call fails with a 424 carrying it. */
+  const failAnswered =
+    (ctx: RouteContext, session: Session, status: number, done: Settle) => (text: string) => {
+      const { runtimeId, sessionId } = session;
+      logger.warn('container error', { runtimeId, sessionId, requestId: ctx.requestId, status });
+      done(answeredError(status, text, config.terseErrors));
+    };
+
   /**
    * Sends the payload to the session's worker and streams its answer back chunk by chunk. A non-2xx
-   * answer, or a worker that dies before answering, rejects with a 424 RuntimeClientError.
+   * answer, or a worker that dies before answering, rejects with a 424 RuntimeClientError (a
+   * WorkerGoneError when nothing reached a worker that has exited).
    */
   return (
     ctx: RouteContext,
@@ -141,113 +231,20 @@ export function createWorkerProxy({ config, logger }: WorkerProxyOptions) {
   ) =>
     new Promise<void>((resolve, reject) => {
       const worker = session.worker!;
-      let settled = false;
-      const done = (error?: unknown) => {
-        if (settled) return;
-        settled = true;
-        if (error === undefined) return resolve();
-        if (ctx.res.headersSent) {
-          ctx.res.destroy();
-          return resolve();
-        }
-        if (error instanceof RuntimeApiError) return reject(error);
-        // The connection broke: the worker may be exiting; its last words (and its exit, so the next
-        // invoke starts a fresh one) may come a little after.
-        void worker
-          .exitedWithin(WORKER_EXIT_WAIT_MS)
-          .then(() =>
-            reject(
-              new RuntimeApiError(
-                'RuntimeClientError',
-                `The session's worker failed during the invocation (${(error as Error).message}). Last output:\n${worker.lastOutput() || '(none)'}`,
-                {},
-                { cause: error },
-              ),
-            ),
-          );
+      const done = settleOnce(ctx, worker, resolve, reject);
+      const headers = requestHeaders(ctx, version, sessionId, body.length, target);
+      const onAnswer = (res: IncomingMessage) => {
+        const status = res.statusCode ?? 502;
+        res.on('error', done);
+        if (status >= 200 && status < 300) relayAnswer(ctx, res, sessionId, target, done);
+        else readErrorBody(res, failAnswered(ctx, session, status, done));
       };
-      const headers = forwardHeaders(ctx, version, sessionId, ctx.requestId, body.length);
-      for (const [name, value] of Object.entries(target.headers ?? {}))
-        if (value === undefined) delete headers[name];
-        else headers[name] = value;
+      const { method, path } = target;
       const send = () =>
-        request(
-          {
-            ...(worker.socketPath
-              ? { socketPath: worker.socketPath }
-              : { host: worker.host ?? '127.0.0.1', port: worker.port }),
-            method: target.method,
-            path: target.path,
-            agent: worker.agent,
-            headers,
-          },
-          (res) => {
-            const status = res.statusCode ?? 502;
-            res.on('error', done);
-            if (status < 200 || status >= 300) {
-              let text = '';
-              res.setEncoding('utf8');
-              res.on('data', (c: string) => {
-                if (text.length < MAX_ERROR_BODY_BYTES) text += c;
-              });
-              res.on('end', () => {
-                const terse = `Received error (${status}) from runtime. Please check your CloudWatch logs for more information.`;
-                const detail = text.slice(0, MAX_ERROR_BODY_BYTES).trim() || '(empty body)';
-                logger.warn('container error', {
-                  runtimeId: session.runtimeId,
-                  sessionId,
-                  requestId: ctx.requestId,
-                  status,
-                });
-                done(
-                  new RuntimeApiError(
-                    'RuntimeClientError',
-                    config.terseErrors ? terse : `Received error (${status}) from runtime: ${detail}`,
-                  ),
-                );
-              });
-              return;
-            }
-            const headers: OutgoingHttpHeaders = {
-              [SESSION_HEADER]: sessionId,
-              [CLOUD_SESSION_HEADER]: sessionId,
-              'x-amzn-requestid': ctx.requestId,
-            };
-            for (const name of ['content-type', 'content-length', 'cache-control', ...ECHO])
-              if (res.headers[name] !== undefined) headers[name] = res.headers[name];
-            target.onResponse?.(res.headers, headers);
-            ctx.res.writeHead(status, headers);
-            // A streamed (chunked) answer shows its headers at once; a sized one goes out with its body.
-            if (headers['content-length'] === undefined) ctx.res.flushHeaders();
-            // Chunk by chunk, never buffered: SSE frames reach the caller as the worker writes them.
-            relayBody(res, ctx.res, () => done());
-          },
-        );
-      /**
-       * A dial error (nothing reached the worker: refused, unreachable, timed out connecting) is
-       * tried again after 200, 400 and 800 ms — a pod's address may not route yet; an error once
-       * the connection was made (bytes may have been sent) never is.
-       */
-      let upstream: ClientRequest;
-      const attempt = (tries: number) => {
-        upstream = send();
-        let dialled = false;
-        upstream.on('socket', (socket: Socket) => {
-          if (!socket.connecting)
-            dialled = true; // a kept-alive connection
-          else socket.once('connect', () => (dialled = true));
-        });
-        upstream.on('error', (error) => {
-          if (dialled || tries >= DIAL_RETRIES_MS.length || worker.exited || ctx.res.destroyed)
-            return done(error);
-          logger.debug('dial error; trying again', { sessionId, error: error.message, tries });
-          setTimeout(() => attempt(tries + 1), DIAL_RETRIES_MS[tries]);
-        });
-        upstream.end(body);
-      };
+        request({ ...addressOf(worker), method, path, agent: worker.agent, headers }, onAnswer);
+      const upstream = sendWithDialRetries(send, body, { worker, ctx, sessionId, logger }, done);
       ctx.res.on('close', () => {
-        if (!ctx.res.writableFinished) upstream.destroy();
+        if (!ctx.res.writableFinished) upstream().destroy();
       });
-      attempt(0);
     });
 }

@@ -217,12 +217,32 @@ export function createSessionManager({
       withStartSlot(() => startReady(target, { pool: 'warm' }, undefined, onWorker).then(() => undefined)),
   });
 
+  const exitReason = (exit: WorkerExit): StopReason =>
+    `exited:${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`;
+  /** Drops the session from the live ones, unless a fresh session of its id took its place. */
+  const forget = (session: Session) => {
+    const key = keyOf(session.runtimeId, session.sessionId);
+    if (sessions.get(key) === session) sessions.delete(key);
+  };
+
+  /**
+   * A session whose worker has exited is over even while its stop is under way (a container that
+   * died unseen, its exit heard a moment ago): it is forgotten, and its id starts a fresh worker.
+   */
+  const unlessExited = (session: Session | undefined): Session | undefined => {
+    const exit = session?.worker?.exited;
+    if (!session || !exit || session.state === 'starting') return session;
+    forget(session);
+    void stopSession(session, exitReason(exit));
+    return undefined;
+  };
+
   const stopSession = async (session: Session, reason: StopReason): Promise<void> => {
     if (session.state === 'stopping') return;
     session.state = 'stopping';
     timing.forget(session);
     const exit = await session.worker?.stop(config.stopGraceMs);
-    sessions.delete(keyOf(session.runtimeId, session.sessionId));
+    forget(session);
     logger.info('session stopped', {
       runtimeId: session.runtimeId,
       sessionId: session.sessionId,
@@ -242,9 +262,7 @@ export function createSessionManager({
   const { monitor, noteActivity } = timing;
 
   const onWorkerExit = (session: Session) => (exit: WorkerExit) => {
-    if (session.state !== 'ready') return;
-    const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
-    void stopSession(session, `exited:${how}`);
+    if (session.state === 'ready') void stopSession(session, exitReason(exit));
   };
   /** Each session's worker's exit stops the session; a worker swapped out is unsubscribed. */
   const exitWatch = new WeakMap<Session, () => void>();
@@ -316,7 +334,7 @@ export function createSessionManager({
       if (closing) throw new RuntimeApiError('RetryableConflictException', 'The runtime is shutting down');
       const key = keyOf(target.runtime.id, sessionId);
       await sessions.get(key)?.replacing; // a fresh worker being swapped in serves this call
-      const existing = lookup(target.runtime.id, sessionId);
+      const existing = unlessExited(lookup(target.runtime.id, sessionId));
       if (existing) {
         // A start nobody here waits for (another replica's pod, or one that outlived its caller's
         // hold) is waited for, up to the hold budget.
