@@ -93,6 +93,74 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 }
 
 /**
+ * Writes what a child prints (stdout and stderr) to its log file and hands each line to `onLine`;
+ * returns its last lines. The log file ends once every pipe has closed: grandchildren (cluster
+ * workers) may hold the pipes after the leader exits, and late output is neither lost nor written
+ * after the end.
+ */
+function captureOutput(child: ChildProcess, log: WriteStream, onLine: (line: string) => void): () => string {
+  const lines: string[] = [];
+  let partial = '';
+  const onData = (chunk: Buffer) => {
+    log.write(chunk);
+    const parts = (partial + chunk.toString('utf8')).split('\n');
+    partial = parts.pop() ?? '';
+    for (const line of parts) {
+      lines.push(line);
+      if (lines.length > TAIL_LINES) lines.shift();
+      onLine(line);
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  child.once('close', () => log.end());
+  // A log file that cannot be written must not take agentrt dev down; the tail still has the lines.
+  log.on('error', () => {});
+  return () => [...lines, partial].filter(Boolean).join('\n');
+}
+
+interface ExitWatch {
+  /** Resolves when the child exited or could not be spawned. */
+  exited: Promise<void>;
+  info(): { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  spawnError(): Error | undefined;
+}
+
+function watchExit(child: ChildProcess): ExitWatch {
+  let info: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  let spawnError: Error | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once('error', (error) => {
+      spawnError = error;
+      resolve();
+    });
+    child.once('exit', (code, signal) => {
+      info = { code, signal };
+      resolve();
+    });
+  });
+  return { exited, info: () => info, spawnError: () => spawnError };
+}
+
+/** Polls the service's readiness until its deadline; throws ServiceStartError if it ends or stalls first. */
+async function waitReady(spec: ServiceSpec, entry: Entry, exit: ExitWatch): Promise<void> {
+  const fail = (message: string, cause?: Error) =>
+    new ServiceStartError(spec.name, `${spec.name} ${message}`, entry.tail(), cause && { cause });
+  const deadline = Date.now() + spec.readyTimeoutMs;
+  for (;;) {
+    const spawnError = exit.spawnError();
+    if (spawnError) throw fail(`could not be started: ${spawnError.message}`, spawnError);
+    if (entry.stopping) throw fail('was stopped while starting');
+    const info = exit.info();
+    if (info)
+      throw fail(`exited with ${info.signal ? `signal ${info.signal}` : `code ${info.code}`} while starting`);
+    if (await spec.ready().catch(() => false)) return;
+    if (Date.now() > deadline) throw fail(`was not ready after ${Math.round(spec.readyTimeoutMs / 1000)} s`);
+    await Promise.race([delay(READY_POLL_MS), exit.exited]);
+  }
+}
+
+/**
  * Runs the dev stack's services as child processes, each the leader of its own process group so that
  * everything it forks (cluster workers, session workers) is stopped with it and nothing is orphaned.
  */
@@ -104,93 +172,33 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
     await mkdir(options.logDir, { recursive: true });
     const logFile = join(options.logDir, `${spec.name}.log`);
     const log = createWriteStream(logFile, { flags: 'w' });
-    const lines: string[] = [];
     const child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
       env: spec.env,
       detached: true, // own process group: we signal -pid
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let partial = '';
-    const onData = (chunk: Buffer) => {
-      log.write(chunk);
-      const text = partial + chunk.toString('utf8');
-      const parts = text.split('\n');
-      partial = parts.pop() ?? '';
-      for (const line of parts) {
-        lines.push(line);
-        if (lines.length > TAIL_LINES) lines.shift();
-        options.onLine?.(spec.name, line);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    const tail = () => [...lines, partial].filter(Boolean).join('\n');
-
-    let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let spawnError: Error | undefined;
-    const exited = new Promise<void>((resolve) => {
-      child.once('error', (error) => {
-        spawnError = error;
-        resolve();
-      });
-      child.once('exit', (code, signal) => {
-        exitInfo = { code, signal };
-        resolve();
-      });
-    });
+    const tail = captureOutput(child, log, (line) => options.onLine?.(spec.name, line));
+    const exit = watchExit(child);
     const entry: Entry = {
       name: spec.name,
       pid: child.pid ?? -1,
       logFile,
       tail,
       child,
-      exited,
+      exited: exit.exited,
       stopping: false,
       stopLast: spec.stopLast ?? false,
       log,
     };
     entries.push(entry);
     let startedOk = false;
-    // Grandchildren (cluster workers) may hold the pipes after the leader exits: end the log file only
-    // once every pipe has closed, so late output is neither lost nor written after the end.
-    child.once('close', () => log.end());
-    // A log file that cannot be written must not take agentrt dev down; the tail still has the lines.
-    log.on('error', () => {});
-    void exited.then(() => {
-      if (!entry.stopping && child.pid !== undefined && startedOk) {
-        options.onUnexpectedExit?.(spec.name, exitInfo?.code ?? null, exitInfo?.signal ?? null, tail());
-      }
+    void exit.exited.then(() => {
+      const info = exit.info();
+      if (!entry.stopping && child.pid !== undefined && startedOk)
+        options.onUnexpectedExit?.(spec.name, info?.code ?? null, info?.signal ?? null, tail());
     });
-
-    const deadline = Date.now() + spec.readyTimeoutMs;
-    for (;;) {
-      if (spawnError) {
-        throw new ServiceStartError(
-          spec.name,
-          `${spec.name} could not be started: ${spawnError.message}`,
-          tail(),
-          {
-            cause: spawnError,
-          },
-        );
-      }
-      if (entry.stopping)
-        throw new ServiceStartError(spec.name, `${spec.name} was stopped while starting`, tail());
-      if (exitInfo) {
-        const how = exitInfo.signal ? `signal ${exitInfo.signal}` : `code ${exitInfo.code}`;
-        throw new ServiceStartError(spec.name, `${spec.name} exited with ${how} while starting`, tail());
-      }
-      if (await spec.ready().catch(() => false)) break;
-      if (Date.now() > deadline) {
-        throw new ServiceStartError(
-          spec.name,
-          `${spec.name} was not ready after ${Math.round(spec.readyTimeoutMs / 1000)} s`,
-          tail(),
-        );
-      }
-      await Promise.race([delay(READY_POLL_MS), exited]);
-    }
+    await waitReady(spec, entry, exit);
     startedOk = true;
     return { name: entry.name, pid: entry.pid, logFile, tail };
   }
