@@ -54,6 +54,41 @@ export interface ControllerContext {
   create(kind: Kind, owner: SandboxObject, body: object): Promise<SandboxObject>;
 }
 
+/** A PersistentVolumeClaimTemplate (sandbox_types.go): the PVC `<name>-<sandbox>` is made from it. */
+export interface ClaimTemplate {
+  metadata: { name?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: Record<string, unknown>;
+}
+
+const templatesOf = (object: SandboxObject) => (object.spec?.volumeClaimTemplates ?? []) as ClaimTemplate[];
+const bypassesPool = (claim: SandboxObject) =>
+  ((claim.spec?.env as unknown[] | undefined)?.length ?? 0) > 0 || templatesOf(claim).length > 0;
+
+/**
+ * mergeVolumeClaimTemplates: the template's volumeClaimTemplates and the claim's, as the template's
+ * volumeClaimTemplatesPolicy allows (Disallowed, the default: none from a claim; Allowed: added, not
+ * replacing one of the template's; Overrides: replacing by name); a string says why not.
+ */
+function mergedClaimTemplates(template: SandboxObject, claim: SandboxObject): ClaimTemplate[] | string {
+  const own = templatesOf(template);
+  const extra = templatesOf(claim);
+  if (extra.length === 0) return own;
+  const names = (list: ClaimTemplate[]) => list.map((v) => v.metadata.name ?? '');
+  if (names(extra).some((n, i, all) => !n || all.indexOf(n) !== i))
+    return 'invalid volume claim templates: a name is empty or repeated';
+  const policy = (template.spec?.volumeClaimTemplatesPolicy as string | undefined) ?? 'Disallowed';
+  const clash = names(extra).find((n) => names(own).includes(n));
+  if (policy === 'Allowed' && clash)
+    return `overriding volume claim templates is forbidden by the template: cannot override template volume "${clash}"`;
+  if (policy === 'Allowed') return [...own, ...extra];
+  if (policy === 'Overrides')
+    return [
+      ...own.map((v) => extra.find((e) => e.metadata.name === v.metadata.name) ?? v),
+      ...extra.filter((e) => !names(own).includes(e.metadata.name ?? '')),
+    ];
+  return 'volume claim templates are disallowed by the template';
+}
+
 export class ClaimReconciler {
   constructor(private readonly c: ControllerContext) {}
 
@@ -78,8 +113,16 @@ export class ClaimReconciler {
         reason: 'TemplateNotFound',
         message: 'SandboxTemplate of the warm pool not found',
       };
-    else if (!sandbox)
-      sandbox = (await this.adopt(claim, pool, template)) ?? (await this.createClaimSandbox(claim, template));
+    else if (!sandbox) {
+      const volumes = mergedClaimTemplates(template, claim);
+      if (typeof volumes === 'string')
+        error = { type: 'Ready', status: 'False', reason: 'VolumeClaimTemplatesError', message: volumes };
+      // A claim with env or volumeClaimTemplates bypasses the warm pool: those are baked in at creation.
+      else
+        sandbox =
+          (bypassesPool(claim) ? undefined : await this.adopt(claim, pool, template)) ??
+          (await this.createClaimSandbox(claim, template, volumes));
+    }
     if (sandbox === 'wait') return this.c.enqueue('claims', claim, CANDIDATE_WAIT_MS.step);
     const ready =
       error ??
@@ -210,7 +253,11 @@ export class ClaimReconciler {
   }
 
   /** createSandbox: cold start, a sandbox named as the claim, owned by it. */
-  private async createClaimSandbox(claim: SandboxObject, template: SandboxObject): Promise<SandboxObject> {
+  private async createClaimSandbox(
+    claim: SandboxObject,
+    template: SandboxObject,
+    volumes: ClaimTemplate[],
+  ): Promise<SandboxObject> {
     const refHash = nameHash(template.metadata.name);
     const identity = {
       [SANDBOX_KEYS.claimUid]: claim.metadata.uid as string,
@@ -226,7 +273,10 @@ export class ClaimReconciler {
         annotations: { [SANDBOX_KEYS.templateRef]: template.metadata.name },
         ownerReferences: [ownerRef('SandboxClaim', EXTENSIONS_GROUP, claim)],
       },
-      spec: blueprintOf(template, identity),
+      spec: {
+        ...blueprintOf(template, identity),
+        ...(volumes.length > 0 ? { volumeClaimTemplates: volumes } : {}),
+      },
     };
     return this.c.create('sandboxes', claim, body);
   }

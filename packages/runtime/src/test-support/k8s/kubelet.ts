@@ -4,8 +4,8 @@
 // image must be a `file://` directory the runtime's artifact rules can start). Each pod gets its own
 // loopback address (127.0.x.y) with its container port forwarded to the worker, so the pods really
 // serve HTTP at podIP:8080. It reports phase, the Ready condition, podIP and container states,
-// writes the events a kubelet writes, and answers pods/log and pods/exec for the API server
-// (pod-io.ts).
+// writes the events a kubelet writes, mounts a pod's persistentVolumeClaim (pod-volumes.ts), and
+// answers pods/log and pods/exec for the API server (pod-io.ts).
 import { mkdirSync, rmSync } from 'node:fs';
 import {
   type AddressInfo,
@@ -33,6 +33,7 @@ import { type KubeApiServer } from './api-server.js';
 import { type KubeObject, timestamp } from './objects.js';
 import { ContainerLog, execIn } from './pod-io.js';
 import { type ExecOptions, type LogOptions, type PodRuntime } from './pod-runtime.js';
+import { VolumeError, podStorage, targetWith } from './pod-volumes.js';
 
 export interface KubeletOptions {
   api: KubeApiServer;
@@ -72,7 +73,8 @@ interface RunningPod {
 
 /**
  * What the local backends read of a version (session storage, network mode, the telemetry relay's
- * identity): a pod carries none of it, so a node's sandboxes get the plain defaults.
+ * identity): a pod carries none of it, so a node's sandboxes get the plain defaults (and the pod's
+ * claim as session storage).
  */
 const NODE_TARGET = {
   runtime: { id: 'pod', arn: 'pod', name: 'pod' },
@@ -191,23 +193,31 @@ class TestKubelet implements PodRuntime {
   }
 
   private async run(pod: V1Pod, running: RunningPod): Promise<void> {
+    const storage = await podStorage(this.core, pod, {
+      deadline: Date.now() + (this.options.readyTimeoutMs ?? 60_000),
+      alive: () => !running.stopped,
+      warn: (message) => this.event(pod, 'Warning', 'FailedMount', message),
+    });
+    if (storage && this.options.backend.name === 'process-group')
+      throw new VolumeError('this node runs pods as process groups, which mount no volumes');
     const launch = await this.launchOf(pod);
-    mkdirSync(join(running.dir, 'tmp'), { recursive: true, mode: 0o700 });
+    for (const dir of ['home', 'tmp']) mkdirSync(join(running.dir, dir), { recursive: true, mode: 0o700 });
     const env = Object.fromEntries((container(pod)?.env ?? []).map((e) => [e.name, e.value ?? '']));
     // An image's config would give PATH; a folder's HOME and TMPDIR are the pod's own.
     env.PATH ??= SECURE_PATH;
     Object.assign(env, {
-      HOME: running.dir,
+      // As the session manager names them (a sandbox links them into its scratch tmpfs).
+      HOME: join(running.dir, 'home'),
       TMPDIR: join(running.dir, 'tmp'),
       HOSTNAME: pod.metadata?.name ?? '',
     });
     const started = await this.options.backend.start({
       id: pod.metadata?.uid as string,
-      // The local backends read the version only for session storage and network mode.
-      target: NODE_TARGET,
+      target: targetWith(NODE_TARGET, storage),
       launch,
       sessionDir: running.dir,
-      sessionId: undefined,
+      // The node's backend keeps a session's storage folder per session id: here, per claim.
+      sessionId: storage?.claimUid,
       servedSession: () => undefined,
       healthCheck: container(pod)?.readinessProbe?.tcpSocket ? 'connect' : 'ping',
       logger: createLogger({ level: 'error', sink: () => undefined }),

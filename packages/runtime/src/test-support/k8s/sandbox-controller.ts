@@ -3,9 +3,10 @@
 // kubernetes-sigs/agent-sandbox's controllers do at 2fd412d55ecae90861a101a5424a75473de97c36
 // (controllers/sandbox_controller.go, extensions/controllers/sandboxwarmpool_controller.go and
 // sandboxclaim_controller.go: claim-reconciler.ts), writing the same names, labels, annotations,
-// owner references and status fields, so that the pods really run on the test kubelet. Left out: Services (spec.service),
-// PVCs (volumeClaimTemplates), the template's NetworkPolicy, suspend (operatingMode), shutdownTime
-// and TTL expiry, claim env injection and additionalPodMetadata.
+// owner references and status fields, so that the pods really run on the test kubelet; PVCs from
+// volumeClaimTemplates (the claim's merged by the template's policy). Left out: Services
+// (spec.service), the template's NetworkPolicy, suspend (operatingMode), shutdownTime and TTL
+// expiry, claim env injection and additionalPodMetadata.
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -26,7 +27,13 @@ import {
   type SandboxObject,
   nameHash,
 } from '../../sessions/backends/kubernetes/sandbox-spec.js';
-import { ClaimReconciler, type ControllerContext, KINDS, type Kind } from './claim-reconciler.js';
+import {
+  type ClaimTemplate,
+  ClaimReconciler,
+  type ControllerContext,
+  KINDS,
+  type Kind,
+} from './claim-reconciler.js';
 import {
   type Condition,
   blueprintOf,
@@ -41,6 +48,8 @@ import {
 } from './sandbox-status.js';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** sandbox_types.go SandboxAdoptableLabel: an unowned PVC any sandbox may adopt. */
+const ADOPTABLE = 'agents.x-k8s.io/adoptable';
 
 export interface SandboxController {
   close(): Promise<void>;
@@ -166,6 +175,7 @@ class TestSandboxController implements SandboxController, ControllerContext {
     const { name, namespace } = sandbox.metadata;
     const hash = nameHash(name);
     const podName = sandbox.metadata.annotations?.[SANDBOX_KEYS.podName] || name;
+    await this.reconcilePVCs(sandbox, hash);
     let pod = this.pods.get(podName, namespace);
     if (!pod) pod = await this.createPod(sandbox, hash);
     else await this.updatePodMetadata(sandbox, pod);
@@ -186,11 +196,67 @@ class TestSandboxController implements SandboxController, ControllerContext {
     await this.patchStatus('sandboxes', sandbox, status);
   }
 
+  /**
+   * reconcilePVCs: each volumeClaimTemplate's PVC `<name>-<sandbox>`, owned by the sandbox and
+   * labelled with its name hash; an unowned one is adopted when it carries that label (or
+   * `adoptable`), one another controller owns is refused.
+   */
+  private async reconcilePVCs(sandbox: SandboxObject, hash: string): Promise<void> {
+    const { namespace } = sandbox.metadata;
+    const owner = {
+      ...ownerRef('Sandbox', SANDBOX_GROUP, sandbox),
+      apiVersion: `${SANDBOX_GROUP}/${SANDBOX_VERSION}`,
+    };
+    for (const vct of (sandbox.spec?.volumeClaimTemplates ?? []) as ClaimTemplate[]) {
+      const name = `${vct.metadata.name ?? ''}-${sandbox.metadata.name}`;
+      const found = await this.core
+        .readNamespacedPersistentVolumeClaim({ name, namespace })
+        .catch((e: unknown) => {
+          if ((e as { code?: number }).code === 404) return undefined;
+          throw e;
+        });
+      const controller = found?.metadata?.ownerReferences?.find((o) => o.controller);
+      const labels = found?.metadata?.labels ?? {};
+      if (controller && controller.uid !== sandbox.metadata.uid)
+        throw new Error(
+          `PVC ${name} is owned by ${controller.kind}/${controller.name}, not by sandbox ${sandbox.metadata.name}`,
+        );
+      if (found && !controller && labels[SANDBOX_KEYS.nameHash] !== hash && labels[ADOPTABLE] !== 'true')
+        throw new Error(
+          `cannot adopt unowned PVC ${name}: it has neither ${ADOPTABLE} nor ${SANDBOX_KEYS.nameHash}`,
+        );
+      const body = { metadata: { ownerReferences: [owner] } };
+      if (found && !controller)
+        await this.core.patchNamespacedPersistentVolumeClaim({ name, namespace, body }, merge);
+      if (found) continue;
+      const metadata = {
+        name,
+        namespace,
+        labels: { ...vct.metadata.labels, [SANDBOX_KEYS.nameHash]: hash },
+        annotations: vct.metadata.annotations,
+        ownerReferences: [owner],
+      };
+      await this.core.createNamespacedPersistentVolumeClaim({
+        namespace,
+        body: { metadata, spec: vct.spec },
+      });
+    }
+  }
+
   private async createPod(sandbox: SandboxObject, hash: string): Promise<V1Pod> {
     const template = (sandbox.spec?.podTemplate ?? {}) as {
       metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
-      spec?: unknown;
+      spec?: { volumes?: { name: string }[] };
     };
+    // MergeVolumeClaimVolumes: each volumeClaimTemplate's PVC as the volume of its name (replacing one).
+    const claimVolumes = ((sandbox.spec?.volumeClaimTemplates ?? []) as ClaimTemplate[]).map((v) => ({
+      name: v.metadata.name ?? '',
+      persistentVolumeClaim: { claimName: `${v.metadata.name ?? ''}-${sandbox.metadata.name}` },
+    }));
+    const volumes = [
+      ...(template.spec?.volumes ?? []).filter((v) => !claimVolumes.some((c) => c.name === v.name)),
+      ...claimVolumes,
+    ];
     const body = {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -206,8 +272,8 @@ class TestSandboxController implements SandboxController, ControllerContext {
           },
         ],
       },
-      spec: template.spec,
-    } as V1Pod;
+      spec: { ...template.spec, ...(volumes.length > 0 ? { volumes } : {}) },
+    } as unknown as V1Pod;
     return this.core
       .createNamespacedPod({ namespace: sandbox.metadata.namespace, body })
       .catch(async (error: unknown) => {

@@ -4,10 +4,16 @@
 // pod is made under a name hashed from the session: two replicas starting the same new session at
 // once make one pod, the second (409) joins it.
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, PatchStrategy, type V1Pod, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  PatchStrategy,
+  type V1PersistentVolumeClaim,
+  type V1Pod,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { type RuntimeConfig } from '../../../config.js';
 import { type Logger } from '../../../logger.js';
-import { type SessionBackend, type WorkerRequest } from '../../backend.js';
+import { type SessionBackend, type WorkerRequest, sessionStorageMount } from '../../backend.js';
 import { containerEnv } from '../../container-env.js';
 import { apiFailure, loadKubeConfig, podCommand, statusOf } from './kube-client.js';
 import { type PodCache, createPodCache, isReady } from './pod-cache.js';
@@ -20,6 +26,7 @@ import {
   labelValue,
   podSettingsOf,
   sessionPod,
+  sessionStorageClaim,
 } from './pod-spec.js';
 import { PodWorker } from './pod-worker.js';
 import { createSandboxBackend } from './sandbox-mode.js';
@@ -77,6 +84,8 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
       settings,
     });
     await cache.ready().catch(() => undefined);
+    if (sessionStorageMount(request.target))
+      await createStorage(sessionStorageClaim(request.target, request.sessionId, settings));
     const name = pod.metadata?.name ?? '';
     const made = await createPod(pod);
     if (made || request.beside)
@@ -85,6 +94,15 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
     const same = existing?.metadata?.annotations?.[ANNOTATIONS.sessionId] === request.sessionId;
     if (same && !existing?.metadata?.deletionTimestamp) return { name, adopted: true };
     return { name: (await createPod(suffixed(pod), true))!, adopted: false };
+  };
+
+  /** The session's storage claim, made at its first start and kept across its stops (409: made already). */
+  const createStorage = async (claim: V1PersistentVolumeClaim) => {
+    writes.value++;
+    await core.createNamespacedPersistentVolumeClaim({ namespace, body: claim }).catch((error: unknown) => {
+      if (statusOf(error) !== 409)
+        throw apiFailure(`creating PersistentVolumeClaim ${claim.metadata?.name ?? ''}`, error);
+    });
   };
 
   /** Creates the pod: its name, or none when the name is taken (409) and `strict` is not set. */

@@ -220,6 +220,9 @@ function probeOf(healthCheck: 'ping' | 'connect'): V1Probe {
   return { ...action, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 3, successThreshold: 1 };
 }
 
+/** The pod volume of a session's storage claim (in agent-sandbox mode, its volumeClaimTemplate). */
+export const STORAGE_VOLUME = 'session-storage';
+
 /** /tmp (the container's home and temp folder) and, for sessionStorage, the session's claim. */
 function volumesOf(input: SessionPodInput): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
   const { target, settings } = input;
@@ -231,8 +234,8 @@ function volumesOf(input: SessionPodInput): { volumes: V1Volume[]; mounts: V1Vol
   // A warm pod is made before its session is known: storage versions start cold (as on the local backends).
   if (mountPath && input.for.kind === 'session') {
     const claimName = storageClaimName(target.runtime.id, input.for.sessionId);
-    volumes.push({ name: 'session-storage', persistentVolumeClaim: { claimName } });
-    mounts.push({ name: 'session-storage', mountPath });
+    volumes.push({ name: STORAGE_VOLUME, persistentVolumeClaim: { claimName } });
+    mounts.push({ name: STORAGE_VOLUME, mountPath });
   }
   return { volumes, mounts };
 }
@@ -354,7 +357,6 @@ export function sessionStorageClaim(
   target: SessionTarget,
   sessionId: string,
   settings: PodSettings,
-  owner?: V1OwnerReference,
 ): V1PersistentVolumeClaim {
   if (!sessionStorageMount(target))
     throw new PodSpecError('filesystemConfigurations: the version has no sessionStorage');
@@ -370,7 +372,6 @@ export function sessionStorageClaim(
         [LABELS.sessionHash]: sessionHash(sessionId),
       },
       annotations: { [ANNOTATIONS.sessionId]: sessionId, [ANNOTATIONS.runtimeArn]: target.runtime.arn },
-      ...(owner ? { ownerReferences: [owner] } : {}),
     },
     spec: {
       accessModes: ['ReadWriteOnce'],

@@ -4,20 +4,28 @@
 // Lease holder's keeper sizes from every replica's claims (warm-keeper.ts); per session a
 // SandboxClaim, which the controller binds to a warm-pool sandbox it adopts (launch type warm) or
 // to one it makes (cold). The session is reached
-// at the pod the claim's sandbox names, from informer caches; stop deletes the claim.
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+// at the pod the claim's sandbox names, from informer caches; stop deletes the claim (keeping its
+// session storage).
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { type RuntimeConfig } from '../../../config.js';
 import { type Logger } from '../../../logger.js';
 import { parseRuntimeArn } from '../../../control/arn.js';
 import { type SessionBackend, type SessionTarget, type SharedSession } from '../../backend.js';
 import { ClaimWorker, type ClaimWorkerOptions } from './claim-worker.js';
-import { loadKubeConfig, podCommand } from './kube-client.js';
+import { apiFailure, loadKubeConfig, podCommand, statusOf } from './kube-client.js';
 import { type PodCache, createPodCache } from './pod-cache.js';
 import { type ReapCandidate, activityWriter, createSessionReaper } from './session-reaper.js';
 import { ANNOTATIONS, LABELS, labelValue, podSettingsOf, sessionHash } from './pod-spec.js';
 import { type SandboxCache, createSandboxCache } from './sandbox-cache.js';
 import { type SandboxObjects, createSandboxObjects } from './sandbox-objects.js';
-import { SANDBOX_KEYS, type SandboxObject, conditionTrue, nameHash, warmPoolName } from './sandbox-spec.js';
+import {
+  SANDBOX_KEYS,
+  type SandboxObject,
+  conditionTrue,
+  nameHash,
+  storageClaimOf,
+  warmPoolName,
+} from './sandbox-spec.js';
 import {
   type ClusterDemand,
   type ClusterPools,
@@ -111,6 +119,24 @@ function hearClaims(cache: SandboxCache, demand: ClusterDemand, then: () => void
   });
 }
 
+/**
+ * Session storage outlives a stop while the version lives (as on the local backends and in pods
+ * mode): the PVC the controller made for the claim is let go of its sandbox before the claim is
+ * deleted, so the garbage collector leaves it. It keeps the controller's tracking label
+ * (sandbox-name-hash), by which the session's next claim — the same name, so the same sandbox —
+ * adopts it again (sandbox_controller.go reconcilePVCs).
+ */
+async function keepStorage(core: CoreV1Api, namespace: string, name: string, writes: { value: number }) {
+  writes.value++;
+  const body = { metadata: { ownerReferences: null } };
+  const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  await core
+    .patchNamespacedPersistentVolumeClaim({ name, namespace, body }, merge)
+    .catch((error: unknown) => {
+      if (statusOf(error) !== 404) throw apiFailure(`keeping PersistentVolumeClaim ${name}`, error);
+    });
+}
+
 export function createSandboxBackend(
   config: Readonly<RuntimeConfig>,
   logger: Logger,
@@ -129,7 +155,11 @@ export function createSandboxBackend(
   const demand = createClusterDemand(config.warmPoolSize, config.warmPoolMax);
   let targets: () => SessionTarget[] = () => [];
   const activity = activityWriter(cache.claims, (name, atMs) => objects.noteActivity(name, atMs));
-  const deleteClaim = (name: string) => objects.deleteClaim(name);
+  const deleteClaim = async (name: string) => {
+    const storage = storageClaimOf(cache.claims.get(name));
+    if (storage) await keepStorage(core, namespace, storage, writes);
+    await objects.deleteClaim(name);
+  };
   const workerOf = (claim: string, healthCheck: 'ping' | 'connect', logs?: ClaimWorkerOptions['logs']) =>
     new ClaimWorker({ claim, namespace, core, pods, cache, healthCheck, deleteClaim, logs });
   /** How the claim's pod is probed (its readiness probe: TCP for MCP agents). */

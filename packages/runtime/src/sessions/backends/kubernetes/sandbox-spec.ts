@@ -5,17 +5,19 @@
 // Names, labels and annotations the controller writes are those of agent-sandbox@2fd412d
 // (api/v1beta1/sandbox_types.go, extensions/api/v1beta1/*_types.go).
 import { type V1OwnerReference } from '@kubernetes/client-node';
-import { type SessionTarget } from '../../backend.js';
+import { type SessionTarget, sessionStorageMount } from '../../backend.js';
 import {
   ANNOTATIONS,
   LABELS,
   type PodSettings,
+  STORAGE_VOLUME,
   type SessionPodInput,
   labelValue,
   objectName,
   sessionHash,
   sessionNetworkPolicy,
   sessionPod,
+  sessionStorageClaim,
   versionLabels,
 } from './pod-spec.js';
 
@@ -110,6 +112,9 @@ export function sandboxTemplate(input: Omit<SessionPodInput, 'for'>): SandboxObj
   delete labels[LABELS.slot];
   // The pod spec's client-node names are its wire names (none of its fields is a reserved word).
   const spec = pod.spec as unknown as Record<string, unknown>;
+  // sessionStorage: the container mounts the volume each claim's volumeClaimTemplate brings.
+  const mountPath = sessionStorageMount(target);
+  if (mountPath) pod.spec?.containers[0]?.volumeMounts?.push({ name: STORAGE_VOLUME, mountPath });
   return {
     ...extensionsKind('SandboxTemplate'),
     metadata: { name: templateName(target), namespace: settings.namespace, labels: versionLabels(target) },
@@ -118,6 +123,7 @@ export function sandboxTemplate(input: Omit<SessionPodInput, 'for'>): SandboxObj
       networkPolicy: networkPolicyOf(target, settings),
       networkPolicyManagement: 'Managed',
       envVarsInjectionPolicy: 'Disallowed',
+      volumeClaimTemplatesPolicy: mountPath ? 'Allowed' : 'Disallowed',
     },
   };
 }
@@ -175,8 +181,34 @@ export function sandboxClaim(
         shutdownTime: new Date(Date.now() + maxLifetimeMs).toISOString().replace(/\.\d+Z$/, 'Z'),
         shutdownPolicy: 'Delete',
       },
+      ...(sessionStorageMount(target)
+        ? { volumeClaimTemplates: [storageClaimTemplate(target, sessionId, settings)] }
+        : {}),
     },
   };
+}
+
+/**
+ * A storage version's claim brings the session's storage as a volumeClaimTemplate (which makes the
+ * controller start it cold, as the local backends and pods mode start storage sessions): pods
+ * mode's claim for the session, named for the pod volume. The controller makes the PVC
+ * `session-storage-<sandbox>` from it, owned by the sandbox; stop keeps it (see storageClaimOf).
+ */
+function storageClaimTemplate(target: SessionTarget, sessionId: string, settings: PodSettings) {
+  const { metadata, spec } = sessionStorageClaim(target, sessionId, settings);
+  const { labels, annotations } = metadata ?? {};
+  return { metadata: { name: STORAGE_VOLUME, labels, annotations }, spec };
+}
+
+/**
+ * The PVC the controller made from a claim's storage volumeClaimTemplate (upstream names it
+ * `<template>-<sandbox>`; a storage claim's sandbox is cold, named as the claim), or none when the
+ * claim brings no storage.
+ */
+export function storageClaimOf(claim: SandboxObject | undefined): string | undefined {
+  const templates = claim?.spec?.volumeClaimTemplates as { metadata?: { name?: string } }[] | undefined;
+  const storage = templates?.find((t) => t.metadata?.name === STORAGE_VOLUME);
+  return storage && claim ? `${STORAGE_VOLUME}-${claim.metadata.name}` : undefined;
 }
 
 /** The object's condition `type` is True. */

@@ -1,0 +1,151 @@
+// Session storage (filesystemConfigurations[].sessionStorage) on the kubernetes backend, in both
+// modes, on the test API server, the test kubelet (each pod a bwrap sandbox, its claim mounted as
+// the node's folder for that PVC) and, for agent-sandbox mode, the test controller. A session
+// writes a file; after StopRuntimeSession deletes its pod (or claim, sandbox and pod) the next
+// invoke runs in a new pod and reads the file back, its scratch gone; another session never sees
+// it. kubectl reads the PVCs back: one per session, kept across the stop.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
+import { type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type KubeApiServer, startKubeApiServer } from '../../../test-support/k8s/api-server.js';
+import { writeKubeconfig } from '../../../test-support/k8s/kubeconfig.js';
+import { type Kubelet, startKubelet } from '../../../test-support/k8s/kubelet.js';
+import { nodeBackend } from '../../../test-support/k8s/node-backend.js';
+import {
+  type SandboxController,
+  startSandboxController,
+} from '../../../test-support/k8s/sandbox-controller.js';
+import {
+  type TestRuntime,
+  createReady,
+  invokeJson,
+  sessionId,
+  startRuntime,
+  waitFor,
+} from '../../../test-support.js';
+import { LABELS, labelValue, sessionHash } from './pod-spec.js';
+import { SANDBOX_KEYS, type SandboxObject } from './sandbox-spec.js';
+
+const CRDS = fileURLToPath(new URL('../../../../../../deploy/k8s/crds/', import.meta.url));
+const run = promisify(execFile);
+const backend = nodeBackend();
+
+let api: KubeApiServer;
+let kubelet: Kubelet;
+let controller: SandboxController;
+let kubeconfig: string;
+
+async function kubectlGet<T>(kind: string, selector: string): Promise<T[]> {
+  const { stdout } = await run('kubectl', ['get', kind, '-l', selector, '-o', 'json'], {
+    env: { ...process.env, KUBECONFIG: kubeconfig },
+  });
+  return (JSON.parse(stdout) as { items: T[] }).items;
+}
+
+beforeAll(async () => {
+  api = await startKubeApiServer();
+  for (const file of readdirSync(CRDS).filter((f) => f.includes('agents.x-k8s.io')))
+    api.applyYaml(join(CRDS, file));
+  kubeconfig = writeKubeconfig(api.url);
+  kubelet = await startKubelet({
+    api,
+    kubeconfig,
+    dataDir: mkdtempSync(join(tmpdir(), 'agentrt-kubelet-')),
+    backend,
+  });
+  controller = await startSandboxController({ kubeconfig });
+});
+afterAll(async () => {
+  await controller?.close();
+  await kubelet?.close();
+  await api?.close();
+});
+
+// Process groups mount no volumes: the test kubelet needs bubblewrap (as the hostile suite does).
+describe.runIf(backend.name === 'bwrap').each(['pods', 'agent-sandbox'] as const)(
+  'session storage, %s mode',
+  (mode) => {
+    let rt: TestRuntime;
+    beforeAll(async () => {
+      rt = await startRuntime({ sessions: 'kubernetes', kubernetesMode: mode, kubeconfig });
+    });
+    afterAll(async () => {
+      await rt?.close();
+    });
+
+    it('keeps a session’s files across a stop in its own PVC, and shows them to no other session', async () => {
+      const runtime = await createReady(rt.control, `storage_${mode.replace('-', '_')}`, 'hostile', {
+        filesystemConfigurations: [{ sessionStorage: { mountPath: '/mnt/workspace' } }],
+      });
+      const arn = runtime.agentRuntimeArn!;
+      const sh = async (session: string, command: string) =>
+        (await invokeJson(rt.data, arn, sessionId(session), { sh: command })) as { stdout: string };
+      const runtimeLabel = `${LABELS.runtime}=${labelValue(runtime.agentRuntimeId!)}`;
+      const sessionLabel = (session: string) =>
+        `${runtimeLabel},${LABELS.sessionHash}=${sessionHash(sessionId(session))}`;
+      /** The session's pods: by its label (pods mode), or its claim's uid (agent-sandbox mode). */
+      const podsOf = async (session: string) => {
+        if (mode === 'pods') return kubectlGet<V1Pod>('pods', sessionLabel(session));
+        const claims = await kubectlGet<SandboxObject>('sandboxclaims', sessionLabel(session));
+        const uids = claims.map((c) => c.metadata.uid);
+        return uids.length
+          ? kubectlGet<V1Pod>('pods', `${SANDBOX_KEYS.claimUid} in (${uids.join(',')})`)
+          : [];
+      };
+      const claimsOf = (session: string) =>
+        kubectlGet<V1PersistentVolumeClaim>(
+          'pvc',
+          `${runtimeLabel},${LABELS.sessionHash}=${sessionHash(sessionId(session))}`,
+        );
+
+      const wrote = await sh(
+        'keep-a',
+        'echo kept > /mnt/workspace/notes.txt && echo x > "$HOME/scratch" && echo ok',
+      );
+      expect(wrote.stdout.trim(), JSON.stringify(wrote)).toBe('ok');
+      const [firstPod] = await podsOf('keep-a');
+      const [pvc] = await claimsOf('keep-a');
+      expect(pvc?.spec?.resources?.requests?.storage).toMatch(/Mi$/);
+      const volumes = firstPod?.spec?.volumes?.filter((v) => v.persistentVolumeClaim) ?? [];
+      expect(volumes.map((v) => v.persistentVolumeClaim?.claimName)).toEqual([pvc?.metadata?.name]);
+      if (mode === 'agent-sandbox') {
+        const [claim] = await kubectlGet<SandboxObject>(
+          'sandboxclaims',
+          `${runtimeLabel},${LABELS.sessionHash}=${sessionHash(sessionId('keep-a'))}`,
+        );
+        expect(claim?.spec?.volumeClaimTemplates).toHaveLength(1);
+        expect(pvc?.metadata?.name).toBe(`session-storage-${claim?.metadata.name}`);
+        expect(pvc?.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Sandbox', controller: true });
+      }
+
+      await rt.data.send(
+        new StopRuntimeSessionCommand({ agentRuntimeArn: arn, runtimeSessionId: sessionId('keep-a') }),
+      );
+      await waitFor(
+        async () => (await podsOf('keep-a')).length === 0,
+        20_000,
+        'the stopped session’s pod gone',
+      );
+      expect((await claimsOf('keep-a')).map((c) => c.metadata?.uid)).toEqual([pvc?.metadata?.uid]);
+
+      const after = await sh(
+        'keep-a',
+        'cat /mnt/workspace/notes.txt; cat "$HOME/scratch" 2>/dev/null || echo scratch-gone',
+      );
+      expect(after.stdout.split('\n').filter(Boolean)).toEqual(['kept', 'scratch-gone']);
+      const [secondPod] = await podsOf('keep-a');
+      expect(secondPod?.metadata?.uid).not.toBe(firstPod?.metadata?.uid);
+
+      const other = await sh('keep-b', 'ls -A /mnt/workspace; echo listed');
+      expect(other.stdout.trim()).toBe('listed');
+      const [otherPvc] = await claimsOf('keep-b');
+      expect(otherPvc?.metadata?.name).not.toBe(pvc?.metadata?.name);
+    });
+  },
+);
