@@ -33,6 +33,7 @@ const FAST_TIER = [
   'collector/src/store/clickhouse/spool.test.ts',
   'collector/src/store/sqlite/sqlite-backend.test.ts',
   'collector/src/store/sqlite/span-store.test.ts',
+  'collector/src/store/sqlite/trace-pages.test.ts',
   'collector/src/store/summaries.test.ts',
   'collector/src/store/sqlite/writer-thread.test.ts',
   'collector/src/trace-model/critical-path.test.ts',

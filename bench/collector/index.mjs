@@ -2,22 +2,12 @@
 // the physical baselines measured in the same run — plain JSON.parse of the same bodies and bare
 // node:sqlite insert loops of the same rows — and query latency over 1M stored spans.
 // Run after building: `npx tsc -b collector && node bench/collector/index.mjs` (about 2–3 minutes).
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { execFileSync, spawn } from 'node:child_process';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
 import {
   createCollector,
   createSpanStore,
@@ -27,164 +17,35 @@ import {
 } from '../../collector/dist/index.js';
 import { createQueryPool } from '../../collector/dist/store/reader-pool.js';
 import { GENAI_INDEX, SCHEMA as STORE_SCHEMA } from '../../collector/dist/store/sqlite/schema.js';
-import { SPAN_INSERT_COLUMNS, createRowEncoder } from '../../collector/dist/store/sqlite/span-rows.js';
+import { SPAN_INSERT_COLUMNS } from '../../collector/dist/store/sqlite/span-rows.js';
 import { openDatabase } from '../../collector/dist/store/sqlite/span-writer.js';
 import { table, writeSection } from '../lib/report.mjs';
+import {
+  BATCH,
+  CONCURRENCY,
+  MODELS,
+  bareInsert,
+  ingest,
+  makeBatches,
+  settle,
+  startCollectorProcess,
+  storeRows,
+} from './ingest-kit.mjs';
 
-const BATCH = 512;
 const INGEST_BATCHES = Number(process.env.BENCH_BATCHES ?? 200);
 const STORED_SPANS = Number(process.env.BENCH_STORED_SPANS ?? 1_000_000);
-const CONCURRENCY = 4;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const MODELS = ['claude-sonnet', 'nova-pro', 'llama-70b'];
 // Profiling aids: extra node flags for the collector process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`)
 // and BENCH_INGEST_ONLY=1 to stop after the ingest rounds (no table is written then).
 const COLLECTOR_NODE_ARGS = (process.env.BENCH_COLLECTOR_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const INGEST_ONLY = process.env.BENCH_INGEST_ONLY === '1';
 const log = (...a) => console.log(...a);
 const now = () => performance.now();
-// Every measured run starts from a collected heap in this process (the load generator and the bare
-// loops) and with nothing left for the disk to write: one run's garbage (the bare loop's rows, say)
-// and dirty pages (a few hundred MB per run) are not collected and written back during the next.
-setFlagsFromString('--expose-gc');
-const collect = runInNewContext('gc');
-function settle() {
-  collect();
-  execFileSync('sync');
-}
-
-// ---- realistic agent spans through the real SDK --------------------------------------------------
-function makeBatches(count) {
-  const exporter = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({
-      'service.name': 'bench-agent',
-      'deployment.environment.name': 'bench',
-      'cloud.platform': 'aws_bedrock_agentcore',
-    }),
-    spanProcessors: [new SimpleSpanProcessor(exporter)],
-  });
-  const tracer = provider.getTracer('bench', '1.0.0');
-  const batches = [];
-  let n = 0;
-  while (batches.length < count) {
-    const session = `sess-${n % 997}`;
-    const root = tracer.startSpan('invoke_agent weather', {
-      kind: SpanKind.SERVER,
-      attributes: {
-        'session.id': session,
-        'gen_ai.operation.name': 'invoke_agent',
-        'gen_ai.agent.name': 'weather',
-      },
-    });
-    const ctx = trace.setSpan(context.active(), root);
-    for (let i = 0; i < 7; i++) {
-      const model = MODELS[(n + i) % 3];
-      const s = tracer.startSpan(
-        i % 2 ? 'execute_tool get_weather' : `chat ${model}`,
-        {
-          kind: SpanKind.CLIENT,
-          attributes: {
-            'session.id': session,
-            'gen_ai.operation.name': i % 2 ? 'execute_tool' : 'chat',
-            'gen_ai.request.model': model,
-            'gen_ai.usage.input_tokens': 100 + i,
-            'gen_ai.usage.output_tokens': 20 + i,
-            'gen_ai.response.finish_reasons': ['stop'],
-            'server.address': 'bedrock-runtime.us-east-1.amazonaws.com',
-            'http.response.status_code': 200,
-            'gen_ai.tool.name': 'get_weather',
-            'aws.request_id': `req-${n}-${i}`,
-          },
-        },
-        ctx,
-      );
-      if (i === 3 && n % 10 === 0) s.setStatus({ code: SpanStatusCode.ERROR, message: 'throttled' });
-      s.end();
-    }
-    root.end();
-    n++;
-    const done = exporter.getFinishedSpans();
-    if (done.length >= BATCH) {
-      batches.push(done.slice(0, BATCH));
-      exporter.reset();
-    }
-  }
-  return batches;
-}
 
 function stats(samples) {
   const s = [...samples].sort((a, b) => a - b);
   const at = (p) => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
   return { p50: at(50), p95: at(95) };
-}
-
-async function ingest(url, bodies, contentType) {
-  let next = 0;
-  const t0 = now();
-  const worker = async () => {
-    while (next < bodies.length) {
-      const body = bodies[next++];
-      const res = await fetch(`${url}/v1/traces`, {
-        method: 'POST',
-        headers: { 'content-type': contentType },
-        body,
-      });
-      if (res.status !== 200) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
-      await res.arrayBuffer();
-    }
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return (bodies.length * BATCH) / ((now() - t0) / 1000);
-}
-
-/** Linux clock ticks per second (USER_HZ), the unit of utime/stime in /proc/<pid>/stat. */
-const CLOCK_TICKS = 100;
-const MAIN = fileURLToPath(new URL('../../collector/dist/main.js', import.meta.url));
-
-/** Starts `node collector/dist/main.js` on a free port; resolves once it logs its URL. */
-function startCollectorProcess(dataDir) {
-  const child = spawn(process.execPath, [...COLLECTOR_NODE_ARGS, MAIN], {
-    env: {
-      ...process.env,
-      AGENTRT_COLLECTOR_PORT: '0',
-      AGENTRT_DATA_DIR: dataDir,
-      AGENTRT_RETENTION_HOURS: '0',
-      AGENTRT_MAX_DB_MB: '0',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('collector did not start within 60 s'));
-    }, 60_000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const line = out.split('\n').find((l) => l.includes('"listening"'));
-      if (!line) return;
-      clearTimeout(timer);
-      child.stdout.removeAllListeners('data');
-      child.stdout.resume();
-      resolve({
-        url: JSON.parse(line).url,
-        /** CPU time (user + system, all threads) the collector process has used so far, in ms. */
-        cpuMs: () => {
-          const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-          return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
-        },
-        stop: async () => {
-          child.kill('SIGTERM');
-          const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
-          await exited;
-          clearTimeout(t);
-        },
-      });
-    });
-    child.once('exit', (code) => reject(new Error(`collector exited with ${code}`)));
-  });
 }
 
 const SCHEMA_1 = `CREATE TABLE spans (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
@@ -212,46 +73,6 @@ function schema1Rows(records) {
     s.kind,
     JSON.stringify(s),
   ]);
-}
-
-/** Exactly the rows the collector writes into its span table (its own encoder), document as text. */
-function storeRows(records) {
-  // The store's encoder without a store (no database to create); it tracks no attribute keys,
-  // which do not change the rows.
-  const encoder = createRowEncoder([], 0);
-  const text = new TextDecoder();
-  const n = SPAN_INSERT_COLUMNS.length;
-  const rows = [];
-  for (let at = 0; at < records.length; at += BATCH) {
-    const { spans, docs, docEnds } = encoder.encode(records.slice(at, at + BATCH));
-    for (let i = 0; i < docEnds.length; i++) {
-      const doc = text.decode(docs.subarray(i ? docEnds[i - 1] : 0, docEnds[i]));
-      rows.push([...spans.slice(i * n, (i + 1) * n), doc]);
-    }
-  }
-  return rows;
-}
-
-/**
- * The floor: pre-built rows inserted with a prepared statement in 512-row transactions (WAL,
- * synchronous = NORMAL), checkpointing in its own commits. `open` gives the connection and its
- * settings, `schema` the span table and indexes.
- */
-function bareInsert(dir, rows, { schema, columns, open }) {
-  mkdirSync(dir, { recursive: true });
-  const db = open(join(dir, 'bare.sqlite'));
-  db.exec(schema);
-  const stmt = db.prepare(`INSERT INTO spans (${columns}) VALUES (${rows[0].map(() => '?').join(', ')})`);
-  settle();
-  const t0 = now();
-  for (let i = 0; i < rows.length; i += BATCH) {
-    db.exec('BEGIN');
-    for (let j = i; j < Math.min(rows.length, i + BATCH); j++) stmt.run(...rows[j]);
-    db.exec('COMMIT');
-  }
-  const rate = rows.length / ((now() - t0) / 1000);
-  db.close();
-  return rate;
 }
 
 /** SQLite's defaults, as a bare loop has them. */
@@ -380,7 +201,7 @@ try {
   const bareRates = { schema1: 0, store: 0, tuned: 0 };
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, bare] of Object.entries(bares)) {
-      const rate = bareInsert(join(dir, `bare-${name}-${round}`), bare.rows(), bare);
+      const { rate } = bareInsert(join(dir, `bare-${name}-${round}`), bare.rows(), bare);
       bareRates[name] = Math.max(bareRates[name], rate);
     }
     for (const [kind, bodies, type] of [
@@ -389,7 +210,7 @@ try {
     ]) {
       // The collector runs as its own process (dist/main.js), as it does for users; the load
       // generator (this process) never shares its event loop.
-      const c = await startCollectorProcess(join(dir, `ingest-${kind}-${round}`));
+      const c = await startCollectorProcess(join(dir, `ingest-${kind}-${round}`), COLLECTOR_NODE_ARGS);
       try {
         // Warm-up (JIT, first pages), then the measured run.
         await ingest(c.url, bodies.slice(0, 10), type);
@@ -420,7 +241,7 @@ try {
 async function measureQueriesAndReport(rates) {
   const { ingestRates, cpuPerSpan, clientCpuPerSpan, bareRates, jsonParseRate, protoDecodeRate } = rates;
   // Named after the schema version and page size the store is generated with.
-  const bigDir = fileURLToPath(new URL(`../.work/collector-${STORED_SPANS}-v3-8k/`, import.meta.url));
+  const bigDir = fileURLToPath(new URL(`../.work/collector-${STORED_SPANS}-v4-8k/`, import.meta.url));
   let genSeconds;
   if (existsSync(join(bigDir, 'done'))) {
     log(`reusing ${STORED_SPANS} stored spans in ${bigDir}`);

@@ -3,10 +3,10 @@
 // exact JavaScript numbers (epoch nanoseconds do not fit in 2^53).
 //
 // Version 2 added the GenAI columns (HOT_ATTRIBUTES, query/fields.ts) and their covering index; version 3 orders
-// that index by time instead of duration. An older data dir is migrated in place when it is opened
+// that index by time instead of duration; version 4 drops spans(trace_id, start_us) again. An older data dir is migrated in place when it is opened
 // (migrate in span-store.ts).
 
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * The covering index of model-level GenAI stats (count, tokens, durations by model, over all time or
@@ -18,8 +18,12 @@ export const SCHEMA_VERSION = 3;
 export const GENAI_INDEX = `CREATE INDEX IF NOT EXISTS spans_genai_time
   ON spans(ga_model, start_us, duration_ns, ga_input_tokens, ga_output_tokens) WHERE ga_model IS NOT NULL;
 CREATE INDEX IF NOT EXISTS spans_hot_odd ON spans(id) WHERE hot_odd = 1;`;
-/** Indexes of older versions that GENAI_INDEX replaces. */
-export const DROPPED_INDEXES = ['spans_genai'];
+/**
+ * Indexes of older versions: spans_genai (GENAI_INDEX replaces it) and spans_trace_start (version 4:
+ * a trace's pages sort its keys once instead, read-ops.ts createTracePager; the index cost ingest 12–21%
+ * of its CPU).
+ */
+export const DROPPED_INDEXES = ['spans_genai', 'spans_trace_start'];
 
 /** A trace summary that is not noise (TraceSummary.noise): the default trace list's rows. */
 export const SIGNAL_TRACE = "json_extract(summary, '$.noise') IS NULL";
@@ -48,9 +52,6 @@ CREATE TABLE IF NOT EXISTS spans (
   hot_odd INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS spans_trace ON spans(trace_id, span_id);
--- A trace's spans in start order (export pages, GET /api/traces/{id}/spans): each page an index
--- range, not a sort of every span of the trace.
-CREATE INDEX IF NOT EXISTS spans_trace_start ON spans(trace_id, start_us);
 CREATE INDEX IF NOT EXISTS spans_session ON spans(session_id, start_us) WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS spans_start ON spans(start_us);
 CREATE TABLE IF NOT EXISTS logs (

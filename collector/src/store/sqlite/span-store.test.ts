@@ -261,4 +261,25 @@ describe('span store', () => {
       { m: 'nova', n: 2 },
     ]);
   });
+
+  it('migrates a version-3 data dir: spans(trace_id, start_us) is dropped, the spans stay', () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.remove);
+    const first = createSpanStore({ dataDir: tmp.dir });
+    first.insertBatch(spans(3, Date.now(), { traces: 1 }));
+    // Back to what version 3 left: the index a trace's pages walked (it cost ingest its CPU).
+    first.db.exec(`CREATE INDEX spans_trace_start ON spans(trace_id, start_us);
+      UPDATE meta SET value = '3' WHERE key = 'schema';`);
+    first.close();
+    const store = createSpanStore({ dataDir: tmp.dir });
+    cleanups.push(() => store.close());
+    const indexes = store.db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'spans'")
+      .all()
+      .map((r) => (r as { name: string }).name);
+    expect(indexes).not.toContain('spans_trace_start');
+    expect(indexes).toContain('spans_trace');
+    expect(store.db.prepare("SELECT value FROM meta WHERE key = 'schema'").get()).toEqual({ value: '4' });
+    expect(runQuery(store.db, 'stats count(*) as n').rows).toEqual([{ n: 3 }]);
+  });
 });
