@@ -11,7 +11,7 @@ import { readJsonObject, sendJson } from '../http/http-util.js';
 import { type RouteContext, type Router } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { newRuntimeId } from './arn.js';
-import { authedRoute } from './control-plane.js';
+import { authedRoute } from './authed-route.js';
 import { parseOnlineEvaluationConfig, parseOnlineEvaluationUpdate } from './online-evaluation.js';
 import { type OnlineEvaluationRecord, type Store } from './store.js';
 import { nextToken, parsePaging, validateClientToken, validateTags } from './validate.js';

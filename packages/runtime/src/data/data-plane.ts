@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage } from 'node:http';
 import { type RuntimeConfig } from '../config.js';
 import { parseRuntimeArn } from '../control/arn.js';
-import { getEndpointOr404, getRuntimeOr404, getVersionOr404 } from '../control/control-plane.js';
+import { getEndpointOr404, getRuntimeOr404, getVersionOr404 } from '../control/records.js';
 import { REQUEST_ATTRIBUTES, capturedRequest, replayOf } from './request-capture.js';
 import { type RuntimeRecord, type Store, type VersionRecord } from '../control/store.js';
 import { validateSessionId } from '../control/validate.js';

@@ -5,7 +5,7 @@
 import { type IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { parseRuntimeArn } from '../control/arn.js';
-import { getRuntimeOr404, getVersionOr404 } from '../control/control-plane.js';
+import { getRuntimeOr404, getVersionOr404 } from '../control/records.js';
 import { type Store } from '../control/store.js';
 import { type Authenticator } from '../data/auth.js';
 import { RuntimeApiError } from '../errors.js';
