@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseKeyPairsIntoRecord } from '@opentelemetry/core';
-import { type OtlpProtocol } from './telemetry/runtime-telemetry.js';
+import { type OtlpProtocol } from './telemetry/otlp-providers.js';
 import { type ContainerEngineSetting } from './sessions/container-engine.js';
 import { type EvaluationSettings } from './evaluate/evaluation-service.js';
 import { type JudgeProviderName } from './evaluate/judge/judge-model.js';

@@ -23,7 +23,8 @@ import { type Logger, createLogger } from './logger.js';
 import { type IsolationMode, detectIsolation } from './sessions/isolation.js';
 import { type Session, createSessionManager } from './sessions/session-manager.js';
 import { operationName } from './telemetry/operations.js';
-import { UNTRACED_OPERATION, createRuntimeTelemetry } from './telemetry/runtime-telemetry.js';
+import { UNTRACED_OPERATION } from './telemetry/operation.js';
+import { createRuntimeTelemetry } from './telemetry/runtime-telemetry.js';
 
 export interface RuntimeServer {
   /** `http://host:port`, the `endpoint` to give the AWS SDK clients. */

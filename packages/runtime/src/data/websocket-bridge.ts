@@ -4,7 +4,7 @@ import { type RuntimeConfig } from '../config.js';
 import { RuntimeApiError } from '../errors.js';
 import { type Logger } from '../logger.js';
 import { type Session } from '../sessions/session-manager.js';
-import { type WebSocketOperation } from '../telemetry/runtime-telemetry.js';
+import { type WebSocketOperation } from '../telemetry/operation.js';
 
 /**
  * Close codes a peer may not send on the wire (1005 no status, 1006 abnormal, 1015 TLS): a missing

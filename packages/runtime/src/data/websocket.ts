@@ -8,11 +8,8 @@ import { RuntimeApiError, notFound, validationError } from '../errors.js';
 import { type RouteContext } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { type Session, type SessionManager } from '../sessions/session-manager.js';
-import {
-  type RuntimeTelemetry,
-  UNTRACED_OPERATION,
-  type WebSocketOperation,
-} from '../telemetry/runtime-telemetry.js';
+import { UNTRACED_OPERATION, type WebSocketOperation } from '../telemetry/operation.js';
+import { type RuntimeTelemetry } from '../telemetry/runtime-telemetry.js';
 import { serverProtocolOf } from './protocols.js';
 import { bridge, openUpstream } from './websocket-bridge.js';
 

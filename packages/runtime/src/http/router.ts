@@ -1,5 +1,5 @@
 import { type IncomingMessage, type ServerResponse } from 'node:http';
-import { type Operation } from '../telemetry/runtime-telemetry.js';
+import { type Operation } from '../telemetry/operation.js';
 
 export interface RouteContext {
   req: IncomingMessage;
@@ -8,7 +8,7 @@ export interface RouteContext {
   params: Record<string, string>;
   query: URLSearchParams;
   requestId: string;
-  /** The call's SERVER span and metric dimensions (telemetry/runtime-telemetry.ts). */
+  /** The call's SERVER span and metric dimensions (telemetry/operation.ts). */
   operation: Operation;
 }
 

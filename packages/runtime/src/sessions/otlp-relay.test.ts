@@ -23,7 +23,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { resolveRuntimeConfig } from '../config.js';
 import { readBody } from '../http/http-util.js';
 import { type LogRecord, createLogger } from '../logger.js';
-import { RUNTIME_SERVICE_NAME } from '../telemetry/runtime-telemetry.js';
+import { RUNTIME_SERVICE_NAME } from '../telemetry/otlp-providers.js';
 import {
   type OtlpRelay,
   type OtlpRelayOptions,
