@@ -271,6 +271,85 @@ export function createSessionManager({
     exitWatch.set(session, worker.onExit(onWorkerExit(session)));
   };
 
+  /**
+   * A call joins a live session. A start nobody here waits for (another replica's pod, or one that
+   * outlived its caller's hold) is waited for, up to the hold budget; a session still starting for
+   * another caller, or stopping, is a 409.
+   */
+  const joinSession = async (existing: Session): Promise<Session> => {
+    if (existing.state === 'starting' && existing.starting && !existing.startHeld)
+      await holdStart(existing, existing.starting, shared?.holdMs);
+    if (existing.state !== 'ready' || existing.worker?.exited)
+      throw new RuntimeApiError('RetryableConflictException', 'Session operation in progress, please retry');
+    existing.inflight++;
+    noteActivity(existing);
+    return existing;
+  };
+
+  const assertRoom = () => {
+    if (sessions.size >= config.maxSessions)
+      throw new RuntimeApiError(
+        'ServiceQuotaExceededException',
+        `Live session limit reached (maxVms ${config.maxSessions}); stop a session or raise AGENTRT_MAX_SESSIONS`,
+      );
+  };
+
+  /** A started session: ready, watched for its worker's exit, its health and idle clocks running. */
+  const markReady = (session: Session, target: SessionTarget, log: Logger) => {
+    if (!session.worker)
+      throw new RuntimeApiError('InternalServerException', 'session started without a worker');
+    watchExit(session, session.worker);
+    session.state = 'ready';
+    session.starting = undefined;
+    const { idleRuntimeSessionTimeout, maxLifetime } = target.version.config.lifecycleConfiguration;
+    monitor(session, idleRuntimeSessionTimeout * 1000, maxLifetime * 1000);
+    log.info('session started', {
+      version: session.version,
+      warm: session.warm,
+      pid: session.worker.pid,
+      startMs: Date.now() - session.startedAtMs,
+    });
+  };
+
+  /**
+   * Starts a new session's worker; resolves once the session is ready. A failed start forgets the
+   * session, stops what it started and rejects with the AWS error it maps to (424 or 503).
+   */
+  const startSession = async (session: Session, target: SessionTarget, phase?: StartPhaseRecorder) => {
+    const log = logger.child({ runtimeId: target.runtime.id, sessionId: session.sessionId });
+    const start = launchSession(session, target, phase);
+    starting.add(start);
+    try {
+      await start;
+    } catch (error) {
+      forget(session);
+      await session.worker?.stop(0);
+      log.warn('session failed to start', { error: error instanceof Error ? error.message : String(error) });
+      throw startFailure(error);
+    } finally {
+      starting.delete(start);
+    }
+    markReady(session, target, log);
+  };
+
+  /**
+   * The caller of a new session waits for its start (up to the hold budget of a pod). Past the
+   * budget it hears 503 while the start goes on, and nobody is in the session.
+   */
+  const holdNewSession = async (session: Session, started: Promise<void>): Promise<Session> => {
+    session.startHeld = true;
+    try {
+      await holdStart(session, started, shared?.holdMs);
+    } catch (error) {
+      session.inflight = 0;
+      throw error;
+    } finally {
+      session.startHeld = false;
+    }
+    noteActivity(session);
+    return session;
+  };
+
   const restarts = createRestarts({
     config,
     logger,
@@ -335,68 +414,12 @@ export function createSessionManager({
       const key = keyOf(target.runtime.id, sessionId);
       await sessions.get(key)?.replacing; // a fresh worker being swapped in serves this call
       const existing = unlessExited(lookup(target.runtime.id, sessionId));
-      if (existing) {
-        // A start nobody here waits for (another replica's pod, or one that outlived its caller's
-        // hold) is waited for, up to the hold budget.
-        if (existing.state === 'starting' && existing.starting && !existing.startHeld)
-          await holdStart(existing, existing.starting, shared?.holdMs);
-        if (existing.state !== 'ready' || existing.worker?.exited)
-          throw new RuntimeApiError(
-            'RetryableConflictException',
-            'Session operation in progress, please retry',
-          );
-        existing.inflight++;
-        noteActivity(existing);
-        return existing;
-      }
-      if (sessions.size >= config.maxSessions)
-        throw new RuntimeApiError(
-          'ServiceQuotaExceededException',
-          `Live session limit reached (maxVms ${config.maxSessions}); stop a session or raise AGENTRT_MAX_SESSIONS`,
-        );
+      if (existing) return joinSession(existing);
+      assertRoom();
       const session = newSession(target.runtime.id, sessionId, target.version.version);
       sessions.set(key, session);
-      const log = logger.child({ runtimeId: target.runtime.id, sessionId });
-      const start = launchSession(session, target, phase);
-      starting.add(start);
-      session.starting = (async () => {
-        try {
-          await start;
-        } catch (error) {
-          sessions.delete(key);
-          await session.worker?.stop(0);
-          log.warn('session failed to start', {
-            error: error instanceof Error ? error.message : String(error),
-          });
-          throw startFailure(error);
-        } finally {
-          starting.delete(start);
-        }
-        if (!session.worker)
-          throw new RuntimeApiError('InternalServerException', 'session started without a worker');
-        watchExit(session, session.worker);
-        session.state = 'ready';
-        session.starting = undefined;
-        const { idleRuntimeSessionTimeout, maxLifetime } = target.version.config.lifecycleConfiguration;
-        monitor(session, idleRuntimeSessionTimeout * 1000, maxLifetime * 1000);
-        log.info('session started', {
-          version: session.version,
-          warm: session.warm,
-          pid: session.worker.pid,
-          startMs: Date.now() - session.startedAtMs,
-        });
-      })();
-      session.startHeld = true;
-      try {
-        await holdStart(session, session.starting, shared?.holdMs);
-      } catch (error) {
-        session.inflight = 0; // a 503: the start goes on, nobody is in the session
-        throw error;
-      } finally {
-        session.startHeld = false;
-      }
-      noteActivity(session);
-      return session;
+      session.starting = startSession(session, target, phase);
+      return holdNewSession(session, session.starting);
     },
     release(session) {
       session.inflight = Math.max(0, session.inflight - 1);
