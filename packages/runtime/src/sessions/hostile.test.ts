@@ -35,6 +35,10 @@ import {
   sessionId,
   waitFor,
 } from '../test-support.js';
+import { type KubeApiServer, startKubeApiServer } from '../test-support/k8s/api-server.js';
+import { writeKubeconfig } from '../test-support/k8s/kubeconfig.js';
+import { type Kubelet, startKubelet } from '../test-support/k8s/kubelet.js';
+import { nodeBackend } from '../test-support/k8s/node-backend.js';
 import { podmanImages } from '../test-support/podman-images.js';
 
 const main = resolve(fileURLToPath(import.meta.url), '..', '..', '..', 'dist', 'main.js');
@@ -237,13 +241,25 @@ const imageProblem = ((): string | undefined => {
   return built.status === 0 ? undefined : `podman build: ${built.stderr}`;
 })();
 
-type Variant = { label: string; uid: number | undefined; oci?: 'runc' | 'runsc' };
+/** A test API server and a test kubelet running pods as bwrap sandboxes in `dataDir`. */
+async function startNode(dataDir: string) {
+  const api = await startKubeApiServer();
+  const kubeconfig = writeKubeconfig(api.url);
+  mkdirSync(dataDir);
+  const kubelet = await startKubelet({ api, kubeconfig, dataDir, backend: nodeBackend() });
+  return { api, kubelet, kubeconfig };
+}
+
+type Variant = { label: string; uid: number | undefined; oci?: 'runc' | 'runsc'; k8s?: boolean };
 const variants: Variant[] = [
   { label: 'runtime running as root', uid: undefined },
   { label: `runtime running as uid ${USER_UID}`, uid: USER_UID },
   // The same agent as an image: one podman container per session, on runc and on gVisor.
   { label: 'image on podman + runc', uid: undefined, oci: 'runc' as const },
   { label: 'image on podman + runsc', uid: undefined, oci: 'runsc' as const },
+  // AGENTRT_SESSIONS=kubernetes (pods mode): each session a pod on the test API server, run by the
+  // test kubelet in this process as a bwrap sandbox of its own.
+  { label: 'kubernetes pods on the test kubelet', uid: undefined, k8s: true },
 ].filter((v) => (v.uid === undefined || userCanRead) && (!v.oci || !imageProblem));
 if (imageProblem) console.warn(`hostile agent as an image: skipped: ${imageProblem}`);
 
@@ -256,13 +272,18 @@ describe.runIf(canSandbox && isRoot && !userCanRead)(
 
 describe.skipIf(!canSandbox).each(variants)(
   'hostile agent in a sandboxed session, $label',
-  ({ uid, oci }) => {
+  ({ uid, oci, k8s }) => {
     const root = mkdtempSync(join(os.tmpdir(), 'agentrt-hostile-'));
+    let cluster: { api: KubeApiServer; kubelet: Kubelet; kubeconfig: string } | undefined;
     const fakeHome = join(root, 'home');
     const dataDir = join(root, 'data');
     const canary = `canary-${Math.random().toString(36).slice(2)}`;
     // Why a case does not run in this variant (skipped tests say so in their names).
     const rootOnly = uid === undefined ? '' : ' (skipped: needs a root runtime for cgroups and volumes)';
+    /** Open on the kubernetes variant (issue #33): the case is skipped there, saying why. */
+    const gap = (why: string) => (k8s ? ` (skipped on kubernetes, open: ${why})` : '');
+    const LIMITS = 'the test kubelet runs every pod with its node defaults, not the pod spec limits';
+    const NO_RELAY = 'a pod has no telemetry relay: its exports reach nothing';
     let runtimeProcess: ChildProcess | undefined;
     let url = '';
     let arn = '';
@@ -315,6 +336,7 @@ describe.skipIf(!canSandbox).each(variants)(
           AGENTRT_SESSION_DISK_MB: '64',
           AGENTRT_SESSION_STORAGE_MB: '32',
           ...(oci ? { AGENTRT_CONTAINER_ENGINE: 'podman', AGENTRT_OCI_RUNTIME: oci } : {}),
+          ...(cluster ? { AGENTRT_SESSIONS: 'kubernetes', KUBECONFIG: cluster.kubeconfig } : {}),
         },
         stdio: ['ignore', 'pipe', 'inherit'],
       });
@@ -340,6 +362,7 @@ describe.skipIf(!canSandbox).each(variants)(
       };
       await new Promise<void>((done) => exposed.listen(0, '0.0.0.0', done));
       metadataAdded = isRoot && addMetadataAddress();
+      if (k8s) cluster = await startNode(join(root, 'node'));
       await startRuntimeProcess();
       const image = oci
         ? { agentRuntimeArtifact: { containerConfiguration: { containerUri: HOSTILE_IMAGE } } }
@@ -354,6 +377,8 @@ describe.skipIf(!canSandbox).each(variants)(
       // A killed runtime leaves its session containers running (the next start on its data dir removes them).
       if (oci) spawnSync('podman', ['rm', '-f', '--filter', `label=${podmanLabel(dataDir)}`]);
       // A killed runtime leaves its sessions' storage volumes mounted (the next start unmounts them).
+      await cluster?.kubelet.close();
+      await cluster?.api.close();
       await sweepStorageVolumes(root);
       for (const server of [otlp, allowed, forbidden, exposed]) server.close();
       if (metadataAdded) spawnSync('ip', ['addr', 'del', `${METADATA_IP}/32`, 'dev', 'lo']);
@@ -414,89 +439,98 @@ describe.skipIf(!canSandbox).each(variants)(
       if (!oci) expect(a.stdout).toContain('/run/agentrt/worker.sock');
     });
 
-    it('cannot reach the runtime API, the collector or other host ports; reaches the allowlisted one', async () => {
-      const runtimePort = new URL(url).port;
-      const fetchScript = (target: string) =>
-        `node -e "fetch('${target}',{signal:AbortSignal.timeout(3000)}).then(r=>r.text()).then(t=>console.log('OPEN ${target} '+t.slice(0,60)),e=>console.log('CLOSED ${target} '+(e.cause?.code??e.name)))"`;
-      const targets = [
-        `http://127.0.0.1:${runtimePort}/runtimes`,
-        `http://127.0.0.1:${ports.otlp}/api/sessions`,
-        `http://127.0.0.1:${ports.forbidden}/`,
-        `http://10.0.2.2:${runtimePort}/runtimes`,
-        `http://127.0.0.1:${ports.allowed}/`,
-      ];
-      const out = await sh('network', targets.map(fetchScript).join('; '));
-      for (const target of targets.slice(0, 4)) expect(out.stdout).toContain(`CLOSED ${target}`);
-      expect(out.stdout).toContain(
-        `OPEN http://127.0.0.1:${ports.allowed}/ hello from an allowlisted host port`,
-      );
-      // The runtime's port does not show in the namespace's socket table either.
-      const tcp = await sh('network', 'cat /proc/net/tcp /proc/net/tcp6');
-      expect(tcp.stdout.toUpperCase()).not.toContain(
-        `:${Number(runtimePort).toString(16).toUpperCase().padStart(4, '0')} `,
-      );
-    });
+    it.skipIf(k8s)(
+      `cannot reach the runtime API, the collector or other host ports; reaches the allowlisted one${gap('all closed; egress allow-lists are NetworkPolicies, which the test kubelet does not enforce')}`,
+      async () => {
+        const runtimePort = new URL(url).port;
+        const fetchScript = (target: string) =>
+          `node -e "fetch('${target}',{signal:AbortSignal.timeout(3000)}).then(r=>r.text()).then(t=>console.log('OPEN ${target} '+t.slice(0,60)),e=>console.log('CLOSED ${target} '+(e.cause?.code??e.name)))"`;
+        const targets = [
+          `http://127.0.0.1:${runtimePort}/runtimes`,
+          `http://127.0.0.1:${ports.otlp}/api/sessions`,
+          `http://127.0.0.1:${ports.forbidden}/`,
+          `http://10.0.2.2:${runtimePort}/runtimes`,
+          `http://127.0.0.1:${ports.allowed}/`,
+        ];
+        const out = await sh('network', targets.map(fetchScript).join('; '));
+        for (const target of targets.slice(0, 4)) expect(out.stdout).toContain(`CLOSED ${target}`);
+        expect(out.stdout).toContain(
+          `OPEN http://127.0.0.1:${ports.allowed}/ hello from an allowlisted host port`,
+        );
+        // The runtime's port does not show in the namespace's socket table either.
+        const tcp = await sh('network', 'cat /proc/net/tcp /proc/net/tcp6');
+        expect(tcp.stdout.toUpperCase()).not.toContain(
+          `:${Number(runtimePort).toString(16).toUpperCase().padStart(4, '0')} `,
+        );
+      },
+    );
 
-    it('sends telemetry only as itself: the relay stamps its session and refuses spans claiming another', async () => {
-      const post = (resourceSession: string | undefined) =>
-        otlpPost('/v1/traces', spans(resourceSession ? [['session.id', resourceSession]] : []));
-      const forged = await sh('telemetry', post(sessionId('someone-else')));
-      expect(forged.stdout.trim()).toBe('403');
-      const read = await sh(
-        'telemetry',
-        `node -e 'fetch("http://127.0.0.1:4318/api/sessions",{method:"POST",body:"{}"}).then(r=>console.log(r.status))'`,
-      );
-      expect(read.stdout.trim()).toBe('404');
-      const own = await sh('telemetry', post(undefined));
-      expect(own.stdout.trim()).toBe('200');
-      const export_ = received.find((r) => r.path === '/v1/traces' && r.body.includes('forged'));
-      expect(export_).toBeDefined();
-      const body = JSON.parse(export_!.body) as {
-        resourceSpans: { resource: { attributes: { key: string; value: { stringValue: string } }[] } }[];
-      };
-      const attrs = Object.fromEntries(
-        body.resourceSpans[0]!.resource.attributes.map((a) => [a.key, a.value.stringValue]),
-      );
-      expect(attrs['session.id']).toBe(sessionId('telemetry'));
-      expect(attrs['cloud.resource_id']).toBe(arn);
-      expect(attrs['service.name']).toBe('hostile');
-    });
+    it.skipIf(k8s)(
+      `sends telemetry only as itself: the relay stamps its session and refuses spans claiming another${gap(NO_RELAY)}`,
+      async () => {
+        const post = (resourceSession: string | undefined) =>
+          otlpPost('/v1/traces', spans(resourceSession ? [['session.id', resourceSession]] : []));
+        const forged = await sh('telemetry', post(sessionId('someone-else')));
+        expect(forged.stdout.trim()).toBe('403');
+        const read = await sh(
+          'telemetry',
+          `node -e 'fetch("http://127.0.0.1:4318/api/sessions",{method:"POST",body:"{}"}).then(r=>console.log(r.status))'`,
+        );
+        expect(read.stdout.trim()).toBe('404');
+        const own = await sh('telemetry', post(undefined));
+        expect(own.stdout.trim()).toBe('200');
+        const export_ = received.find((r) => r.path === '/v1/traces' && r.body.includes('forged'));
+        expect(export_).toBeDefined();
+        const body = JSON.parse(export_!.body) as {
+          resourceSpans: { resource: { attributes: { key: string; value: { stringValue: string } }[] } }[];
+        };
+        const attrs = Object.fromEntries(
+          body.resourceSpans[0]!.resource.attributes.map((a) => [a.key, a.value.stringValue]),
+        );
+        expect(attrs['session.id']).toBe(sessionId('telemetry'));
+        expect(attrs['cloud.resource_id']).toBe(arn);
+        expect(attrs['service.name']).toBe('hostile');
+      },
+    );
 
-    it("sends no telemetry as another session, the runtime or its metrics; forwards with the runtime's ingest token", async () => {
-      const own = sessionId('forging');
-      const other = sessionId('forged-victim');
-      const attempts = {
-        'duplicate session.id keys': otlpPost(
-          '/v1/traces',
-          spans([
-            ['session.id', own],
-            ['session.id', other],
-          ]),
-        ),
-        "the runtime's service name": otlpPost('/v1/traces', spans([['service.name', 'agentrt-runtime']])),
-        "the runtime's metric dimensions": otlpPost(
-          '/v1/metrics',
-          counter(
-            [
-              ['Operation', 'InvokeAgentRuntime'],
-              ['Resource', 'arn:aws:victim'],
-            ],
-            'tenant.calls',
+    it.skipIf(k8s)(
+      `sends no telemetry as another session, the runtime or its metrics; forwards with the runtime's ingest token${gap(NO_RELAY)}`,
+      async () => {
+        const own = sessionId('forging');
+        const other = sessionId('forged-victim');
+        const attempts = {
+          'duplicate session.id keys': otlpPost(
+            '/v1/traces',
+            spans([
+              ['session.id', own],
+              ['session.id', other],
+            ]),
           ),
-        ),
-        "the runtime's metric names": otlpPost('/v1/metrics', counter([['session.id', own]])),
-        'a data point of another session': otlpPost(
-          '/v1/metrics',
-          counter([['session.id', other]], 'tenant.calls'),
-        ),
-      };
-      for (const [label, script] of Object.entries(attempts))
-        expect((await sh('forging', script)).stdout.trim(), label).toBe('403');
-      expect((await sh('forging', otlpPost('/v1/traces', spans([], 'signed')))).stdout.trim()).toBe('200');
-      const forwarded = received.find((r) => r.path === '/v1/traces' && r.body.includes('signed'));
-      expect(forwarded?.authorization).toBe(`Bearer ${INGEST_TOKEN}`);
-      expect(received.filter((r) => r.body.includes(other))).toEqual([]);
-    });
+          "the runtime's service name": otlpPost('/v1/traces', spans([['service.name', 'agentrt-runtime']])),
+          "the runtime's metric dimensions": otlpPost(
+            '/v1/metrics',
+            counter(
+              [
+                ['Operation', 'InvokeAgentRuntime'],
+                ['Resource', 'arn:aws:victim'],
+              ],
+              'tenant.calls',
+            ),
+          ),
+          "the runtime's metric names": otlpPost('/v1/metrics', counter([['session.id', own]])),
+          'a data point of another session': otlpPost(
+            '/v1/metrics',
+            counter([['session.id', other]], 'tenant.calls'),
+          ),
+        };
+        for (const [label, script] of Object.entries(attempts))
+          expect((await sh('forging', script)).stdout.trim(), label).toBe('403');
+        expect((await sh('forging', otlpPost('/v1/traces', spans([], 'signed')))).stdout.trim()).toBe('200');
+        const forwarded = received.find((r) => r.path === '/v1/traces' && r.body.includes('signed'));
+        expect(forwarded?.authorization).toBe(`Bearer ${INGEST_TOKEN}`);
+        expect(received.filter((r) => r.body.includes(other))).toEqual([]);
+      },
+    );
 
     it("keeps the runtime's memory bounded under a burst of 64 exports of 15 MiB from one session", async () => {
       await sh('burst', 'true');
@@ -537,8 +571,8 @@ describe.skipIf(!canSandbox).each(variants)(
       expect(other.stdout.trim()).toBe('listed');
     });
 
-    it.runIf(uid === undefined)(
-      `keeps session storage within its own volume, off the data dir's disk, across a stop${rootOnly}`,
+    it.runIf(uid === undefined && !k8s)(
+      `keeps session storage within its own volume, off the data dir's disk, across a stop${rootOnly}${gap('the volume is the node’s, sized by its defaults')}`,
       async () => {
         const quota = (
           await createReady(clients.control, 'hostile_quota', 'hostile', {
@@ -567,8 +601,8 @@ describe.skipIf(!canSandbox).each(variants)(
     );
 
     // cgroups need a root runtime here; as an ordinary user the runtime says the limits are off.
-    it.runIf(uid === undefined)(
-      `enforces the memory and process limits with errors naming them${rootOnly}`,
+    it.runIf(uid === undefined && !k8s)(
+      `enforces the memory and process limits with errors naming them${rootOnly}${gap(LIMITS)}`,
       async () => {
         const forks = await sh('limits', 'for i in $(seq 1 100); do sleep 3 & done 2>&1; wait; echo done');
         expect(forks.stdout + forks.stderr).toMatch(/fork|Resource temporarily unavailable|Cannot allocate/i);
@@ -593,8 +627,8 @@ describe.skipIf(!canSandbox).each(variants)(
       },
     );
 
-    it.runIf(uid === undefined)(
-      `bills usage from the session cgroup: CPU of a process that left the worker tree${rootOnly}`,
+    it.runIf(uid === undefined && !k8s)(
+      `bills usage from the session cgroup: CPU of a process that left the worker tree${rootOnly}${gap('usage is not read from a pod')}`,
       async () => {
         // A burner started with setsid by a shell that exits at once: no longer below the worker in
         // /proc, still in the session's cgroup.
@@ -684,46 +718,52 @@ describe.skipIf(!canSandbox).each(variants)(
       for (const target of targets) expect(out.stdout).toContain(`CLOSED ${target}`);
     });
 
-    it('keeps scratch files (/tmp and HOME) within the session disk budget, off the host disk', async () => {
-      const out = await sh(
-        'disk',
-        'dd if=/dev/zero of=/tmp/fill bs=1M count=200 2>&1 | grep -c "No space left on device"; ' +
-          'dd if=/dev/zero of="$HOME/fill" bs=1M count=200 2>&1 | grep -c "No space left on device"; ' +
-          'du -k /tmp/fill "$HOME/fill" | cut -f1',
-      );
-      const [tmpFull, homeFull, ...sizesKb] = out.stdout.trim().split('\n').map(Number);
-      expect([tmpFull, homeFull]).toEqual([1, 1]);
-      expect(sizesKb.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(64 * 1024);
-    });
+    it.skipIf(k8s)(
+      `keeps scratch files (/tmp and HOME) within the session disk budget, off the host disk${gap(LIMITS)}`,
+      async () => {
+        const out = await sh(
+          'disk',
+          'dd if=/dev/zero of=/tmp/fill bs=1M count=200 2>&1 | grep -c "No space left on device"; ' +
+            'dd if=/dev/zero of="$HOME/fill" bs=1M count=200 2>&1 | grep -c "No space left on device"; ' +
+            'du -k /tmp/fill "$HOME/fill" | cut -f1',
+        );
+        const [tmpFull, homeFull, ...sizesKb] = out.stdout.trim().split('\n').map(Number);
+        expect([tmpFull, homeFull]).toEqual([1, 1]);
+        expect(sizesKb.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(64 * 1024);
+      },
+    );
 
-    it("holds the runtime's memory while a caller does not read a command's output", async () => {
-      const sid = sessionId('slow-reader');
-      await sh('slow-reader', 'true');
-      const pid = runtimeProcess!.pid!;
-      const before = rssBytes(pid);
-      const abort = new AbortController();
-      const out = await clients.data.send(
-        new InvokeAgentRuntimeCommandCommand({
-          agentRuntimeArn: arn,
-          runtimeSessionId: sid,
-          body: { command: 'head -c 3000000000 /dev/zero | base64', timeout: 60 },
-        }),
-        { abortSignal: abort.signal },
-      );
-      expect(out.stream).toBeDefined(); // never read
-      let peak = before;
-      for (let i = 0; i < 40; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        peak = Math.max(peak, rssBytes(pid));
-      }
-      abort.abort();
-      expect(peak - before).toBeLessThan(96 * 1024 * 1024);
-    });
+    it.skipIf(k8s)(
+      `holds the runtime's memory while a caller does not read a command's output${gap('pods/exec output is read without backpressure (RSS 140 MB > 96 MB)')}`,
+      async () => {
+        const sid = sessionId('slow-reader');
+        await sh('slow-reader', 'true');
+        const pid = runtimeProcess!.pid!;
+        const before = rssBytes(pid);
+        const abort = new AbortController();
+        const out = await clients.data.send(
+          new InvokeAgentRuntimeCommandCommand({
+            agentRuntimeArn: arn,
+            runtimeSessionId: sid,
+            body: { command: 'head -c 3000000000 /dev/zero | base64', timeout: 60 },
+          }),
+          { abortSignal: abort.signal },
+        );
+        expect(out.stream).toBeDefined(); // never read
+        let peak = before;
+        for (let i = 0; i < 40; i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          peak = Math.max(peak, rssBytes(pid));
+        }
+        abort.abort();
+        expect(peak - before).toBeLessThan(96 * 1024 * 1024);
+      },
+    );
 
     // On gVisor a command over the memory limit ends the whole session (the host's OOM killer can only
     // pick the sandbox's Sentry), and its processes cannot be told apart from outside: not run there.
-    it.runIf(uid === undefined && oci !== 'runsc')(
-      `holds commands to the session's memory, process and CPU limits and ends what they leave behind${rootOnly}${uid === undefined && oci === 'runsc' ? ' (skipped: on gVisor such a command ends the whole session)' : ''}`,
+    it.runIf(uid === undefined && oci !== 'runsc' && !k8s)(
+      `holds commands to the session's memory, process and CPU limits and ends what they leave behind${rootOnly}${gap(LIMITS)}${uid === undefined && oci === 'runsc' ? ' (skipped: on gVisor such a command ends the whole session)' : ''}`,
       async () => {
         const sid = sessionId('cmd-limits');
         await sh('cmd-limits', 'true');
