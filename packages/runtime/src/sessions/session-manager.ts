@@ -1,10 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RuntimeConfig } from '../config.js';
 import { RuntimeApiError, notFound } from '../errors.js';
 import { type Logger } from '../logger.js';
-import { type LaunchSpec, launchOf, pinOptionsOf } from './artifact.js';
 import { createWarmPool } from './warm-pool.js';
 import { type CommandSpawn, type SessionTarget, type SharedJob } from './backend.js';
 import { selectBackends } from './backends/select.js';
@@ -19,13 +16,8 @@ import {
   sharedSession,
 } from './session.js';
 import { createRestarts } from './session-restart.js';
-import {
-  IMAGE_LAUNCH,
-  createWorkerEnv,
-  healthCheckOf,
-  launchAttributes,
-  workerAttributes,
-} from './worker-launch.js';
+import { createWorkerStart } from './worker-start.js';
+import { createWorkerEnv, launchAttributes, workerAttributes } from './worker-launch.js';
 import { createSessionTiming } from './session-timing.js';
 import { startSlots } from './start-slots.js';
 import { holdStart, startFailure } from './start-outcome.js';
@@ -74,15 +66,10 @@ export function createSessionManager({
   const shared = backends.shared;
   const sessionsRoot = join(config.dataDir, 'sessions');
   /** What a version's workers get of the session manager (env, probe), for a cluster's warm workers. */
-  const versionWorker = (target: SessionTarget) => ({
-    env: (port: number, relayed: boolean) =>
-      workerEnv(target, IMAGE_LAUNCH(target), port, sessionsRoot, relayed),
-    healthCheck: healthCheckOf(target),
-  });
   // Work one replica does for all (the Lease holder's): the warm-pool keeper, the idle reaper.
   const jobs = backends.runSharedJobs(leader, {
     targets,
-    worker: versionWorker,
+    worker: launched.imageWorker,
     floor: config.warmPoolSize,
     cap: config.warmPoolMax,
     intervalMs: config.pingIntervalMs,
@@ -109,76 +96,15 @@ export function createSessionManager({
     if (known) return known;
     const found = shared?.find?.(runtimeId, sessionId);
     if (!found) return undefined;
-    const session = sharedSession(runtimeId, sessionId, found);
+    // A failed start is answered by its replica, which deletes the pod: this one forgets it.
+    const session = sharedSession(runtimeId, sessionId, found, config.startTimeoutMs, () => forget(session));
     sessions.set(key, session);
     execs.set(found.worker, found.exec);
     watchExit(session, found.worker);
-    if (!found.ready) {
-      session.starting = found.worker.waitReady(config.startTimeoutMs).then(
-        () => {
-          session.state = 'ready';
-          session.starting = undefined;
-        },
-        (error: unknown) => {
-          // Its replica answers for a failed start and deletes the pod: this one forgets it.
-          if (sessions.get(key) === session) sessions.delete(key);
-          throw startFailure(error);
-        },
-      );
-      session.starting.catch(() => undefined); // heard by a caller, if one waits
-    }
     return session;
   };
 
-  /**
-   * Spawns a worker for the version through its backend; resolves once it is spawned (not yet
-   * ready). `sessionId` is known for a direct start and learnt later (`adopt`) by a warm-pool worker.
-   */
-  const startWorker = async (
-    target: SessionTarget,
-    tag: Record<string, string>,
-    sessionId?: string,
-    beside?: boolean,
-  ) => {
-    const containerUri =
-      target.version.config.agentRuntimeArtifact.containerConfiguration?.containerUri ?? '';
-    // A cluster runs the version's image as it pulls it: nothing is resolved on this host.
-    const launch: LaunchSpec = shared?.runsImages
-      ? IMAGE_LAUNCH(target)
-      : await launchOf(containerUri, target.version.artifact, pinOptionsOf(config));
-    await swept;
-    const id = randomUUID();
-    const sessionDir = join(sessionsRoot, id);
-    mkdirSync(sessionDir, { recursive: true, mode: 0o700 });
-    chmodSync(sessionDir, 0o700);
-    mkdirSync(join(sessionDir, 'tmp'), { recursive: true });
-    mkdirSync(join(sessionDir, 'home'), { recursive: true });
-    let servedSession = sessionId;
-    const started = await backends.of(launch).start({
-      id,
-      target,
-      launch,
-      sessionDir,
-      sessionId,
-      beside,
-      servedSession: () => servedSession,
-      healthCheck: healthCheckOf(target),
-      logger: logger.child({
-        runtimeId: target.runtime.id,
-        runtimeArn: target.runtime.arn,
-        workerId: id,
-        ...tag,
-      }),
-      env: (port, relayed) => workerEnv(target, launch, port, sessionDir, relayed),
-    });
-    const { worker } = started;
-    execs.set(worker, started.exec);
-    worker.onExit(() => rmSync(sessionDir, { recursive: true, force: true }));
-    const adopt = (sid: string) => {
-      servedSession = sid;
-    };
-    return { worker, sessionDir, adopt, seal: started.seal, joined: started.adopted === true };
-  };
+  const startWorker = createWorkerStart({ config, logger, backends, workerEnv, swept, sessionsRoot, execs });
 
   /**
    * Starts a worker and waits for its `/ping`. bwrap sometimes fails to bring up the new network
@@ -286,8 +212,9 @@ export function createSessionManager({
     return existing;
   };
 
+  /** The cap is this replica's: sessions of other replicas it lists or serves do not count. */
   const assertRoom = () => {
-    if (sessions.size >= config.maxSessions)
+    if ([...sessions.values()].filter((s) => !s.adopted).length >= config.maxSessions)
       throw new RuntimeApiError(
         'ServiceQuotaExceededException',
         `Live session limit reached (maxVms ${config.maxSessions}); stop a session or raise AGENTRT_MAX_SESSIONS`,

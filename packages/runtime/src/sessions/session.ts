@@ -1,5 +1,6 @@
 // A live session as the session manager keeps it, and the types its callers see.
 import { type CommandSpawn, type SessionTarget, type SharedSession } from './backend.js';
+import { startFailure } from './start-outcome.js';
 import { type PingState, type Worker } from './worker.js';
 
 /** Hears one step of a session start: its name and wall-clock bounds (epoch ms). */
@@ -90,9 +91,18 @@ export function newSession(runtimeId: string, sessionId: string, version: number
   };
 }
 
-/** A session another replica started, as its backend found it. */
-export function sharedSession(runtimeId: string, sessionId: string, found: SharedSession): Session {
-  return {
+/**
+ * A session another replica started, as its backend found it; one still starting is waited for
+ * (`starting`), and `failed` hears that its start failed.
+ */
+export function sharedSession(
+  runtimeId: string,
+  sessionId: string,
+  found: SharedSession,
+  startTimeoutMs: number,
+  failed: () => void,
+): Session {
+  const session: Session = {
     ...newSession(runtimeId, sessionId, found.version),
     state: found.ready ? 'ready' : 'starting',
     worker: found.worker,
@@ -101,4 +111,17 @@ export function sharedSession(runtimeId: string, sessionId: string, found: Share
     warm: found.warm,
     adopted: true,
   };
+  if (found.ready) return session;
+  session.starting = found.worker.waitReady(startTimeoutMs).then(
+    () => {
+      session.state = 'ready';
+      session.starting = undefined;
+    },
+    (error: unknown) => {
+      failed();
+      throw startFailure(error);
+    },
+  );
+  session.starting.catch(() => undefined); // heard by a caller, if one waits
+  return session;
 }

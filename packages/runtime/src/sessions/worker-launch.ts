@@ -112,6 +112,12 @@ export function createWorkerEnv({ config, logger, origin }: WorkerEnvOptions) {
 
   return {
     workerEnv,
+    /** A version's image worker (a cluster's warm pods): its environment and probe. */
+    imageWorker: (target: SessionTarget) => ({
+      env: (port: number, relayed: boolean) =>
+        workerEnv(target, IMAGE_LAUNCH(target), port, join(config.dataDir, 'sessions'), relayed),
+      healthCheck: healthCheckOf(target),
+    }),
     /** The launcher preload workers get, once resolved (undefined: none). */
     instrumentPath: (): string | undefined => instrumentPath ?? undefined,
   };

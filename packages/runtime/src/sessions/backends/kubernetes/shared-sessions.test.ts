@@ -137,4 +137,22 @@ describe('the live sessions', () => {
     );
     expect(listedByB).toEqual(expect.arrayContaining(onA));
   }, 60_000);
+
+  it("do not count against another replica's session cap", async () => {
+    const c = await cluster.replica('runtime-c', { maxSessions: 2 });
+    const runtime = await createReady(a.control, 'capped', 'counter');
+    const arn = runtime.agentRuntimeArn!;
+    for (const label of ['cap-1', 'cap-2']) await invokeJson(a.data, arn, sessionId(label), {});
+    const listed = await until(
+      async () => (await createRuntimeClient({ url: c.server.url }).activeSessions()).map((s) => s.sessionId),
+      (l) => l.includes(sessionId('cap-2')),
+      5000,
+    );
+    expect(listed).toEqual(expect.arrayContaining([sessionId('cap-1'), sessionId('cap-2')]));
+    // C lists more sessions than its cap of 2, none of them its own: it still starts two.
+    for (const label of ['cap-3', 'cap-4'])
+      expect((await invokeJson(c.data, arn, sessionId(label), {})).count).toBe(1);
+    const over = await invokeJson(c.data, arn, sessionId('cap-5'), {}).catch((e: unknown) => e);
+    expect((over as Error).name).toBe('ServiceQuotaExceededException');
+  }, 60_000);
 });
