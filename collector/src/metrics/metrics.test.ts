@@ -319,7 +319,9 @@ describe('a hostile metric query (histograms of many bounds across many series)'
     });
     expect(fine.status).toBe(200);
     const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.ceil(0.99 * xs.length) - 1]!;
-    expect(p99(healthMs)).toBeLessThan(Math.max(100, 3 * p99(base.healthMs)));
+    // A read that ran on the main thread would hold /healthz for seconds; CI's loaded cores (3 test
+    // files on 2) read 137 ms against a 100 ms bound.
+    expect(p99(healthMs)).toBeLessThan(Math.max(400, 3 * p99(base.healthMs)));
   });
 
   it('runs metric reads on the query threads (the /healthz query count counts them)', async () => {

@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** Debian's package (`apt-get install clickhouse-server clickhouse-client`); CI installs it (`.ci/run`). */
 export const CLICKHOUSE_SERVER_BIN = '/usr/sbin/clickhouse-server';
@@ -89,6 +89,9 @@ async function stopChild(c: Child, graceMs = 5000): Promise<void> {
   clearTimeout(timer);
 }
 
+/** A server that exited before it answered (e.g. a free port another process took meanwhile). */
+class StartUpExit extends Error {}
+
 async function waitFor(
   what: string,
   check: () => Promise<boolean>,
@@ -98,8 +101,12 @@ async function waitFor(
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (c.child.exitCode !== null || c.child.signalCode !== null) {
-      const log = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-2000) : '';
-      throw new Error(`${what} exited during start-up: ${log}`);
+      // clickhouse-server says why in its error log (stderr only names the log files).
+      const errorLog = join(dirname(logFile), 'error.log');
+      const log = [logFile, errorLog]
+        .map((file) => (existsSync(file) ? readFileSync(file, 'utf8').slice(-2000) : ''))
+        .join('\n');
+      throw new StartUpExit(`${what} exited during start-up: ${log}`);
     }
     if (await check().catch(() => false)) return;
     await new Promise((r) => setTimeout(r, 50));
@@ -241,9 +248,30 @@ function configXml(
 `;
 }
 
-/** One clickhouse-server process; ports are chosen free unless given. */
+/**
+ * One clickhouse-server process; ports are chosen free unless given. Chosen ones may be taken by
+ * another process before the server binds them (test files start servers side by side): a server
+ * that exits during start-up on chosen ports is tried once more on new ones.
+ */
 export async function startClickHouseNode(o: ClickHouseNodeOptions): Promise<ClickHouseNode> {
-  const ports = o.ports ?? { http: await freePort(), tcp: await freePort(), interserver: await freePort() };
+  if (o.ports) return startNodeOn(o, o.ports);
+  const choose = async () => ({
+    http: await freePort(),
+    tcp: await freePort(),
+    interserver: await freePort(),
+  });
+  try {
+    return await startNodeOn(o, await choose());
+  } catch (error) {
+    if (!(error instanceof StartUpExit)) throw error;
+    return startNodeOn(o, await choose());
+  }
+}
+
+async function startNodeOn(
+  o: ClickHouseNodeOptions,
+  ports: NonNullable<ClickHouseNodeOptions['ports']>,
+): Promise<ClickHouseNode> {
   const data = join(o.dir, o.name);
   mkdirSync(data, { recursive: true });
   const configFile = join(data, 'config.xml');

@@ -8,7 +8,7 @@ import { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { resolveRuntimeConfig } from '../../config.js';
 import { createLogger } from '../../logger.js';
 import { fixtureUri } from '../../test-support.js';
@@ -21,6 +21,10 @@ import { createBwrapBackend } from './bwrap.js';
 import { createPodmanBackend } from './podman.js';
 import { createProcessGroupBackend } from './process-group.js';
 import { podmanImages } from '../../test-support/podman-images.js';
+
+// A podman case builds its fixture image first, one build at a time across test files
+// (test-support/podman-images.ts): CI timed one out at 30 s waiting behind others on loaded cores.
+vi.setConfig({ testTimeout: 120_000 });
 
 const root = mkdtempSync(join(os.tmpdir(), 'agentrt-backend-'));
 chmodSync(root, 0o755);
