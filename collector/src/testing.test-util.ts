@@ -182,7 +182,10 @@ export function startCollectorProcess(
       reject(new Error(`collector exited with ${code}`));
     });
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // The exit code, or the signal that ended it (a failure then names it, not null).
+  const exited = new Promise<number | NodeJS.Signals | null>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal)),
+  );
   return { child, lines, url, exited };
 }
 
