@@ -32,14 +32,61 @@ export function underTimeout(argv: string[], timeoutS: number | undefined): stri
   return ['sh', '-c', wrap, `${timeoutS}s`, ...argv];
 }
 
+/** The exec socket, as far as flow control goes (client-node's is a `ws` WebSocket). */
+interface PausableSocket {
+  pause(): void;
+  resume(): void;
+  close(): void;
+}
+
+/**
+ * Output streams that hold the exec socket while the caller is not reading: client-node writes each
+ * frame into them and ignores a full buffer, so a write past the high-water mark pauses the socket
+ * (TCP then holds the API server, the kubelet and the command back) until both have drained.
+ */
+function backpressuredOutput(): {
+  stdout: PassThrough;
+  stderr: PassThrough;
+  attach(ws: PausableSocket): void;
+} {
+  let socket: PausableSocket | undefined;
+  let full = false;
+  const streams = [new PassThrough(), new PassThrough()] as const;
+  const resume = () => {
+    if (!full || streams.some((s) => s.writableNeedDrain)) return;
+    full = false;
+    socket?.resume();
+  };
+  for (const stream of streams) {
+    const write = stream.write.bind(stream) as (chunk: unknown) => boolean;
+    stream.write = ((chunk: unknown) => {
+      const ok = write(chunk);
+      if (!ok && !full) {
+        full = true;
+        socket?.pause();
+      }
+      return ok;
+    }) as typeof stream.write;
+    stream.on('drain', resume);
+  }
+  return {
+    stdout: streams[0],
+    stderr: streams[1],
+    attach(ws) {
+      socket = ws;
+      if (full) ws.pause();
+    },
+  };
+}
+
 /** Runs `argv` in the pod's container: its output as it comes, its exit code, `kill()` to end it. */
 export function podExec(options: PodExecOptions, argv: string[]): CommandRun {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
+  const output = backpressuredOutput();
+  const { stdout, stderr } = output;
   // Its code is told once the caller has read all of its output (both streams ended).
   const read = Promise.all([once(stdout, 'end'), once(stderr, 'end')]);
   read.catch(() => undefined); // a stream's error is the command's: its Status or close says it
-  let socket: { close(): void } | undefined;
+  let socket: PausableSocket | undefined;
   let killed = false;
   const status = new Promise<number>((resolve, reject) => {
     new Exec(options.kubeConfig)
@@ -48,6 +95,7 @@ export function podExec(options: PodExecOptions, argv: string[]): CommandRun {
       )
       .then((ws) => {
         socket = ws;
+        output.attach(ws);
         if (killed) ws.close();
         ws.on('close', () => {
           // No Status before the close: the stream was cut (or killed); SIGKILL's code.
@@ -67,6 +115,8 @@ export function podExec(options: PodExecOptions, argv: string[]): CommandRun {
     }),
     kill() {
       killed = true;
+      // A paused socket would not read the answer to its close frame.
+      socket?.resume();
       socket?.close();
     },
   };
