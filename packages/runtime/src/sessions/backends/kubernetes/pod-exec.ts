@@ -58,9 +58,9 @@ function backpressuredOutput(): {
     socket?.resume();
   };
   for (const stream of streams) {
-    const write = stream.write.bind(stream) as (chunk: unknown) => boolean;
-    stream.write = ((chunk: unknown) => {
-      const ok = write(chunk);
+    const write = stream.write.bind(stream) as (...args: unknown[]) => boolean;
+    stream.write = ((...args: unknown[]) => {
+      const ok = write(...args);
       if (!ok && !full) {
         full = true;
         socket?.pause();
