@@ -133,12 +133,13 @@ describe('a session of 100,000 spans', () => {
       console.log(
         `session spans: ${(session.bytes / 1e6).toFixed(0)} MB streamed, anonymous memory +${(session.growth / 1e6).toFixed(0)} MB; the export of the same spans: ${(exported.bytes / 1e6).toFixed(0)} MB, +${(exported.growth / 1e6).toFixed(0)} MB`,
       );
-      // Holding the session whole would take more than its bytes. The collector's usual bound is what
-      // the export of the same spans takes: anonymous memory swings by ±10 MB between runs of either
-      // (quiet machine: session +55 to +77 MB, export +77 to +84 MB; CI read +90 against +85), so
-      // half the bytes (71 MB) is no bound to hold a run to, and the export's is.
+      // Holding the session whole would take more than its bytes, one of its 50,000-span traces half
+      // of them (71 MB) on top of the usual: what the export of the same spans takes, at least 50 MB
+      // (ClickHouse streams its export in +18 MB, the session in +30 to +48 MB). Anonymous memory
+      // swings by ±10 MB between runs (SQLite, quiet machine: session +55 to +77 MB, export +77 to
+      // +86 MB; CI read +90 against +85), so half the bytes alone is no bound to hold a run to.
       expect(session.growth).toBeLessThan(session.bytes);
-      expect(session.growth).toBeLessThan(Math.max(exported.growth, 30e6) * 1.5);
+      expect(session.growth).toBeLessThan(Math.max(exported.growth, 50e6) * 1.5);
     } finally {
       p.child.kill('SIGKILL');
       await p.exited;
