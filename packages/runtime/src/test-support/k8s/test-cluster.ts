@@ -1,19 +1,23 @@
 // What the multi-replica tests share: a test API server with the agentrt.dev CRDs and a namespace,
 // a kubeconfig for it, kubectl against it, optionally a test kubelet whose pods really serve, and
-// runtime replicas on it (in this process, or as `dist/main.js` processes as deploy/k8s runs them).
+// runtime replicas on it (in this process, or as `dist/main.js` processes as deploy/k8s runs them);
+// and what the agent-sandbox mode's tests share: the agent-sandbox CRDs, a test kubelet and the test
+// agent-sandbox controller.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { type RuntimeServerOptions } from '../../config.js';
+import { type SessionBackend } from '../../sessions/backend.js';
 import { type TestRuntime, startRuntime } from '../../test-support.js';
 import { type KubeApiServer, startKubeApiServer } from './api-server.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { type Kubelet, startKubelet } from './kubelet.js';
 import { nodeBackend } from './node-backend.js';
+import { type SandboxController, startSandboxController } from './sandbox-controller.js';
 
 const run = promisify(execFile);
 const RUNTIME_DIR = resolve(fileURLToPath(import.meta.url), '../../../..');
@@ -57,14 +61,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   kc.loadFromFile(kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: namespace } } });
-  const kubelet = options.kubelet
-    ? await startKubelet({
-        api,
-        kubeconfig,
-        dataDir: mkdtempSync(join(tmpdir(), 'agentrt-kubelet-')),
-        backend: nodeBackend(),
-      })
-    : undefined;
+  const kubelet = options.kubelet ? await startNodeKubelet(api, kubeconfig, nodeBackend()) : undefined;
   const runtimes: TestRuntime[] = [];
   const children: ChildProcess[] = [];
   const sessions = options.kubelet ? { sessions: 'kubernetes' as const } : {};
@@ -126,6 +123,50 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
       await api.close();
     },
   };
+}
+
+/** A test API server with the agent-sandbox CRDs, a test kubelet and the test agent-sandbox controller. */
+export interface SandboxCluster {
+  api: KubeApiServer;
+  kubeconfig: string;
+  kubelet: Kubelet;
+  controller: SandboxController;
+  /** `kubectl get <kind> -l <selector> -o json` against the test API server: the items. */
+  kubectlGet<T>(kind: string, selector: string): Promise<T[]>;
+  /** Closes the controller, the kubelet and the API server. */
+  close(): Promise<void>;
+}
+
+/** Starts a {@link SandboxCluster}; its kubelet runs pods on `backend` (default: the node's). */
+export async function startSandboxCluster(backend: SessionBackend = nodeBackend()): Promise<SandboxCluster> {
+  const api = await startKubeApiServer();
+  for (const file of readdirSync(CRDS).filter((f) => f.includes('agents.x-k8s.io')))
+    api.applyYaml(join(CRDS, file));
+  const kubeconfig = writeKubeconfig(api.url);
+  const kubelet = await startNodeKubelet(api, kubeconfig, backend);
+  const controller = await startSandboxController({ kubeconfig });
+  return {
+    api,
+    kubeconfig,
+    kubelet,
+    controller,
+    async kubectlGet<T>(kind: string, selector: string) {
+      const { stdout } = await run('kubectl', ['get', kind, '-l', selector, '-o', 'json'], {
+        env: { ...process.env, KUBECONFIG: kubeconfig },
+      });
+      return (JSON.parse(stdout) as { items: T[] }).items;
+    },
+    async close() {
+      await controller.close();
+      await kubelet.close();
+      await api.close();
+    },
+  };
+}
+
+/** A test kubelet against `api` running pods on `backend`, its node's data in a folder of its own. */
+function startNodeKubelet(api: KubeApiServer, kubeconfig: string, backend: SessionBackend): Promise<Kubelet> {
+  return startKubelet({ api, kubeconfig, dataDir: mkdtempSync(join(tmpdir(), 'agentrt-kubelet-')), backend });
 }
 
 /** Reads until `ok` holds or `ms` passed (then the last value, for the test's own expect). */

@@ -3,24 +3,11 @@
 // read back with kubectl (a template and a pool per version, one claim per session, a warm claim
 // adopting a pool sandbox, stop deleting claim, sandbox and pod); a claim whose sandbox never
 // becomes ready (424 with its events, nothing left); a claim no controller binds (424 that says so).
-import { execFile } from 'node:child_process';
 import { type Server, createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
-import { mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { RuntimeClientError, StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type KubeApiServer, startKubeApiServer } from '../../../test-support/k8s/api-server.js';
-import { type Kubelet, startKubelet } from '../../../test-support/k8s/kubelet.js';
-import { nodeBackend } from '../../../test-support/k8s/node-backend.js';
-import { writeKubeconfig } from '../../../test-support/k8s/kubeconfig.js';
-import {
-  type SandboxController,
-  startSandboxController,
-} from '../../../test-support/k8s/sandbox-controller.js';
+import { type SandboxCluster, startSandboxCluster } from '../../../test-support/k8s/test-cluster.js';
 import {
   type TestRuntime,
   createReady,
@@ -32,13 +19,7 @@ import {
 import { LABELS, labelValue, sessionHash } from './pod-spec.js';
 import { SANDBOX_KEYS, type SandboxObject, nameHash } from './sandbox-spec.js';
 
-const CRDS = fileURLToPath(new URL('../../../../../../deploy/k8s/crds/', import.meta.url));
-const run = promisify(execFile);
-
-let api: KubeApiServer;
-let kubelet: Kubelet;
-let controller: SandboxController;
-let kubeconfig: string;
+let cluster: SandboxCluster;
 let rt: TestRuntime;
 let receiver: Server;
 /** The runtime's spans, as its OTLP/JSON exporter sends them. */
@@ -62,12 +43,7 @@ function startPhases(session: string): Record<string, Record<string, string | un
 }
 
 /** `kubectl get <kind> -l <selector> -o json`: the items. */
-async function kubectlGet(kind: string, selector: string): Promise<SandboxObject[]> {
-  const { stdout } = await run('kubectl', ['get', kind, '-l', selector, '-o', 'json'], {
-    env: { ...process.env, KUBECONFIG: kubeconfig },
-  });
-  return (JSON.parse(stdout) as { items: SandboxObject[] }).items;
-}
+const kubectlGet = (kind: string, selector: string) => cluster.kubectlGet<SandboxObject>(kind, selector);
 
 const failureOf = (promise: Promise<unknown>) =>
   promise.then(
@@ -78,17 +54,7 @@ const failureOf = (promise: Promise<unknown>) =>
   );
 
 beforeAll(async () => {
-  api = await startKubeApiServer();
-  for (const file of readdirSync(CRDS).filter((f) => f.includes('agents.x-k8s.io')))
-    api.applyYaml(join(CRDS, file));
-  kubeconfig = writeKubeconfig(api.url);
-  kubelet = await startKubelet({
-    api,
-    kubeconfig,
-    dataDir: mkdtempSync(join(tmpdir(), 'agentrt-kubelet-')),
-    backend: nodeBackend(),
-  });
-  controller = await startSandboxController({ kubeconfig });
+  cluster = await startSandboxCluster();
   receiver = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString('utf8')));
@@ -106,16 +72,14 @@ beforeAll(async () => {
     otlpProtocol: 'http/json',
     sessions: 'kubernetes',
     kubernetesMode: 'agent-sandbox',
-    kubeconfig,
+    kubeconfig: cluster.kubeconfig,
     startTimeoutMs: 4000,
     warmPoolSize: 1,
   });
 });
 afterAll(async () => {
   await rt?.close();
-  await controller?.close();
-  await kubelet?.close();
-  await api?.close();
+  await cluster?.close();
   await new Promise<void>((r) => receiver?.close(() => r()));
 });
 
@@ -201,7 +165,7 @@ describe('kubernetes backend, agent-sandbox mode', () => {
 
   it('answers 424 saying the claim was never bound when no controller answers it', async () => {
     const runtime = await createReady(rt.control, 'sb_unbound', 'counter');
-    await controller.close();
+    await cluster.controller.close();
     const sid = sessionId('sb-unbound');
     const failed = await failureOf(invokeJson(rt.data, runtime.agentRuntimeArn!, sid, {}));
     expect(failed).toBeInstanceOf(RuntimeClientError);

@@ -4,23 +4,11 @@
 // writes a file; after StopRuntimeSession deletes its pod (or claim, sandbox and pod) the next
 // invoke runs in a new pod and reads the file back, its scratch gone; another session never sees
 // it. kubectl reads the PVCs back: one per session, kept across the stop.
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
 import { type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type KubeApiServer, startKubeApiServer } from '../../../test-support/k8s/api-server.js';
-import { writeKubeconfig } from '../../../test-support/k8s/kubeconfig.js';
-import { type Kubelet, startKubelet } from '../../../test-support/k8s/kubelet.js';
 import { nodeBackend } from '../../../test-support/k8s/node-backend.js';
-import {
-  type SandboxController,
-  startSandboxController,
-} from '../../../test-support/k8s/sandbox-controller.js';
+import { type SandboxCluster, startSandboxCluster } from '../../../test-support/k8s/test-cluster.js';
 import {
   type TestRuntime,
   createReady,
@@ -32,39 +20,16 @@ import {
 import { LABELS, labelValue, sessionHash } from './pod-spec.js';
 import { SANDBOX_KEYS, type SandboxObject } from './sandbox-spec.js';
 
-const CRDS = fileURLToPath(new URL('../../../../../../deploy/k8s/crds/', import.meta.url));
-const run = promisify(execFile);
 const backend = nodeBackend();
 
-let api: KubeApiServer;
-let kubelet: Kubelet;
-let controller: SandboxController;
-let kubeconfig: string;
-
-async function kubectlGet<T>(kind: string, selector: string): Promise<T[]> {
-  const { stdout } = await run('kubectl', ['get', kind, '-l', selector, '-o', 'json'], {
-    env: { ...process.env, KUBECONFIG: kubeconfig },
-  });
-  return (JSON.parse(stdout) as { items: T[] }).items;
-}
+let cluster: SandboxCluster;
+const kubectlGet = <T>(kind: string, selector: string) => cluster.kubectlGet<T>(kind, selector);
 
 beforeAll(async () => {
-  api = await startKubeApiServer();
-  for (const file of readdirSync(CRDS).filter((f) => f.includes('agents.x-k8s.io')))
-    api.applyYaml(join(CRDS, file));
-  kubeconfig = writeKubeconfig(api.url);
-  kubelet = await startKubelet({
-    api,
-    kubeconfig,
-    dataDir: mkdtempSync(join(tmpdir(), 'agentrt-kubelet-')),
-    backend,
-  });
-  controller = await startSandboxController({ kubeconfig });
+  cluster = await startSandboxCluster(backend);
 });
 afterAll(async () => {
-  await controller?.close();
-  await kubelet?.close();
-  await api?.close();
+  await cluster?.close();
 });
 
 // Process groups mount no volumes: the test kubelet needs bubblewrap (as the hostile suite does).
@@ -73,7 +38,11 @@ describe.runIf(backend.name === 'bwrap').each(['pods', 'agent-sandbox'] as const
   (mode) => {
     let rt: TestRuntime;
     beforeAll(async () => {
-      rt = await startRuntime({ sessions: 'kubernetes', kubernetesMode: mode, kubeconfig });
+      rt = await startRuntime({
+        sessions: 'kubernetes',
+        kubernetesMode: mode,
+        kubeconfig: cluster.kubeconfig,
+      });
     });
     afterAll(async () => {
       await rt?.close();
