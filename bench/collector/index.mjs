@@ -20,17 +20,7 @@ import { GENAI_INDEX, SCHEMA as STORE_SCHEMA } from '../../collector/dist/store/
 import { SPAN_INSERT_COLUMNS } from '../../collector/dist/store/sqlite/span-rows.js';
 import { openDatabase } from '../../collector/dist/store/sqlite/span-writer.js';
 import { table, writeSection } from '../lib/report.mjs';
-import {
-  BATCH,
-  CONCURRENCY,
-  MODELS,
-  bareInsert,
-  ingest,
-  makeBatches,
-  settle,
-  startCollectorProcess,
-  storeRows,
-} from './ingest-kit.mjs';
+import { BATCH, CONCURRENCY, MODELS, bareInsert, ingestRun, makeBatches, storeRows } from './ingest-kit.mjs';
 
 const INGEST_BATCHES = Number(process.env.BENCH_BATCHES ?? 200);
 const STORED_SPANS = Number(process.env.BENCH_STORED_SPANS ?? 1_000_000);
@@ -210,21 +200,12 @@ try {
     ]) {
       // The collector runs as its own process (dist/main.js), as it does for users; the load
       // generator (this process) never shares its event loop.
-      const c = await startCollectorProcess(join(dir, `ingest-${kind}-${round}`), COLLECTOR_NODE_ARGS);
-      try {
-        // Warm-up (JIT, first pages), then the measured run.
-        await ingest(c.url, bodies.slice(0, 10), type);
-        settle();
-        const cpu0 = c.cpuMs();
-        const client0 = process.cpuUsage();
-        ingestRates[kind] = Math.max(ingestRates[kind], await ingest(c.url, bodies, type));
-        const usPerSpan = ((c.cpuMs() - cpu0) * 1000) / spansTotal;
-        const client = process.cpuUsage(client0);
-        cpuPerSpan[kind] = Math.min(cpuPerSpan[kind], usPerSpan);
-        clientCpuPerSpan[kind] = Math.min(clientCpuPerSpan[kind], (client.user + client.system) / spansTotal);
-      } finally {
-        await c.stop();
-      }
+      const r = await ingestRun(join(dir, `ingest-${kind}-${round}`), bodies, type, {
+        nodeArgs: COLLECTOR_NODE_ARGS,
+      });
+      ingestRates[kind] = Math.max(ingestRates[kind], r.rate);
+      cpuPerSpan[kind] = Math.min(cpuPerSpan[kind], r.cpuUs);
+      clientCpuPerSpan[kind] = Math.min(clientCpuPerSpan[kind], r.clientCpuUs);
     }
     log(
       `round ${round + 1}: bare ${Math.round(bareRates.schema1)} (store rows ${Math.round(bareRates.store)}, tuned ${Math.round(bareRates.tuned)}), json ${Math.round(ingestRates.json)}, protobuf ${Math.round(ingestRates.protobuf)} spans/s; CPU per span json ${cpuPerSpan.json.toFixed(1)} µs, protobuf ${cpuPerSpan.protobuf.toFixed(1)} µs (best so far)`,

@@ -160,6 +160,32 @@ export function startCollectorProcess(dataDir, nodeArgs = []) {
   });
 }
 
+/**
+ * One measured ingest run on a collector process of its own in `dataDir`: `prepare(dataDir)` once it
+ * listens, a warm-up of 10 requests (JIT, first pages), then `bodies` from a collected heap and
+ * clean disk. Resolves with spans/s, the collector's CPU µs a span (all its threads) and this
+ * process's (the load generator's), and what `after(collector)` gives, run on the same collector
+ * before it stops.
+ */
+export async function ingestRun(dataDir, bodies, contentType, { nodeArgs = [], prepare, after } = {}) {
+  const c = await startCollectorProcess(dataDir, nodeArgs);
+  try {
+    await prepare?.(dataDir);
+    await ingest(c.url, bodies.slice(0, 10), contentType);
+    settle();
+    const spans = bodies.length * BATCH;
+    const cpu0 = c.cpuMs();
+    const client0 = process.cpuUsage();
+    const rate = await ingest(c.url, bodies, contentType);
+    const cpuUs = ((c.cpuMs() - cpu0) * 1000) / spans;
+    const client = process.cpuUsage(client0);
+    const measured = { rate, cpuUs, clientCpuUs: (client.user + client.system) / spans };
+    return { ...measured, ...(await after?.(c)) };
+  } finally {
+    await c.stop();
+  }
+}
+
 /** Exactly the rows the collector writes into its span table (its own encoder), document as text. */
 export function storeRows(records) {
   // The store's encoder without a store (no database to create); it tracks no attribute keys,

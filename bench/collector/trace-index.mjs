@@ -17,15 +17,7 @@ import { openDatabase } from '../../collector/dist/store/sqlite/span-writer.js';
 import { decodeTraceRequest } from '../../collector/dist/index.js';
 import { sendHugeTrace } from '../../test/dist/ui/huge-trace-spans.js';
 import { loadAverage, table, writeSection } from '../lib/report.mjs';
-import {
-  BATCH,
-  bareInsert,
-  ingest,
-  makeBatches,
-  settle,
-  startCollectorProcess,
-  storeRows,
-} from './ingest-kit.mjs';
+import { BATCH, bareInsert, ingestRun, makeBatches, storeRows } from './ingest-kit.mjs';
 
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -51,22 +43,16 @@ async function streamMs(url, traceId) {
 }
 
 /** One collector, with or without the index: ingest, CPU per span, then the 50,001-span stream. */
-async function collectorRun(dir, withIndex, bodies) {
-  const c = await startCollectorProcess(dir);
-  try {
-    if (withIndex) createIndex(dir);
-    await ingest(c.url, bodies.slice(0, 10), 'application/x-protobuf');
-    settle();
-    const cpu0 = c.cpuMs();
-    const rate = await ingest(c.url, bodies, 'application/x-protobuf');
-    const cpuUs = ((c.cpuMs() - cpu0) * 1000) / (bodies.length * BATCH);
-    const { traceId } = await sendHugeTrace(c.url);
-    const stream = [];
-    for (let i = 0; i < STREAM_RUNS; i++) stream.push(await streamMs(c.url, traceId));
-    return { rate, cpuUs, streamMs: Math.min(...stream) };
-  } finally {
-    await c.stop();
-  }
+function collectorRun(dir, withIndex, bodies) {
+  return ingestRun(dir, bodies, 'application/x-protobuf', {
+    prepare: withIndex ? createIndex : undefined,
+    async after(c) {
+      const { traceId } = await sendHugeTrace(c.url);
+      const stream = [];
+      for (let i = 0; i < STREAM_RUNS; i++) stream.push(await streamMs(c.url, traceId));
+      return { streamMs: Math.min(...stream) };
+    },
+  });
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'agentrt-bench-trace-index-'));
