@@ -4,7 +4,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const SCREENSHOT_DIR = join(REPO_ROOT, 'test-results', 'ui');
@@ -63,6 +63,11 @@ function reportPageOnFailure(label: string, page: () => Page | undefined): void 
         console.error(`[${label}] ${task.name}: the page\n${await watcher.report(`${label}-${task.name}`)}`);
     });
   });
+}
+
+/** Waits for the page to show something (vitest's default of 1 s is too short on a busy machine). */
+export function poll<T>(read: () => Promise<T>): ReturnType<typeof expect.poll<T>> {
+  return expect.poll(read, { timeout: 30_000, interval: 100 });
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

@@ -2,7 +2,8 @@
  * The trace explorer in real headless Chromium against a real collector: telemetry goes in through
  * the OTel SDK's OTLP/HTTP exporter, and the test reads what a user would see. One suite, run by
  * trace-explorer.test.ts on the SQLite store and by trace-explorer-clickhouse.test.ts on a
- * ClickHouse-backed collector (a real clickhouse-server on a free port).
+ * ClickHouse-backed collector (a real clickhouse-server on a free port). Its query page tests are
+ * in query-page.suite.ts, run in this suite's order on its collector and page.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,8 @@ import {
   clickHouseSkipReason,
   startClickHouse,
 } from '../../../collector/dist/store/clickhouse/clickhouse-harness.test-util.js';
-import { buildUiIfStale, hasChromium, usePage, screenshot } from './browser.js';
+import { buildUiIfStale, hasChromium, poll, usePage, screenshot } from './browser.js';
+import { queryPageTests } from './query-page.suite.js';
 import {
   MODEL,
   TURN_LAYOUT,
@@ -62,11 +64,6 @@ async function until<T>(
       throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(String(last)).slice(0, 300)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** Waits for the page to show something (vitest's default of 1 s is too short on a busy machine). */
-function poll<T>(read: () => Promise<T>) {
-  return expect.poll(read, { timeout: 30_000, interval: 100 });
 }
 
 /** The suite over a collector on `store`; screenshots of the ClickHouse run are prefixed `clickhouse-`. */
@@ -245,126 +242,7 @@ export function traceExplorerSuite(store: 'sqlite' | 'clickhouse'): void {
         await poll(() => page().locator('.span-panel .facts').innerText()).toContain('not double-counted');
       });
 
-      it('points at the position of a query syntax error', async () => {
-        await open('#/search');
-        const query = 'filter durationNano > | limit 5';
-        const api = await fetch(`${collector.url}/api/query`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ query }),
-        });
-        expect(api.status).toBe(400);
-        const { position } = (await api.json()) as { position: number };
-        const box = page().locator('textarea.query-input');
-        await box.fill(query);
-        await page().locator('[data-testid=run-query]').click();
-        const error = page().locator('[data-testid=query-error]');
-        await error.waitFor();
-        expect(await error.locator('.query-error-title').innerText()).toContain(`column ${position + 1}`);
-        expect(await error.locator('mark').innerText()).toBe(query[position]);
-        await shot('06-query-error');
-      });
-
-      it('completes keys from /api/keys in the query box', async () => {
-        const box = page().locator('textarea.query-input');
-        await box.fill('');
-        await box.pressSequentially('filter attributes.gen_ai.tool.na');
-        const completions = page().locator('[data-testid=completions] li');
-        await poll(() => completions.allInnerTexts()).toContain('attributes.gen_ai.tool.name');
-        await shot('07-query-completion');
-        // Tab takes the highlighted suggestion: this one, once the list has settled.
-        await poll(() => page().locator('[data-testid=completions] li[aria-selected=true]').innerText()).toBe(
-          'attributes.gen_ai.tool.name',
-        );
-        await page().keyboard.press('Tab');
-        await poll(() => box.inputValue()).toBe('filter attributes.gen_ai.tool.name');
-
-        // The caret is placed as the accepted text renders, not a frame later: a selection made
-        // right after accepting (select-all, then typing: what `fill` does) is kept, and typing
-        // replaces the text instead of being appended to it.
-        await box.fill('filter attributes.gen_ai.tool.na');
-        await poll(() => page().locator('[data-testid=completions] li[aria-selected=true]').innerText()).toBe(
-          'attributes.gen_ai.tool.name',
-        );
-        const selection = await box.evaluate(async (element) => {
-          // The page's DOM, typed here (this project's TypeScript has no DOM library).
-          const win = globalThis as unknown as {
-            KeyboardEvent: new (type: string, init: object) => Event;
-            requestAnimationFrame: (callback: () => void) => void;
-          };
-          const el = element as unknown as {
-            value: string;
-            selectionStart: number;
-            selectionEnd: number;
-            select: () => void;
-            dispatchEvent: (event: Event) => boolean;
-          };
-          el.dispatchEvent(new win.KeyboardEvent('keydown', { key: 'Tab', bubbles: true, cancelable: true }));
-          // The accepted text renders in a microtask; no frame passes before the select-all.
-          for (let i = 0; i < 5; i++) await Promise.resolve();
-          const accepted = el.value;
-          el.select();
-          await new Promise<void>((r) => win.requestAnimationFrame(() => win.requestAnimationFrame(r)));
-          return { accepted, start: el.selectionStart, end: el.selectionEnd };
-        });
-        expect(selection.accepted).toBe('filter attributes.gen_ai.tool.name');
-        expect(selection).toMatchObject({ start: 0, end: selection.accepted.length });
-      });
-
-      it('runs stats queries and draws them: a time series for bin(), bars by group', async () => {
-        const box = page().locator('textarea.query-input');
-        await box.fill('stats count(*), sum(attributes.gen_ai.usage.output_tokens) by bin(1m)');
-        await page().locator('[data-testid=run-query]').click();
-        // Every aggregate is plotted, each on its own axis with titles and a legend.
-        const charts = page().locator('[data-testid=stats-chart]');
-        await charts.first().waitFor();
-        expect(
-          await charts.evaluateAll((els) => els.map((e) => [e.dataset.chart, e.dataset.metric])),
-        ).toEqual([
-          ['line', 'count(*)'],
-          ['line', 'sum(attributes.gen_ai.usage.output_tokens)'],
-        ]);
-        expect(await charts.first().locator('polyline').count()).toBeGreaterThanOrEqual(1);
-        expect(await charts.first().locator('[data-testid=y-title]').textContent()).toBe('count(*)');
-        expect(await charts.first().locator('[data-testid=x-title]').textContent()).toBe('time (bin(1m))');
-        expect(await page().locator('[data-testid=results-table] tbody tr').count()).toBeGreaterThanOrEqual(
-          1,
-        );
-        await shot('08-stats-time-series');
-
-        await box.fill(
-          'filter attributes.session.id = "sess-weather-ui-1" | stats count(*) as spans, avg(durationNano) by name',
-        );
-        await page().locator('[data-testid=run-query]').click();
-        await page().locator('[data-testid=stats-chart][data-chart=bar]').first().waitFor();
-        expect(await page().locator('[data-testid=stats-chart][data-chart=bar]').count()).toBe(2);
-        expect(await page().locator('[data-testid=stats-chart][data-metric=spans] rect.bar').count()).toBe(3);
-        expect(
-          await page().locator('[data-testid=stats-chart][data-metric="avg(durationNano)"] rect.bar').count(),
-        ).toBe(3);
-        const table = await page().locator('[data-testid=results-table]').innerText();
-        expect(table).toContain('execute_tool get_weather');
-        expect(page().url()).toContain('#/search?q=');
-        await shot('09-stats-bars');
-      });
-
-      it('links span results to their trace', async () => {
-        await page()
-          .locator('textarea.query-input')
-          .fill('filter attributes.gen_ai.operation.name = "execute_tool" | limit 10');
-        await page().locator('[data-testid=run-query]').click();
-        const link = page().locator('[data-testid=results-table] tbody tr a').first();
-        await link.waitFor();
-        expect(await page().locator('[data-testid=results-table] tbody tr').count()).toBe(2);
-        // The whole record (`@message`) is folded away as expandable JSON.
-        const record = page().locator('[data-testid=results-table] details.cell-json').first();
-        await record.locator('summary').click();
-        expect(await record.innerText()).toContain('"gen_ai.tool.name": "get_weather"');
-        await shot('10-span-results');
-        await link.click();
-        await page().waitForURL(/#\/traces\/[0-9a-f]{32}\?span=/);
-        await page().locator('.span-panel .tool-call').waitFor();
-      });
+      queryPageTests({ page, collectorUrl: () => collector.url, shot });
 
       it('compares two traces side by side', async () => {
         await open(`#/compare?a=${traceIds[0]}&b=${traceIds[1]}`);
