@@ -27,6 +27,7 @@ import {
   runCommand,
   sdkClients,
   sessionId,
+  sessionWorker,
   startRuntime,
   waitFor,
 } from './test-support.js';
@@ -215,9 +216,8 @@ describe.skipIf(problem !== undefined).each(['runc', 'runsc'] as const)(
       await waitFor(() => !existsSync(`/proc/${pid}`), 5000, 'the killed container process gone');
       expect(dead.exited).toBeUndefined(); // the runtime has not seen the exit yet
       expect(await invokeJson(rt.data, arn, sid, { call: 2 })).toEqual({ call: 2 });
-      const renewed = rt.server.sessions().find((s) => s.sessionId === sid);
-      expect(renewed?.worker?.id).not.toBe(dead.id);
-      expect(renewed?.state).toBe('ready');
+      expect(sessionWorker(rt, sid)).toMatchObject({ state: 'ready' });
+      expect(sessionWorker(rt, sid).workerId).not.toBe(dead.id);
     }, 60_000);
 
     it('fails CreateAgentRuntime with the engine’s own words for an image no registry has', async () => {

@@ -86,6 +86,12 @@ export async function startRuntime(
   };
 }
 
+/** A session's worker id and state now (to tell that a fresh worker took it over). */
+export function sessionWorker(rt: TestRuntime, sid: string): { workerId?: string; state?: string } {
+  const session = rt.server.sessions().find((s) => s.sessionId === sid);
+  return { workerId: session?.worker?.id, state: session?.state };
+}
+
 /** Creates a runtime and polls GetAgentRuntime until it leaves CREATING/UPDATING (there are no waiters). */
 export async function createReady(
   control: BedrockAgentCoreControlClient,

@@ -175,19 +175,22 @@ function watchConnect(upstream: ClientRequest): () => boolean {
 }
 
 /**
- * Sends the call. A dial error (nothing reached the worker: refused, unreachable, timed out
+ * Sends the call, unless the worker's process has already ended (nothing connected: WorkerGoneError
+ * once its exit is heard). A dial error (nothing reached the worker: refused, unreachable, timed out
  * connecting) is tried again after 200, 400 and 800 ms — a pod's address may not route yet —
  * unless the worker exited or the caller left; an error once connected (bytes may have been sent)
- * never is. Returns the request under way.
+ * never is. Returns the request under way, if any.
  */
 function sendWithDialRetries(
   send: () => ClientRequest,
   body: Buffer,
   call: { worker: Worker; ctx: RouteContext; sessionId: string; logger: Logger },
   done: Settle,
-): () => ClientRequest {
-  let upstream: ClientRequest;
+): () => ClientRequest | undefined {
+  let upstream: ClientRequest | undefined;
   const attempt = (tries: number) => {
+    // A sandbox's bridge may accept for a moment after its worker ended: nothing would reach it.
+    if (call.worker.ended?.()) return done(new Error("the worker's process has ended"), false);
     upstream = send();
     const connected = watchConnect(upstream);
     upstream.on('error', (error) => {
@@ -244,7 +247,7 @@ export function createWorkerProxy({ config, logger }: WorkerProxyOptions) {
         request({ ...addressOf(worker), method, path, agent: worker.agent, headers }, onAnswer);
       const upstream = sendWithDialRetries(send, body, { worker, ctx, sessionId, logger }, done);
       ctx.res.on('close', () => {
-        if (!ctx.res.writableFinished) upstream().destroy();
+        if (!ctx.res.writableFinished) upstream()?.destroy();
       });
     });
 }

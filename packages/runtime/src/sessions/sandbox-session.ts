@@ -11,7 +11,7 @@ import {
   createSessionCgroup,
   removeWhenEmpty,
 } from './cgroups.js';
-import { readAllStats } from '../telemetry/process-usage.js';
+import { childrenOf } from '../telemetry/process-usage.js';
 import { SLIRP_DNS, closeEgress } from './egress.js';
 import { HELPER_ENV, requireHelper } from './helpers.js';
 import { type Isolation, dropPrivileges, isolate } from './isolation.js';
@@ -266,11 +266,6 @@ export function sealRunDir(sessionDir: string, isolation: Isolation): void {
   const runDir = join(sessionDir, 'run');
   chownSync(runDir, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
   chmodSync(runDir, 0o755);
-}
-
-/** Host pids of the processes whose parent is `pid` (none once it is gone). */
-function childrenOf(pid: number): number[] {
-  return [...readAllStats()].filter(([, stat]) => stat.ppid === pid).map(([child]) => child);
 }
 
 /** Sends `signal` to each of the processes; one already gone is skipped. */

@@ -3,6 +3,7 @@ import { lstatSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { type Logger } from '../logger.js';
+import { childrenOf, running } from '../telemetry/process-usage.js';
 import { type CgroupUsage } from './cgroups.js';
 import { spawnHelper } from './helpers.js';
 import { preloadsInstrument } from './instrument-preload.js';
@@ -36,6 +37,12 @@ export interface Worker {
   /** Keep-alive agent for requests to this worker. */
   readonly agent: Agent;
   readonly exited: WorkerExit | undefined;
+  /**
+   * Whether its process is known to have ended though its exit is not heard yet: a sandboxed worker
+   * gone or a zombie (bwrap, and the bridge in the sandbox, outlive it for a moment: a call sent now
+   * is accepted and reaches nothing). Absent: only `exited` tells.
+   */
+  ended?(): boolean;
   /** Resolves when `/ping` answers 200; rejects with the worker's last output on exit or timeout. */
   waitReady(timeoutMs: number, cancelled?: () => boolean): Promise<void>;
   ping(timeoutMs?: number): Promise<PingState>;
@@ -202,6 +209,8 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
   let tail = '';
   let cleanup: (() => void) | undefined;
   let sandboxPid: number | undefined;
+  /** The worker inside the sandbox (the child of its first process), once it answered. */
+  let sandboxedPid: number | undefined;
   let exited: WorkerExit | undefined;
   const exitListeners = new Set<(exit: WorkerExit) => void>();
   const exitPromise = new Promise<WorkerExit>((resolve) => {
@@ -321,6 +330,8 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
         );
       try {
         await ping(Math.max(50, Math.min(1000, left)));
+        // bwrap's own exit, and so the bridge's, comes a moment after the worker's: watch the worker.
+        if (sandboxPid !== undefined) sandboxedPid = childrenOf(sandboxPid)[0];
         return;
       } catch {
         // Not listening yet: poll again after a short, growing delay.
@@ -346,6 +357,7 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
     get sandboxPid() {
       return sandboxPid;
     },
+    ended: () => exited !== undefined || (sandboxedPid !== undefined && !running(sandboxedPid)),
     usage: () => options.usage?.(),
     agent,
     get exited() {

@@ -52,6 +52,21 @@ export function parseProcStat(text: string): ProcStat | undefined {
   return Object.values(stat).every(Number.isFinite) ? stat : undefined;
 }
 
+/** Whether a process runs (exists and is not a zombie): `/proc/<pid>/stat`'s state, after the name. */
+export function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !'ZXx'.includes(stat.charAt(stat.lastIndexOf(')') + 2));
+  } catch {
+    return false;
+  }
+}
+
+/** Host pids of the processes whose parent is `pid` (none once it is gone). */
+export function childrenOf(pid: number): number[] {
+  return [...readAllStats()].filter(([, stat]) => stat.ppid === pid).map(([child]) => child);
+}
+
 /** Every process's `/proc/<pid>/stat` by pid (none without procfs). */
 export function readAllStats(): Map<number, ProcStat> {
   const stats = new Map<number, ProcStat>();
