@@ -9,7 +9,8 @@
 //   BENCH_AGENT_EXTRA='{"no undici":{"OTEL_TRACES_SAMPLER":"always_off","OTEL_NODE_DISABLED_INSTRUMENTATIONS":"undici"}}'
 //     adds one "ours: <name>" variant per entry (our launcher with that environment on top);
 //   BENCH_AGENT_ONLY='sampler off|^ours' keeps the variants whose name matches (bare node always);
-//   BENCH_AGENT_PROFILE=0 skips the profiled round;
+//   BENCH_AGENT_PROFILE=0 skips the profiled round; BENCH_AGENT_PROFILED='lean' profiles the variants whose
+//     name matches (bare node always) instead of bare, ours sampler off, ours full and the upstream register;
 //   BENCH_AGENT_WRITE_ABLATION=1 records such a run as its own section of docs/benchmarks.md;
 //   BENCH_AGENT_INTERLEAVED=1 loads one variant at a time in blocks of BENCH_AGENT_BLOCK (default 100)
 //     requests, cycling through the variants until each has had BENCH_AGENT_REQUESTS (default 1500)
@@ -524,6 +525,8 @@ const weatherFixture = join(root, 'examples', 'models', 'dist', 'fixtures', 'wea
 const AGENT_CONNECTIONS = 4;
 const AGENT_ROUNDS = Number(process.env.BENCH_AGENT_ROUNDS ?? 5);
 const PROFILE_DIR = join(root, 'bench', '.work', 'instrument-profiles');
+/** The profiler's sampling interval (µs): BENCH_AGENT_PROFILE_INTERVAL, default Node's 1000. */
+const PROFILE_INTERVAL_US = Number(process.env.BENCH_AGENT_PROFILE_INTERVAL ?? 1000);
 /** The agent's variants: none, ours with the sampler off, ours in full, the peers. */
 const agentVariants = [
   peerVariants[0],
@@ -560,10 +563,14 @@ const AGENT_REQUESTS = Number(process.env.BENCH_AGENT_REQUESTS ?? 1500);
 const AGENT_BLOCK = Number(process.env.BENCH_AGENT_BLOCK ?? 100);
 /** The variants the CPU profile round profiles (bare, ours sampler off, ours full, upstream register). */
 const PROFILED = new Set(
-  agentVariants
-    .filter((v) => v.env.AGENTRT_SDK === undefined)
-    .slice(0, 4)
-    .map((v) => v.name),
+  process.env.BENCH_AGENT_PROFILED
+    ? agentVariants
+        .filter((v, i) => i === 0 || new RegExp(process.env.BENCH_AGENT_PROFILED).test(v.name))
+        .map((v) => v.name)
+    : agentVariants
+        .filter((v) => v.env.AGENTRT_SDK === undefined)
+        .slice(0, 4)
+        .map((v) => v.name),
 );
 /** A variant's own OTLP endpoint: the sink's URL with a path prefix per variant. */
 function withOwnEndpoint(v, i) {
@@ -590,7 +597,12 @@ async function agentRound(workload, round, profile) {
     for (const v of workload.variants) {
       const prof =
         profile && PROFILED.has(v.name)
-          ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${v.prefix}.cpuprofile`]
+          ? [
+              '--cpu-prof',
+              `--cpu-prof-dir=${PROFILE_DIR}`,
+              `--cpu-prof-name=${v.prefix}.cpuprofile`,
+              `--cpu-prof-interval=${PROFILE_INTERVAL_US}`,
+            ]
           : [];
       const server = await startServer(workload, v, prof);
       servers.push({ v, ...server });

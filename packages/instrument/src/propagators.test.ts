@@ -1,5 +1,6 @@
 import {
   ROOT_CONTEXT,
+  baggageEntryMetadataFromString,
   TraceFlags,
   defaultTextMapGetter,
   defaultTextMapSetter,
@@ -8,8 +9,14 @@ import {
 } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import type { PropagatorName } from './config.js';
-import { CachingBaggagePropagator, createPropagator } from './propagators.js';
-import { W3CBaggagePropagator, suppressTracing } from '@opentelemetry/core';
+import { CachingBaggagePropagator, baggageHeader, createPropagator } from './propagators.js';
+import {
+  CompositePropagator,
+  W3CBaggagePropagator,
+  W3CTraceContextPropagator,
+  suppressTracing,
+} from '@opentelemetry/core';
+import { CloudXRayPropagator } from '@agentrt/propagation';
 
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const SPAN_ID = 'b7ad6b7169203331';
@@ -111,5 +118,65 @@ describe('CachingBaggagePropagator', () => {
     expect(headerOf(caching, propagation.setBaggage(ROOT_CONTEXT, propagation.createBaggage()))).toEqual({});
     expect(headerOf(caching, suppressTracing(ctx))).toEqual({});
     expect(headerOf(caching, ctx)).toEqual({ baggage: 'a=1' });
+  });
+});
+
+describe('createPropagator: each context injected once', () => {
+  const names: PropagatorName[] = ['xray', 'tracecontext', 'baggage', 'session'];
+  const HEADERS = ['baggage', 'traceparent', 'x-amzn-trace-id', 'x-cloud-trace-id'];
+  const contextWith = (spanId: string, session: string) =>
+    propagation.setBaggage(
+      trace.setSpanContext(ROOT_CONTEXT, { traceId: TRACE_ID, spanId, traceFlags: TraceFlags.SAMPLED }),
+      propagation.createBaggage({ 'session.id': { value: session } }),
+    );
+  const injected = (p: ReturnType<typeof createPropagator>, ctx: ReturnType<typeof contextWith>) => {
+    const carrier: Record<string, string> = {};
+    p.inject(ctx, carrier, defaultTextMapSetter);
+    return carrier;
+  };
+
+  it('writes what the uncached composite writes, for a context seen again and for new ones', () => {
+    const cached = createPropagator(names);
+    const uncached = new CompositePropagator({
+      propagators: [new CloudXRayPropagator(), new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
+    });
+    const contexts = Array.from({ length: 10 }, (_, i) =>
+      contextWith(`b7ad6b716920333${i}`, `${SESSION}${i}`),
+    );
+    for (const ctx of [...contexts, contexts[9]!, contexts[8]!, ...contexts]) {
+      expect(injected(cached, ctx)).toEqual(injected(uncached, ctx));
+    }
+    expect(injected(cached, contexts[3]!).traceparent).toBe(`00-${TRACE_ID}-b7ad6b7169203333-01`);
+  });
+
+  it('writes neither traceparent nor baggage for a suppressed context, even after its parent', () => {
+    const cached = createPropagator(names);
+    const ctx = contextWith(SPAN_ID, SESSION);
+    expect(Object.keys(injected(cached, ctx)).sort()).toEqual(HEADERS);
+    expect(Object.keys(injected(cached, suppressTracing(ctx))).sort()).toEqual(HEADERS.slice(2));
+  });
+});
+
+describe('baggageHeader', () => {
+  const upstream = new W3CBaggagePropagator();
+  const upstreamHeader = (baggage: ReturnType<typeof propagation.createBaggage>) => {
+    const carrier: Record<string, string> = {};
+    upstream.inject(propagation.setBaggage(ROOT_CONTEXT, baggage), carrier, defaultTextMapSetter);
+    return carrier['baggage'];
+  };
+  const entries = (n: number, value: (i: number) => string) =>
+    Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, { value: value(i) }]));
+
+  it('is what the upstream propagator writes, at and over every W3C limit', () => {
+    const cases = [
+      propagation.createBaggage(),
+      propagation.createBaggage({ 'user id': { value: 'a b,c;d=é' }, 'session.id': { value: SESSION } }),
+      propagation.createBaggage({ a: { value: '1', metadata: baggageEntryMetadataFromString('p=1;q') } }),
+      propagation.createBaggage(entries(3, (i) => (i === 1 ? 'x'.repeat(4100) : 'v'))),
+      propagation.createBaggage(entries(200, (i) => `v${i}`)),
+      propagation.createBaggage(entries(5, (i) => 'y'.repeat(i === 2 ? 100 : 3000))),
+    ];
+    for (const baggage of cases) expect(baggageHeader(baggage)).toBe(upstreamHeader(baggage));
+    expect(baggageHeader(cases[4]!)?.split(',')).toHaveLength(180);
   });
 });

@@ -230,6 +230,35 @@ describe('lean meter provider attribute sets', () => {
     ]);
   });
 
+  it('finds fresh objects equal to a recent set, in any key order, and never a near one', async () => {
+    const side = leanSide('cumulative', 'explicit_bucket_histogram');
+    const counter = side.provider.getMeter('m').createCounter('c');
+    const records: Attributes[] = [
+      { a: 1, b: 'x' },
+      { b: 'x', a: 1 },
+      { a: 1 },
+      { a: '1', b: 'x' },
+      { a: 1, b: 'x', c: true },
+      { a: 1, b: ['x'] },
+      { a: 1, b: ['x'] },
+      // more sets than the recent slots hold, then the first again: found by its key
+      ...Array.from({ length: 12 }, (_, i) => ({ n: i })),
+      { b: 'x', a: 1 },
+    ];
+    for (const attributes of records) counter.add(1, attributes);
+    const [scope] = (await side.collect()).scopeMetrics;
+    const points = scope!.metrics[0]!.dataPoints.map((p) => [p.attributes, p.value]);
+    expect(points.slice(0, 6)).toEqual([
+      [{ a: 1, b: 'x' }, 3],
+      [{ a: 1 }, 1],
+      [{ a: '1', b: 'x' }, 1],
+      [{ a: 1, b: 'x', c: true }, 1],
+      [{ a: 1, b: ['x'] }, 2],
+      [{ n: 0 }, 1],
+    ]);
+    expect(points).toHaveLength(17);
+  });
+
   it('keys attribute sets by sorted entries and value types', () => {
     expect(attributesKey({ a: 1, b: 'x' })).toBe(attributesKey({ b: 'x', a: 1 }));
     expect(attributesKey({ a: 1 })).not.toBe(attributesKey({ a: '1' }));

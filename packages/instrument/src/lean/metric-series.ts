@@ -13,8 +13,9 @@ const RECENT = 8;
 /**
  * The series of one instrument by attribute set. A caller passing one of the last few attributes
  * objects again (a pre-bound set) is found by identity, then checked key by key in case it was
- * mutated; anything else is found by a key of its sorted entries. No hashing, no JSON, and no
- * per-record WeakMap entry for the many callers that build a fresh object each time.
+ * mutated; a fresh object equal to one of the last few sets is found by comparing it with them
+ * key by key; anything else by a key of its sorted entries. No hashing, no JSON, and no per-record
+ * WeakMap entry for the many callers that build a fresh object each time.
  */
 export class SeriesMap<S extends Series> {
   private readonly byKey = new Map<string, S>();
@@ -27,6 +28,12 @@ export class SeriesMap<S extends Series> {
   get(attributes: Attributes): S {
     const slot = this.recentObjects.indexOf(attributes);
     if (slot >= 0 && sameAttributes(this.recentSeries[slot]!, attributes)) return this.recentSeries[slot]!;
+    const recent = this.recentWithSameAttributes(attributes);
+    if (recent >= 0) {
+      // a fresh object with a recent set (most callers build one per record): no key to build
+      this.recentObjects[recent] = attributes;
+      return this.recentSeries[recent]!;
+    }
     const key = attributesKey(attributes);
     let series = this.byKey.get(key);
     if (series === undefined) {
@@ -37,6 +44,15 @@ export class SeriesMap<S extends Series> {
     // A mutated object takes its old slot over; any other takes the oldest slot.
     this.remember(slot >= 0 ? slot : this.nextSlot(), attributes, series);
     return series;
+  }
+
+  /** The slot of a recent series whose attributes equal `attributes`, or -1. */
+  private recentWithSameAttributes(attributes: Attributes): number {
+    for (let i = 0; i < RECENT; i++) {
+      const series = this.recentSeries[i];
+      if (series !== undefined && sameAttributes(series, attributes)) return i;
+    }
+    return -1;
   }
 
   /** Series in the order they were first seen. */
