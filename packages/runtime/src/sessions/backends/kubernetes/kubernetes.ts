@@ -2,7 +2,8 @@
 // from the version's pod spec (pod-spec.ts), reached at its pod IP from an informer cache. A new
 // session first claims a warm pod (warm-pods.ts: any replica's, kept by the Lease holder); else its
 // pod is made under a name hashed from the session: two replicas starting the same new session at
-// once make one pod, the second (409) joins it.
+// once make one pod, the second (409) joins it. A new session's start is arbitrated across replicas
+// by its Lease (session-locks.ts): one replica claims a warm pod or makes the pod, the others join it.
 import { randomBytes } from 'node:crypto';
 import {
   CoreV1Api,
@@ -31,6 +32,7 @@ import {
 import { PodWorker } from './pod-worker.js';
 import { createSandboxBackend } from './sandbox-mode.js';
 import { createClusterDemand, createWarmKeeper } from './warm-keeper.js';
+import { createSessionLocks } from './session-locks.js';
 import { createWarmPods } from './warm-pods.js';
 
 export interface KubernetesBackend extends SessionBackend {
@@ -65,6 +67,7 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
     return core.patchNamespacedPod({ name, namespace, body }, merge);
   });
   const warm = createWarmPods({ cache, core, settings, writes, logger });
+  const locks = createSessionLocks({ kc, core, namespace, writes });
   const demand = createClusterDemand(config.warmPoolSize, config.warmPoolMax);
 
   /**
@@ -88,12 +91,11 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
       await createStorage(sessionStorageClaim(request.target, request.sessionId, settings));
     const name = pod.metadata?.name ?? '';
     const made = await createPod(pod);
-    if (made || request.beside)
-      return { name: made ?? (await createPod(suffixed(pod), true))!, adopted: false };
+    if (made || request.beside) return coldPod(made ?? (await createPod(suffixed(pod), true))!, false);
     const existing = await core.readNamespacedPod({ name, namespace }).catch(() => undefined);
     const same = existing?.metadata?.annotations?.[ANNOTATIONS.sessionId] === request.sessionId;
-    if (same && !existing?.metadata?.deletionTimestamp) return { name, adopted: true };
-    return { name: (await createPod(suffixed(pod), true))!, adopted: false };
+    if (same && !existing?.metadata?.deletionTimestamp) return coldPod(name, true);
+    return coldPod((await createPod(suffixed(pod), true))!, false);
   };
 
   /** The session's storage claim, made at its first start and kept across its stops (409: made already). */
@@ -136,6 +138,19 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
       logs: podLogger && { kubeConfig: kc, logger: podLogger },
     });
 
+  /** The new session's pod: a ready warm pod claimed for it, else one made for it. */
+  const startPod = async (request: WorkerRequest & { sessionId: string }): Promise<StartedPod> => {
+    const claimed = await warm.claim(request.target, request.sessionId);
+    return claimed ? { name: claimed, launch: 'warm', adopted: false } : create(request);
+  };
+
+  /** The started worker on the session's pod: a joined pod's output is logged by the replica that made it. */
+  const startedOn = (pod: StartedPod, request: WorkerRequest) => ({
+    worker: workerOf(pod.name, pod.launch, request.healthCheck, pod.adopted ? undefined : request.logger),
+    exec: exec(pod.name),
+    adopted: pod.adopted,
+  });
+
   return {
     name: 'kubernetes',
     writes,
@@ -145,23 +160,22 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
     async start(request) {
       const { sessionId, beside } = request;
       if (!sessionId) throw new Error('pods mode: warm pods are made by the warm pool keeper');
-      const claimed = beside ? undefined : await warm.claim(request.target, sessionId);
-      if (claimed)
-        return {
-          worker: workerOf(claimed, 'warm', request.healthCheck, request.logger),
-          exec: exec(claimed),
-        };
-      const { name, adopted } = await create({ ...request, sessionId });
-      // A joined pod's output is logged by the replica that made it.
-      const worker = workerOf(name, 'cold', request.healthCheck, adopted ? undefined : request.logger);
-      return { worker, exec: exec(name), adopted };
+      if (beside) return startedOn(await create({ ...request, sessionId }), request);
+      const claim = await locks.take(request.target.runtime.id, sessionId);
+      if ('pod' in claim) return startedOn({ ...launchOf(claim.pod), adopted: true }, request);
+      const pod = await startPod({ ...request, sessionId }).catch(async (error: unknown) => {
+        await locks.release(claim.lease);
+        throw error;
+      });
+      await locks.bind(claim.lease, pod.name);
+      return startedOn(pod, request);
     },
     find(runtimeId, sessionId) {
       const pod = cache.session(runtimeId, sessionId);
       const name = pod?.metadata?.name;
       if (!pod || !name) return undefined;
       const probe = pod.spec?.containers[0]?.readinessProbe;
-      const launch = pod.metadata?.labels?.[LABELS.slot] !== undefined ? 'warm' : 'cold';
+      const { launch } = launchOf(pod);
       return {
         worker: workerOf(name, launch, probe?.tcpSocket ? 'connect' : 'ping'),
         exec: exec(name),
@@ -190,6 +204,21 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
     },
   };
 }
+
+/** A session's pod as started: its name, how it was launched, and whether another replica made it. */
+interface StartedPod {
+  name: string;
+  launch: 'warm' | 'cold';
+  adopted: boolean;
+}
+
+const coldPod = (name: string, adopted: boolean): StartedPod => ({ name, launch: 'cold', adopted });
+
+/** A live pod's name and launch: a warm-pool slot's pod was claimed warm. */
+const launchOf = (pod: V1Pod) => ({
+  name: pod.metadata?.name ?? '',
+  launch: pod.metadata?.labels?.[LABELS.slot] !== undefined ? ('warm' as const) : ('cold' as const),
+});
 
 const suffixed = (pod: V1Pod): V1Pod => ({
   ...pod,

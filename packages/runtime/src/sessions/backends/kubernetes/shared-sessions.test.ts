@@ -1,13 +1,13 @@
 // What two runtime replicas on one test API server and test kubelet share, through the AWS SDK and
 // kubectl: one warm pool, kept by the Lease holder alone and claimed by either (a warm pod is never
 // claimed twice, however many claims race); one pod when both start the same new session at the
-// same moment (the second joins the first's pod); and one list of the live sessions, whichever
+// same moment, cold or warm (the session's Lease: the second joins the first's pod); and one list of the live sessions, whichever
 // replica started them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntimeClient } from '../../../client.js';
 import { type TestCluster, startTestCluster, until } from '../../../test-support/k8s/test-cluster.js';
 import { type TestRuntime, createReady, invokeJson, sessionId } from '../../../test-support.js';
-import { LABELS, labelValue, sessionSelector } from './pod-spec.js';
+import { LABELS, labelValue, sessionPodName, sessionSelector } from './pod-spec.js';
 
 let cluster: TestCluster;
 let a: TestRuntime;
@@ -122,6 +122,46 @@ describe('the same new session started on both replicas at the same moment', () 
       );
     }
   }, 90_000);
+});
+
+describe('the same new session started on both replicas at the same moment, warm pods ready', () => {
+  it('takes one warm pod, which answers both', async () => {
+    const runtime = await createReady(a.control, 'warm_race', 'counter');
+    const id = runtime.agentRuntimeId!;
+    const arn = runtime.agentRuntimeArn!;
+    for (const [i, r] of [a, b, a].entries())
+      await invokeJson(r.data, arn, sessionId(`warm-demand-${i}`), {});
+    for (let round = 0; round < 3; round++) {
+      // Two ready warm pods at least: each replica could claim its own.
+      await until(
+        () => warmPods(id),
+        (p) => p.filter(ready).length >= 2,
+        20_000,
+      );
+      const sid = sessionId(`warm-race-${round}`);
+      const [onA, onB] = await Promise.all([
+        invokeJson(a.data, arn, sid, {}),
+        invokeJson(b.data, arn, sid, {}),
+      ]);
+      const pods = await podsWhere(sessionSelector(id, sid));
+      expect(pods.map((p) => p.metadata.name)).toHaveLength(1);
+      expect(pods[0]!.metadata.labels[LABELS.slot]).toBeDefined(); // a warm pod, claimed
+      // The session's Lease names that pod and is owned by it (deleted with it).
+      const lease = JSON.parse(
+        await cluster.kubectl('get', 'lease', sessionPodName(id, sid), '-o', 'json'),
+      ) as {
+        metadata: { ownerReferences: { kind: string; name: string }[] };
+        spec: { holderIdentity: string };
+      };
+      expect(lease.spec.holderIdentity).toBe(pods[0]!.metadata.name);
+      expect(lease.metadata.ownerReferences).toMatchObject([{ kind: 'Pod', name: pods[0]!.metadata.name }]);
+      expect([onA.count, onB.count].sort()).toEqual([1, 2]);
+      for (const r of [a, b])
+        expect(r.server.sessions().find((s) => s.sessionId === sid)?.worker?.podName).toBe(
+          pods[0]!.metadata.name,
+        );
+    }
+  }, 120_000);
 });
 
 describe('the live sessions', () => {
