@@ -7,13 +7,12 @@ import {
   SpanKind,
   SpanStatusCode,
   type TextMapSetter,
-  ValueType,
   context,
   propagation,
   trace,
 } from '@opentelemetry/api';
 import { type InstrumentationConfig, InstrumentationBase } from '@opentelemetry/instrumentation';
-import { HTTP_DURATION_BUCKETS, pathOf } from './http-server.js';
+import { httpDurationHistogram, untracedPaths } from './http-server.js';
 import { VERSION } from './version.js';
 
 // Outgoing fetch()/undici requests as CLIENT spans, the way @opentelemetry/instrumentation-undici
@@ -178,11 +177,11 @@ export class FetchClientInstrumentation extends InstrumentationBase<FetchClientI
   // field of this class would be reset to undefined once it returns, leaving the channels subscribed
   declare private duration: Histogram | undefined;
   declare private subscriptions: [string, (message: unknown) => void][] | undefined;
-  private readonly untraced: ReadonlySet<string>;
+  private readonly isUntraced: (url: string) => boolean;
 
   constructor(config: FetchClientInstrumentationConfig = {}) {
     super(FETCH_CLIENT_SCOPE, VERSION, config);
-    this.untraced = new Set(config.untracedPaths ?? []);
+    this.isUntraced = untracedPaths(config.untracedPaths);
   }
 
   protected init() {
@@ -190,12 +189,11 @@ export class FetchClientInstrumentation extends InstrumentationBase<FetchClientI
   }
 
   protected override _updateMetricInstruments(): void {
-    this.duration = this.meter.createHistogram('http.client.request.duration', {
-      description: 'Measures the duration of outbound HTTP requests.',
-      unit: 's',
-      valueType: ValueType.DOUBLE,
-      advice: { explicitBucketBoundaries: HTTP_DURATION_BUCKETS },
-    });
+    this.duration = httpDurationHistogram(
+      this.meter,
+      'http.client.request.duration',
+      'Measures the duration of outbound HTTP requests.',
+    );
   }
 
   override enable(): void {
@@ -225,7 +223,7 @@ export class FetchClientInstrumentation extends InstrumentationBase<FetchClientI
 
   private onCreate({ request }: { request: UndiciRequest }): void {
     const method = request.method;
-    if (method === 'CONNECT' || (this.untraced.size > 0 && this.untraced.has(pathOf(request.path)))) return;
+    if (method === 'CONNECT' || this.isUntraced(request.path)) return;
     const origin = parseOrigin(typeof request.origin === 'string' ? request.origin : String(request.origin));
     if (origin === null) return;
     const name = normalizedMethod(method);

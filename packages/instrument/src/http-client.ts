@@ -8,14 +8,13 @@ import {
   SpanKind,
   SpanStatusCode,
   type TextMapSetter,
-  ValueType,
   context,
   propagation,
   trace,
 } from '@opentelemetry/api';
 import { type InstrumentationConfig, InstrumentationBase } from '@opentelemetry/instrumentation';
 import { normalizedMethod } from './fetch-client.js';
-import { HTTP_DURATION_BUCKETS, pathOf } from './http-server.js';
+import { httpDurationHistogram, untracedPaths } from './http-server.js';
 import { VERSION } from './version.js';
 
 // Outgoing `http`/`https` requests as CLIENT spans, from Node's diagnostics channels instead of
@@ -128,7 +127,7 @@ function requestAttributes(request: ClientRequest, method: string, port: number)
  */
 export class HttpClientInstrumentation extends InstrumentationBase<HttpClientInstrumentationConfig> {
   declare private duration: Histogram | undefined;
-  declare private untraced: ReadonlySet<string>;
+  declare private isUntraced: (url: string) => boolean;
   // Set by enable(), which the base class's constructor calls before this class's fields exist.
   declare private handlers: Record<string, (message: unknown) => void> | undefined;
 
@@ -141,17 +140,16 @@ export class HttpClientInstrumentation extends InstrumentationBase<HttpClientIns
   }
 
   protected override _updateMetricInstruments(): void {
-    this.duration = this.meter.createHistogram('http.client.request.duration', {
-      description: 'Duration of HTTP client requests.',
-      unit: 's',
-      valueType: ValueType.DOUBLE,
-      advice: { explicitBucketBoundaries: HTTP_DURATION_BUCKETS },
-    });
+    this.duration = httpDurationHistogram(
+      this.meter,
+      'http.client.request.duration',
+      'Duration of HTTP client requests.',
+    );
   }
 
   override enable(): void {
     super.enable();
-    this.untraced = new Set(this.getConfig().untracedPaths ?? []);
+    this.isUntraced = untracedPaths(this.getConfig().untracedPaths);
     this.handlers ??= {
       'http.client.request.created': (m) => this.created((m as { request: TracedRequest }).request),
       'http.client.response.finish': (m) => {
@@ -175,7 +173,7 @@ export class HttpClientInstrumentation extends InstrumentationBase<HttpClientIns
   }
 
   private created(request: TracedRequest): void {
-    if (this.untraced.has(pathOf(request.path))) return;
+    if (this.isUntraced(request.path)) return;
     const method = normalizedMethod(request.method);
     const port = portOf(request);
     const parent = context.active();

@@ -3,6 +3,7 @@ import {
   type Attributes,
   type Context,
   type Histogram,
+  type Meter,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
@@ -48,6 +49,22 @@ export interface HttpServerInstrumentationConfig extends InstrumentationConfig {
 export const HTTP_DURATION_BUCKETS = [
   0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
 ];
+
+/** An HTTP request-duration histogram in seconds with the semantic conventions' buckets. */
+export function httpDurationHistogram(meter: Meter, name: string, description: string): Histogram {
+  return meter.createHistogram(name, {
+    description,
+    unit: 's',
+    valueType: ValueType.DOUBLE,
+    advice: { explicitBucketBoundaries: HTTP_DURATION_BUCKETS },
+  });
+}
+
+/** A test for the request paths (query ignored) that get no span; no work when there are none. */
+export function untracedPaths(paths: readonly string[] | undefined): (url: string) => boolean {
+  const untraced = new Set(paths ?? []);
+  return untraced.size === 0 ? () => false : (url) => untraced.has(pathOf(url));
+}
 
 /** The instrumentation scope of the server spans. */
 export const HTTP_SERVER_SCOPE = '@agentrt/instrument/http-server';
@@ -136,12 +153,11 @@ export class HttpServerInstrumentation extends InstrumentationBase<HttpServerIns
   }
 
   protected override _updateMetricInstruments(): void {
-    this.duration = this.meter.createHistogram('http.server.request.duration', {
-      description: 'Duration of HTTP server requests.',
-      unit: 's',
-      valueType: ValueType.DOUBLE,
-      advice: { explicitBucketBoundaries: HTTP_DURATION_BUCKETS },
-    });
+    this.duration = httpDurationHistogram(
+      this.meter,
+      'http.server.request.duration',
+      'Duration of HTTP server requests.',
+    );
   }
 
   protected init() {
@@ -159,14 +175,14 @@ export class HttpServerInstrumentation extends InstrumentationBase<HttpServerIns
 
   private patchEmit(original: Emit, scheme: 'http' | 'https'): Emit {
     const traceRequest = this.traceRequest.bind(this);
-    const untraced = new Set(this.getConfig().untracedPaths ?? []);
+    const isUntraced = untracedPaths(this.getConfig().untracedPaths);
     return function emit(this: Server, ...args: [event: string | symbol, ...rest: unknown[]]): boolean {
       if (args[0] !== 'request') return Reflect.apply(original, this, args) as boolean;
       const request = args[1] as Request;
       const response = args[2] as ServerResponse;
       const handle = () => Reflect.apply(original, this, args) as boolean;
       const path = pathOf(request.url ?? '/');
-      if (untraced.has(path)) return context.with(suppressTracing(context.active()), handle);
+      if (isUntraced(path)) return context.with(suppressTracing(context.active()), handle);
       return traceRequest(request, response, path, scheme, handle);
     };
   }
