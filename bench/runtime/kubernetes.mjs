@@ -129,8 +129,10 @@ All runtimes run in this one process with the test API server and kubelet (and, 
 mode, the test agent-sandbox controller). API writes count every create, update, patch and delete the
 API server took: the runtime's, the test kubelet's binding, status patches and events, and in
 agent-sandbox mode the controller's sandbox, pod and status writes. One runtime replica, so the
-warm-pool keeper (the Lease holder's with several) runs in it. In pods mode a warm claim is one
-merge patch with a resourceVersion precondition, made by the backend's start, before the call is proxied to the pod; in
+warm-pool keeper (the Lease holder's with several) runs in it. In pods mode a new session's start
+first makes the session's Lease (create-only: one pod per session across replicas), a warm claim is
+then one merge patch with a resourceVersion precondition, and the Lease is bound to the pod (a read
+and a replace), all made by the backend's start before the call is proxied to the pod; in
 agent-sandbox mode it is a SandboxClaim the controller binds to a pool sandbox (claim annotation,
 sandbox move, pod labels, sandbox and claim status) before the runtime sees the claim Ready.
 The 100-session burst is bound by starting 100 sandboxes on the machine's cores on both sides (the
