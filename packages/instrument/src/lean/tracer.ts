@@ -69,7 +69,9 @@ export class LeanTracer implements Tracer {
     if (isTracingSuppressed(context)) return SUPPRESSED;
     const parent = trace.getSpan(context);
     const parentContext = parent?.spanContext();
-    const valid = parentContext !== undefined && trace.isSpanContextValid(parentContext);
+    // a LeanSpan's ids are ours, valid by construction: no hex checks for the common parent
+    const valid =
+      parentContext !== undefined && (parent instanceof LeanSpan || trace.isSpanContextValid(parentContext));
     const traceId = valid ? parentContext.traceId : newTraceId();
     const parentSampled = valid ? (parentContext.traceFlags & TraceFlags.SAMPLED) !== 0 : undefined;
     if (!this.options.sampler(traceId, parentSampled)) {
