@@ -1,10 +1,11 @@
 // bench/instrument/op-count.mjs: how many telemetry operations one reference-agent request makes,
 // and what each costs warm, in one process — a floor for the launcher's per-request cost that holds
 // on a loaded machine better than CPU per request does (it counts calls; only the unit costs
-// move with load). Run after building: `node bench/instrument/op-count.mjs` (about 30 s; writes its
+// move with load). Run after building: `node bench/instrument/op-count.mjs` (about 15 s; writes its
 // section of docs/benchmarks.md unless BENCH_WRITE=0). It starts the fixture weather API and
-// examples/sdk-agent under @agentrt/instrument, sampler off and then on, with this file as a second
-// preload that counts.
+// examples/sdk-agent under @agentrt/instrument, sampler off and then on, in otel and then lean
+// mode, with this file as a second preload that counts and call-timing.mjs as a third that times
+// the calls inside the agent.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -103,8 +104,11 @@ if (process.env.AGENTRT_OP_COUNT_CHILD === '1') {
     { PORT: '0' },
     /"msg":"listening".*?"url":("[^"]*")/,
   );
-  /** Calls per request of each counted operation, under the launcher with `sampler`. */
-  async function countOps(sampler) {
+  /**
+   * Calls per request of each counted operation, under the launcher with `sampler` and `sdk`, and
+   * the call timing's calls and µs per request (call-timing.mjs).
+   */
+  async function countOps(sampler, sdk = 'otel') {
     const agent = await start(
       join(root, 'examples', 'sdk-agent', 'dist', 'main.js'),
       [
@@ -112,6 +116,8 @@ if (process.env.AGENTRT_OP_COUNT_CHILD === '1') {
         join(root, 'packages', 'instrument', 'dist', 'register.js'),
         '--import',
         fileURLToPath(import.meta.url),
+        '--import',
+        join(here, 'call-timing.mjs'),
       ],
       {
         AGENTRT_OP_COUNT_CHILD: '1',
@@ -121,6 +127,7 @@ if (process.env.AGENTRT_OP_COUNT_CHILD === '1') {
         AGENTRT_OFFLINE_CHUNK_DELAY_MS: '0',
         WEATHER_API_BASE_URL: fixture.value,
         OTEL_TRACES_SAMPLER: sampler,
+        AGENTRT_SDK: sdk,
         // every signal on, as shipped; the endpoint refuses, so nothing is sent (export is not counted)
         OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
         OTEL_METRIC_EXPORT_INTERVAL: '3600000',
@@ -137,7 +144,7 @@ if (process.env.AGENTRT_OP_COUNT_CHILD === '1') {
         },
         body: JSON.stringify({ prompt: 'What is the weather in Seattle?' }),
       }).then((r) => r.text());
-    for (let i = 0; i < 20; i++) await invoke(); // warm-up; then the metrics SDK is in place
+    for (let i = 0; i < 50; i++) await invoke(); // warm-up; then the metrics SDK is in place
     agent.child.kill('SIGUSR2');
     await new Promise((resolve) => setTimeout(resolve, 200));
     for (let i = 0; i < REQUESTS; i++) await invoke();
@@ -145,13 +152,24 @@ if (process.env.AGENTRT_OP_COUNT_CHILD === '1') {
     agent.child.kill('SIGUSR2');
     await new Promise((resolve) => setTimeout(resolve, 500));
     const m = /OPCOUNT (\[.*\])/.exec(agent.output().slice(before));
+    const t = /OPTIME (\{.*\})/.exec(agent.output().slice(before));
     agent.child.kill('SIGKILL');
-    if (!m) throw new Error('the agent printed no counts');
-    return JSON.parse(m[1]).map((n) => n / REQUESTS);
+    if (!m || !t) throw new Error('the agent printed no counts');
+    const timing = Object.entries(JSON.parse(t[1])).map(([label, [calls, us]]) => [
+      label,
+      calls / REQUESTS,
+      us / REQUESTS,
+    ]);
+    return Object.assign(
+      JSON.parse(m[1]).map((n) => n / REQUESTS),
+      { timing },
+    );
   }
-  const REQUESTS = 50;
+  const REQUESTS = 200;
   const off = await countOps('always_off');
   const full = await countOps('always_on');
+  const leanOff = await countOps('always_off', 'lean');
+  const leanFull = await countOps('always_on', 'lean');
   fixture.child.kill('SIGKILL');
   const unitUs = await unitCosts();
   let total = 0;
@@ -172,9 +190,9 @@ if (process.env.AGENTRT_OP_COUNT_CHILD === '1') {
     .map((l) => l.toFixed(1))
     .join(', ');
   const markdown = `
-Written by \`node bench/instrument/op-count.mjs\` (about 30 s; load average ${loadAverage}). The reference
+Written by \`node bench/instrument/op-count.mjs\` (about 15 s; load average ${loadAverage}). The reference
 agent (examples/sdk-agent, offline model) under @agentrt/instrument with every signal on, ${REQUESTS}
-sequential requests after 20 warm-up ones, with a second preload that counts calls into the
+sequential requests after 50 warm-up ones, with a second preload that counts calls into the
 OpenTelemetry SDK; then each operation timed warm in one process with the launcher's own pipeline
 (sampler off). Calls are exact and hold on any machine; the µs columns scale with its load (on a quiet
 machine divide them by about the ratio of the CPU-per-request figures above to the issue's 3668 µs).
@@ -183,6 +201,13 @@ timed child span): the total is an upper bound of what the OpenTelemetry calls t
 request with the sampler off.
 
 ${table(['operation', 'calls per request, sampler off', 'calls per request, full', 'µs per call (warm, sampler off)', 'µs per request, sampler off'], rows)}
+
+The same requests timed inside the agent (bench/instrument/call-timing.mjs, a third preload): wall
+µs per request spent in each call, summed, both modes, inclusive (a fetch span's start holds its
+inject). A call made once per request runs on cold caches: compare µs per call here with the warm
+column above.
+
+${timingTable({ 'lean, sampler off': leanOff, 'lean, full': leanFull, 'otel, sampler off': off, 'otel, full': full })}
 `;
   console.log(markdown);
   if (process.env.BENCH_WRITE !== '0') {
@@ -193,6 +218,20 @@ ${table(['operation', 'calls per request, sampler off', 'calls per request, full
     );
   }
   process.exit(0);
+}
+
+/** Per timed call: calls per request (lean, full) and µs per request under each variant. */
+function timingTable(variants) {
+  const names = Object.keys(variants);
+  const labels = [...new Set(names.flatMap((n) => variants[n].timing.map(([label]) => label)))];
+  const cell = (n, label) => variants[n].timing.find(([l]) => l === label);
+  const rows = labels.map((label) => [
+    label,
+    (cell('lean, full', label)?.[1] ?? 0).toFixed(1),
+    // no calls: not timed in that mode (metric records in otel mode, see call-timing.mjs)
+    ...names.map((n) => (cell(n, label)?.[1] ? cell(n, label)[2].toFixed(1) : '—')),
+  ]);
+  return table(['call', 'calls per request (lean, full)', ...names.map((n) => `µs per request, ${n}`)], rows);
 }
 
 /**
