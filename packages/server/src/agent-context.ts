@@ -102,6 +102,7 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
   const logger = options.logger ?? diagLogger;
   const tracer = (options.tracerProvider ?? trace).getTracer(TRACER_NAME);
   let checkedSetUp = options.setUpContext === false;
+  let sdkSeen = false;
 
   return async function agentContextMiddleware(ctx, next) {
     if (!traceRequest(ctx)) return next();
@@ -110,7 +111,8 @@ export function agentContext(options: AgentContextOptions = {}): Middleware {
       setUpContextWithoutSdk(propagator);
     }
     const headers = ctx.req.headers;
-    const sdk = options.tracerProvider !== undefined || telemetryActive();
+    // once an SDK is seen it stays (its shutdown leaves the general path below still correct)
+    const sdk = options.tracerProvider !== undefined || sdkSeen || (sdkSeen = telemetryActive());
     if (!sdk && !hasContextHeaders(headers)) {
       // No SDK and only (at most) a session header: the session id is all there is to know. The
       // context is extracted only if someone asks for it.
@@ -218,8 +220,8 @@ class LazyAgentContextState implements AgentContextState {
 
 /**
  * True when an OpenTelemetry SDK is in place: a context manager (the probe context becomes active)
- * or a tracer provider behind the global proxy. Checked per request because an SDK may be
- * registered after the app was built.
+ * or a tracer provider behind the global proxy. Checked per request until it is true, because an
+ * SDK may be registered after the app was built; then no more (the probe enters a context).
  */
 function telemetryActive(): boolean {
   if (context.with(PROBE, () => context.active()) === PROBE) return true;
