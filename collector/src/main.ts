@@ -19,12 +19,6 @@ if (!/^(127\.|::1$|localhost$)/.test(config.host) && (!config.ingestToken || !co
 
 try {
   const collector = await createCollector({ ...config, logger });
-  logger.info('listening', {
-    url: collector.url,
-    dataDir: config.dataDir,
-    store: collector.backend.location,
-    traceIndexPercent: config.traceIndexPercent,
-  });
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -41,8 +35,15 @@ try {
       },
     );
   };
+  // before the line that says it is up: a supervisor may signal the moment it reads that line
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  logger.info('listening', {
+    url: collector.url,
+    dataDir: config.dataDir,
+    store: collector.backend.location,
+    traceIndexPercent: config.traceIndexPercent,
+  });
 } catch (error) {
   logger.error('could not start', { error, host: config.host, port: config.port });
   process.exitCode = 1;

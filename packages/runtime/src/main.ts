@@ -6,7 +6,9 @@ import { createRuntimeServer } from './server.js';
 // and every session it runs.
 process.stdout.on('error', () => undefined);
 
-const server = await createRuntimeServer();
+// The handlers come before the server is up, since a supervisor may answer its "runtime
+// listening" line with a signal at once: a signal during start-up stops it as soon as it is up.
+const started = createRuntimeServer();
 let stopping = false;
 const stop = (signal: string) => {
   if (stopping) return;
@@ -14,7 +16,8 @@ const stop = (signal: string) => {
   process.stderr.write(
     `${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: `${signal}: stopping workers` })}\n`,
   );
-  void server.close().then(() => process.exit(0));
+  void started.then((server) => server.close()).then(() => process.exit(0));
 };
 process.on('SIGINT', () => stop('SIGINT'));
 process.on('SIGTERM', () => stop('SIGTERM'));
+await started;
