@@ -2,7 +2,7 @@
 // Create/List/Get/Update/DeleteAgentRuntimeEndpoint. DEFAULT always exists and follows the latest
 // version.
 import { RuntimeApiError } from '../errors.js';
-import { readJsonObject, sendJson } from '../http/http-util.js';
+import { sendJson } from '../http/http-util.js';
 import { type Router } from '../http/router.js';
 import { endpointArn } from './arn.js';
 import { type ControlRouteDeps, now } from './authed-route.js';
@@ -14,7 +14,7 @@ import {
   optionalString,
   parsePaging,
   requireString,
-  validateClientToken,
+  readWriteRequest,
   validateTags,
 } from './validate.js';
 
@@ -42,8 +42,7 @@ export function registerEndpointRoutes(router: Router, { store, authed }: Contro
     '/runtimes/:runtimeId/runtime-endpoints/',
     authed(async (ctx) => {
       const runtime = getRuntimeOr404(store, ctx.params.runtimeId as string);
-      const body = await readJsonObject(ctx.req, 1_000_000);
-      validateClientToken(body.clientToken);
+      const body = await readWriteRequest(ctx.req);
       const name = requireString(body, 'name', 1, 48, NAME_RE);
       if (name === DEFAULT_ENDPOINT)
         throw new RuntimeApiError('ConflictException', 'DEFAULT is the implicit endpoint and always exists');
@@ -128,8 +127,7 @@ export function registerEndpointRoutes(router: Router, { store, authed }: Contro
           'DEFAULT always follows the latest version and cannot be updated',
         );
       const endpoint = getEndpointOr404(store, runtime, name);
-      const body = await readJsonObject(ctx.req, 1_000_000);
-      validateClientToken(body.clientToken);
+      const body = await readWriteRequest(ctx.req);
       const requested = optionalString(body, 'agentRuntimeVersion', 1, 5, /^[1-9][0-9]{0,4}$/);
       const description = optionalString(body, 'description', 1, 256);
       const version = requested ? Number(requested) : endpoint.targetVersion;

@@ -7,14 +7,14 @@ import { type RuntimeConfig } from '../config.js';
 import { type Authenticator } from '../data/auth.js';
 import { RuntimeApiError, notFound, validationError } from '../errors.js';
 import { type EvaluationService } from '../evaluate/evaluation-service.js';
-import { readJsonObject, sendJson } from '../http/http-util.js';
+import { sendJson } from '../http/http-util.js';
 import { type RouteContext, type Router } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { newRuntimeId } from './arn.js';
 import { authedRoute } from './authed-route.js';
 import { parseOnlineEvaluationConfig, parseOnlineEvaluationUpdate } from './online-evaluation.js';
 import { type OnlineEvaluationRecord, type Store } from './store.js';
-import { nextToken, parsePaging, validateClientToken, validateTags } from './validate.js';
+import { nextToken, parsePaging, readWriteRequest, validateTags } from './validate.js';
 
 export interface OnlineEvaluationDeps {
   config: Readonly<RuntimeConfig>;
@@ -99,8 +99,7 @@ export function registerOnlineEvaluation(router: Router, deps: OnlineEvaluationD
     'POST',
     '/online-evaluation-configs/create',
     authed(async (ctx, region) => {
-      const body = await readJsonObject(ctx.req, 1_000_000);
-      validateClientToken(body.clientToken);
+      const body = await readWriteRequest(ctx.req);
       if (!config.evaluation.collector)
         throw validationError(
           'dataSourceConfig',
@@ -149,8 +148,7 @@ export function registerOnlineEvaluation(router: Router, deps: OnlineEvaluationD
     '/online-evaluation-configs/:onlineEvaluationConfigId',
     authed(async (ctx) => {
       const record = recordOr404(store, ctx);
-      const body = await readJsonObject(ctx.req, 1_000_000);
-      validateClientToken(body.clientToken);
+      const body = await readWriteRequest(ctx.req);
       const next = parseOnlineEvaluationUpdate(body, record, (id) => deps.service.evaluator(id));
       await store.put('onlineEvaluation', next.id, next, '', Date.parse(next.createdAt));
       logger.info('online evaluation config updated', { id: next.id, executionStatus: next.executionStatus });

@@ -16,6 +16,7 @@ import {
   parsePaging,
   parseVersionConfig,
   requireString,
+  readWriteRequest,
   validateClientToken,
   validateTags,
 } from './validate.js';
@@ -144,8 +145,7 @@ export function registerRuntimeRoutes(router: Router, deps: RuntimeRouteDeps): v
     '/runtimes/:runtimeId/',
     authed(async (ctx) => {
       const runtime = getRuntimeOr404(store, ctx.params.runtimeId as string);
-      const body = await readJsonObject(ctx.req, 1_000_000);
-      validateClientToken(body.clientToken);
+      const body = await readWriteRequest(ctx.req);
       for (const field of ['agentRuntimeName', 'tags'])
         if (body[field] !== undefined)
           throw validationError(field, 'cannot be changed by UpdateAgentRuntime');

@@ -1,5 +1,7 @@
 import { AMZN_CUSTOM_HEADER_PREFIX, isRestrictedHeader, sessionIdProblem } from '@agentrt/propagation';
+import type { IncomingMessage } from 'node:http';
 import { RuntimeApiError, validationError } from '../errors.js';
+import { readJsonObject } from '../http/http-util.js';
 import { environmentVariableProblem } from './environment.js';
 import { type JwtAuthorizerConfig, type VersionConfig } from './store.js';
 
@@ -354,4 +356,11 @@ export function validateSessionId(value: string, lax: boolean): string {
 
 export function assertObjectBody(body: unknown): asserts body is Body {
   if (!isObject(body)) throw new RuntimeApiError('ValidationException', 'body: must be a JSON object');
+}
+
+/** A control-plane write's JSON object body (at most 1 MB), its `clientToken` checked. */
+export async function readWriteRequest(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const body = await readJsonObject(req, 1_000_000);
+  validateClientToken(body.clientToken);
+  return body;
 }
