@@ -83,6 +83,11 @@ export interface RuntimeServerOptions {
    * 503 with Retry-After while the pod goes on starting (up to startTimeoutMs).
    */
   kubernetesHoldMs?: number;
+  /**
+   * Pods mode: how long a new session's Lease may name no pod (default 30 s) before another replica
+   * takes it over: the replica that made it died mid-start. Longer than a slow pod create takes.
+   */
+  kubernetesSessionLeaseMs?: number;
   /** The OCI runtime of podman's session containers: `runc` (default) or `runsc` (gVisor). */
   ociRuntime?: 'runc' | 'runsc';
   /**
@@ -284,6 +289,8 @@ export function resolveRuntimeConfig(
     kubeconfig: options.kubeconfig ?? str('KUBECONFIG') ?? '',
     kubernetesRuntimeClass: options.kubernetesRuntimeClass ?? str('AGENTRT_K8S_RUNTIME_CLASS') ?? '',
     kubernetesHoldMs: options.kubernetesHoldMs ?? int('AGENTRT_K8S_HOLD_MS', 30_000, 1),
+    kubernetesSessionLeaseMs:
+      options.kubernetesSessionLeaseMs ?? int('AGENTRT_K8S_SESSION_LEASE_MS', 30_000, 1),
     kubernetesMode:
       options.kubernetesMode ??
       oneOf<'pods' | 'agent-sandbox'>('AGENTRT_K8S_MODE', ['pods', 'agent-sandbox'], 'pods'),

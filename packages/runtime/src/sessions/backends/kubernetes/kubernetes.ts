@@ -67,7 +67,13 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
     return core.patchNamespacedPod({ name, namespace, body }, merge);
   });
   const warm = createWarmPods({ cache, core, settings, writes, logger });
-  const locks = createSessionLocks({ kc, core, namespace, writes });
+  const locks = createSessionLocks({
+    kc,
+    core,
+    namespace,
+    writes,
+    staleMs: config.kubernetesSessionLeaseMs,
+  });
   const demand = createClusterDemand(config.warmPoolSize, config.warmPoolMax);
 
   /**

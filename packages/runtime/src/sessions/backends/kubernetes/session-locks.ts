@@ -4,8 +4,8 @@
 // one) and names that pod on the Lease, which the pod then owns (the garbage collector deletes the
 // Lease with the pod). A replica that finds the Lease made joins the pod it names once it is
 // named: two replicas racing on one session id get one pod, warm or cold. A Lease whose pod is gone,
-// or that no pod was named on within STALE_MS (its replica died), is taken over with the
-// resourceVersion it was read at (409: another replica took it first).
+// or that no pod was named on within `staleMs` (AGENTRT_K8S_SESSION_LEASE_MS; its replica died),
+// is taken over with the resourceVersion it was read at (409: another replica took it first).
 import {
   CoordinationV1Api,
   type CoreV1Api,
@@ -17,8 +17,6 @@ import {
 import { apiFailure, statusOf } from './kube-client.js';
 import { ANNOTATIONS, LABELS, MANAGED_BY, sessionPodName } from './pod-spec.js';
 
-/** How long a Lease may name no pod before another replica takes it over. */
-const STALE_MS = 30_000;
 /** How often a replica waiting for the holder's pod reads the Lease again. */
 const POLL_MS = 100;
 
@@ -38,6 +36,8 @@ export interface SessionLocksOptions {
   core: CoreV1Api;
   namespace: string;
   writes: { value: number };
+  /** How long a Lease may name no pod before another replica takes it over. */
+  staleMs: number;
 }
 
 /** Whether the pod serves the session still: not deleted, not ended, annotated with its id. */
@@ -46,7 +46,13 @@ const serves = (pod: V1Pod, sessionId: string) =>
   pod.metadata?.annotations?.[ANNOTATIONS.sessionId] === sessionId &&
   !['Failed', 'Succeeded'].includes(pod.status?.phase ?? '');
 
-export function createSessionLocks({ kc, core, namespace, writes }: SessionLocksOptions): SessionLocks {
+export function createSessionLocks({
+  kc,
+  core,
+  namespace,
+  writes,
+  staleMs,
+}: SessionLocksOptions): SessionLocks {
   const api = kc.makeApiClient(CoordinationV1Api);
   const unclaimed = (name: string, held?: V1Lease): V1Lease => ({
     metadata: { ...held?.metadata, name, labels: { [LABELS.managedBy]: MANAGED_BY }, ownerReferences: [] },
@@ -77,7 +83,7 @@ export function createSessionLocks({ kc, core, namespace, writes }: SessionLocks
       return pod && serves(pod, sessionId) ? pod : 'stale';
     }
     const since = new Date(held.spec?.acquireTime ?? held.metadata?.creationTimestamp ?? 0).getTime();
-    return Date.now() - since > STALE_MS ? 'stale' : 'wait';
+    return Date.now() - since > staleMs ? 'stale' : 'wait';
   };
 
   return {
@@ -112,7 +118,7 @@ export function createSessionLocks({ kc, core, namespace, writes }: SessionLocks
       const { name = '', resourceVersion } = lease.metadata ?? {};
       writes.value++;
       const body = { preconditions: { resourceVersion } };
-      await api.deleteNamespacedLease({ name, namespace, body }).catch(() => undefined); // stale in 30 s anyway
+      await api.deleteNamespacedLease({ name, namespace, body }).catch(() => undefined); // stale after staleMs anyway
     },
   };
 }
