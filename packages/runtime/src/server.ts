@@ -126,6 +126,14 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
       const version = store.get('version', `${runtime.id}#${runtime.latestVersion}`);
       return runtime.status === 'READY' && version?.status === 'READY' ? [{ runtime, version }] : [];
     });
+  // The versions whose sessions keep their storage: the latest, and any an endpoint serves or moves to.
+  const storedVersions = (runtimeId: string) => {
+    const runtime = store.get('runtime', runtimeId);
+    if (!runtime) return undefined;
+    const endpoints = store.list('endpoint', { parent: runtimeId, offset: 0, limit: 100_000 });
+    const served = endpoints.flatMap((e) => [e.liveVersion, e.targetVersion]);
+    return [runtime.latestVersion, ...served.filter((v): v is number => v !== undefined)];
+  };
   const sessions = createSessionManager({
     config,
     isolation,
@@ -133,6 +141,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
     origin: () => origin,
     leader,
     targets,
+    storedVersions,
     owns: (runtimeId) => store.get('runtime', runtimeId) !== undefined,
   });
   const auth = createAuthenticator(config.apiKeys, { requireExp: config.jwtRequireExp });

@@ -95,6 +95,11 @@ export interface SharedJob {
 export interface SharedJobInput {
   /** The runtime versions sessions start on now (each runtime's latest READY version). */
   targets(): SessionTarget[];
+  /**
+   * The versions of a runtime whose sessions keep their storage (its latest, and those its endpoints
+   * serve or move to), or undefined once the runtime is deleted: storage of any other version goes.
+   */
+  storedVersions(runtimeId: string): number[] | undefined;
   /** The environment and probe of a version's workers (for the warm workers a keeper makes). */
   worker(target: SessionTarget): Pick<WorkerRequest, 'env' | 'healthCheck'>;
   /** The warm pool's floor and cap (AGENTRT_WARM_POOL_SIZE, AGENTRT_WARM_POOL_MAX). */

@@ -40,6 +40,8 @@ export interface SessionManagerOptions {
   leader?: { whileLeading(job: SharedJob): void } | undefined;
   /** The versions sessions start on now (each runtime's latest READY one), for the shared keeper. */
   targets?: (() => SessionTarget[]) | undefined;
+  /** The versions of a runtime whose session storage is kept (SharedJobInput), for the shared jobs. */
+  storedVersions?: ((runtimeId: string) => number[] | undefined) | undefined;
   /**
    * Whether a runtime is this installation's (its control store has it): of a shared backend's
    * sessions, only those are listed (another installation may share the cluster namespace).
@@ -54,6 +56,7 @@ export function createSessionManager({
   origin,
   leader,
   targets = () => [],
+  storedVersions = () => undefined,
   owns = () => false,
 }: SessionManagerOptions): SessionManager {
   const sessions = new Map<string, Session>();
@@ -69,6 +72,7 @@ export function createSessionManager({
   // Work one replica does for all (the Lease holder's): the warm-pool keeper, the idle reaper.
   const jobs = backends.runSharedJobs(leader, {
     targets,
+    storedVersions,
     worker: launched.imageWorker,
     floor: config.warmPoolSize,
     cap: config.warmPoolMax,

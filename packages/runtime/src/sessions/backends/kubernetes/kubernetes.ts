@@ -33,6 +33,7 @@ import { PodWorker } from './pod-worker.js';
 import { createSandboxBackend } from './sandbox-mode.js';
 import { createClusterDemand, createWarmKeeper } from './warm-keeper.js';
 import { createSessionLocks } from './session-locks.js';
+import { createStorageReaper } from './storage-reaper.js';
 import { createWarmPods } from './warm-pods.js';
 
 export interface KubernetesBackend extends SessionBackend {
@@ -202,7 +203,8 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
         intervalMs: input.intervalMs,
         logger: input.logger,
       });
-      return [keeper, reaper];
+      const storage = createStorageReaper({ ...input, core, namespace, pods: cache, writes });
+      return [keeper, reaper, storage];
     },
     close: async () => {
       activity.close();

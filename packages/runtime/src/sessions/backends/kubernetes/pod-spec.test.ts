@@ -245,7 +245,7 @@ describe('session pod', () => {
 describe('names and labels of hostile ids', () => {
   it('gives every accepted session id a DNS-1123 pod name and valid label values', () => {
     for (const id of HOSTILE_IDS) {
-      for (const name of [sessionPodName('rt-1', id), storageClaimName('rt-1', id)])
+      for (const name of [sessionPodName('rt-1', id), storageClaimName('rt-1', 1, id)])
         expect(name, id).toMatch(DNS_1123_LABEL);
       expect(sessionHash(id), id).toMatch(LABEL_VALUE);
       const pod = sessionPod({
@@ -315,7 +315,7 @@ describe('session storage', () => {
       healthCheck: 'ping',
       settings,
     });
-    const claimName = storageClaimName(storage.runtime.id, SESSION);
+    const claimName = storageClaimName(storage.runtime.id, storage.version.version, SESSION);
     expect(pod.spec!.volumes).toContainEqual({
       name: 'session-storage',
       persistentVolumeClaim: { claimName },

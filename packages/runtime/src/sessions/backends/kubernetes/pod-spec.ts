@@ -140,9 +140,12 @@ export function warmPodName(runtimeId: string, version: number, slot: number): s
   return objectName('agentrt-w', [runtimeId, String(version), String(slot)]);
 }
 
-/** The session's storage claim: one per (runtime, session), kept across stops while the version lives. */
-export function storageClaimName(runtimeId: string, sessionId: string): string {
-  return objectName('agentrt-st', [runtimeId, sessionId]);
+/**
+ * The session's storage claim: one per (runtime, version, session), kept across stops while the
+ * version is kept (storage-reaper.ts): the session's first start on a new version gets an empty one.
+ */
+export function storageClaimName(runtimeId: string, version: number, sessionId: string): string {
+  return objectName('agentrt-st', [runtimeId, String(version), sessionId]);
 }
 
 /** The NetworkPolicy every pod of a runtime version is under. */
@@ -233,7 +236,7 @@ function volumesOf(input: SessionPodInput): { volumes: V1Volume[]; mounts: V1Vol
   const mountPath = sessionStorageMount(target);
   // A warm pod is made before its session is known: storage versions start cold (as on the local backends).
   if (mountPath && input.for.kind === 'session') {
-    const claimName = storageClaimName(target.runtime.id, input.for.sessionId);
+    const claimName = storageClaimName(target.runtime.id, target.version.version, input.for.sessionId);
     volumes.push({ name: STORAGE_VOLUME, persistentVolumeClaim: { claimName } });
     mounts.push({ name: STORAGE_VOLUME, mountPath });
   }
@@ -351,7 +354,7 @@ export function sessionPod(input: SessionPodInput): V1Pod {
 
 /**
  * The storage claim of a session of a version with sessionStorage: labelled by runtime, version
- * and session hash, so a new version's reconcile finds and deletes the old version's claims.
+ * and session hash, so the Lease holder's storage reaper finds the claims of versions not kept.
  */
 export function sessionStorageClaim(
   target: SessionTarget,
@@ -364,7 +367,7 @@ export function sessionStorageClaim(
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     metadata: {
-      name: storageClaimName(target.runtime.id, sessionId),
+      name: storageClaimName(target.runtime.id, target.version.version, sessionId),
       namespace: settings.namespace,
       labels: {
         ...versionLabels(target),

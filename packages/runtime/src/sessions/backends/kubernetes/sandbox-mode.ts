@@ -5,19 +5,21 @@
 // SandboxClaim, which the controller binds to a warm-pool sandbox it adopts (launch type warm) or
 // to one it makes (cold). The session is reached
 // at the pod the claim's sandbox names, from informer caches; stop deletes the claim (keeping its
-// session storage).
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+// session storage: sandbox-storage.ts).
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { type RuntimeConfig } from '../../../config.js';
 import { type Logger } from '../../../logger.js';
 import { parseRuntimeArn } from '../../../control/arn.js';
 import { type SessionBackend, type SessionTarget, type SharedSession } from '../../backend.js';
 import { ClaimWorker, type ClaimWorkerOptions } from './claim-worker.js';
-import { apiFailure, loadKubeConfig, podCommand, statusOf } from './kube-client.js';
+import { loadKubeConfig, podCommand } from './kube-client.js';
 import { type PodCache, createPodCache } from './pod-cache.js';
 import { type ReapCandidate, activityWriter, createSessionReaper } from './session-reaper.js';
 import { ANNOTATIONS, LABELS, labelValue, podSettingsOf, sessionHash } from './pod-spec.js';
 import { type SandboxCache, createSandboxCache } from './sandbox-cache.js';
 import { type SandboxObjects, createSandboxObjects } from './sandbox-objects.js';
+import { keepStorage, resetStorage } from './sandbox-storage.js';
+import { createStorageReaper } from './storage-reaper.js';
 import {
   SANDBOX_KEYS,
   type SandboxObject,
@@ -119,24 +121,6 @@ function hearClaims(cache: SandboxCache, demand: ClusterDemand, then: () => void
   });
 }
 
-/**
- * Session storage outlives a stop while the version lives (as on the local backends and in pods
- * mode): the PVC the controller made for the claim is let go of its sandbox before the claim is
- * deleted, so the garbage collector leaves it. It keeps the controller's tracking label
- * (sandbox-name-hash), by which the session's next claim — the same name, so the same sandbox —
- * adopts it again (sandbox_controller.go reconcilePVCs).
- */
-async function keepStorage(core: CoreV1Api, namespace: string, name: string, writes: { value: number }) {
-  writes.value++;
-  const body = { metadata: { ownerReferences: null } };
-  const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-  await core
-    .patchNamespacedPersistentVolumeClaim({ name, namespace, body }, merge)
-    .catch((error: unknown) => {
-      if (statusOf(error) !== 404) throw apiFailure(`keeping PersistentVolumeClaim ${name}`, error);
-    });
-}
-
 export function createSandboxBackend(
   config: Readonly<RuntimeConfig>,
   logger: Logger,
@@ -181,6 +165,8 @@ export function createSandboxBackend(
     async start(request) {
       if (!request.sessionId) throw new Error('agent-sandbox mode: warm sandboxes are its SandboxWarmPools');
       await cache.ready().catch(() => undefined);
+      if (!request.beside)
+        await resetStorage(core, namespace, { ...request, sessionId: request.sessionId }, writes);
       const { name, adopted } = await objects.claim(
         request.target,
         request.sessionId,
@@ -223,7 +209,8 @@ export function createSandboxBackend(
       hearClaims(cache, demand, () => keeper.kick());
       const candidates = () => claimCandidates(cache, pods, deleteClaim);
       const reaper = createSessionReaper({ candidates, intervalMs: input.intervalMs, logger: input.logger });
-      return [keeper, reaper];
+      const storage = createStorageReaper({ ...input, core, namespace, pods, writes });
+      return [keeper, reaper, storage];
     },
     close: () => {
       activity.close();

@@ -208,8 +208,11 @@ function storageClaimTemplate(target: SessionTarget, sessionId: string, settings
 export function storageClaimOf(claim: SandboxObject | undefined): string | undefined {
   const templates = claim?.spec?.volumeClaimTemplates as { metadata?: { name?: string } }[] | undefined;
   const storage = templates?.find((t) => t.metadata?.name === STORAGE_VOLUME);
-  return storage && claim ? `${STORAGE_VOLUME}-${claim.metadata.name}` : undefined;
+  return storage && claim ? sandboxStorageName(claim.metadata.name) : undefined;
 }
+
+/** The PVC the controller makes for the storage of the claim (and cold sandbox) `claim`. */
+export const sandboxStorageName = (claim: string): string => `${STORAGE_VOLUME}-${claim}`;
 
 /** The object's condition `type` is True. */
 export const conditionTrue = (object: SandboxObject | undefined, type: string): boolean =>

@@ -11,6 +11,7 @@ import { parseRuntimeArn } from '../../../control/arn.js';
 import { type Logger } from '../../../logger.js';
 import { pingOver } from '../../worker.js';
 import { type InformerCache } from './informer-cache.js';
+import { periodicJob } from './periodic-job.js';
 import { type PodCache, isReady } from './pod-cache.js';
 import { ANNOTATIONS, LABELS, POD_PORT } from './pod-spec.js';
 
@@ -91,8 +92,6 @@ async function verdict(
 export function createSessionReaper(options: SessionReaperOptions): { start(): void; stop(): void } {
   const { logger } = options;
   const agent = new Agent({ keepAlive: false });
-  let timer: NodeJS.Timeout | undefined;
-  let running = false;
   const reap = async (candidate: ReapCandidate, reason: string) => {
     const { metadata } = candidate.object;
     await candidate.remove();
@@ -113,26 +112,7 @@ export function createSessionReaper(options: SessionReaperOptions): { start(): v
       }),
     );
   };
-  const tick = () => {
-    if (!running) return;
-    void pass()
-      .catch((error: unknown) =>
-        logger.warn('session reaper pass failed', { error: (error as Error).message }),
-      )
-      .finally(() => {
-        if (running) timer = setTimeout(tick, options.intervalMs);
-      });
-  };
-  return {
-    start() {
-      running = true;
-      tick();
-    },
-    stop() {
-      running = false;
-      clearTimeout(timer);
-    },
-  };
+  return periodicJob('session reaper', pass, options.intervalMs, logger);
 }
 
 /**

@@ -3,16 +3,25 @@
 // the node's folder for that PVC) and, for agent-sandbox mode, the test controller. A session
 // writes a file; after StopRuntimeSession deletes its pod (or claim, sandbox and pod) the next
 // invoke runs in a new pod and reads the file back, its scratch gone; another session never sees
-// it. kubectl reads the PVCs back: one per session, kept across the stop.
+// it. kubectl reads the PVCs back: one per session, kept across the stop. After a version update a
+// session's storage starts empty (its old version's PVC deleted once no pod mounts it), and a deleted
+// runtime's PVCs go (storage-reaper.ts).
 import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
+import {
+  DeleteAgentRuntimeCommand,
+  UpdateAgentRuntimeCommand,
+} from '@aws-sdk/client-bedrock-agentcore-control';
 import { type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeBackend } from '../../../test-support/k8s/node-backend.js';
 import { type SandboxCluster, startSandboxCluster } from '../../../test-support/k8s/test-cluster.js';
 import {
+  ROLE_ARN,
   type TestRuntime,
   createReady,
+  fixtureUri,
   invokeJson,
+  pollStatus,
   sessionId,
   startRuntime,
   waitFor,
@@ -116,5 +125,56 @@ describe.runIf(backend.name === 'bwrap').each(['pods', 'agent-sandbox'] as const
       const [otherPvc] = await claimsOf('keep-b');
       expect(otherPvc?.metadata?.name).not.toBe(pvc?.metadata?.name);
     });
+
+    it('is empty after a version update, the old version’s PVCs go once unmounted, and all go with the runtime', async () => {
+      const storage = [{ sessionStorage: { mountPath: '/mnt/workspace' } }];
+      const runtime = await createReady(rt.control, `versions_${mode.replace('-', '_')}`, 'hostile', {
+        filesystemConfigurations: storage,
+      });
+      const { agentRuntimeArn: arn, agentRuntimeId: id } = runtime as {
+        agentRuntimeArn: string;
+        agentRuntimeId: string;
+      };
+      const sh = async (session: string, command: string) =>
+        (await invokeJson(rt.data, arn, sessionId(session), { sh: command })) as { stdout: string };
+      const pvcs = async () =>
+        (await kubectlGet<V1PersistentVolumeClaim>('pvc', `${LABELS.runtime}=${labelValue(id)}`)).map(
+          (c) => `${sessionOf(c)}@${c.metadata?.labels?.[LABELS.version]}`,
+        );
+      const sessionOf = (c: V1PersistentVolumeClaim) =>
+        ['stopped', 'running'].find(
+          (s) => c.metadata?.labels?.[LABELS.sessionHash] === sessionHash(sessionId(s)),
+        );
+      for (const session of ['stopped', 'running'])
+        expect((await sh(session, 'echo v1 > /mnt/workspace/notes.txt && echo ok')).stdout.trim()).toBe('ok');
+      await rt.data.send(
+        new StopRuntimeSessionCommand({ agentRuntimeArn: arn, runtimeSessionId: sessionId('stopped') }),
+      );
+
+      await rt.control.send(
+        new UpdateAgentRuntimeCommand({
+          agentRuntimeId: id,
+          agentRuntimeArtifact: { containerConfiguration: { containerUri: fixtureUri('hostile') } },
+          roleArn: ROLE_ARN,
+          networkConfiguration: { networkMode: 'PUBLIC' },
+          filesystemConfigurations: storage,
+          environmentVariables: { VERSION: '2' },
+        }),
+      );
+      expect((await pollStatus(rt.control, id)).agentRuntimeVersion).toBe('2');
+      // The stopped session starts on version 2 with empty storage, as the hosted service resets it.
+      const after = await sh('stopped', 'ls -A /mnt/workspace; echo listed');
+      expect(after.stdout.trim()).toBe('listed');
+      // Version 1's PVC of the stopped session goes; the running session's stays while its pod mounts it.
+      await waitFor(
+        async () => (await pvcs()).sort().join() === ['running@1', 'stopped@2'].join(),
+        20_000,
+        'version 1’s unmounted PVC deleted',
+      );
+      expect((await sh('running', 'cat /mnt/workspace/notes.txt')).stdout.trim()).toBe('v1');
+
+      await rt.control.send(new DeleteAgentRuntimeCommand({ agentRuntimeId: id }));
+      await waitFor(async () => (await pvcs()).length === 0, 30_000, 'the deleted runtime’s PVCs deleted');
+    }, 90_000);
   },
 );

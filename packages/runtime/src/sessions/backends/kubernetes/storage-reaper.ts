@@ -1,0 +1,69 @@
+// Session storage lives as long as its session id and version may be served (as the hosted service
+// keeps it: across stops, reset by a version update, gone with the runtime): a shared job (the
+// Lease holder's) deletes, every pass, each session-storage PVC of agentrt whose runtime is deleted
+// or whose version is no longer kept (not the runtime's latest, served or targeted by no endpoint),
+// unless a live pod still mounts it (its session ends first) or a sandbox owns it (it goes with it).
+import { type CoreV1Api, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { parseRuntimeArn } from '../../../control/arn.js';
+import { type Logger } from '../../../logger.js';
+import { type SharedJob, type SharedJobInput } from '../../backend.js';
+import { statusOf } from './kube-client.js';
+import { periodicJob } from './periodic-job.js';
+import { type PodCache } from './pod-cache.js';
+import { ANNOTATIONS, LABELS, MANAGED_BY } from './pod-spec.js';
+
+export interface StorageReaperOptions {
+  core: CoreV1Api;
+  namespace: string;
+  /** Every pod of the namespace agentrt knows (session pods, sandbox pods). */
+  pods: PodCache;
+  storedVersions: SharedJobInput['storedVersions'];
+  intervalMs: number;
+  logger: Logger;
+  writes: { value: number };
+}
+
+const SELECTOR = `${LABELS.managedBy}=${MANAGED_BY},${LABELS.component}=session-storage`;
+
+/** The PVC names live pods mount. */
+function mountedClaims(pods: PodCache): Set<string> {
+  const live = pods.all().filter((p) => !['Failed', 'Succeeded'].includes(p.status?.phase ?? ''));
+  const volumes = live.flatMap((p) => p.spec?.volumes ?? []);
+  return new Set(volumes.flatMap((v) => v.persistentVolumeClaim?.claimName ?? []));
+}
+
+/** Whether the claim's runtime is deleted, or its version is not one the runtime keeps. */
+function outlived(pvc: V1PersistentVolumeClaim, storedVersions: StorageReaperOptions['storedVersions']) {
+  const runtimeId = parseRuntimeArn(pvc.metadata?.annotations?.[ANNOTATIONS.runtimeArn] ?? '')?.runtimeId;
+  const version = Number(pvc.metadata?.labels?.[LABELS.version]);
+  if (!runtimeId || !Number.isInteger(version)) return false; // not one agentrt can place: left alone
+  return !storedVersions(runtimeId)?.includes(version);
+}
+
+export function createStorageReaper(options: StorageReaperOptions): SharedJob {
+  const { core, namespace, pods, storedVersions, logger, writes } = options;
+  const remove = async (pvc: V1PersistentVolumeClaim) => {
+    const { name = '', uid } = pvc.metadata ?? {};
+    writes.value++;
+    await core
+      .deleteNamespacedPersistentVolumeClaim({ name, namespace, body: { preconditions: { uid } } })
+      .catch((error: unknown) => {
+        if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
+      });
+    logger.info('deleted the storage of a deleted runtime or a version not kept', { pvc: name });
+  };
+  const pass = async () => {
+    await pods.ready(); // a pod not listed yet would not spare its claim
+    const { items } = await core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector: SELECTOR });
+    const mounted = mountedClaims(pods);
+    const doomed = items.filter(
+      (pvc) =>
+        !pvc.metadata?.deletionTimestamp &&
+        !pvc.metadata?.ownerReferences?.length &&
+        !mounted.has(pvc.metadata?.name ?? '') &&
+        outlived(pvc, storedVersions),
+    );
+    await Promise.all(doomed.map(remove));
+  };
+  return periodicJob('storage reaper', pass, options.intervalMs, logger);
+}
