@@ -260,6 +260,32 @@ describe('@kubernetes/client-node against the test API server', () => {
     await core.deleteNamespacedPod({ name: 'kept', namespace: 'default' });
   });
 
+  it('holds a deleted object with finalizers, marked, until they are taken off; then its dependents go', async () => {
+    const namespace = 'default';
+    const held = await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: 'held', finalizers: ['example.com/hold'] } },
+    });
+    const ref = { apiVersion: 'v1', kind: 'ConfigMap', name: 'held', uid: held.metadata?.uid as string };
+    await core.createNamespacedPod({
+      namespace,
+      body: { ...pod('held-child'), metadata: { name: 'held-child', ownerReferences: [ref] } },
+    });
+    await core.deleteNamespacedConfigMap({ name: 'held', namespace });
+    const marked = await core.readNamespacedConfigMap({ name: 'held', namespace });
+    expect(marked.metadata?.deletionTimestamp).toBeDefined();
+    await core.readNamespacedPod({ name: 'held-child', namespace }); // not collected yet
+    // A write cannot unmark it; a second delete changes nothing.
+    const { stdout } = await kubectl('label', 'configmap', 'held', 'a=b', '-o', 'json');
+    expect(
+      (JSON.parse(stdout) as { metadata: { deletionTimestamp?: string } }).metadata.deletionTimestamp,
+    ).toBe(marked.metadata?.deletionTimestamp?.toISOString().replace('.000Z', 'Z'));
+    await kubectl('delete', 'configmap', 'held', '--wait=false');
+    await kubectl('patch', 'configmap', 'held', '--type=merge', '-p', '{"metadata":{"finalizers":null}}');
+    expect((await apiError(core.readNamespacedConfigMap({ name: 'held', namespace }))).code).toBe(404);
+    expect((await apiError(core.readNamespacedPod({ name: 'held-child', namespace }))).code).toBe(404);
+  });
+
   it('rejects a pod beyond a ResourceQuota with 403 exceeded quota', async () => {
     await core.createNamespace({ body: { metadata: { name: 'quota' } } });
     await core.createNamespacedResourceQuota({

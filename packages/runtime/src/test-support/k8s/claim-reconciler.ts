@@ -93,6 +93,7 @@ export class ClaimReconciler {
   constructor(private readonly c: ControllerContext) {}
 
   async reconcile(claim: SandboxObject): Promise<void> {
+    if (claim.metadata.deletionTimestamp) return; // being deleted: left to its finalizers, as upstream
     const ns = claim.metadata.namespace;
     const pool = this.c.informers.pools.get((claim.spec?.warmPoolRef as { name: string }).name, ns);
     const template =

@@ -1,6 +1,7 @@
 // The test API server's state: every object by kind, namespace and name, one resourceVersion
 // counter, the recent changes a watch resumes from (older ones are compacted away: 410 Gone),
-// ownerReference garbage collection and ResourceQuota counts. In memory, as etcd would hold it.
+// ownerReference garbage collection, finalizers and ResourceQuota counts. In memory, as etcd
+// would hold it.
 import {
   KubeError,
   type KubeObject,
@@ -301,7 +302,10 @@ export class ObjectStore {
     const merged = this.mergeWrite(type, current, next, subresource);
     this.validate(type, merged);
     this.writes[verb]++;
-    return this.commit(type, key, merged, 'MODIFIED');
+    const written = this.commit(type, key, merged, 'MODIFIED');
+    // The last finalizer of an object being deleted taken off: now it goes.
+    const { deletionTimestamp, finalizers } = merged.metadata;
+    return deletionTimestamp && !finalizers?.length ? this.remove(type, key, merged, false) : written;
   }
 
   /** Keeps what a write may not change: identity, and status or spec per subresource. */
@@ -326,6 +330,10 @@ export class ObjectStore {
       kind: current.kind,
       metadata: { ...next.metadata, ...identity },
     };
+    // Only a DELETE marks an object as being deleted, and nothing unmarks it.
+    delete merged.metadata.deletionTimestamp;
+    if (current.metadata.deletionTimestamp)
+      merged.metadata.deletionTimestamp = current.metadata.deletionTimestamp;
     if (type.subresources.includes('status')) merged.status = clone(current.status);
     if (merged.status === undefined) delete merged.status;
     if (JSON.stringify(specOf(merged)) !== JSON.stringify(specOf(current)))
@@ -351,14 +359,31 @@ export class ObjectStore {
         'Conflict',
         `Operation cannot be fulfilled on ${type.plural} "${name}": precondition failed: ${JSON.stringify(pre)}`,
       );
+    this.writes.delete++;
+    // Finalizers hold the object, marked as being deleted, until its controllers have emptied them.
+    if (current.metadata.finalizers?.length) {
+      if (current.metadata.deletionTimestamp) return this.shaped(type, current);
+      const marked = {
+        ...clone(current),
+        metadata: { ...clone(current.metadata), deletionTimestamp: timestamp() },
+      };
+      return this.commit(type, key, marked, 'MODIFIED');
+    }
+    return this.remove(type, key, current, options.propagationPolicy === 'Orphan');
+  }
+
+  /** The object gone for good: a DELETED event, then its dependents (or their owner references). */
+  private remove(type: ResourceType, key: string, current: KubeObject, orphan: boolean): KubeObject {
     const gone = {
       ...clone(current),
-      metadata: { ...clone(current.metadata), deletionTimestamp: timestamp() },
+      metadata: {
+        ...clone(current.metadata),
+        deletionTimestamp: current.metadata.deletionTimestamp ?? timestamp(),
+      },
     };
-    this.writes.delete++;
     const deleted = this.commit(type, key, gone, 'DELETED');
     if (type.plural === 'customresourcedefinitions') this.dropCrd(current);
-    this.collect(current.metadata.uid, options.propagationPolicy === 'Orphan');
+    this.collect(current.metadata.uid, orphan);
     return deleted;
   }
 

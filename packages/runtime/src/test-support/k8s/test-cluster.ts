@@ -133,6 +133,8 @@ export interface SandboxCluster {
   controller: SandboxController;
   /** `kubectl get <kind> -l <selector> -o json` against the test API server: the items. */
   kubectlGet<T>(kind: string, selector: string): Promise<T[]>;
+  /** `kubectl …` against the test API server: its stdout. */
+  kubectl(...args: string[]): Promise<string>;
   /** Closes the controller, the kubelet and the API server. */
   close(): Promise<void>;
 }
@@ -145,15 +147,16 @@ export async function startSandboxCluster(backend: SessionBackend = nodeBackend(
   const kubeconfig = writeKubeconfig(api.url);
   const kubelet = await startNodeKubelet(api, kubeconfig, backend);
   const controller = await startSandboxController({ kubeconfig });
+  const kubectl = async (...args: string[]) =>
+    (await run('kubectl', args, { env: { ...process.env, KUBECONFIG: kubeconfig } })).stdout;
   return {
     api,
     kubeconfig,
     kubelet,
     controller,
+    kubectl,
     async kubectlGet<T>(kind: string, selector: string) {
-      const { stdout } = await run('kubectl', ['get', kind, '-l', selector, '-o', 'json'], {
-        env: { ...process.env, KUBECONFIG: kubeconfig },
-      });
+      const stdout = await kubectl('get', kind, '-l', selector, '-o', 'json');
       return (JSON.parse(stdout) as { items: T[] }).items;
     },
     async close() {

@@ -2,6 +2,7 @@
 // pool resized as the warm-pool keeper asks), a session's SandboxClaim, and their
 // deletion. Every write is counted (bench figures).
 import { type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { RuntimeApiError } from '../../../errors.js';
 import { type SessionTarget } from '../../backend.js';
 import { containerEnv } from '../../container-env.js';
 import { apiFailure, statusOf } from './kube-client.js';
@@ -15,10 +16,13 @@ import {
   sandboxClaim,
   sandboxTemplate,
   sandboxWarmPool,
+  storageClaimOf,
   warmPoolName,
 } from './sandbox-spec.js';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** How long a session's start waits for its earlier claim (with storage) to finish being deleted. */
+const TEARDOWN_WAIT_MS = 30_000;
 const PLURALS = {
   SandboxTemplate: 'sandboxtemplates',
   SandboxWarmPool: 'sandboxwarmpools',
@@ -100,6 +104,35 @@ export function createSandboxObjects(
     return entry;
   };
 
+  const readClaim = (name: string) =>
+    api.getNamespacedCustomObject({ ...where('SandboxClaim'), name }).catch((error: unknown) => {
+      if (statusOf(error) !== 404) throw apiFailure(`reading SandboxClaim ${name}`, error);
+    }) as Promise<SandboxObject | undefined>;
+
+  /** Resolves once the claim (this uid) is gone; a 409 RetryableConflict when it is not soon. */
+  const claimGone = async (claim: SandboxObject) => {
+    const { name, uid } = claim.metadata;
+    for (const until = Date.now() + TEARDOWN_WAIT_MS; (await readClaim(name))?.metadata.uid === uid;) {
+      if (Date.now() > until)
+        throw new RuntimeApiError(
+          'RetryableConflictException',
+          'Session operation in progress, please retry',
+        );
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+
+  /** A claim of the session beside the one that holds its name: the name and a suffix. */
+  const createAside = async (target: SessionTarget, sessionId: string) => {
+    const base = sandboxClaim(target, sessionId, settings).metadata.name;
+    const again = sandboxClaim(target, sessionId, settings, `${base}-${Date.now().toString(36)}`);
+    writes.value++;
+    await api.createNamespacedCustomObject({ ...where('SandboxClaim'), body: again }).catch((e: unknown) => {
+      throw apiFailure(`creating SandboxClaim ${again.metadata.name}`, e);
+    });
+    return again.metadata.name;
+  };
+
   const setReplicas = async (name: string, replicas: number) => {
     writes.value++;
     await api
@@ -127,39 +160,19 @@ export function createSandboxObjects(
     async claim(target, sessionId, worker, beside) {
       await ensure(target, 0, worker).made;
       const claim = sandboxClaim(target, sessionId, settings);
-      writes.value++;
-      let adopted = false;
-      // Taken: by the session's live claim another replica just made (joined), by its earlier claim
-      // still being deleted, or by the claim a fresh worker (`beside`) replaces.
-      const made = await api
-        .createNamespacedCustomObject({ ...where('SandboxClaim'), body: claim })
-        .catch(async (error: unknown) => {
-          if (statusOf(error) !== 409)
-            throw apiFailure(`creating SandboxClaim ${claim.metadata.name}`, error);
-          const existing = beside
-            ? undefined
-            : ((await api
-                .getNamespacedCustomObject({ ...where('SandboxClaim'), name: claim.metadata.name })
-                .catch(() => undefined)) as SandboxObject | undefined);
-          const live = existing && !existing.metadata.deletionTimestamp;
-          if (live && existing.metadata.annotations?.[ANNOTATIONS.sessionId] === sessionId) {
-            adopted = true;
-            return existing;
-          }
-          const again = sandboxClaim(
-            target,
-            sessionId,
-            settings,
-            `${claim.metadata.name}-${Date.now().toString(36)}`,
-          );
-          writes.value++;
-          return api
-            .createNamespacedCustomObject({ ...where('SandboxClaim'), body: again })
-            .catch((e: unknown) => {
-              throw apiFailure(`creating SandboxClaim ${again.metadata.name}`, e);
-            });
-        });
-      return { name: (made as SandboxObject).metadata.name, adopted };
+      const { name } = claim.metadata;
+      // Taken: by the session's live claim another replica just made (joined); by its earlier claim
+      // still being deleted (with storage: waited out, so the new claim's sandbox, named the same,
+      // adopts the same PVC; without: one beside it); or by the claim a fresh worker replaces.
+      for (let tries = 0; !(await create(claim)); tries++) {
+        const existing = beside || tries > 3 ? undefined : await readClaim(name);
+        const same = existing?.metadata.annotations?.[ANNOTATIONS.sessionId] === sessionId;
+        if (same && !existing?.metadata.deletionTimestamp) return { name, adopted: true };
+        if (same && storageClaimOf(existing)) await claimGone(existing!);
+        else if (existing || beside || tries > 3)
+          return { name: await createAside(target, sessionId), adopted: false };
+      }
+      return { name, adopted: false };
     },
     async noteActivity(name, atMs) {
       writes.value++;

@@ -26,7 +26,7 @@ import {
   startRuntime,
   waitFor,
 } from '../../../test-support.js';
-import { LABELS, labelValue, sessionHash } from './pod-spec.js';
+import { LABELS, labelValue, sessionHash, sessionSelector } from './pod-spec.js';
 import { SANDBOX_KEYS, type SandboxObject } from './sandbox-spec.js';
 
 const backend = nodeBackend();
@@ -125,6 +125,50 @@ describe.runIf(backend.name === 'bwrap').each(['pods', 'agent-sandbox'] as const
       const [otherPvc] = await claimsOf('keep-b');
       expect(otherPvc?.metadata?.name).not.toBe(pvc?.metadata?.name);
     });
+
+    it.runIf(mode === 'agent-sandbox')(
+      'is the same PVC when the session restarts while its earlier claim is still being deleted',
+      async () => {
+        const runtime = await createReady(rt.control, 'storage_teardown', 'hostile', {
+          filesystemConfigurations: [{ sessionStorage: { mountPath: '/mnt/workspace' } }],
+        });
+        const arn = runtime.agentRuntimeArn!;
+        const sid = sessionId('teardown');
+        const sh = async (command: string) =>
+          (await invokeJson(rt.data, arn, sid, { sh: command })) as { stdout: string };
+        expect((await sh('echo kept > /mnt/workspace/notes.txt && echo ok')).stdout.trim()).toBe('ok');
+        const selector = sessionSelector(runtime.agentRuntimeId!, sid);
+        const claims = () => kubectlGet<SandboxObject>('sandboxclaims', selector);
+        const name = (await claims())[0]!.metadata.name;
+        // A finalizer holds the deleted claim, as foreground deletion does while its sandbox and pod go.
+        const hold = (finalizers: string[] | null) =>
+          cluster.kubectl(
+            'patch',
+            'sandboxclaim',
+            name,
+            '--type=merge',
+            '-p',
+            JSON.stringify({ metadata: { finalizers } }),
+          );
+        await hold(['test.agentrt.dev/hold']);
+        const stop = new StopRuntimeSessionCommand({ agentRuntimeArn: arn, runtimeSessionId: sid });
+        const stopped = rt.data.send(stop);
+        await waitFor(
+          async () => (await claims())[0]?.metadata.deletionTimestamp !== undefined,
+          10_000,
+          'the claim marked as being deleted',
+        );
+        await cluster.kubectl('delete', 'sandboxes.agents.x-k8s.io', name); // its dependents first
+        await stopped;
+        // The session restarts while its claim is still there; the claim goes 1.5 s later.
+        const released = new Promise((r) => setTimeout(r, 1500)).then(() => hold(null));
+        const after = await sh('cat /mnt/workspace/notes.txt');
+        await released;
+        expect(after.stdout.trim(), JSON.stringify(after)).toBe('kept');
+        expect((await claims()).map((c) => c.metadata.name)).toEqual([name]);
+      },
+      60_000,
+    );
 
     it('is empty after a version update, the old version’s PVCs go once unmounted, and all go with the runtime', async () => {
       const storage = [{ sessionStorage: { mountPath: '/mnt/workspace' } }];
