@@ -16,6 +16,8 @@ import {
   CreateAgentRuntimeCommand,
   type CreateAgentRuntimeCommandInput,
   GetAgentRuntimeCommand,
+  UpdateAgentRuntimeCommand,
+  type UpdateAgentRuntimeCommandInput,
   type GetAgentRuntimeCommandOutput,
 } from '@aws-sdk/client-bedrock-agentcore-control';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
@@ -109,6 +111,25 @@ export async function createReady(
     }),
   );
   return pollStatus(control, created.agentRuntimeId!);
+}
+
+/** Updates the runtime to a new version of `fixture` (with `extra`); resolves once it settled. */
+export async function updateReady(
+  control: BedrockAgentCoreControlClient,
+  agentRuntimeId: string,
+  fixture: string,
+  extra: Partial<UpdateAgentRuntimeCommandInput> = {},
+): Promise<GetAgentRuntimeCommandOutput> {
+  await control.send(
+    new UpdateAgentRuntimeCommand({
+      agentRuntimeId,
+      agentRuntimeArtifact: { containerConfiguration: { containerUri: fixtureUri(fixture) } },
+      roleArn: ROLE_ARN,
+      networkConfiguration: { networkMode: 'PUBLIC' },
+      ...extra,
+    }),
+  );
+  return pollStatus(control, agentRuntimeId);
 }
 
 export async function pollStatus(

@@ -98,8 +98,9 @@ export interface SharedJobInput {
   /**
    * The versions of a runtime whose sessions keep their storage (its latest, and those its endpoints
    * serve or move to), or undefined once the runtime is deleted: storage of any other version goes.
+   * Not given: no storage is removed.
    */
-  storedVersions(runtimeId: string): number[] | undefined;
+  storedVersions?: ((runtimeId: string) => number[] | undefined) | undefined;
   /** The environment and probe of a version's workers (for the warm workers a keeper makes). */
   worker(target: SessionTarget): Pick<WorkerRequest, 'env' | 'healthCheck'>;
   /** The warm pool's floor and cap (AGENTRT_WARM_POOL_SIZE, AGENTRT_WARM_POOL_MAX). */

@@ -103,10 +103,17 @@ export function sandboxUserCannotRead(
   return undefined;
 }
 
-/** A folder for one session's sessionStorage: stable per runtime + session id, outside the session dir. */
-export function storageDirOf(dataDir: string, runtimeId: string, sessionId: string): string {
-  const hash = createHash('sha256').update(sessionId).digest('hex').slice(0, 32);
-  return join(dataDir, 'session-storage', runtimeId, hash);
+/** The folder of a session's storage in the session-storage folder: a hash of its id. */
+export function storageHashOf(sessionId: string): string {
+  return createHash('sha256').update(sessionId).digest('hex').slice(0, 32);
+}
+
+/**
+ * A folder for one session's sessionStorage on one version: stable per runtime, session id and
+ * version, outside the session dir (storage-sweep.ts removes what no version kept needs).
+ */
+export function storageDirOf(dataDir: string, runtimeId: string, version: number, sessionId: string): string {
+  return join(dataDir, 'session-storage', runtimeId, storageHashOf(sessionId), `v${version}`);
 }
 
 /**

@@ -20,6 +20,7 @@ import { createWorkerStart } from './worker-start.js';
 import { createWorkerEnv, launchAttributes, workerAttributes } from './worker-launch.js';
 import { createSessionTiming } from './session-timing.js';
 import { startSlots } from './start-slots.js';
+import { removeRuntimeStorage, storageSweeper } from './storage-sweep.js';
 import { holdStart, startFailure } from './start-outcome.js';
 import { type Worker, type WorkerExit, WorkerStartError } from './worker.js';
 
@@ -40,7 +41,10 @@ export interface SessionManagerOptions {
   leader?: { whileLeading(job: SharedJob): void } | undefined;
   /** The versions sessions start on now (each runtime's latest READY one), for the shared keeper. */
   targets?: (() => SessionTarget[]) | undefined;
-  /** The versions of a runtime whose session storage is kept (SharedJobInput), for the shared jobs. */
+  /**
+   * The versions of a runtime whose session storage is kept (SharedJobInput); none given: no
+   * storage is ever removed (the storage sweep and reaper do not run).
+   */
   storedVersions?: ((runtimeId: string) => number[] | undefined) | undefined;
   /**
    * Whether a runtime is this installation's (its control store has it): of a shared backend's
@@ -56,7 +60,7 @@ export function createSessionManager({
   origin,
   leader,
   targets = () => [],
-  storedVersions = () => undefined,
+  storedVersions,
   owns = () => false,
 }: SessionManagerOptions): SessionManager {
   const sessions = new Map<string, Session>();
@@ -79,6 +83,19 @@ export function createSessionManager({
     intervalMs: config.pingIntervalMs,
     logger: logger.child({ component: 'shared-jobs' }),
   });
+  const storageRoot = join(config.dataDir, 'session-storage');
+  // This host's session storage (a cluster's is its backend's): what no version kept needs goes.
+  if (!shared && storedVersions) {
+    const sweeper = storageSweeper({
+      root: storageRoot,
+      kept: storedVersions,
+      sessions: () => sessions.values(),
+      intervalMs: config.pingIntervalMs * 10,
+      logger,
+    });
+    jobs.push(sweeper);
+    sweeper.start();
+  }
   // Sessions start once what an earlier run left is gone (a stale volume mount included).
   const swept = Promise.all([sweepSessionDirs(sessionsRoot, logger), backends.sweep()]);
   let closing = false;
@@ -379,6 +396,8 @@ export function createSessionManager({
         ...doomed.map((s) => stopSession(s, 'runtime-deleted')),
         pool.dropRuntime(runtimeId),
       ]);
+      // A volume not unmounted yet is left to the next sweep.
+      if (!shared && storedVersions) removeRuntimeStorage(storageRoot, runtimeId);
     },
     refreshWarmPool: (target) => pool.refresh(target),
     list() {

@@ -89,7 +89,10 @@ export function createBwrapBackend({
       otlpRelay: relayFor(request, config, env.OTEL_SERVICE_NAME as string),
       storage:
         mountPath && sessionId
-          ? { hostDir: storageDirOf(config.dataDir, target.runtime.id, sessionId), mountPath }
+          ? {
+              hostDir: storageDirOf(config.dataDir, target.runtime.id, target.version.version, sessionId),
+              mountPath,
+            }
           : undefined,
       hiddenDirs: [config.dataDir],
       workerId: id,
@@ -105,7 +108,7 @@ export function createBwrapBackend({
   const mountStorage = async ({ target, sessionId }: WorkerRequest): Promise<() => void> => {
     if (!sessionStorageMount(target) || !sessionId || !isolation.storageVolumes || !isolation.hostIds)
       return () => undefined;
-    const dir = storageDirOf(config.dataDir, target.runtime.id, sessionId);
+    const dir = storageDirOf(config.dataDir, target.runtime.id, target.version.version, sessionId);
     return mountStorageVolume(dir, config.sessionStorageMb * 1024 * 1024, isolation.hostIds);
   };
   return {

@@ -258,7 +258,7 @@ export function createPodmanBackend({ config, hostIds, cgroups }: PodmanBackendO
       try {
         const storage: string[] = [];
         if (mountPath && sessionId) {
-          const dir = storageDirOf(config.dataDir, target.runtime.id, sessionId);
+          const dir = storageDirOf(config.dataDir, target.runtime.id, target.version.version, sessionId);
           cleanups.push(await mountStorageVolume(dir, config.sessionStorageMb * 1024 * 1024, hostIds));
           storage.push('-v', `${dir}:${mountPath}:rw,nosuid,nodev`);
         }

@@ -203,7 +203,9 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
         intervalMs: input.intervalMs,
         logger: input.logger,
       });
-      const storage = createStorageReaper({ ...input, core, namespace, pods: cache, writes });
+      const { storedVersions } = input;
+      if (!storedVersions) return [keeper, reaper];
+      const storage = createStorageReaper({ ...input, storedVersions, core, namespace, pods: cache, writes });
       return [keeper, reaper, storage];
     },
     close: async () => {

@@ -209,7 +209,9 @@ export function createSandboxBackend(
       hearClaims(cache, demand, () => keeper.kick());
       const candidates = () => claimCandidates(cache, pods, deleteClaim);
       const reaper = createSessionReaper({ candidates, intervalMs: input.intervalMs, logger: input.logger });
-      const storage = createStorageReaper({ ...input, core, namespace, pods, writes });
+      const { storedVersions } = input;
+      if (!storedVersions) return [keeper, reaper];
+      const storage = createStorageReaper({ ...input, storedVersions, core, namespace, pods, writes });
       return [keeper, reaper, storage];
     },
     close: () => {

@@ -11,7 +11,7 @@ import { parseRuntimeArn } from '../../../control/arn.js';
 import { type Logger } from '../../../logger.js';
 import { pingOver } from '../../worker.js';
 import { type InformerCache } from './informer-cache.js';
-import { periodicJob } from './periodic-job.js';
+import { periodicJob } from '../../periodic-job.js';
 import { type PodCache, isReady } from './pod-cache.js';
 import { ANNOTATIONS, LABELS, POD_PORT } from './pod-spec.js';
 

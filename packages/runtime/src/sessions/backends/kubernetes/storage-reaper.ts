@@ -8,7 +8,7 @@ import { parseRuntimeArn } from '../../../control/arn.js';
 import { type Logger } from '../../../logger.js';
 import { type SharedJob, type SharedJobInput } from '../../backend.js';
 import { statusOf } from './kube-client.js';
-import { periodicJob } from './periodic-job.js';
+import { periodicJob } from '../../periodic-job.js';
 import { type PodCache } from './pod-cache.js';
 import { ANNOTATIONS, LABELS, MANAGED_BY } from './pod-spec.js';
 
@@ -17,7 +17,7 @@ export interface StorageReaperOptions {
   namespace: string;
   /** Every pod of the namespace agentrt knows (session pods, sandbox pods). */
   pods: PodCache;
-  storedVersions: SharedJobInput['storedVersions'];
+  storedVersions: NonNullable<SharedJobInput['storedVersions']>;
   intervalMs: number;
   logger: Logger;
   writes: { value: number };

@@ -7,23 +7,18 @@
 // session's storage starts empty (its old version's PVC deleted once no pod mounts it), and a deleted
 // runtime's PVCs go (storage-reaper.ts).
 import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
-import {
-  DeleteAgentRuntimeCommand,
-  UpdateAgentRuntimeCommand,
-} from '@aws-sdk/client-bedrock-agentcore-control';
+import { DeleteAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
 import { type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeBackend } from '../../../test-support/k8s/node-backend.js';
 import { type SandboxCluster, startSandboxCluster } from '../../../test-support/k8s/test-cluster.js';
 import {
-  ROLE_ARN,
   type TestRuntime,
   createReady,
-  fixtureUri,
   invokeJson,
-  pollStatus,
   sessionId,
   startRuntime,
+  updateReady,
   waitFor,
 } from '../../../test-support.js';
 import { LABELS, labelValue, sessionHash, sessionSelector } from './pod-spec.js';
@@ -195,17 +190,8 @@ describe.runIf(backend.name === 'bwrap').each(['pods', 'agent-sandbox'] as const
         new StopRuntimeSessionCommand({ agentRuntimeArn: arn, runtimeSessionId: sessionId('stopped') }),
       );
 
-      await rt.control.send(
-        new UpdateAgentRuntimeCommand({
-          agentRuntimeId: id,
-          agentRuntimeArtifact: { containerConfiguration: { containerUri: fixtureUri('hostile') } },
-          roleArn: ROLE_ARN,
-          networkConfiguration: { networkMode: 'PUBLIC' },
-          filesystemConfigurations: storage,
-          environmentVariables: { VERSION: '2' },
-        }),
-      );
-      expect((await pollStatus(rt.control, id)).agentRuntimeVersion).toBe('2');
+      const update = { filesystemConfigurations: storage, environmentVariables: { VERSION: '2' } };
+      expect((await updateReady(rt.control, id, 'hostile', update)).agentRuntimeVersion).toBe('2');
       // The stopped session starts on version 2 with empty storage, as the hosted service resets it.
       const after = await sh('stopped', 'ls -A /mnt/workspace; echo listed');
       expect(after.stdout.trim()).toBe('listed');

@@ -1,7 +1,7 @@
 // A shared job that runs `pass` now and then `intervalMs` after each pass ends, until stopped; a
 // failed pass is logged and the next one runs on time.
-import { type Logger } from '../../../logger.js';
-import { type SharedJob } from '../../backend.js';
+import { type Logger } from '../logger.js';
+import { type SharedJob } from './backend.js';
 
 export function periodicJob(
   what: string,
