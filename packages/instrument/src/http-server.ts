@@ -93,7 +93,7 @@ function hostAttributes(host: string | undefined, scheme: string, attributes: At
   }
 }
 
-/** Ends one request's span (once) when its response finishes or its connection closes. */
+/** Ends one request's span (once) when its response closes: sent, or its connection gone. */
 class ServerRequest {
   private ended = false;
   private failed = false;
@@ -212,8 +212,9 @@ export class HttpServerInstrumentation extends InstrumentationBase<HttpServerIns
     const rpc: RPCMetadata = { type: RPCType.HTTP, span };
     const active: Context = setRPCMetadata(trace.setSpan(parent, span), rpc);
     const done = new ServerRequest(span, rpc, method, scheme, response, this.duration);
-    response.once('finish', done.end);
-    response.once('close', done.end);
+    // 'close' follows 'finish' a tick later, and ends the span alone when the connection went away
+    // first: one listener, not a `once` wrapper for each event.
+    response.on('close', done.end);
     try {
       return context.with(active, handle);
     } catch (error) {

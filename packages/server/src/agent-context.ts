@@ -253,12 +253,7 @@ function setUpContextWithoutSdk(propagator: TextMapPropagator): void {
 }
 
 function hasContextHeaders(headers: Readonly<Record<string, unknown>>): boolean {
-  return (
-    headers[BAGGAGE_HEADER] !== undefined ||
-    headers[TRACEPARENT_HEADER] !== undefined ||
-    headers[TRACE_ID_HEADERS[0]] !== undefined ||
-    headers[TRACE_ID_HEADERS[1]] !== undefined
-  );
+  return headers[BAGGAGE_HEADER] !== undefined || anySent(headers, TRACE_HEADERS);
 }
 
 function upstreamServerSpan(active: OtelContext): Span | undefined {
@@ -298,14 +293,16 @@ function noteIgnoredHeaders(
   sessionHeaderValid: boolean,
   logger: Logger,
 ): void {
-  const parent = trace.getSpanContext(extracted);
-  if (!(parent && isSpanContextValid(parent))) {
-    const sent = TRACE_HEADERS.filter((name) => headers[name] !== undefined);
-    if (sent.length > 0) logger.debug('ignored malformed trace headers', { headers: sent });
+  // The headers are looked at first: a request that sent none has nothing to note, and the
+  // parent's ids are only checked (two regular expressions) when a trace header was sent.
+  if (anySent(headers, TRACE_HEADERS) && !hasValidParent(extracted)) {
+    logger.debug('ignored malformed trace headers', {
+      headers: TRACE_HEADERS.filter((n) => headers[n] !== undefined),
+    });
   }
-  if (!sessionHeaderValid) {
+  if (!sessionHeaderValid && anySent(headers, SESSION_ID_HEADERS)) {
     const sent = SESSION_ID_HEADERS.filter((name) => headers[name] !== undefined);
-    if (sent.length > 0) logger.debug('ignored malformed session id header', { headers: sent });
+    logger.debug('ignored malformed session id header', { headers: sent });
   }
   if (headers[BAGGAGE_HEADER] !== undefined && propagation.getBaggage(extracted) === undefined) {
     logger.debug('ignored malformed baggage header');
@@ -313,3 +310,13 @@ function noteIgnoredHeaders(
 }
 
 const TRACE_HEADERS = [...TRACE_ID_HEADERS, TRACEPARENT_HEADER];
+
+function anySent(headers: Readonly<Record<string, unknown>>, names: readonly string[]): boolean {
+  for (const name of names) if (headers[name] !== undefined) return true;
+  return false;
+}
+
+function hasValidParent(extracted: OtelContext): boolean {
+  const parent = trace.getSpanContext(extracted);
+  return parent !== undefined && isSpanContextValid(parent);
+}
