@@ -116,7 +116,8 @@ describe('readConfig', () => {
   });
 
   it('AGENTRT_SDK picks the implementation; lean mode reads span limits and OTEL_BSP_* like the SDK', () => {
-    expect(read({}).config.sdk).toBe('otel');
+    expect(read({}).config.sdk).toBe('lean');
+    expect(read({ AGENTRT_SDK: 'OTEL' }).config.sdk).toBe('otel');
     expect(read({}).config.spanLimits).toEqual({
       attributeCountLimit: 128,
       attributeValueLengthLimit: Infinity,
@@ -149,7 +150,7 @@ describe('readConfig', () => {
       'OTEL_SPAN_EVENT_COUNT_LIMIT="-1" is not an integer in [0, 2147483647]; using 128',
     ]);
     expect(read({ AGENTRT_SDK: 'datadog' }).warnings).toEqual([
-      'AGENTRT_SDK="datadog" is not otel, lean; using otel',
+      'AGENTRT_SDK="datadog" is not lean, otel; using lean',
     ]);
   });
 

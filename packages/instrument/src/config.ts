@@ -55,8 +55,8 @@ export interface BatchConfig {
 export interface InstrumentConfig {
   disabled: boolean;
   /**
-   * Which implementation of the OpenTelemetry API globals runs (`AGENTRT_SDK`): `otel`, the
-   * upstream SDK, or `lean`, agentrt's own (src/lean/).
+   * Which implementation of the OpenTelemetry API globals runs (`AGENTRT_SDK`): `lean`, agentrt's
+   * own (src/lean/, the default), or `otel`, the upstream SDK.
    */
   sdk: 'otel' | 'lean';
   /** Read for lean mode; the upstream SDK reads the same variables itself. */
@@ -269,7 +269,7 @@ export function readConfig(
 
   const fromEnv: InstrumentConfig = {
     disabled: bool('OTEL_SDK_DISABLED', false),
-    sdk: oneOf('AGENTRT_SDK', ['otel', 'lean'] as const),
+    sdk: oneOf('AGENTRT_SDK', ['lean', 'otel'] as const),
     spanLimits: readSpanLimits(int),
     batch: readBatchConfig(int),
     serviceName: str('OTEL_SERVICE_NAME'),

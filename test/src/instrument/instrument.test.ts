@@ -420,32 +420,36 @@ describe('safety', { timeout: 90_000 }, () => {
     }
   });
 
-  it('loads one copy of each OpenTelemetry package at start-up (start-up time is module count)', () => {
-    const script = `require('@agentrt/instrument');
+  it.each(['otel', 'lean'] as const)(
+    'AGENTRT_SDK=%s loads one copy of each OpenTelemetry package at start-up (start-up time is module count)',
+    (sdk) => {
+      const script = `require('@agentrt/instrument');
       const roots = {};
       for (const file of Object.keys(require.cache)) {
         const m = /^(.*node_modules\\/(@opentelemetry\\/[^/]+))\\//.exec(file);
         if (m) (roots[m[2]] ??= new Set()).add(m[1]);
       }
       console.log(JSON.stringify(Object.fromEntries(Object.entries(roots).map(([k, v]) => [k, v.size]))));`;
-    const run = spawnSync(process.execPath, ['-e', script], {
-      cwd: TEST_ROOT,
-      env: childEnv({ OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none' }),
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
-    expect(run.stderr).toBe('');
-    const copies = JSON.parse(run.stdout) as Record<string, number>;
-    expect(copies['@opentelemetry/sdk-trace-base']).toBe(1);
-    expect(copies['@opentelemetry/instrumentation']).toBe(1);
-    // sdk-logs 0.219 (the line agent frameworks pin) brings its own core/resources 2.8; nothing else may.
-    expect(copies['@opentelemetry/core']).toBeLessThanOrEqual(2);
-    expect(copies['@opentelemetry/resources']).toBeLessThanOrEqual(2);
-    // api-logs is left out: the log instrumentations (pino, winston, openai) pin newer patch versions
-    // than instrumentation 0.223.0 does, and the package is 8 small modules.
-    const { '@opentelemetry/api-logs': _apiLogs, ...sdk } = copies;
-    expect(Math.max(...Object.values(sdk))).toBeLessThanOrEqual(2);
-  });
+      const run = spawnSync(process.execPath, ['-e', script], {
+        cwd: TEST_ROOT,
+        env: childEnv({ OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none', AGENTRT_SDK: sdk }),
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(run.stderr).toBe('');
+      const copies = JSON.parse(run.stdout) as Record<string, number>;
+      // lean mode (the default) loads no trace SDK at all
+      expect(copies['@opentelemetry/sdk-trace-base']).toBe(sdk === 'otel' ? 1 : undefined);
+      expect(copies['@opentelemetry/instrumentation']).toBe(1);
+      // sdk-logs 0.219 (the line agent frameworks pin) brings its own core/resources 2.8; nothing else may.
+      expect(copies['@opentelemetry/core']).toBeLessThanOrEqual(2);
+      expect(copies['@opentelemetry/resources']).toBeLessThanOrEqual(2);
+      // api-logs is left out: the log instrumentations (pino, winston, openai) pin newer patch versions
+      // than instrumentation 0.223.0 does, and the package is 8 small modules.
+      const { '@opentelemetry/api-logs': _apiLogs, ...others } = copies;
+      expect(Math.max(...Object.values(others))).toBeLessThanOrEqual(2);
+    },
+  );
 
   it('OTEL_SDK_DISABLED=true exports nothing and the app works', async () => {
     const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
@@ -491,9 +495,20 @@ describe('safety', { timeout: 90_000 }, () => {
 
 describe('credentials in URLs (issue #14)', { timeout: 90_000 }, () => {
   // Our lean server span records url.path only; the upstream one records the query too.
-  for (const serverSpans of ['agentrt', 'upstream'] as const) {
-    it(`redacts sensitive query values and userinfo on server (${serverSpans}), fetch and http client spans`, async () => {
+  // Outgoing http spans: upstream's (otel mode, or whenever instrumentation-http is loaded for the
+  // server spans) sees userinfo in the request options and writes REDACTED:REDACTED@; lean mode's,
+  // from the diagnostics channel, sees only the ClientRequest, where the userinfo has become an
+  // Authorization header: its url.full has none.
+  const runs = [
+    ['agentrt', 'lean'],
+    ['upstream', 'lean'],
+    ['agentrt', 'otel'],
+  ] as const;
+  for (const [serverSpans, sdk] of runs) {
+    it(`AGENTRT_SDK=${sdk}: redacts sensitive query values and userinfo on server (${serverSpans}), fetch and http client spans`, async () => {
+      const userinfo = sdk === 'lean' && serverSpans === 'agentrt' ? '' : 'REDACTED:REDACTED@';
       const app = await spawnApp(['--require', '@agentrt/instrument', REDACT_APP], {
+        AGENTRT_SDK: sdk,
         ...FAST_EXPORT,
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
@@ -520,7 +535,7 @@ describe('credentials in URLs (issue #14)', { timeout: 90_000 }, () => {
       expect(clients.sort()).toEqual(
         [
           `${downstream.url}?access_token=REDACTED&q=weather&X-Amz-Signature=REDACTED`,
-          `${downstream.url.replace('http://', 'http://REDACTED:REDACTED@')}?password=REDACTED&api_key=REDACTED&X-Amz-Security-Token=REDACTED&page=2`,
+          `${downstream.url.replace('http://', `http://${userinfo}`)}?password=REDACTED&api_key=REDACTED&X-Amz-Security-Token=REDACTED&page=2`,
         ].sort(),
       );
       const exported = JSON.stringify(receiver.spans);
