@@ -3,8 +3,11 @@
 // One iteration makes a reference-agent request's metric calls (measured by op-count.mjs: 23 records
 // on 9 instruments): counters, up-down counters and histograms, attributes built afresh per call
 // as Strands and the HTTP instrumentations do, then once more with the same calls on pre-bound
-// attribute objects. Run after building: `node bench/instrument/meter-record.mjs`. Prints µs per
-// iteration, both providers in the same process, interleaved rounds, and their ratio.
+// attribute objects. Then 23 records on one histogram whose fresh attribute sets rotate through 4,
+// 16 and 64 tool names: lean mode compares a fresh object with an instrument's last 8 sets before
+// it builds a key, so past 8 rotating sets every record pays those comparisons and the key.
+// Run after building: `node bench/instrument/meter-record.mjs`. Prints µs per iteration, both
+// providers in the same process, interleaved rounds, and their ratio.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -94,9 +97,21 @@ function request(m, bound) {
   m.serverDuration.record(0.05, finished);
 }
 
-function measure(m, bound) {
+const TOOL_NAMES = Array.from({ length: 64 }, (_, i) => `tool_${i}`);
+let turn = 0;
+
+/** 23 records on one histogram, each with a fresh set naming the next of `sets` tools. */
+function rotating(m, sets) {
+  for (let i = 0; i < 23; i++) {
+    const name = TOOL_NAMES[turn++ % sets];
+    m.toolDuration.record(0.004, { 'gen_ai.tool.name': name, 'gen_ai.tool.status': 'success' });
+  }
+}
+
+function measure(m, mode) {
+  const run = typeof mode === 'number' ? () => rotating(m, mode) : () => request(m, mode);
   const start = process.cpuUsage();
-  for (let i = 0; i < ITERATIONS; i++) request(m, bound);
+  for (let i = 0; i < ITERATIONS; i++) run();
   const used = process.cpuUsage(start);
   return (used.user + used.system) / ITERATIONS;
 }
@@ -105,19 +120,22 @@ const sdk = instruments(new MeterProvider({ readers: [new ManualReader()] }));
 const lean = instruments(
   new LeanMeterProvider({ temporality: 'cumulative', histogram: 'explicit_bucket_histogram' }),
 );
-const results = { 'sdk fresh': [], 'lean fresh': [], 'sdk bound': [], 'lean bound': [] };
+const MODES = { fresh: false, bound: true, 'rotating 4': 4, 'rotating 16': 16, 'rotating 64': 64 };
+const results = {};
 for (let round = 0; round < ROUNDS; round++) {
-  results['sdk fresh'].push(measure(sdk, false));
-  results['lean fresh'].push(measure(lean, false));
-  results['sdk bound'].push(measure(sdk, true));
-  results['lean bound'].push(measure(lean, true));
+  for (const [mode, arg] of Object.entries(MODES)) {
+    (results[`sdk ${mode}`] ??= []).push(measure(sdk, arg));
+    (results[`lean ${mode}`] ??= []).push(measure(lean, arg));
+  }
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(
   `metric records of one reference-agent request (23), µs per request, median of ${ROUNDS} rounds:`,
 );
 for (const [name, xs] of Object.entries(results)) console.log(`  ${name}: ${median(xs).toFixed(2)}`);
+const ratio = (mode) => (median(results[`lean ${mode}`]) / median(results[`sdk ${mode}`])).toFixed(2);
 console.log(
-  `  lean/sdk: fresh attributes ${(median(results['lean fresh']) / median(results['sdk fresh'])).toFixed(2)}×, ` +
-    `bound ${(median(results['lean bound']) / median(results['sdk bound'])).toFixed(2)}×`,
+  `  lean/sdk: ${Object.keys(MODES)
+    .map((mode) => `${mode} ${ratio(mode)}×`)
+    .join(', ')}`,
 );
