@@ -32,8 +32,8 @@ const weatherFixture = join(root, 'examples', 'models', 'dist', 'fixtures', 'wea
 const PROFILE_DIR = join(root, 'bench', '.work', 'instrument-profiles');
 
 /**
- * The agent's variants: none, ours with the sampler off, ours in full, the peers, ours lean with the
- * sampler off, then BENCH_AGENT_EXTRA's; only BENCH_AGENT_ONLY's (and bare node) when it is set.
+ * The agent's variants: none, ours (lean mode, the default) with the sampler off, ours in full, the
+ * peers (ours on the upstream SDK among them), ours on the upstream SDK with the sampler off, then BENCH_AGENT_EXTRA's; only BENCH_AGENT_ONLY's (and bare node) when it is set.
  */
 function agentVariants(peerVariants, sinkUrl) {
   const otlpEnv = { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl };
@@ -44,9 +44,9 @@ function agentVariants(peerVariants, sinkUrl) {
       OTEL_TRACES_SAMPLER: 'always_off',
     }),
     ...peerVariants.slice(1),
-    oursVariant('@agentrt/instrument, AGENTRT_SDK=lean, sampler off', {
+    oursVariant('@agentrt/instrument, AGENTRT_SDK=otel, sampler off', {
       ...otlpEnv,
-      AGENTRT_SDK: 'lean',
+      AGENTRT_SDK: 'otel',
       OTEL_TRACES_SAMPLER: 'always_off',
     }),
     ...Object.entries(AGENT_EXTRA).map(([name, env]) => oursVariant(`ours: ${name}`, { ...otlpEnv, ...env })),

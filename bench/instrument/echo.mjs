@@ -29,7 +29,7 @@ const controlVariant = {
 };
 /**
  * Where the overhead goes (not peers): the same launcher with export and metrics off, once as shipped (its own
- * lean HTTP server span), once with the upstream HTTP instrumentation making that span instead
+ * HTTP server span), once with the upstream HTTP instrumentation making that span instead
  * (AGENTRT_HTTP_SERVER_SPANS=upstream), and once with no HTTP instrumentation at all (then
  * @agentrt/server's own middleware starts the one server span). With the full row they split the
  * overhead into SDK + one span, the HTTP server instrumentation, and metrics + OTLP export.
@@ -158,7 +158,7 @@ export function echoLine(echo) {
 /** The control row, and the split of our CPU per request into SDK + span, HTTP span, export. */
 export function echoExplanation(echo) {
   const [base, control] = echo;
-  const [lean, upstream, noHttp] = floorVariants.map((v) => echo.find((t) => t.name === v.name));
+  const [ownSpan, upstream, noHttp] = floorVariants.map((v) => echo.find((t) => t.name === v.name));
   const oursRow = echo.find((t) => t.name.startsWith('@agentrt'));
   const added = (x) => `+${(x.cpuUsPerReq - base.cpuUsPerReq).toFixed(0)} µs`;
   return (
@@ -168,7 +168,7 @@ export function echoExplanation(echo) {
     `(${added(control)} of measured CPU per request). Under 15% on the echo server would mean ` +
     `less work per request than that, for span, context and export together. ` +
     `Our CPU per request over bare node: SDK + one server span from @agentrt/server (no export or metrics) ` +
-    `${added(noHttp)}; the same span from our HTTP server instrumentation (what ships) ${added(lean)}, ` +
+    `${added(noHttp)}; the same span from our HTTP server instrumentation (what ships) ${added(ownSpan)}, ` +
     `from the upstream HTTP instrumentation ${added(upstream)}; with the request-duration metric and ` +
     `OTLP export (the full row) ${added(oursRow)}.`
   );

@@ -10,7 +10,7 @@
 //     adds one "ours: <name>" variant per entry (our launcher with that environment on top);
 //   BENCH_AGENT_ONLY='sampler off|^ours' keeps the variants whose name matches (bare node always);
 //   BENCH_AGENT_PROFILE=0 skips the profiled round (BENCH_AGENT_PROFILE_INTERVAL: its sampling µs,
-//     default 1000); BENCH_AGENT_PROFILED='lean' profiles the variants whose
+//     default 1000); BENCH_AGENT_PROFILED='otel' profiles the variants whose
 //     name matches (bare node always) instead of bare, ours sampler off, ours full and the upstream register;
 //   BENCH_AGENT_WRITE_ABLATION=1 records such a run as its own section of docs/benchmarks.md;
 //   BENCH_AGENT_INTERLEAVED=1 loads one variant at a time in blocks of BENCH_AGENT_BLOCK (default 100)

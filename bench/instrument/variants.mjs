@@ -54,7 +54,8 @@ export function launcherVariants(sinkUrl, hasAdot) {
       env: otlpEnv,
     },
     oursVariant('@agentrt/instrument (--import)', otlpEnv),
-    oursVariant('@agentrt/instrument, AGENTRT_SDK=lean (--import)', { ...otlpEnv, AGENTRT_SDK: 'lean' }),
+    // lean mode is the launcher's default; the upstream SDK is one setting away
+    oursVariant('@agentrt/instrument, AGENTRT_SDK=otel (--import)', { ...otlpEnv, AGENTRT_SDK: 'otel' }),
     {
       name: 'auto-instrumentations-node/register',
       args: ['--require', require.resolve('@opentelemetry/auto-instrumentations-node/register')],
