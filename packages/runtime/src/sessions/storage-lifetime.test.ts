@@ -2,10 +2,13 @@
 // kubernetes backend's PVCs): across stops, empty on a new version (the old version's folder goes
 // once no session runs on it), and gone with the runtime. Through the AWS SDK; the folders read
 // from the data dir.
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
-import { DeleteAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
+import {
+  CreateAgentRuntimeEndpointCommand,
+  DeleteAgentRuntimeCommand,
+} from '@aws-sdk/client-bedrock-agentcore-control';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type TestRuntime,
@@ -66,5 +69,43 @@ describe('session storage on this host', () => {
       10_000,
       'the deleted runtime’s storage removed',
     );
+  }, 60_000);
+
+  it('is kept for a version an endpoint still serves, across stops', async (ctx) => {
+    if (rt.server.isolation !== 'bwrap') ctx.skip();
+    const runtime = await createReady(rt.control, 'storage_pinned', 'hostile', {
+      filesystemConfigurations: storage,
+    });
+    const arn = runtime.agentRuntimeArn!;
+    const id = runtime.agentRuntimeId!;
+    await rt.control.send(new CreateAgentRuntimeEndpointCommand({ agentRuntimeId: id, name: 'pinned' }));
+    const sh = async (session: string, command: string, qualifier?: string) =>
+      (await invokeJson(
+        rt.data,
+        arn,
+        sessionId(session),
+        { sh: command },
+        qualifier ? { qualifier } : {},
+      )) as {
+        stdout: string;
+      };
+    const folder = (session: string, version: number) =>
+      join(rt.dataDir, 'session-storage', id, storageHashOf(sessionId(session)), `v${version}`);
+    for (const session of ['on-pinned', 'on-default'])
+      expect((await sh(session, 'echo v1 > /mnt/workspace/notes.txt && echo ok')).stdout.trim()).toBe('ok');
+    for (const session of ['on-pinned', 'on-default'])
+      await rt.data.send(
+        new StopRuntimeSessionCommand({ agentRuntimeArn: arn, runtimeSessionId: sessionId(session) }),
+      );
+
+    const update = { filesystemConfigurations: storage, environmentVariables: { VERSION: '2' } };
+    expect((await updateReady(rt.control, id, 'hostile', update)).agentRuntimeVersion).toBe('2');
+    // Once a sweep has removed a version nobody keeps, version 1's folders are still there: the
+    // pinned endpoint serves it.
+    mkdirSync(folder('on-default', 99));
+    await waitFor(() => !existsSync(folder('on-default', 99)), 10_000, 'a sweep pass');
+    expect(existsSync(folder('on-pinned', 1))).toBe(true);
+    expect(existsSync(folder('on-default', 1))).toBe(true);
+    expect((await sh('on-pinned', 'cat /mnt/workspace/notes.txt', 'pinned')).stdout.trim()).toBe('v1');
   }, 60_000);
 });
