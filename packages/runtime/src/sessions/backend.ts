@@ -97,8 +97,8 @@ export interface SharedJobInput {
   targets(): SessionTarget[];
   /**
    * The versions of a runtime whose sessions keep their storage (its latest, and those its endpoints
-   * serve or move to), or undefined once the runtime is deleted: storage of any other version goes.
-   * Not given: no storage is removed.
+   * serve or move to), or undefined for a runtime this installation does not have: storage of
+   * other versions of a runtime it has goes. Not given: no storage is removed.
    */
   storedVersions?: ((runtimeId: string) => number[] | undefined) | undefined;
   /** The environment and probe of a version's workers (for the warm workers a keeper makes). */
@@ -132,6 +132,8 @@ export interface SharedSessions {
   readonly keepsWarmPool?: boolean;
   /** Ready, unclaimed warm workers of the runtime. */
   warmCount?(runtimeId: string): number;
+  /** Deletes the session storage of a runtime being deleted (its sessions stopped first). */
+  dropStorage?(runtimeId: string): Promise<void>;
   /** The jobs one replica at a time runs (the warm-pool keeper, the idle and lifetime reaper). */
   sharedJobs?(input: SharedJobInput): SharedJob[];
   close?(): Promise<void>;

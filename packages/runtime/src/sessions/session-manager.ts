@@ -398,6 +398,12 @@ export function createSessionManager({
       ]);
       // A volume not unmounted yet is left to the next sweep.
       if (!shared && storedVersions) removeRuntimeStorage(storageRoot, runtimeId);
+      await shared?.dropStorage?.(runtimeId).catch((error: unknown) =>
+        logger.warn('could not delete the storage of a deleted runtime', {
+          runtimeId,
+          error: String(error),
+        }),
+      );
     },
     refreshWarmPool: (target) => pool.refresh(target),
     list() {

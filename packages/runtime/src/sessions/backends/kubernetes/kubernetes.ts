@@ -33,7 +33,7 @@ import { PodWorker } from './pod-worker.js';
 import { createSandboxBackend } from './sandbox-mode.js';
 import { createClusterDemand, createWarmKeeper } from './warm-keeper.js';
 import { createSessionLocks } from './session-locks.js';
-import { createStorageReaper } from './storage-reaper.js';
+import { createStorageReaper, deleteRuntimeStorage } from './storage-reaper.js';
 import { createWarmPods } from './warm-pods.js';
 
 export interface KubernetesBackend extends SessionBackend {
@@ -195,6 +195,7 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
     sessions: () => cache.sessions(),
     touch: (worker) => worker.podName && activity.touch(worker.podName),
     warmCount: (runtimeId) => warm.count(labelValue(runtimeId)),
+    dropStorage: (runtimeId) => deleteRuntimeStorage(core, namespace, runtimeId, writes),
     sharedJobs(input) {
       const keeper = createWarmKeeper(warm, demand, input);
       warm.hear(demand, () => keeper.kick());

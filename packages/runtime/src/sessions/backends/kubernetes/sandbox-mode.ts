@@ -19,7 +19,7 @@ import { ANNOTATIONS, LABELS, labelValue, podSettingsOf, sessionHash } from './p
 import { type SandboxCache, createSandboxCache } from './sandbox-cache.js';
 import { type SandboxObjects, createSandboxObjects } from './sandbox-objects.js';
 import { keepStorage, resetStorage } from './sandbox-storage.js';
-import { createStorageReaper } from './storage-reaper.js';
+import { createStorageReaper, deleteRuntimeStorage } from './storage-reaper.js';
 import {
   SANDBOX_KEYS,
   type SandboxObject,
@@ -203,6 +203,7 @@ export function createSandboxBackend(
         cache,
         targets().filter((t) => t.runtime.id === runtimeId),
       ),
+    dropStorage: (runtimeId) => deleteRuntimeStorage(core, namespace, runtimeId, writes),
     sharedJobs(input) {
       targets = input.targets;
       const keeper = createWarmKeeper(clusterPoolsOf(objects), demand, input);

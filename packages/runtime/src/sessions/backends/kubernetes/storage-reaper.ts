@@ -1,16 +1,18 @@
 // Session storage lives as long as its session id and version may be served (as the hosted service
-// keeps it: across stops, reset by a version update, gone with the runtime): a shared job (the
-// Lease holder's) deletes, every pass, each session-storage PVC of agentrt whose runtime is deleted
-// or whose version is no longer kept (not the runtime's latest, served or targeted by no endpoint),
+// keeps it: across stops, reset by a version update, gone with the runtime). A shared job (the
+// Lease holder's) deletes, every pass, each session-storage PVC of a runtime this installation has
+// whose version is no longer kept (not the runtime's latest, served or targeted by no endpoint),
 // unless a live pod still mounts it (its session ends first) or a sandbox owns it (it goes with it).
+// A runtime it does not have may be another installation's in the same namespace: its PVCs are
+// left alone, and a runtime's own go when it is deleted (`deleteRuntimeStorage`).
 import { type CoreV1Api, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { parseRuntimeArn } from '../../../control/arn.js';
 import { type Logger } from '../../../logger.js';
 import { type SharedJob, type SharedJobInput } from '../../backend.js';
-import { statusOf } from './kube-client.js';
+import { apiFailure, statusOf } from './kube-client.js';
 import { periodicJob } from '../../periodic-job.js';
 import { type PodCache } from './pod-cache.js';
-import { ANNOTATIONS, LABELS, MANAGED_BY } from './pod-spec.js';
+import { ANNOTATIONS, LABELS, MANAGED_BY, labelValue } from './pod-spec.js';
 
 export interface StorageReaperOptions {
   core: CoreV1Api;
@@ -32,12 +34,29 @@ function mountedClaims(pods: PodCache): Set<string> {
   return new Set(volumes.flatMap((v) => v.persistentVolumeClaim?.claimName ?? []));
 }
 
-/** Whether the claim's runtime is deleted, or its version is not one the runtime keeps. */
+/** Whether the claim's version is not one its runtime (one of this installation's) keeps. */
 function outlived(pvc: V1PersistentVolumeClaim, storedVersions: StorageReaperOptions['storedVersions']) {
   const runtimeId = parseRuntimeArn(pvc.metadata?.annotations?.[ANNOTATIONS.runtimeArn] ?? '')?.runtimeId;
   const version = Number(pvc.metadata?.labels?.[LABELS.version]);
   if (!runtimeId || !Number.isInteger(version)) return false; // not one agentrt can place: left alone
-  return !storedVersions(runtimeId)?.includes(version);
+  const kept = storedVersions(runtimeId);
+  return kept !== undefined && !kept.includes(version);
+}
+
+/** Deletes every session-storage PVC of a runtime (DeleteAgentRuntime, its sessions stopped). */
+export async function deleteRuntimeStorage(
+  core: CoreV1Api,
+  namespace: string,
+  runtimeId: string,
+  writes: { value: number },
+): Promise<void> {
+  writes.value++;
+  const labelSelector = `${SELECTOR},${LABELS.runtime}=${labelValue(runtimeId)}`;
+  await core
+    .deleteCollectionNamespacedPersistentVolumeClaim({ namespace, labelSelector })
+    .catch((error: unknown) => {
+      throw apiFailure(`deleting the PersistentVolumeClaims of runtime ${runtimeId}`, error);
+    });
 }
 
 export function createStorageReaper(options: StorageReaperOptions): SharedJob {
@@ -50,7 +69,7 @@ export function createStorageReaper(options: StorageReaperOptions): SharedJob {
       .catch((error: unknown) => {
         if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
       });
-    logger.info('deleted the storage of a deleted runtime or a version not kept', { pvc: name });
+    logger.info('deleted the storage of a version not kept', { pvc: name });
   };
   const pass = async () => {
     await pods.ready(); // a pod not listed yet would not spare its claim

@@ -8,7 +8,7 @@
 // runtime's PVCs go (storage-reaper.ts).
 import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
 import { DeleteAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
-import { type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeBackend } from '../../../test-support/k8s/node-backend.js';
 import { type SandboxCluster, startSandboxCluster } from '../../../test-support/k8s/test-cluster.js';
@@ -21,7 +21,7 @@ import {
   updateReady,
   waitFor,
 } from '../../../test-support.js';
-import { LABELS, labelValue, sessionHash, sessionSelector } from './pod-spec.js';
+import { ANNOTATIONS, LABELS, labelValue, sessionHash, sessionSelector } from './pod-spec.js';
 import { SANDBOX_KEYS, type SandboxObject } from './sandbox-spec.js';
 
 const backend = nodeBackend();
@@ -190,6 +190,28 @@ describe.runIf(backend.name === 'bwrap').each(['pods', 'agent-sandbox'] as const
         new StopRuntimeSessionCommand({ agentRuntimeArn: arn, runtimeSessionId: sessionId('stopped') }),
       );
 
+      // Another installation's runtime in the same namespace: its storage is not this one's to reap.
+      const foreign = `arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/other_${mode.replace('-', '_')}-0123456789`;
+      const kc = new KubeConfig();
+      kc.loadFromFile(cluster.kubeconfig);
+      const core = kc.makeApiClient(CoreV1Api);
+      const foreignPvc = `foreign-${mode}`;
+      await core.createNamespacedPersistentVolumeClaim({
+        namespace: 'default',
+        body: {
+          metadata: {
+            name: foreignPvc,
+            labels: {
+              [LABELS.managedBy]: 'agentrt',
+              [LABELS.component]: 'session-storage',
+              [LABELS.version]: '1',
+            },
+            annotations: { [ANNOTATIONS.runtimeArn]: foreign },
+          },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '8Mi' } } },
+        },
+      });
+
       const update = { filesystemConfigurations: storage, environmentVariables: { VERSION: '2' } };
       expect((await updateReady(rt.control, id, 'hostile', update)).agentRuntimeVersion).toBe('2');
       // The stopped session starts on version 2 with empty storage, as the hosted service resets it.
@@ -202,9 +224,11 @@ describe.runIf(backend.name === 'bwrap').each(['pods', 'agent-sandbox'] as const
         'version 1’s unmounted PVC deleted',
       );
       expect((await sh('running', 'cat /mnt/workspace/notes.txt')).stdout.trim()).toBe('v1');
+      await core.readNamespacedPersistentVolumeClaim({ name: foreignPvc, namespace: 'default' });
 
       await rt.control.send(new DeleteAgentRuntimeCommand({ agentRuntimeId: id }));
       await waitFor(async () => (await pvcs()).length === 0, 30_000, 'the deleted runtime’s PVCs deleted');
+      await core.deleteNamespacedPersistentVolumeClaim({ name: foreignPvc, namespace: 'default' });
     }, 90_000);
   },
 );
