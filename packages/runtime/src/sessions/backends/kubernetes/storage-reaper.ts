@@ -75,8 +75,11 @@ export function createStorageReaper(options: StorageReaperOptions): SharedJob {
     await pods.ready(); // a pod not listed yet would not spare its claim
     const { items } = await core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector: SELECTOR });
     const mounted = mountedClaims(pods);
+    // A claim made a moment ago may be about to be mounted: its pod not made, or not seen yet.
+    const bornBefore = Date.now() - Math.max(5_000, 10 * options.intervalMs);
     const doomed = items.filter(
       (pvc) =>
+        new Date(pvc.metadata?.creationTimestamp ?? 0).getTime() < bornBefore &&
         !pvc.metadata?.deletionTimestamp &&
         !pvc.metadata?.ownerReferences?.length &&
         !mounted.has(pvc.metadata?.name ?? '') &&
