@@ -9,12 +9,13 @@
 // BENCH_NODE_ARGS node options for every collector). Prints CPU ms per 1000 spans of each process.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startClickHouse } from '../../collector/dist/store/clickhouse/clickhouse-harness.test-util.js';
 import { table, writeSection } from '../lib/report.mjs';
+import { cpuMsOf, readStat } from '../lib/proc.mjs';
 
 const SPANS = Number(process.env.BENCH_SPANS ?? 200_000);
 const BATCH = 500;
@@ -83,22 +84,8 @@ function bodies(count, offset) {
   return out;
 }
 
-/** A /proc stat file's command name and CPU seconds (user + system); undefined once it ended. */
-function readStat(path) {
-  try {
-    const stat = readFileSync(path, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return {
-      name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
-      seconds: (Number(f[11]) + Number(f[12])) / 100,
-    };
-  } catch {
-    return undefined;
-  }
-}
-
 /** CPU seconds a process has used so far, from /proc (Linux). */
-const cpuSeconds = (pid) => readStat(`/proc/${pid}/stat`)?.seconds ?? NaN;
+const cpuSeconds = (pid) => cpuMsOf(pid) / 1000;
 
 /** CPU seconds per thread name of a process (/proc/<pid>/task): where a collector's CPU goes. */
 function threadCpu(pid) {
@@ -113,7 +100,7 @@ function threadCpu(pid) {
     const stat = readStat(`/proc/${pid}/task/${tid}/stat`);
     if (!stat) continue; // the thread ended meanwhile
     const name = stat.name.replace(/\d+$/, '#');
-    out.set(name, (out.get(name) ?? 0) + stat.seconds);
+    out.set(name, (out.get(name) ?? 0) + stat.cpuMs / 1000);
   }
   return out;
 }

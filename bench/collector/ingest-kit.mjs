@@ -1,7 +1,7 @@
 // What the collector benchmarks share: realistic agent spans from the real OTel SDK in OTLP batches,
 // ingest over HTTP from concurrent clients, and the collector as its own process (dist/main.js).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
@@ -14,6 +14,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { SPAN_INSERT_COLUMNS, createRowEncoder } from '../../collector/dist/store/sqlite/span-rows.js';
+import { cpuMsOf } from '../lib/proc.mjs';
 
 export const BATCH = 512;
 export const CONCURRENCY = 4;
@@ -111,8 +112,6 @@ export async function ingest(url, bodies, contentType) {
   return (bodies.length * BATCH) / ((now() - t0) / 1000);
 }
 
-/** Linux clock ticks per second (USER_HZ), the unit of utime/stime in /proc/<pid>/stat. */
-const CLOCK_TICKS = 100;
 export const MAIN = fileURLToPath(new URL('../../collector/dist/main.js', import.meta.url));
 
 /** Starts `node collector/dist/main.js` on a free port; resolves once it logs its URL. */
@@ -144,10 +143,7 @@ export function startCollectorProcess(dataDir, nodeArgs = []) {
       resolve({
         url: JSON.parse(line).url,
         /** CPU time (user + system, all threads) the collector process has used so far, in ms. */
-        cpuMs: () => {
-          const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-          return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
-        },
+        cpuMs: () => cpuMsOf(child.pid),
         stop: async () => {
           child.kill('SIGTERM');
           const t = setTimeout(() => child.kill('SIGKILL'), 30_000);

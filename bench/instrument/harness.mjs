@@ -1,7 +1,6 @@
 // What every part of bench/instrument/index.mjs shares: child processes that print a ready line,
 // their CPU time, the autocannon load on the contract server, the OTLP sink, and table cells.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -75,14 +74,7 @@ export const median = (xs) => {
 };
 
 /** CPU time (user + system) the process has used, in ms, from /proc (Linux). */
-export function cpuMs(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return NaN;
-  }
-}
+export { cpuMsOf as cpuMs } from '../lib/proc.mjs';
 
 /** A workload's server under variant `v` (node flags `extraArgs` first), kept running. */
 export function startServer(workload, v, extraArgs = []) {

@@ -15,6 +15,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRuntimeServer } from '@agentrt/runtime';
 import { measure, ms, overheadRows, pct } from '../lib/measure.mjs';
 import { table, writeSection } from '../lib/report.mjs';
+import { readStat } from '../lib/proc.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fixture = join(here, '..', '..', 'packages', 'runtime', 'test-fixtures', 'echo');
@@ -155,22 +156,20 @@ async function coldStarts({ server, invoke, runtimeId }, n, waitForPool) {
  */
 function procStats(match) {
   let rssBytes = 0;
-  let ticks = 0;
+  let cpuMs = 0;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(`/proc/${entry}/stat`); // undefined: the process went away meanwhile
+    if (stat === undefined || !match(stat.name, stat.fields)) continue;
+    cpuMs += stat.cpuMs;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (!match(name, fields)) continue;
-      ticks += Number(fields[11]) + Number(fields[12]);
       const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'));
       if (rss) rssBytes += Number(rss[1]) * 1024;
     } catch {
       // the process went away while we looked
     }
   }
-  return { rssBytes, cpuMs: ticks * 10 }; // USER_HZ is 100 on Linux
+  return { rssBytes, cpuMs };
 }
 
 /** Every process in a worker's process group (sandbox + agent). */

@@ -2,11 +2,12 @@
 // handler, a bare node:http handler and the bedrock-agentcore (AWS TypeScript SDK) app, in one run.
 // Each target runs in its own process; autocannon drives it from this one. Run after `npx tsc -b`.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { table, writeSection } from '../lib/report.mjs';
+import { cpuMsOf } from '../lib/proc.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const peerDir = join(here, '..', '.peers', 'server');
@@ -79,17 +80,9 @@ async function check(url) {
     throw new Error(`unexpected answer ${res.status} ${text}`);
 }
 
-// CPU seconds (user + system) the process has used so far, from /proc (Linux). The machine is shared,
-// so CPU per request is a steadier measure of a server's cost than requests per second.
-const TICKS_PER_S = 100;
-function cpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
-  } catch {
-    return NaN;
-  }
-}
+// CPU seconds (user + system) the process has used so far. The machine is shared, so CPU per
+// request is a steadier measure of a server's cost than requests per second.
+const cpuSeconds = (pid) => cpuMsOf(pid) / 1000;
 
 function load(url, durationS) {
   return autocannon({

@@ -11,7 +11,13 @@ describe('per-session usage from /proc', () => {
   it('reads the fields after a command name that holds spaces and parentheses', () => {
     const line =
       '4242 (node (worker) x) S 4200 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 11 0 100 1000000 2560 18446744073709551615';
-    expect(parseProcStat(line)).toEqual({ ppid: 4200, cpuTicks: 300, reapedTicks: 10, rssPages: 2560 });
+    expect(parseProcStat(line)).toEqual({
+      ppid: 4200,
+      cpuTicks: 300,
+      started: 100,
+      reapedTicks: 10,
+      rssPages: 2560,
+    });
     expect(parseProcStat('garbage')).toBeUndefined();
   });
 

@@ -37,10 +37,12 @@ export interface UsageSampler {
   sample(roots: readonly UsageRoot[]): Map<string, ProcessUsage>;
 }
 
-interface ProcStat {
+/** A process as `/proc/<pid>/stat` gives it (times in clock ticks; `started` counts from boot). */
+export interface ProcStat {
   ppid: number;
   cpuTicks: number;
   reapedTicks: number;
+  started: number;
   rssPages: number;
 }
 
@@ -48,8 +50,23 @@ interface ProcStat {
 export function parseProcStat(text: string): ProcStat | undefined {
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
   const n = (i: number) => Number(rest[i]);
-  const stat = { ppid: n(1), cpuTicks: n(11) + n(12), reapedTicks: n(13) + n(14), rssPages: n(21) };
+  const stat = {
+    ppid: n(1),
+    cpuTicks: n(11) + n(12),
+    reapedTicks: n(13) + n(14),
+    started: n(19),
+    rssPages: n(21),
+  };
   return Object.values(stat).every(Number.isFinite) ? stat : undefined;
+}
+
+/** One process's `/proc/<pid>/stat`; undefined once it has exited (or with no procfs). */
+export function readProcStat(pid: number): ProcStat | undefined {
+  try {
+    return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whether a process runs (exists and is not a zombie): `/proc/<pid>/stat`'s state, after the name. */
@@ -78,12 +95,8 @@ export function readAllStats(): Map<number, ProcStat> {
   }
   for (const entry of entries) {
     if (entry.charCodeAt(0) > 57) continue; // not a pid
-    try {
-      const stat = parseProcStat(readFileSync(`/proc/${entry}/stat`, 'utf8'));
-      if (stat) stats.set(Number(entry), stat);
-    } catch {
-      // the process exited between readdir and read
-    }
+    const stat = readProcStat(Number(entry)); // undefined: exited between readdir and read
+    if (stat) stats.set(Number(entry), stat);
   }
   return stats;
 }

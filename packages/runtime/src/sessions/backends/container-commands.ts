@@ -1,22 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type ProcStat, readProcStat } from '../../telemetry/process-usage.js';
 import { type CommandCgroup, read, withSubfolders } from '../cgroups.js';
 
 /** A process as /proc/<pid>/stat gives it: its parent and when it started (clock ticks since boot). */
-interface ProcStat {
-  pid: number;
-  ppid: number;
-  started: number;
-}
+type Process = ProcStat & { pid: number };
 
-function procStat(pid: number): ProcStat | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { pid, ppid: Number(fields[1]), started: Number(fields[19]) };
-  } catch {
-    return undefined; // exited meanwhile
-  }
+function procStat(pid: number): Process | undefined {
+  const stat = readProcStat(pid); // undefined: exited meanwhile
+  return stat && { ...stat, pid };
 }
 
 /** Now, in the clock ticks /proc/<pid>/stat counts start times in (USER_HZ is 100 on Linux). */
@@ -45,7 +37,7 @@ export function createCommandReaper(procsDir: string, initPid: number): () => Co
   const reap = () => {
     const stats = cgroupPids(procsDir)
       .map(procStat)
-      .filter((s): s is ProcStat => s !== undefined);
+      .filter((s): s is Process => s !== undefined);
     const worker = stats
       .filter((s) => s.ppid === initPid)
       .sort((a, b) => a.started - b.started || a.pid - b.pid)[0];
