@@ -63,6 +63,11 @@ export interface RuntimeServerOptions {
   sessionDiskMb?: number;
   /** Size of a session's storage volume (`sessionStorage` under /mnt) in MiB, root runtime. */
   sessionStorageMb?: number;
+  /**
+   * How long a session's storage may go unused (no start of the session on its version) before it
+   * is removed, in seconds (default 14 days, the hosted service's idle expiry).
+   */
+  sessionStorageIdleS?: number;
   /** Which engine runs image artifacts: `auto` (podman, else Docker), `podman` or `docker`. */
   containerEngine?: ContainerEngineSetting;
   /**
@@ -275,6 +280,7 @@ export function resolveRuntimeConfig(
     sessionPids: options.sessionPids ?? int('AGENTRT_SESSION_PIDS', 1024, 16),
     sessionDiskMb: options.sessionDiskMb ?? int('AGENTRT_SESSION_DISK_MB', 1024, 1),
     sessionStorageMb: options.sessionStorageMb ?? int('AGENTRT_SESSION_STORAGE_MB', 1024, 8),
+    sessionStorageIdleS: options.sessionStorageIdleS ?? int('AGENTRT_SESSION_STORAGE_IDLE_S', 1_209_600, 1),
     sessions:
       options.sessions ?? oneOf<'local' | 'kubernetes'>('AGENTRT_SESSIONS', ['local', 'kubernetes'], 'local'),
     containerEngine:

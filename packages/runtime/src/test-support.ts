@@ -10,6 +10,7 @@ import {
   BedrockAgentCoreClient,
   InvokeAgentRuntimeCommand,
   InvokeAgentRuntimeCommandCommand,
+  StopRuntimeSessionCommand,
 } from '@aws-sdk/client-bedrock-agentcore';
 import {
   BedrockAgentCoreControlClient,
@@ -189,6 +190,11 @@ export async function runCommand(
 }
 
 /** Invokes with a JSON payload and parses the JSON answer. */
+/** StopRuntimeSession of the session `label` (see {@link sessionId}). */
+export async function stopSession(data: BedrockAgentCoreClient, agentRuntimeArn: string, label: string) {
+  await data.send(new StopRuntimeSessionCommand({ agentRuntimeArn, runtimeSessionId: sessionId(label) }));
+}
+
 export async function invokeJson(
   data: BedrockAgentCoreClient,
   agentRuntimeArn: string,

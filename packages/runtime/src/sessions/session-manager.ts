@@ -3,7 +3,8 @@ import { type RuntimeConfig } from '../config.js';
 import { RuntimeApiError, notFound } from '../errors.js';
 import { type Logger } from '../logger.js';
 import { createWarmPool } from './warm-pool.js';
-import { type CommandSpawn, type SessionTarget, type SharedJob } from './backend.js';
+import { type CommandSpawn, type SessionTarget, type SharedJob, sessionStorageMount } from './backend.js';
+import { storageDirOf } from './sandbox-session.js';
 import { selectBackends } from './backends/select.js';
 import { type Isolation } from './isolation.js';
 import { sweepSessionDirs } from './leftovers.js';
@@ -20,7 +21,7 @@ import { createWorkerStart } from './worker-start.js';
 import { createWorkerEnv, launchAttributes, workerAttributes } from './worker-launch.js';
 import { createSessionTiming } from './session-timing.js';
 import { startSlots } from './start-slots.js';
-import { removeRuntimeStorage, storageSweeper } from './storage-sweep.js';
+import { removeRuntimeStorage, storageSweeper, touchStorage } from './storage-sweep.js';
 import { holdStart, startFailure } from './start-outcome.js';
 import { type Worker, type WorkerExit, WorkerStartError } from './worker.js';
 
@@ -90,6 +91,7 @@ export function createSessionManager({
       root: storageRoot,
       kept: storedVersions,
       sessions: () => sessions.values(),
+      idleMs: config.sessionStorageIdleS * 1000,
       intervalMs: config.pingIntervalMs * 10,
       logger,
     });
@@ -139,6 +141,9 @@ export function createSessionManager({
     onWorker: (started: Awaited<ReturnType<typeof startWorker>>) => void,
     beside?: boolean,
   ): Promise<Awaited<ReturnType<typeof startWorker>>> => {
+    // This host's storage of the session is used now (the sweep's idle expiry counts from here).
+    if (!shared && storedVersions && sessionId && sessionStorageMount(target))
+      touchStorage(storageDirOf(config.dataDir, target.runtime.id, target.version.version, sessionId));
     for (let attempt = 1; ; attempt++) {
       const started = await startWorker(target, tag, sessionId, beside);
       onWorker(started);

@@ -17,6 +17,7 @@ import {
   updateReady,
   sessionId,
   startRuntime,
+  stopSession,
   waitFor,
 } from '../test-support.js';
 import { storageHashOf } from './sandbox-session.js';
@@ -107,5 +108,44 @@ describe('session storage on this host', () => {
     expect(existsSync(folder('on-pinned', 1))).toBe(true);
     expect(existsSync(folder('on-default', 1))).toBe(true);
     expect((await sh('on-pinned', 'cat /mnt/workspace/notes.txt', 'pinned')).stdout.trim()).toBe('v1');
+  }, 60_000);
+
+  it('goes once unused for AGENTRT_SESSION_STORAGE_IDLE_S, unless its session runs', async (ctx) => {
+    if (rt.server.isolation !== 'bwrap') ctx.skip();
+    const idle = await startRuntime({ sessionStorageIdleS: 4 });
+    try {
+      const runtime = await createReady(idle.control, 'storage_idle', 'hostile', {
+        filesystemConfigurations: storage,
+      });
+      const arn = runtime.agentRuntimeArn!;
+      const sh = async (session: string, command: string) =>
+        (await invokeJson(idle.data, arn, sessionId(session), { sh: command })) as { stdout: string };
+      const folder = (session: string) =>
+        join(
+          idle.dataDir,
+          'session-storage',
+          runtime.agentRuntimeId!,
+          storageHashOf(sessionId(session)),
+          'v1',
+        );
+      for (const session of ['unused', 'busy'])
+        expect((await sh(session, 'echo kept > /mnt/workspace/notes.txt && echo ok')).stdout.trim()).toBe(
+          'ok',
+        );
+      await stopSession(idle.data, arn, 'unused');
+      await waitFor(() => !existsSync(folder('unused')), 20_000, 'the unused folder removed');
+      // The running session's folder is older than the bound too, and stays.
+      expect(existsSync(folder('busy'))).toBe(true);
+      expect((await sh('busy', 'cat /mnt/workspace/notes.txt')).stdout.trim()).toBe('kept');
+      expect((await sh('unused', 'ls -A /mnt/workspace; echo listed')).stdout.trim()).toBe('listed');
+      // Stopped after running longer than the bound, its storage counts as used until it stopped:
+      // it outlives a sweep that ran after the stop (one that removed an unkept version's folder).
+      await stopSession(idle.data, arn, 'busy');
+      mkdirSync(join(folder('busy'), '..', 'v99'));
+      await waitFor(() => !existsSync(join(folder('busy'), '..', 'v99')), 10_000, 'a sweep after the stop');
+      expect(existsSync(folder('busy'))).toBe(true);
+    } finally {
+      await idle.close();
+    }
   }, 60_000);
 });

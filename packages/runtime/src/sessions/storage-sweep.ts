@@ -1,8 +1,9 @@
 // Local session storage lives as the hosted service's does (and the kubernetes backend's PVCs):
 // across a session's stops, per version (the first start on a new version gets an empty folder),
-// and no longer than the runtime. Layout under `<data dir>/session-storage/`:
+// for AGENTRT_SESSION_STORAGE_IDLE_S past its session's last use (the folder's or image's mtime:
+// set at each start and each sweep it runs through), and no longer than the runtime. Layout under `<data dir>/session-storage/`:
 // `<runtimeId>/<session hash>/v<version>` (a root runtime's volume image beside it, `.img`).
-import { readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Logger } from '../logger.js';
 import { type SharedJob } from './backend.js';
@@ -34,31 +35,72 @@ export function removeRuntimeStorage(root: string, runtimeId: string): boolean {
   return remove(join(root, runtimeId));
 }
 
+/** Notes a use of a session's storage folder (its session starts on its version), made if new. */
+export function touchStorage(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const now = new Date();
+  utimesSync(dir, now, now);
+}
+
+/** What the sweep keeps: the versions of each runtime, how long storage may go unused, what runs. */
+export interface SweepRule {
+  /** undefined: the runtime is deleted. */
+  kept: (runtimeId: string) => number[] | undefined;
+  idleMs: number;
+  live: (runtimeId: string, hash: string, version: number) => boolean;
+}
+
+/** Sets the mtime of the path to `at` (best effort: a path going away is no error). */
+const freshen = (path: string, at: Date) => {
+  try {
+    utimesSync(path, at, at);
+  } catch {
+    // removed meanwhile
+  }
+};
+
+/** The folder and its volume image (a root runtime's), whichever are there. */
+const partsOf = (dir: string) => [dir, `${dir}.img`].filter((path) => existsSync(path));
+
+/**
+ * Whether a session's storage of `version` (its folder `dir`) has outlived its use: last used when
+ * its session last started or was last seen running (the mtime of the folder or its image).
+ */
+function outlived(rule: SweepRule, versions: number[], at: [string, string, number], dir: string) {
+  if (rule.live(...at)) {
+    const now = new Date();
+    for (const path of partsOf(dir)) freshen(path, now); // used now: idle time starts at its end
+    return false;
+  }
+  if (!versions.includes(at[2])) return true;
+  const usedMs = Math.max(...partsOf(dir).map((path) => statSync(path).mtimeMs));
+  return Date.now() - usedMs > rule.idleMs;
+}
+
 /**
  * Removes the storage no version kept needs: a runtime's whole folder once `kept(runtimeId)` is
- * undefined (deleted), else each session's folders of versions not kept, unless `live` says a
- * session runs on it. Folders of an older layout (no `v<version>`) go only with their runtime.
- * Returns how many it removed.
+ * undefined (deleted), else each session's folder (and volume image) of a version not kept, or
+ * unused for `idleMs`, unless a session runs on it. Folders of an older layout (no `v<version>`)
+ * go only with their runtime. Returns how many it removed.
  */
-export function sweepStorage(
-  root: string,
-  kept: (runtimeId: string) => number[] | undefined,
-  live: (runtimeId: string, hash: string, version: number) => boolean,
-): number {
+export function sweepStorage(root: string, rule: SweepRule): number {
   let removed = 0;
   for (const runtimeId of entries(root)) {
-    const versions = kept(runtimeId);
+    const versions = rule.kept(runtimeId);
     if (!versions) {
       removed += Number(removeRuntimeStorage(root, runtimeId));
       continue;
     }
-    for (const hash of entries(join(root, runtimeId)))
-      for (const entry of entries(join(root, runtimeId, hash))) {
-        const version = Number(VERSION_ENTRY.exec(entry)?.[1] ?? NaN);
-        if (!Number.isInteger(version) || versions.includes(version) || live(runtimeId, hash, version))
-          continue;
-        removed += Number(remove(join(root, runtimeId, hash, entry)));
+    for (const hash of entries(join(root, runtimeId))) {
+      const numbers = entries(join(root, runtimeId, hash)).map((e) =>
+        Number(VERSION_ENTRY.exec(e)?.[1] ?? NaN),
+      );
+      for (const version of new Set(numbers.filter(Number.isInteger))) {
+        const dir = join(root, runtimeId, hash, `v${version}`);
+        if (!outlived(rule, versions, [runtimeId, hash, version], dir)) continue;
+        removed += Number(remove(`${dir}.img`) && remove(dir));
       }
+    }
   }
   return removed;
 }
@@ -68,6 +110,7 @@ export interface StorageSweeperOptions {
   kept: (runtimeId: string) => number[] | undefined;
   /** The sessions live on this host: their storage stays, whatever its version. */
   sessions: () => Iterable<{ runtimeId: string; sessionId: string; version: number }>;
+  idleMs: number;
   intervalMs: number;
   logger: Logger;
 }
@@ -78,9 +121,11 @@ export function storageSweeper(options: StorageSweeperOptions): SharedJob {
   const pass = async () => {
     const live = new Set<string>();
     for (const s of options.sessions()) live.add(`${s.runtimeId}/${storageHashOf(s.sessionId)}/${s.version}`);
-    const removed = sweepStorage(root, kept, (runtimeId, hash, version) =>
-      live.has(`${runtimeId}/${hash}/${version}`),
-    );
+    const removed = sweepStorage(root, {
+      kept,
+      idleMs: options.idleMs,
+      live: (runtimeId, hash, version) => live.has(`${runtimeId}/${hash}/${version}`),
+    });
     if (removed > 0)
       logger.info('removed the storage of deleted runtimes and versions not kept', { removed });
     return Promise.resolve();

@@ -33,7 +33,7 @@ import { PodWorker } from './pod-worker.js';
 import { createSandboxBackend } from './sandbox-mode.js';
 import { createClusterDemand, createWarmKeeper } from './warm-keeper.js';
 import { createSessionLocks } from './session-locks.js';
-import { createStorageReaper, deleteRuntimeStorage } from './storage-reaper.js';
+import { deleteRuntimeStorage, storageReaperJobs, touchStorage } from './storage-reaper.js';
 import { createWarmPods } from './warm-pods.js';
 
 export interface KubernetesBackend extends SessionBackend {
@@ -105,13 +105,16 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
     return coldPod((await createPod(suffixed(pod), true))!, false);
   };
 
-  /** The session's storage claim, made at its first start and kept across its stops (409: made already). */
+  /** The session's storage claim, made at its first start and kept across its stops (409: made already, noted as used). */
   const createStorage = async (claim: V1PersistentVolumeClaim) => {
     writes.value++;
-    await core.createNamespacedPersistentVolumeClaim({ namespace, body: claim }).catch((error: unknown) => {
-      if (statusOf(error) !== 409)
-        throw apiFailure(`creating PersistentVolumeClaim ${claim.metadata?.name ?? ''}`, error);
-    });
+    const name = claim.metadata?.name ?? '';
+    const made = await core
+      .createNamespacedPersistentVolumeClaim({ namespace, body: claim })
+      .catch((error: unknown) => {
+        if (statusOf(error) !== 409) throw apiFailure(`creating PersistentVolumeClaim ${name}`, error);
+      });
+    if (!made) await touchStorage(core, namespace, name, writes); // kept from an earlier start: used again
   };
 
   /** Creates the pod: its name, or none when the name is taken (409) and `strict` is not set. */
@@ -204,10 +207,8 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
         intervalMs: input.intervalMs,
         logger: input.logger,
       });
-      const { storedVersions } = input;
-      if (!storedVersions) return [keeper, reaper];
-      const storage = createStorageReaper({ ...input, storedVersions, core, namespace, pods: cache, writes });
-      return [keeper, reaper, storage];
+      const storage = { core, namespace, pods: cache, writes };
+      return [keeper, reaper, ...storageReaperJobs(input, config.sessionStorageIdleS, storage)];
     },
     close: async () => {
       activity.close();

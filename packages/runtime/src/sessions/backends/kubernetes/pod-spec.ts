@@ -45,6 +45,8 @@ export const ANNOTATIONS = {
   claimedAtMs: 'agentrt.dev/claimed-at-ms',
   /** The session's last invocation as a replica serving it wrote it (epoch ms; see `touch`). */
   lastActivityMs: 'agentrt.dev/last-activity-ms',
+  /** A session-storage claim's last use: its session's last start on its version (epoch ms). */
+  storageUsedMs: 'agentrt.dev/storage-used-ms',
 } as const;
 export const MANAGED_BY = 'agentrt';
 
@@ -374,7 +376,11 @@ export function sessionStorageClaim(
         [LABELS.component]: 'session-storage',
         [LABELS.sessionHash]: sessionHash(sessionId),
       },
-      annotations: { [ANNOTATIONS.sessionId]: sessionId, [ANNOTATIONS.runtimeArn]: target.runtime.arn },
+      annotations: {
+        [ANNOTATIONS.sessionId]: sessionId,
+        [ANNOTATIONS.runtimeArn]: target.runtime.arn,
+        [ANNOTATIONS.storageUsedMs]: String(Date.now()),
+      },
     },
     spec: {
       accessModes: ['ReadWriteOnce'],

@@ -19,7 +19,7 @@ import { ANNOTATIONS, LABELS, labelValue, podSettingsOf, sessionHash } from './p
 import { type SandboxCache, createSandboxCache } from './sandbox-cache.js';
 import { type SandboxObjects, createSandboxObjects } from './sandbox-objects.js';
 import { keepStorage, resetStorage } from './sandbox-storage.js';
-import { createStorageReaper, deleteRuntimeStorage } from './storage-reaper.js';
+import { deleteRuntimeStorage, storageReaperJobs } from './storage-reaper.js';
 import {
   SANDBOX_KEYS,
   type SandboxObject,
@@ -210,10 +210,8 @@ export function createSandboxBackend(
       hearClaims(cache, demand, () => keeper.kick());
       const candidates = () => claimCandidates(cache, pods, deleteClaim);
       const reaper = createSessionReaper({ candidates, intervalMs: input.intervalMs, logger: input.logger });
-      const { storedVersions } = input;
-      if (!storedVersions) return [keeper, reaper];
-      const storage = createStorageReaper({ ...input, storedVersions, core, namespace, pods, writes });
-      return [keeper, reaper, storage];
+      const storage = { core, namespace, pods, writes };
+      return [keeper, reaper, ...storageReaperJobs(input, config.sessionStorageIdleS, storage)];
     },
     close: () => {
       activity.close();

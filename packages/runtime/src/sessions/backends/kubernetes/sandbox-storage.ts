@@ -6,6 +6,7 @@ import { type SessionTarget, sessionStorageMount } from '../../backend.js';
 import { apiFailure, statusOf } from './kube-client.js';
 import { LABELS } from './pod-spec.js';
 import { claimName, sandboxStorageName } from './sandbox-spec.js';
+import { touchStorage } from './storage-reaper.js';
 
 /**
  * Session storage outlives a stop while the version lives (as on the local backends and in pods
@@ -36,7 +37,8 @@ const RESET_WAIT_MS = 30_000;
 /**
  * A session's first start on another version gets empty storage (the hosted service resets it on
  * a version update): the PVC its claim of the older version left (unowned since that stop) is
- * deleted, and gone, before the new claim is made — else the controller would adopt it back.
+ * deleted, and gone, before the new claim is made — else the controller would adopt it back. The
+ * session's PVC of this version is noted as used (the storage reaper's idle expiry).
  */
 export async function resetStorage(
   core: CoreV1Api,
@@ -53,7 +55,9 @@ export async function resetStorage(
     });
   const pvc = await read();
   const { uid, ownerReferences, labels } = pvc?.metadata ?? {};
-  if (!pvc || ownerReferences?.length || labels?.[LABELS.version] === String(target.version.version)) return;
+  if (!pvc || ownerReferences?.length) return;
+  if (labels?.[LABELS.version] === String(target.version.version))
+    return touchStorage(core, namespace, name, writes); // the session's storage, used again
   writes.value++;
   await core
     .deleteNamespacedPersistentVolumeClaim({ name, namespace, body: { preconditions: { uid } } })

@@ -18,6 +18,7 @@ import {
   invokeJson,
   sessionId,
   startRuntime,
+  stopSession,
   updateReady,
   waitFor,
 } from '../../../test-support.js';
@@ -120,6 +121,46 @@ describe.runIf(backend.name === 'bwrap').each(['pods', 'agent-sandbox'] as const
       const [otherPvc] = await claimsOf('keep-b');
       expect(otherPvc?.metadata?.name).not.toBe(pvc?.metadata?.name);
     });
+
+    it('goes once unused for AGENTRT_SESSION_STORAGE_IDLE_S, unless its session runs', async () => {
+      // A runtime of its own: storage unused for 4 s goes (the other runtime's reaper leaves its
+      // PVCs alone: it does not have this runtime).
+      const idle = await startRuntime({
+        sessions: 'kubernetes',
+        kubernetesMode: mode,
+        kubeconfig: cluster.kubeconfig,
+        sessionStorageIdleS: 4,
+      });
+      try {
+        const runtime = await createReady(idle.control, `idle_${mode.replace('-', '_')}`, 'hostile', {
+          filesystemConfigurations: [{ sessionStorage: { mountPath: '/mnt/workspace' } }],
+        });
+        const arn = runtime.agentRuntimeArn!;
+        const sh = async (session: string, command: string) =>
+          (await invokeJson(idle.data, arn, sessionId(session), { sh: command })) as { stdout: string };
+        const pvcOf = async (session: string) =>
+          kubectlGet<V1PersistentVolumeClaim>(
+            'pvc',
+            sessionSelector(runtime.agentRuntimeId!, sessionId(session)),
+          );
+        for (const session of ['unused', 'busy'])
+          expect((await sh(session, 'echo kept > /mnt/workspace/notes.txt && echo ok')).stdout.trim()).toBe(
+            'ok',
+          );
+        await stopSession(idle.data, arn, 'unused');
+        await waitFor(async () => (await pvcOf('unused')).length === 0, 30_000, 'the unused PVC deleted');
+        // The running session's PVC is older than the bound too, and stays.
+        expect(await pvcOf('busy')).toHaveLength(1);
+        expect((await sh('busy', 'cat /mnt/workspace/notes.txt')).stdout.trim()).toBe('kept');
+        expect((await sh('unused', 'ls -A /mnt/workspace; echo listed')).stdout.trim()).toBe('listed');
+        // Stopped after running longer than the bound, its storage counts as used until it stopped.
+        await stopSession(idle.data, arn, 'busy');
+        await new Promise((r) => setTimeout(r, 1000)); // ten reaper passes
+        expect(await pvcOf('busy')).toHaveLength(1);
+      } finally {
+        await idle.close();
+      }
+    }, 90_000);
 
     it.runIf(mode === 'agent-sandbox')(
       'is the same PVC when the session restarts while its earlier claim is still being deleted',
