@@ -45,9 +45,9 @@ export {
 export type { CustomEvaluatorConfig } from './evaluate/custom/custom-evaluators.js';
 export { createOnlineEvaluator, sampled } from './evaluate/online.js';
 export type { OnlineEvaluator, OnlineRule } from './evaluate/online.js';
+export { sessionNetworkPolicy } from './sessions/backends/kubernetes/network-policy.js';
 export {
   sessionPod,
-  sessionNetworkPolicy,
   sessionStorageClaim,
   podSettingsOf,
   sessionPodName,

@@ -13,7 +13,6 @@ import {
   labelValue,
   podSettingsOf,
   sessionHash,
-  sessionNetworkPolicy,
   sessionPod,
   sessionPodName,
   sessionSelector,
@@ -21,6 +20,7 @@ import {
   storageClaimName,
   warmPodName,
 } from './pod-spec.js';
+import { sessionNetworkPolicy } from './network-policy.js';
 
 /** A DNS-1123 label (what a pod's or a claim's name must be), and a label value. */
 const DNS_1123_LABEL = /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/;

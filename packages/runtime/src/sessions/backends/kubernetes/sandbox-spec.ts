@@ -15,11 +15,11 @@ import {
   labelValue,
   objectName,
   sessionHash,
-  sessionNetworkPolicy,
   sessionPod,
   sessionStorageClaim,
   versionLabels,
 } from './pod-spec.js';
+import { sessionNetworkPolicy } from './network-policy.js';
 
 export const SANDBOX_GROUP = 'agents.x-k8s.io';
 export const EXTENSIONS_GROUP = 'extensions.agents.x-k8s.io';
