@@ -3,8 +3,7 @@ import { type RuntimeConfig } from '../config.js';
 import { RuntimeApiError, notFound } from '../errors.js';
 import { type Logger } from '../logger.js';
 import { createWarmPool } from './warm-pool.js';
-import { type CommandSpawn, type SessionTarget, type SharedJob, sessionStorageMount } from './backend.js';
-import { storageDirOf } from './sandbox-session.js';
+import { type CommandSpawn, type SessionTarget, type SharedJob } from './backend.js';
 import { selectBackends } from './backends/select.js';
 import { type Isolation } from './isolation.js';
 import { sweepSessionDirs } from './leftovers.js';
@@ -21,7 +20,7 @@ import { createWorkerStart } from './worker-start.js';
 import { createWorkerEnv, launchAttributes, workerAttributes } from './worker-launch.js';
 import { createSessionTiming } from './session-timing.js';
 import { startSlots } from './start-slots.js';
-import { removeRuntimeStorage, storageSweeper, touchStorage } from './storage-sweep.js';
+import { localStorageLifetime } from './storage-sweep.js';
 import { holdStart, startFailure } from './start-outcome.js';
 import { type Worker, type WorkerExit, WorkerStartError } from './worker.js';
 
@@ -84,19 +83,20 @@ export function createSessionManager({
     intervalMs: config.pingIntervalMs,
     logger: logger.child({ component: 'shared-jobs' }),
   });
-  const storageRoot = join(config.dataDir, 'session-storage');
   // This host's session storage (a cluster's is its backend's): what no version kept needs goes.
-  if (!shared && storedVersions) {
-    const sweeper = storageSweeper({
-      root: storageRoot,
-      kept: storedVersions,
-      sessions: () => sessions.values(),
-      idleMs: config.sessionStorageIdleS * 1000,
-      intervalMs: config.pingIntervalMs * 10,
-      logger,
-    });
-    jobs.push(sweeper);
-    sweeper.start();
+  const storage =
+    !shared && storedVersions
+      ? localStorageLifetime(config.dataDir, {
+          kept: storedVersions,
+          sessions: () => sessions.values(),
+          idleMs: config.sessionStorageIdleS * 1000,
+          intervalMs: config.pingIntervalMs * 10,
+          logger,
+        })
+      : undefined;
+  if (storage) {
+    jobs.push(storage.sweep);
+    storage.sweep.start();
   }
   // Sessions start once what an earlier run left is gone (a stale volume mount included).
   const swept = Promise.all([sweepSessionDirs(sessionsRoot, logger), backends.sweep()]);
@@ -141,9 +141,8 @@ export function createSessionManager({
     onWorker: (started: Awaited<ReturnType<typeof startWorker>>) => void,
     beside?: boolean,
   ): Promise<Awaited<ReturnType<typeof startWorker>>> => {
-    // This host's storage of the session is used now (the sweep's idle expiry counts from here).
-    if (!shared && storedVersions && sessionId && sessionStorageMount(target))
-      touchStorage(storageDirOf(config.dataDir, target.runtime.id, target.version.version, sessionId));
+    // The sweep's idle expiry counts from here.
+    if (sessionId) storage?.started(target, sessionId);
     for (let attempt = 1; ; attempt++) {
       const started = await startWorker(target, tag, sessionId, beside);
       onWorker(started);
@@ -401,8 +400,7 @@ export function createSessionManager({
         ...doomed.map((s) => stopSession(s, 'runtime-deleted')),
         pool.dropRuntime(runtimeId),
       ]);
-      // A volume not unmounted yet is left to the next sweep.
-      if (!shared && storedVersions) removeRuntimeStorage(storageRoot, runtimeId);
+      storage?.dropRuntime(runtimeId);
       await shared?.dropStorage?.(runtimeId).catch((error: unknown) =>
         logger.warn('could not delete the storage of a deleted runtime', {
           runtimeId,

@@ -6,9 +6,9 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Logger } from '../logger.js';
-import { type SharedJob } from './backend.js';
+import { type SessionTarget, type SharedJob, sessionStorageMount } from './backend.js';
 import { periodicJob } from './periodic-job.js';
-import { storageHashOf } from './sandbox-session.js';
+import { storageDirOf, storageHashOf } from './sandbox-session.js';
 
 const VERSION_ENTRY = /^v(\d+)(\.img)?$/;
 
@@ -131,4 +131,29 @@ export function storageSweeper(options: StorageSweeperOptions): SharedJob {
     return Promise.resolve();
   };
   return periodicJob('storage sweep', pass, options.intervalMs, logger);
+}
+
+/** This host's session storage: the sweep, a session's start noted, a deleted runtime's removal. */
+export interface LocalStorageLifetime {
+  readonly sweep: SharedJob;
+  /** A session starts on `target`: its storage (if the version mounts one) is used now. */
+  started(target: SessionTarget, sessionId: string): void;
+  /** A runtime is deleted: its storage goes (a volume not unmounted yet is left to the next sweep). */
+  dropRuntime(runtimeId: string): void;
+}
+
+/** The lifetime of the session storage under `<dataDir>/session-storage` (see the top of this file). */
+export function localStorageLifetime(
+  dataDir: string,
+  options: Omit<StorageSweeperOptions, 'root'>,
+): LocalStorageLifetime {
+  const root = join(dataDir, 'session-storage');
+  return {
+    sweep: storageSweeper({ ...options, root }),
+    started(target, sessionId) {
+      if (sessionStorageMount(target))
+        touchStorage(storageDirOf(dataDir, target.runtime.id, target.version.version, sessionId));
+    },
+    dropRuntime: (runtimeId) => void removeRuntimeStorage(root, runtimeId),
+  };
 }
