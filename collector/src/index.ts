@@ -4,7 +4,7 @@
  */
 export { createCollector, type Collector, type CollectorOptions } from './http/collector.js';
 export { costOfUsage, formatUsd, type Price, type UsageCost } from './cost/prices.js';
-export { HttpError } from './http/http-error.js';
+export { HttpError } from '@agentrt/kit';
 export { loadConfig, DEFAULTS, type CollectorConfig } from './config.js';
 export { createJsonLogger, silentLogger, type Logger } from './logger.js';
 export { decodeTraceRequest, decodeLogsRequest, decodeMetricsRequest } from './otlp/decode-protobuf.js';

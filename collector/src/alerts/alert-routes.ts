@@ -4,7 +4,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ApiRoute } from '../http/api-route.js';
-import { HttpError } from '../http/http-error.js';
+import { HttpError } from '@agentrt/kit';
 import { readJson } from '../http/respond.js';
 import type { AlertEngine } from './engine.js';
 import { AlertRuleError, parseRules } from './rules.js';
@@ -33,7 +33,7 @@ export function alertRoutes(engine: AlertEngine, dataDir: string): ApiRoute[] {
         try {
           engine.setRules(parseRules(body));
         } catch (error) {
-          if (error instanceof AlertRuleError) throw new HttpError(400, 'bad_rule', error.message);
+          if (error instanceof AlertRuleError) throw new HttpError(400, error.message, { code: 'bad_rule' });
           throw error;
         }
         writeFileSync(join(dataDir, ALERT_RULES_FILE), JSON.stringify({ rules: engine.rules() }, null, 2));
@@ -45,9 +45,11 @@ export function alertRoutes(engine: AlertEngine, dataDir: string): ApiRoute[] {
       path: /^\/api\/alerts\/test$/,
       async handle({ req }) {
         const { name } = await readJson(req);
-        if (typeof name !== 'string') throw new HttpError(400, 'bad_request', 'name must be a string');
+        if (typeof name !== 'string')
+          throw new HttpError(400, 'name must be a string', { code: 'bad_request' });
         const sent = await engine.test(name);
-        if (!sent) throw new HttpError(404, 'not_found', `no alert rule named '${name.slice(0, 64)}'`);
+        if (!sent)
+          throw new HttpError(404, `no alert rule named '${name.slice(0, 64)}'`, { code: 'not_found' });
         return sent;
       },
     },

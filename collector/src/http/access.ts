@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { checkRequest } from '@agentrt/propagation';
-import { HttpError } from './http-error.js';
+import { HttpError } from '@agentrt/kit';
 
 export interface AccessOptions {
   /** Extra Host names (see checkRequest); the bind address is added when it is a name. */
@@ -53,9 +53,10 @@ export function createAccessGuard(options: AccessOptions) {
     /** Throws HttpError (400/401/403/415) when the request may not reach `path`. */
     check(req: IncomingMessage, path: string): void {
       const refusal = checkRequest(req, guard);
-      if (refusal) throw new HttpError(refusal.status, refusal.code, refusal.message);
+      if (refusal) throw new HttpError(refusal.status, refusal.message, { code: refusal.code });
       if (ingest && path.startsWith('/v1/') && !sameToken(bearer(req), ingest)) {
-        throw new HttpError(401, 'unauthorized', 'send the ingest token as Authorization: Bearer <token>', {
+        throw new HttpError(401, 'send the ingest token as Authorization: Bearer <token>', {
+          code: 'unauthorized',
           headers: { 'www-authenticate': 'Bearer' },
         });
       }
@@ -67,11 +68,8 @@ export function createAccessGuard(options: AccessOptions) {
       ) {
         throw new HttpError(
           401,
-          'unauthorized',
           'send the query token as Authorization: Bearer <token>, or open the UI once as /?token=<token>',
-          {
-            headers: { 'www-authenticate': 'Bearer' },
-          },
+          { code: 'unauthorized', headers: { 'www-authenticate': 'Bearer' } },
         );
       }
     },
@@ -82,7 +80,7 @@ export function createAccessGuard(options: AccessOptions) {
     login(req: IncomingMessage, url: URL, res: ServerResponse): boolean {
       const token = url.searchParams.get('token');
       if (!query || url.pathname !== '/' || token === null) return false;
-      if (!sameToken(token, query)) throw new HttpError(401, 'unauthorized', 'wrong query token');
+      if (!sameToken(token, query)) throw new HttpError(401, 'wrong query token', { code: 'unauthorized' });
       res.writeHead(303, {
         location: '/',
         'set-cookie': `${QUERY_TOKEN_COOKIE}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Strict`,

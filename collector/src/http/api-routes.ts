@@ -7,7 +7,7 @@ import type { Backend, TraceListFilter } from '../store/store.js';
 import type { QueryRequest } from '../wire-types.js';
 import type { ApiContext, ApiRoute } from './api-route.js';
 import type { createExportStreamer } from './export.js';
-import { HttpError } from './http-error.js';
+import { HttpError } from '@agentrt/kit';
 import type { createLiveHub } from './live-hub.js';
 import { metricAndLogRoutes } from './metric-routes.js';
 import { decodePathSegment, limitParam, optionalNumber, readJson, sendBytes, sendJson } from './respond.js';
@@ -31,9 +31,10 @@ export interface ApiDeps {
 /** POST /api/query: the query language, or `metric …` (the metric store); both on query threads. */
 async function query({ req, res }: ApiContext, backend: Backend): Promise<undefined> {
   const body = await readJson(req);
-  if (typeof body.query !== 'string') throw new HttpError(400, 'bad_request', 'query must be a string');
+  if (typeof body.query !== 'string')
+    throw new HttpError(400, 'query must be a string', { code: 'bad_request' });
   if (body.query.length > 100_000)
-    throw new HttpError(400, 'bad_request', 'query is longer than 100000 characters');
+    throw new HttpError(400, 'query is longer than 100000 characters', { code: 'bad_request' });
   const request: QueryRequest = { query: body.query };
   const startMs = optionalNumber(body.startMs, 'startMs', 'body');
   const endMs = optionalNumber(body.endMs, 'endMs', 'body');
@@ -58,11 +59,13 @@ async function query({ req, res }: ApiContext, backend: Backend): Promise<undefi
 function traceFilter(params: URLSearchParams): TraceListFilter {
   const status = params.get('status') || undefined;
   if (status && status !== 'error' && status !== 'ok') {
-    throw new HttpError(400, 'bad_request', "status must be 'error' or 'ok'");
+    throw new HttpError(400, "status must be 'error' or 'ok'", { code: 'bad_request' });
   }
   const noise = params.get('noise') || undefined;
   if (noise && noise !== 'include' && noise !== 'exclude' && noise !== 'only') {
-    throw new HttpError(400, 'bad_request', "noise must be 'exclude' (default), 'include' or 'only'");
+    throw new HttpError(400, "noise must be 'exclude' (default), 'include' or 'only'", {
+      code: 'bad_request',
+    });
   }
   return {
     service: params.get('service') || undefined,
@@ -81,7 +84,7 @@ function traceFilter(params: URLSearchParams): TraceListFilter {
 function traceIdOf(raw: string): string {
   const traceId = raw.toLowerCase();
   if (!TRACE_ID_RE.test(traceId))
-    throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
+    throw new HttpError(400, 'traceId must be 32 hex characters', { code: 'bad_request' });
   return traceId;
 }
 
@@ -117,7 +120,7 @@ export function apiRoutes(deps: ApiDeps): ApiRoute[] {
       async handle({ match }) {
         const traceId = traceIdOf(decodePathSegment(match[1]!, 'traceId'));
         const json = await backend.spans.traceJson(traceId);
-        if (!json) throw new HttpError(404, 'not_found', `trace ${traceId} not found`);
+        if (!json) throw new HttpError(404, `trace ${traceId} not found`, { code: 'not_found' });
         return json;
       },
     },
@@ -128,7 +131,7 @@ export function apiRoutes(deps: ApiDeps): ApiRoute[] {
         const traceId = traceIdOf(decodePathSegment(match[1]!, 'traceId'));
         const table = match[2] as 'spans' | 'logs';
         // A trace with no span is not there; one with no log record has an empty list of them.
-        const missing = new HttpError(404, 'not_found', `trace ${traceId} not found`);
+        const missing = new HttpError(404, `trace ${traceId} not found`, { code: 'not_found' });
         await deps.exporter.streamRecords(table, [traceId], res, table === 'spans' ? missing : undefined);
         return undefined;
       },
@@ -155,7 +158,7 @@ export function apiRoutes(deps: ApiDeps): ApiRoute[] {
       async handle({ match }) {
         const id = decodePathSegment(match[1]!, 'sessionId');
         const json = await backend.spans.sessionJson(id);
-        if (!json) throw new HttpError(404, 'not_found', `session ${JSON.stringify(id)} not found`);
+        if (!json) throw new HttpError(404, `session ${JSON.stringify(id)} not found`, { code: 'not_found' });
         return json;
       },
     },
@@ -203,6 +206,6 @@ export async function routeApi(
   }
   // A path no route has is 404 to a read, and the read API takes nothing else.
   if (allowed || method !== 'GET')
-    throw new HttpError(405, 'method_not_allowed', `use ${allowed ?? 'GET'} for ${path}`);
-  throw new HttpError(404, 'not_found', `no API route ${path}`);
+    throw new HttpError(405, `use ${allowed ?? 'GET'} for ${path}`, { code: 'method_not_allowed' });
+  throw new HttpError(404, `no API route ${path}`, { code: 'not_found' });
 }

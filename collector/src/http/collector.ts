@@ -14,7 +14,7 @@ import type { ApiRoute } from './api-route.js';
 import { apiRoutes, routeApi } from './api-routes.js';
 import { createExportStreamer } from './export.js';
 import { createForwarder } from './forwarder.js';
-import { HttpError } from './http-error.js';
+import { HttpError } from '@agentrt/kit';
 import { type Encoding, type IngestCounters, createIngest, ingestEncoding } from './ingest.js';
 import { createIngestQueue } from './ingest-queue.js';
 import { IMPORT_PATH, createImport } from './import.js';
@@ -81,7 +81,8 @@ async function handle(parts: Parts, req: IncomingMessage, res: ServerResponse): 
     if (signal) {
       parts.counters.requests++;
       if (req.method !== 'POST') {
-        throw new HttpError(405, 'method_not_allowed', `use POST for /v1/${signal}`, {
+        throw new HttpError(405, `use POST for /v1/${signal}`, {
+          code: 'method_not_allowed',
           headers: { allow: 'POST' },
         });
       }
@@ -93,7 +94,8 @@ async function handle(parts: Parts, req: IncomingMessage, res: ServerResponse): 
     if (path === IMPORT_PATH || path === `${IMPORT_PATH}/`) {
       parts.counters.requests++;
       if (req.method !== 'POST')
-        throw new HttpError(405, 'method_not_allowed', `use POST for ${IMPORT_PATH}`, {
+        throw new HttpError(405, `use POST for ${IMPORT_PATH}`, {
+          code: 'method_not_allowed',
           headers: { allow: 'POST' },
         });
       parts.access.check(req, path);
@@ -106,9 +108,9 @@ async function handle(parts: Parts, req: IncomingMessage, res: ServerResponse): 
     }
     if (path.startsWith('/api/'))
       return await routeApi(parts.routes, path, { req, res, params: url.searchParams });
-    if (path.startsWith('/v1/')) throw new HttpError(404, 'not_found', `no OTLP route ${path}`);
+    if (path.startsWith('/v1/')) throw new HttpError(404, `no OTLP route ${path}`, { code: 'not_found' });
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      throw new HttpError(405, 'method_not_allowed', `use GET for ${path}`);
+      throw new HttpError(405, `use GET for ${path}`, { code: 'method_not_allowed' });
     }
     if (parts.access.login(req, url, res)) return;
     return serveUi(parts.uiDir, path, res, req.method === 'HEAD');

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { HttpError } from './http-error.js';
+import { HttpError } from '@agentrt/kit';
 import type { ExportSelection } from '../store/export-page.js';
 import type { Backend } from '../store/store.js';
 
@@ -48,9 +48,8 @@ export function createExportStreamer(
     if (busy >= maxConcurrent) {
       throw new HttpError(
         429,
-        'too_many_exports',
         `${busy} ${kind === 'traces' ? 'trace exports' : 'exports'} are running; retry shortly`,
-        { headers: { 'retry-after': '2' } },
+        { code: 'too_many_exports', headers: { 'retry-after': '2' } },
       );
     }
     running[kind]++;
@@ -73,7 +72,7 @@ export function createExportStreamer(
         await store.caughtUp();
         let page = await readPage('spans', sel, [-Infinity, 0]);
         if ('traceId' in sel && !page)
-          throw new HttpError(404, 'not_found', `trace ${sel.traceId} not found`);
+          throw new HttpError(404, `trace ${sel.traceId} not found`, { code: 'not_found' });
         res.writeHead(200, { 'content-type': 'application/x-ndjson' });
         for (const table of ['spans', 'logs'] as const) {
           if (table === 'logs') page = await readPage('logs', sel, [-Infinity, 0]);

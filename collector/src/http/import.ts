@@ -10,9 +10,8 @@ import { decodeMetricPointsJson } from '../metrics/decode-metrics.js';
 import { decodeLogsRequestJson, decodeTraceRequestJson } from '../otlp/decode-json.js';
 import { spansInTimeWindow } from '../otlp/span-time.js';
 import type { LogRecord, SpanRecord } from '../wire-types.js';
-import { HttpError } from './http-error.js';
+import { HttpError, readBody } from '@agentrt/kit';
 import type { IngestOptions } from './ingest.js';
-import { readBody } from './read-body.js';
 import { mediaType, sendJson } from './respond.js';
 
 export const IMPORT_PATH = '/v1/import';
@@ -27,7 +26,7 @@ interface Decoded {
 }
 
 const badLine = (line: number, message: string) =>
-  new HttpError(400, 'bad_request', `line ${line}: ${message}`);
+  new HttpError(400, `line ${line}: ${message}`, { code: 'bad_request' });
 
 /** Decodes one line into `into`; throws the line's 400. */
 function decodeLine(text: string, line: number, into: Decoded, nowMs: number): void {
@@ -72,7 +71,7 @@ export function decodeImport(body: Buffer, nowMs = Date.now()): Decoded {
     if (row) decodeLine(row, line, into, nowMs);
     at = next + 1;
   }
-  if (!into.lines) throw new HttpError(400, 'bad_request', 'the file holds no OTLP/JSON lines');
+  if (!into.lines) throw new HttpError(400, 'the file holds no OTLP/JSON lines', { code: 'bad_request' });
   return into;
 }
 
@@ -84,11 +83,11 @@ export function createImport(
     if (!MEDIA_TYPES.includes(mediaType(req)))
       throw new HttpError(
         415,
-        'unsupported_media_type',
         `Content-Type '${mediaType(req) || '(none)'}' is not supported; send OTLP/JSON lines as ${MEDIA_TYPES[0]}`,
+        { code: 'unsupported_media_type' },
       );
     options.queue.checkAccepting(1);
-    const decoded = decodeImport(await readBody(req, options.maxBodyBytes));
+    const decoded = decodeImport(await readBody(req, options.maxBodyBytes, { decompress: true }));
     await options.queue.enqueue(decoded.spans, decoded.logs);
     const stored = decoded.points.length
       ? await options.backend.metrics.ingest(decoded.points)

@@ -1,5 +1,5 @@
 import type { LogRecord, SpanRecord } from '../wire-types.js';
-import { HttpError } from './http-error.js';
+import { HttpError } from '@agentrt/kit';
 import { StoreCorruptError } from '../store/store.js';
 
 export interface IngestQueueOptions {
@@ -27,7 +27,8 @@ interface Pending {
 
 /** A 503 whose message (with the store's reason) is shown to the client. */
 function storeUnavailable(message: string, cause: unknown): HttpError {
-  return new HttpError(503, 'store_unavailable', message, {
+  return new HttpError(503, message, {
+    code: 'store_unavailable',
     cause,
     headers: { 'retry-after': '5' },
     expose: true,
@@ -97,7 +98,8 @@ export function createIngestQueue(options: IngestQueueOptions) {
     /** Throws a 429/503 HttpError when `incoming` more records cannot be taken now. */
     checkAccepting(incoming = 0): void {
       if (closed) {
-        throw new HttpError(503, 'shutting_down', 'collector is shutting down; retry later', {
+        throw new HttpError(503, 'collector is shutting down; retry later', {
+          code: 'shutting_down',
           headers: { 'retry-after': '5' },
           expose: true,
         });
@@ -108,7 +110,8 @@ export function createIngestQueue(options: IngestQueueOptions) {
         throw storeUnavailable(`cannot store data now (${down.message}); retry later`, down);
       }
       if (pendingRecords > 0 && pendingRecords + incoming > options.maxPendingRecords) {
-        throw new HttpError(429, 'queue_full', 'ingest queue is full; retry later', {
+        throw new HttpError(429, 'ingest queue is full; retry later', {
+          code: 'queue_full',
           headers: { 'retry-after': '1' },
         });
       }

@@ -9,9 +9,8 @@ import { type Signal, exportResponseJson, exportResponseProtobuf } from '../otlp
 import { spansInTimeWindow } from '../otlp/span-time.js';
 import type { Backend } from '../store/store.js';
 import type { createForwarder } from './forwarder.js';
-import { HttpError } from './http-error.js';
+import { HttpError, readBody } from '@agentrt/kit';
 import type { createIngestQueue } from './ingest-queue.js';
-import { readBody } from './read-body.js';
 import { mediaType, send } from './respond.js';
 
 export type Encoding = 'protobuf' | 'json';
@@ -40,8 +39,8 @@ export function ingestEncoding(req: IncomingMessage): Encoding {
   if (type === 'application/json') return 'json';
   throw new HttpError(
     415,
-    'unsupported_media_type',
     `Content-Type '${type || '(none)'}' is not supported; use application/x-protobuf or application/json`,
+    { code: 'unsupported_media_type' },
   );
 }
 
@@ -86,7 +85,7 @@ export function createIngest(options: IngestOptions) {
   ): Promise<void> {
     // Refuse early when full, closing or unwritable: no point inflating a body we will not take.
     queue.checkAccepting(1);
-    const body = await readBody(req, options.maxBodyBytes);
+    const body = await readBody(req, options.maxBodyBytes, { decompress: true });
     const { rejected, message } = await store(signal, body, encoding);
     counters.rejected += rejected;
     if (forwarder.enabled) {

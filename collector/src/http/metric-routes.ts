@@ -1,5 +1,5 @@
 import { type Price } from '../cost/prices.js';
-import { HttpError } from './http-error.js';
+import { HttpError } from '@agentrt/kit';
 import { type LogQuery, SEVERITY_NAMES } from '../logs/log-query.js';
 import type { Backend } from '../store/store.js';
 import { UNIT_MS } from '../query/parser.js';
@@ -12,7 +12,7 @@ function number(params: URLSearchParams, name: string): number | undefined {
   const raw = params.get(name);
   if (raw === null || raw === '') return undefined;
   const n = Number(raw);
-  if (!Number.isFinite(n)) throw new HttpError(400, 'bad_request', `${name} must be a number`);
+  if (!Number.isFinite(n)) throw new HttpError(400, `${name} must be a number`, { code: 'bad_request' });
   return n;
 }
 
@@ -24,7 +24,7 @@ function range(params: URLSearchParams, nowMs: number): { startMs: number; endMs
     const m = DURATION.exec(since);
     const unitMs = m ? UNIT_MS[m[2]!] : undefined;
     if (!m || unitMs === undefined)
-      throw new HttpError(400, 'bad_request', 'since must be a duration such as 90s, 15m, 2h, 7d');
+      throw new HttpError(400, 'since must be a duration such as 90s, 15m, 2h, 7d', { code: 'bad_request' });
     return { startMs: endMs - Number(m[1]) * unitMs, endMs };
   }
   return { startMs: number(params, 'startMs') ?? endMs - 3_600_000, endMs };
@@ -41,23 +41,21 @@ const list = (params: URLSearchParams, name: string): string[] =>
 function logQuery(params: URLSearchParams, nowMs: number): LogQuery {
   const limit = number(params, 'limit') ?? 200;
   if (!Number.isInteger(limit) || limit < 1 || limit > 5000)
-    throw new HttpError(400, 'bad_request', 'limit must be a whole number from 1 to 5000');
+    throw new HttpError(400, 'limit must be a whole number from 1 to 5000', { code: 'bad_request' });
   const q: LogQuery = { limit };
   const severity = params.get('severity');
   if (severity) {
     const n = SEVERITY_NAMES[severity.toLowerCase()] ?? Number(severity);
     if (!Number.isInteger(n) || n < 0 || n > 24)
-      throw new HttpError(
-        400,
-        'bad_request',
-        'severity must be trace, debug, info, warn, error, fatal or 0-24',
-      );
+      throw new HttpError(400, 'severity must be trace, debug, info, warn, error, fatal or 0-24', {
+        code: 'bad_request',
+      });
     q.minSeverity = n;
   }
   const traceId = params.get('traceId')?.toLowerCase();
   if (traceId) {
     if (!/^[0-9a-f]{32}$/.test(traceId))
-      throw new HttpError(400, 'bad_request', 'traceId must be 32 hex characters');
+      throw new HttpError(400, 'traceId must be 32 hex characters', { code: 'bad_request' });
     q.traceId = traceId;
   }
   for (const [param, key] of [
@@ -94,7 +92,9 @@ async function metricSeries(backend: Backend, params: URLSearchParams, nowMs: nu
   } catch (error) {
     // A bad question, or one stopped at its deadline or a limit: the message says which.
     if (error instanceof QueryFailure)
-      throw new HttpError(error.status, error.status === 404 ? 'not_found' : 'bad_request', error.message);
+      throw new HttpError(error.status, error.message, {
+        code: error.status === 404 ? 'not_found' : 'bad_request',
+      });
     throw error;
   }
 }

@@ -1,9 +1,9 @@
 // Small pieces every route shares: writing an answer, reading a JSON body, reading parameters.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpError } from './http-error.js';
-import { readBody } from './read-body.js';
+import { HttpError, readJson as readJsonBody, sendJson as sendJsonBody } from '@agentrt/kit';
 
 const MAX_API_BODY_BYTES = 1024 * 1024;
+const JSON_UTF8 = 'application/json; charset=utf-8';
 
 export function send(res: ServerResponse, status: number, type: string, body: string | Buffer): void {
   res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
@@ -12,11 +12,11 @@ export function send(res: ServerResponse, status: number, type: string, body: st
 
 /** A 200 JSON body produced elsewhere (a query thread) as bytes. */
 export function sendBytes(res: ServerResponse, json: Uint8Array): void {
-  send(res, 200, 'application/json; charset=utf-8', Buffer.from(json.buffer, json.byteOffset, json.length));
+  send(res, 200, JSON_UTF8, Buffer.from(json.buffer, json.byteOffset, json.length));
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  send(res, status, 'application/json; charset=utf-8', JSON.stringify(value));
+  sendJsonBody(res, status, value, { 'content-type': JSON_UTF8 });
 }
 
 /** The media type of a request, lower case without parameters ('' when there is none). */
@@ -30,17 +30,11 @@ export function mediaType(req: IncomingMessage): string {
 /** A JSON object body (at most 1 MiB); 415 for another media type, 400 for bad JSON. */
 export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   if (mediaType(req) !== 'application/json') {
-    throw new HttpError(415, 'unsupported_media_type', 'send the request body as application/json');
+    throw new HttpError(415, 'send the request body as application/json', { code: 'unsupported_media_type' });
   }
-  const body = await readBody(req, MAX_API_BODY_BYTES);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString('utf8'));
-  } catch (error) {
-    throw new HttpError(400, 'bad_json', `body is not valid JSON: ${(error as Error).message}`);
-  }
+  const parsed = await readJsonBody(req, MAX_API_BODY_BYTES, { decompress: true });
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new HttpError(400, 'bad_json', 'body must be a JSON object');
+    throw new HttpError(400, 'body must be a JSON object', { code: 'bad_json' });
   }
   return parsed as Record<string, unknown>;
 }
@@ -50,7 +44,7 @@ export function optionalNumber(value: unknown, name: string, where: 'body' | 'qu
   if (value === undefined || value === null || value === '') return undefined;
   const n = typeof value === 'string' && where === 'query' ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isFinite(n)) {
-    throw new HttpError(400, 'bad_request', `${name} must be a number`);
+    throw new HttpError(400, `${name} must be a number`, { code: 'bad_request' });
   }
   return n;
 }
@@ -59,7 +53,7 @@ export function optionalNumber(value: unknown, name: string, where: 'body' | 'qu
 export function limitParam(params: URLSearchParams, fallback: number, max: number): number {
   const n = optionalNumber(params.get('limit'), 'limit', 'query') ?? fallback;
   if (!Number.isInteger(n) || n < 1 || n > max) {
-    throw new HttpError(400, 'bad_request', `limit must be a whole number from 1 to ${max}`);
+    throw new HttpError(400, `limit must be a whole number from 1 to ${max}`, { code: 'bad_request' });
   }
   return n;
 }
@@ -69,6 +63,6 @@ export function decodePathSegment(segment: string, name: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
-    throw new HttpError(400, 'bad_request', `${name} in the path is not valid %-encoded UTF-8`);
+    throw new HttpError(400, `${name} in the path is not valid %-encoded UTF-8`, { code: 'bad_request' });
   }
 }

@@ -2,7 +2,7 @@
 // the session, one stored span record (the API's SpanRecord) a line, streamed with back-pressure.
 import type { ServerResponse } from 'node:http';
 import type { SpanBackend } from '../store/store.js';
-import { HttpError } from './http-error.js';
+import { HttpError } from '@agentrt/kit';
 import type { createExportStreamer } from './export.js';
 
 /** The path of the route; its one group is the %-encoded session id. */
@@ -15,7 +15,8 @@ export async function streamSessionSpans(
   res: ServerResponse,
 ): Promise<void> {
   const found = await spans.getSession(sessionId);
-  if (!found) throw new HttpError(404, 'not_found', `session ${JSON.stringify(sessionId)} not found`);
+  if (!found)
+    throw new HttpError(404, `session ${JSON.stringify(sessionId)} not found`, { code: 'not_found' });
   await exporter.streamRecords(
     'spans',
     found.traces.map((t) => t.traceId),

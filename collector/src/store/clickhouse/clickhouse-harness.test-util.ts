@@ -3,9 +3,10 @@
 // A single node starts in ~0.3 s, ZooKeeper in ~1 s; share one per test file.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { freePort } from '@agentrt/kit';
 
 /** Debian's package (`apt-get install clickhouse-server clickhouse-client`); CI installs it (`.ci/run`). */
 export const CLICKHOUSE_SERVER_BIN = '/usr/sbin/clickhouse-server';
@@ -30,15 +31,6 @@ export const clickHouseSkipReason = ((): string | undefined => {
 })();
 
 const START_TIMEOUT_MS = 30_000;
-
-/** A port that was free a moment ago (the server binds it right after). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 interface Child {
   child: ChildProcess;

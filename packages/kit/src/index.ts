@@ -1,0 +1,5 @@
+// The small pieces agentrt's packages, tests and benchmarks share, one implementation each.
+export { freePort } from './free-port.js';
+export { HttpError, type HttpErrorOptions } from './http-error.js';
+export { type ReadBodyOptions, readBody, readJson, readText } from './read-body.js';
+export { sendJson } from './send-json.js';
