@@ -8,10 +8,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { freePort } from '@agentrt/kit';
 import { createRuntimeServer } from '@agentrt/runtime';
 import { measure, ms, overheadRows, pct } from '../lib/measure.mjs';
 import { table, writeSection } from '../lib/report.mjs';
@@ -51,16 +51,6 @@ function httpCall(to, method, path, body, headers = {}) {
     );
     req.on('error', reject);
     req.end(body);
-  });
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
   });
 }
 

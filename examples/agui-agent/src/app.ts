@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { randomUUID } from 'node:crypto';
 import { type BaseEvent, EventType } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
+import { HttpError, readJson } from '@agentrt/kit';
 import {
   type Logger,
   type ModelSelection,
@@ -59,30 +60,16 @@ export function readRunInput(body: unknown): RunRequest {
   return { threadId: input.threadId as string, runId: input.runId as string, prompt: last.content };
 }
 
-async function readBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) throw new ValidationError(`the body is larger than ${maxBytes} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new ValidationError('the body is not JSON');
-  }
-}
-
 /** Runs the agent on the request, sending each AG-UI event as it comes. */
 async function run(req: IncomingMessage, res: ServerResponse, options: AguiAgentOptions): Promise<void> {
   const encoder = new EventEncoder({ accept: req.headers.accept ?? 'text/event-stream' });
   const send = (event: BaseEvent): boolean => res.write(encoder.encode(event));
   let request: RunRequest;
   try {
-    request = readRunInput(await readBody(req, options.maxBodyBytes ?? 1 << 20));
+    request = readRunInput(await readJson(req, options.maxBodyBytes ?? 1 << 20));
   } catch (error) {
-    if (!(error instanceof ValidationError)) throw error;
+    // an oversized or malformed body (the kit's HttpError) is a VALIDATION_ERROR too
+    if (!(error instanceof ValidationError || error instanceof HttpError)) throw error;
     res.writeHead(400, { 'content-type': encoder.getContentType() });
     send({ type: EventType.RUN_ERROR, code: 'VALIDATION_ERROR', message: error.message } as BaseEvent);
     res.end();

@@ -1,5 +1,6 @@
 import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { type Logger, type WeatherApiConfig } from '@agentrt/example-models';
+import { readBody, sendJson } from '@agentrt/kit';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
@@ -71,22 +72,6 @@ interface JsonRpcMessage {
   params?: { name?: unknown; protocolVersion?: unknown; _meta?: Record<string, unknown> };
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new Error(`body over ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(text);
-}
-
 export interface McpHandlerOptions {
   api: WeatherApiConfig;
   jsonResponse: boolean;
@@ -107,9 +92,9 @@ export function createMcpHandler({ api, jsonResponse, logger }: McpHandlerOption
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/mcp' && path !== '/mcp/')
-      return send(res, 404, { error: `no route ${path}; MCP is at /mcp` });
+      return sendJson(res, 404, { error: `no route ${path}; MCP is at /mcp` });
     if (req.method !== 'POST')
-      return send(
+      return sendJson(
         res,
         405,
         { jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Method not allowed' } },
@@ -120,10 +105,10 @@ export function createMcpHandler({ api, jsonResponse, logger }: McpHandlerOption
     let raw: Buffer;
     let message: JsonRpcMessage | JsonRpcMessage[];
     try {
-      raw = await readBody(req);
+      raw = await readBody(req, MAX_BODY_BYTES);
       message = JSON.parse(raw.toString('utf8')) as JsonRpcMessage | JsonRpcMessage[];
     } catch (error) {
-      return send(res, 400, {
+      return sendJson(res, 400, {
         jsonrpc: '2.0',
         id: null,
         error: { code: -32700, message: `Parse error: ${(error as Error).message}` },
@@ -180,7 +165,7 @@ export function createMcpHandler({ api, jsonResponse, logger }: McpHandlerOption
       span.recordException(error as Error);
       span.setStatus({ code: SpanStatusCode.ERROR });
       if (!res.headersSent)
-        send(res, 500, {
+        sendJson(res, 500, {
           jsonrpc: '2.0',
           id: first?.id ?? null,
           error: { code: -32603, message: 'Internal error' },

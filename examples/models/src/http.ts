@@ -6,6 +6,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Logger } from './logger.js';
 
+// Not @agentrt/kit's HttpError/readJson: examples/models, the examples' shared layer, depends on no agentrt package.
 /** The examples' one HTTP error: a status, a message the client sees, optional headers. */
 export class HttpError extends Error {
   override readonly name = 'HttpError';

@@ -18,7 +18,7 @@ import { RuntimeApiError } from './errors.js';
 import { handleCors } from './http/cors.js';
 import { guardRuntimeRequest } from './http/request-guard.js';
 import { createRouter } from './http/router.js';
-import { sendJson } from './http/http-util.js';
+import { sendJson } from '@agentrt/kit';
 import { type Logger, createLogger } from './logger.js';
 import { type IsolationMode, detectIsolation } from './sessions/isolation.js';
 import { type Session, createSessionManager } from './sessions/session-manager.js';
@@ -72,15 +72,12 @@ function sendError(res: ServerResponse, error: unknown, requestId: string, logge
     res.destroy(err);
     return;
   }
-  const body = JSON.stringify({ message: err.message, ...err.extra });
-  res.writeHead(err.status, {
-    ...err.headers,
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-    'x-amzn-errortype': err.type,
-    'x-amzn-requestid': requestId,
-  });
-  res.end(body);
+  sendJson(
+    res,
+    err.status,
+    { message: err.message, ...err.extra },
+    { ...err.headers, 'x-amzn-errortype': err.type, 'x-amzn-requestid': requestId },
+  );
 }
 
 /**

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@agentrt/kit';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
@@ -13,17 +13,6 @@ function readmeKoaExample(): string {
   const match = /<!-- readme-test: file app\.mjs -->\s*```js\n([\s\S]*?)\n```/.exec(readme);
   if (!match) throw new Error('packages/server/README.md has no app.mjs block');
   return `${match[1]}\n`;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

@@ -44,6 +44,8 @@ function tooLarge(maxBodyBytes: number): AgentError {
   });
 }
 
+// Not @agentrt/kit's readBody: an oversized upload is paused, not drained, and answered with
+// Connection: close, so a hostile client cannot keep the server reading what it will refuse.
 function readBody(req: IncomingMessage, maxBodyBytes: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBodyBytes) return Promise.reject(tooLarge(maxBodyBytes));

@@ -1,66 +1,18 @@
 import { SpanStatusCode, isValidTraceId, trace } from '@opentelemetry/api';
+import { HttpError, type HttpErrorOptions } from '@agentrt/kit';
 import type { Middleware } from 'koa';
 import type { Logger } from './logger.js';
 
-/** Options of {@link AgentError}. */
-export interface AgentErrorOptions {
-  /** A stable machine-readable code, e.g. `invalid_json`. Default: derived from the status. */
-  code?: string;
-  /** Whether the message is shown to the client. Default: true below 500, false from 500. */
-  expose?: boolean;
-  /** The underlying error. */
-  cause?: unknown;
-  /** Extra response headers, e.g. `Allow` for a 405. */
-  headers?: Readonly<Record<string, string>>;
-}
+/** Options of {@link AgentError}: `code`, `expose`, `cause`, `headers` (see @agentrt/kit's HttpError). */
+export type AgentErrorOptions = HttpErrorOptions;
 
 /**
- * The one error class of the server. Throw it from an entrypoint to choose the status:
+ * The one error class of the server: @agentrt/kit's HttpError under the server's name. Throw it from
+ * an entrypoint to choose the status:
  * `throw new AgentError(422, 'prompt must be a string', { code: 'invalid_prompt' })`.
  */
-export class AgentError extends Error {
+export class AgentError extends HttpError {
   override readonly name = 'AgentError';
-  readonly status: number;
-  readonly code: string;
-  readonly expose: boolean;
-  readonly headers: Readonly<Record<string, string>>;
-
-  constructor(status: number, message: string, options: AgentErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.status = Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500;
-    this.code = options.code ?? codeFor(this.status);
-    this.expose = options.expose ?? this.status < 500;
-    this.headers = options.headers ?? {};
-  }
-}
-
-function codeFor(status: number): string {
-  switch (status) {
-    case 400:
-      return 'bad_request';
-    case 401:
-      return 'unauthorized';
-    case 403:
-      return 'forbidden';
-    case 404:
-      return 'not_found';
-    case 405:
-      return 'method_not_allowed';
-    case 409:
-      return 'conflict';
-    case 413:
-      return 'payload_too_large';
-    case 415:
-      return 'unsupported_media_type';
-    case 422:
-      return 'unprocessable_entity';
-    case 429:
-      return 'too_many_requests';
-    case 503:
-      return 'service_unavailable';
-    default:
-      return status < 500 ? 'client_error' : 'internal_error';
-  }
 }
 
 /** The JSON body of every error response. `error` holds the message, as both AWS SDKs do. */

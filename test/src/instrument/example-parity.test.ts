@@ -20,7 +20,7 @@ import { useExampleContainers } from '@agentrt/example-models/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../stack/dev-process.js';
+import { freePort } from '@agentrt/kit';
 
 const examplesDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'examples');
 const SESSION = `parity-session-${'0'.repeat(24)}`;

@@ -4,9 +4,8 @@
  * collector's own OTLP decoders (so the protobuf path is checked field by field, not just by its
  * content type), and answers like a collector does.
  */
-import { type IncomingMessage, type Server, createServer } from 'node:http';
+import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { gunzipSync } from 'node:zlib';
 import {
   type LogRecord,
   type SpanRecord,
@@ -15,6 +14,7 @@ import {
   decodeTraceRequest,
   decodeTraceRequestJson,
 } from '@agentrt/collector';
+import { readBody } from '@agentrt/kit';
 
 export interface OtlpReceiver {
   url: string;
@@ -28,12 +28,8 @@ export interface OtlpReceiver {
   close(): Promise<void>;
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const raw = Buffer.concat(chunks);
-  return req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
-}
+/** Far above any export a test makes: a bigger one is a bug the 400 names. */
+const MAX_EXPORT_BYTES = 64 * 1024 * 1024;
 
 /** Starts a receiver on 127.0.0.1, port 0. */
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
@@ -49,7 +45,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       if (!contentTypes.has(path)) contentTypes.set(path, new Set());
       contentTypes.get(path)!.add(type);
       try {
-        const body = await readBody(req);
+        const body = await readBody(req, MAX_EXPORT_BYTES, { decompress: true });
         const json = type === 'application/json';
         if (path === '/v1/traces') {
           spans.push(...(json ? decodeTraceRequestJson(body) : decodeTraceRequest(body)).spans);

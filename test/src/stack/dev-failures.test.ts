@@ -2,7 +2,8 @@ import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { freePort, processesMentioning, startCli } from './dev-process.js';
+import { freePort } from '@agentrt/kit';
+import { processesMentioning, startCli } from './dev-process.js';
 import { repoRoot } from './repo.js';
 
 /**

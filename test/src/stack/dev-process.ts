@@ -1,22 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { repoRoot } from './repo.js';
 
 export const CLI_BIN = join(repoRoot, 'packages/cli/dist/bin.js');
-
-/** A free TCP port on 127.0.0.1 right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** `agentrt ...` from dist as a real child process, with its output collected. */
 export interface CliProcess {

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliProcess, freePort, groupAlive, processesMentioning, startCli } from './dev-process.js';
+import { freePort } from '@agentrt/kit';
+import { type CliProcess, groupAlive, processesMentioning, startCli } from './dev-process.js';
 import { readmeBlocks } from './readme-commands.js';
 import { repoRoot } from './repo.js';
 

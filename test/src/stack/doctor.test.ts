@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { main } from '@agentrt/cli';
 import { type Collector, createCollector } from '@agentrt/collector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from './dev-process.js';
+import { freePort } from '@agentrt/kit';
 
 interface DoctorReport {
   ok: boolean;

@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CLI_BIN, freePort, groupAlive, processesMentioning } from './dev-process.js';
+import { freePort } from '@agentrt/kit';
+import { CLI_BIN, groupAlive, processesMentioning } from './dev-process.js';
 import { repoRoot } from './repo.js';
 
 const run = promisify(execFile);

@@ -2,7 +2,7 @@
 // Create/List/Get/Update/DeleteAgentRuntimeEndpoint. DEFAULT always exists and follows the latest
 // version.
 import { RuntimeApiError } from '../errors.js';
-import { sendJson } from '../http/http-util.js';
+import { sendJson } from '@agentrt/kit';
 import { type Router } from '../http/router.js';
 import { endpointArn } from './arn.js';
 import { type ControlRouteDeps, now } from './authed-route.js';

@@ -7,7 +7,7 @@ import { type RuntimeConfig } from '../config.js';
 import { type Authenticator } from '../data/auth.js';
 import { RuntimeApiError, notFound, validationError } from '../errors.js';
 import { type EvaluationService } from '../evaluate/evaluation-service.js';
-import { sendJson } from '../http/http-util.js';
+import { sendJson } from '@agentrt/kit';
 import { type RouteContext, type Router } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { newRuntimeId } from './arn.js';

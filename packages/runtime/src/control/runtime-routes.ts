@@ -1,7 +1,8 @@
 // The runtime operations of BedrockAgentCoreControlClient: Create/List/Get/Update/DeleteAgentRuntime
 // and ListAgentRuntimeVersions. A new version settles in the background (version-settle.ts).
 import { RuntimeApiError, validationError } from '../errors.js';
-import { readJsonObject, sendJson } from '../http/http-util.js';
+import { sendJson } from '@agentrt/kit';
+import { readJsonObject } from '../http/http-util.js';
 import { type RouteContext, type Router } from '../http/router.js';
 import { newRuntimeId, runtimeArn, workloadIdentityArn } from './arn.js';
 import { type createArtifactPins } from './artifacts.js';

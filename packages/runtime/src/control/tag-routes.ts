@@ -1,7 +1,8 @@
 // TagResource, UntagResource and ListTagsForResource of BedrockAgentCoreControlClient, keyed by the
 // runtime or endpoint ARN.
 import { notFound, validationError } from '../errors.js';
-import { readJsonObject, sendJson } from '../http/http-util.js';
+import { sendJson } from '@agentrt/kit';
+import { readJsonObject } from '../http/http-util.js';
 import { type RouteContext, type Router } from '../http/router.js';
 import { parseRuntimeArn, runtimeArn } from './arn.js';
 import { type ControlRouteDeps } from './authed-route.js';

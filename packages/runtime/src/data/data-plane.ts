@@ -7,7 +7,8 @@ import { REQUEST_ATTRIBUTES, capturedRequest, replayOf } from './request-capture
 import { type RuntimeRecord, type Store, type VersionRecord } from '../control/store.js';
 import { validateSessionId } from '../control/validate.js';
 import { RuntimeApiError, notFound, validationError } from '../errors.js';
-import { header, readBody, readJsonObject, sendJson } from '../http/http-util.js';
+import { sendJson } from '@agentrt/kit';
+import { header, readBody, readJsonObject } from '../http/http-util.js';
 import { type RouteContext, type Router } from '../http/router.js';
 import { type Logger } from '../logger.js';
 import { type SessionManager } from '../sessions/session-manager.js';

@@ -108,7 +108,7 @@ function relayAnswer(
   relayBody(res, ctx.res, () => done());
 }
 
-/** Reads up to MAX_ERROR_BODY_BYTES of a non-2xx answer's body. */
+/** Reads up to MAX_ERROR_BODY_BYTES of a non-2xx answer's body (cut there, not refused as kit's readBody would). */
 function readErrorBody(res: IncomingMessage, onText: (text: string) => void) {
   let text = '';
   res.setEncoding('utf8');

@@ -1,24 +1,27 @@
-import { type IncomingMessage, type ServerResponse } from 'node:http';
+import { type IncomingMessage } from 'node:http';
+import { HttpError, readBody as readLimitedBody } from '@agentrt/kit';
 import { RuntimeApiError, validationError } from '../errors.js';
+
+/** The runtime's words for a body over the limit: its declared size when it said one. */
+function tooLarge(req: IncomingMessage, maxBytes: number): RuntimeApiError {
+  const declared = Number(req.headers['content-length']);
+  return validationError(
+    'body',
+    declared > maxBytes
+      ? `is ${declared} bytes; the limit is ${maxBytes}`
+      : `exceeds the limit of ${maxBytes} bytes`,
+  );
+}
 
 /** Reads the whole request body, refusing more than `maxBytes` with a ValidationException. */
 export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    req.resume();
-    throw validationError('body', `is ${declared} bytes; the limit is ${maxBytes}`);
+  try {
+    return await readLimitedBody(req, maxBytes);
+  } catch (error) {
+    if (!(error instanceof HttpError)) throw error;
+    // The runtime answers in the AWS error shape: an unreadable body is the `body` field's fault.
+    throw error.status === 413 ? tooLarge(req, maxBytes) : validationError('body', error.message);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      req.resume();
-      throw validationError('body', `exceeds the limit of ${maxBytes} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }
 
 /** Parses a JSON object body; an empty body is `{}`. */
@@ -46,12 +49,6 @@ export async function readJsonObject(
     });
   }
   return parsed as Record<string, unknown>;
-}
-
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
 }
 
 /** The first value of a header, trimmed; blank counts as absent. */

@@ -1,7 +1,8 @@
 import { chmodSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { RuntimeApiError } from '../errors.js';
-import { header, readJsonObject, sendJson } from '../http/http-util.js';
+import { sendJson } from '@agentrt/kit';
+import { header, readJsonObject } from '../http/http-util.js';
 import { type Logger } from '../logger.js';
 import {
   type Json,
@@ -93,9 +94,7 @@ function sendRelayError(res: ServerResponse, error: unknown, logger: Logger): vo
   }
   const { status, type, message, headers, extra } = err as RuntimeApiError;
   if (res.headersSent) return void res.destroy();
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  res.setHeader('x-amzn-errortype', type);
-  sendJson(res, status, { message, ...extra });
+  sendJson(res, status, { message, ...extra }, { ...headers, 'x-amzn-errortype': type });
 }
 
 function throttled(why: string): RuntimeApiError {

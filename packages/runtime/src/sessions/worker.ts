@@ -1,7 +1,7 @@
 import { type ChildProcess } from 'node:child_process';
 import { lstatSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { type Logger } from '../logger.js';
 import { childrenOf, running } from '../telemetry/process-usage.js';
 import { type CgroupUsage } from './cgroups.js';
@@ -75,21 +75,6 @@ export class BackendUnavailableError extends WorkerStartError {
 }
 
 const OUTPUT_TAIL_BYTES = 4096;
-
-/** A free loopback port for a worker's `PORT` (bind 0, read, release). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
 
 function parseTimeOfLastUpdate(value: unknown): number | undefined {
   if (typeof value === 'number' && Number.isFinite(value)) return value < 1e11 ? value * 1000 : value; // unix s or ms

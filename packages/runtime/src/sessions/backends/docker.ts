@@ -1,7 +1,8 @@
 import { validationError } from '../../errors.js';
 import { type SessionBackend } from '../backend.js';
 import { HELPER_ENV, SECURE_PATH, fromRuntimeEnv, helperPath } from '../helpers.js';
-import { WorkerStartError, freePort, spawnWorker } from '../worker.js';
+import { freePort } from '@agentrt/kit';
+import { WorkerStartError, spawnWorker } from '../worker.js';
 
 /** What the worker's container gets from the runtime's environment handling, less what docker sets. */
 const NOT_FORWARDED = new Set(['PATH', 'TMPDIR', 'HOME', 'PORT', 'HOST', 'AGENTRT_HOST']);

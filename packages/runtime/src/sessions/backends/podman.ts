@@ -18,7 +18,8 @@ import { closeEgress, hostAddresses } from '../egress.js';
 import { HELPER_ENV, helperPath, requireHelper } from '../helpers.js';
 import { bridgeToHostPort, storageDirOf } from '../sandbox-session.js';
 import { mountStorageVolume } from '../storage-volume.js';
-import { freePort, spawnWorker } from '../worker.js';
+import { freePort } from '@agentrt/kit';
+import { spawnWorker } from '../worker.js';
 import { RELAY_PORT, isRelayed, relayFor } from './bwrap.js';
 
 /** The user a session's container runs as, whatever its image says (root inside is never used). */

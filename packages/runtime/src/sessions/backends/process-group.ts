@@ -1,6 +1,7 @@
 import { type SessionBackend } from '../backend.js';
 import { type Isolation, isolate } from '../isolation.js';
-import { freePort, spawnWorker } from '../worker.js';
+import { freePort } from '@agentrt/kit';
+import { spawnWorker } from '../worker.js';
 
 /**
  * Workers as process groups of the runtime's own user (AGENTRT_ISOLATION=none / unsafe-process, or

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { type AddressInfo, type Socket } from 'node:net';
 import { type Duplex } from 'node:stream';
+import { sendJson } from '@agentrt/kit';
 import { WebSocketServer } from 'ws';
 import { parseAllDocuments } from 'yaml';
 import { SERVER_VERSION, apiGroup, coreVersions, groupList, resourceList } from './discovery.js';
@@ -53,6 +54,8 @@ export interface KubeApiServer {
   close(): Promise<void>;
 }
 
+// Not @agentrt/kit's readBody: an oversized body is read on (up to 8 times the limit) so that the
+// client sees a Kubernetes Status 413 as from kube-apiserver, and kubectl's protobuf is decoded here.
 class Body {
   static async read(req: IncomingMessage): Promise<unknown> {
     const chunks: Buffer[] = [];
@@ -79,12 +82,6 @@ class Body {
       );
     }
   }
-}
-
-function sendJson(res: ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
 }
 
 function listOf(type: ResourceType, items: KubeObject[], resourceVersion: string): Record<string, unknown> {
