@@ -1,4 +1,4 @@
-import { createUrlRedactor } from './url-redaction.js';
+import { type UrlKeyKind, createUrlRedactor } from './url-redaction.js';
 
 /**
  * Which attribute keys are message content (dropped unless content capture is on) and which are
@@ -106,6 +106,12 @@ export interface AttributeFilterOptions {
 /** What happens to one attribute key. */
 export type AttributeAction = 'keep' | 'drop' | 'redact';
 
+/** What is remembered per key: its action, and how a kept string value is checked for URLs. */
+interface Decision {
+  readonly action: AttributeAction;
+  readonly url: UrlKeyKind;
+}
+
 /** An attribute filter: decides per key, and edits a mutable attribute bag in place. */
 export interface AttributeFilter {
   actionFor(key: string): AttributeAction;
@@ -113,6 +119,19 @@ export interface AttributeFilter {
   dropsEvent(name: string): boolean;
   /** Applies the filter to `attributes` in place; returns whether anything changed. */
   apply(attributes: Record<string, unknown>): boolean;
+}
+
+/** `decide` remembered for the first 10,000 keys (keys are names, a bounded set in practice). */
+function memoized<T>(decide: (key: string) => T): (key: string) => T {
+  const cache = new Map<string, T>();
+  return (key) => {
+    let value = cache.get(key);
+    if (value === undefined) {
+      value = decide(key);
+      if (cache.size < 10_000) cache.set(key, value);
+    }
+    return value;
+  };
 }
 
 /** Builds the attribute filter for the given settings. Decisions are cached per key. */
@@ -123,24 +142,19 @@ export function createAttributeFilter(options: AttributeFilterOptions): Attribut
     : createKeyMatcher(CONTENT_ATTRIBUTE_PATTERNS);
   const isContentEvent = options.captureMessageContent
     ? () => false
-    : createKeyMatcher(CONTENT_EVENT_PATTERNS);
+    : memoized(createKeyMatcher(CONTENT_EVENT_PATTERNS));
   const urls = createUrlRedactor(options.redactQueryParams);
-  const cache = new Map<string, AttributeAction>();
-  const actionFor = (key: string): AttributeAction => {
-    let action = cache.get(key);
-    if (action === undefined) {
-      action = isSecret(key) ? 'redact' : isContent(key) ? 'drop' : 'keep';
-      if (cache.size < 10_000) cache.set(key, action);
-    }
-    return action;
-  };
+  const decide = memoized((key: string): Decision => ({
+    action: isSecret(key) ? 'redact' : isContent(key) ? 'drop' : 'keep',
+    url: urls.keyKind(key),
+  }));
   return {
-    actionFor,
+    actionFor: (key) => decide(key).action,
     dropsEvent: isContentEvent,
     apply(attributes) {
       let changed = false;
       for (const key of Object.keys(attributes)) {
-        const action = actionFor(key);
+        const { action, url } = decide(key);
         if (action === 'drop') {
           delete attributes[key];
           changed = true;
@@ -148,9 +162,9 @@ export function createAttributeFilter(options: AttributeFilterOptions): Attribut
           attributes[key] = REDACTED;
           changed = true;
         } else if (action === 'keep') {
-          const url = urls.redactAttribute(key, attributes[key]);
-          if (url !== undefined) {
-            attributes[key] = url;
+          const redacted = urls.redactValue(url, attributes[key]);
+          if (redacted !== undefined) {
+            attributes[key] = redacted;
             changed = true;
           }
         }

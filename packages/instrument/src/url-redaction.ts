@@ -43,14 +43,24 @@ const URL_KEYS = new Set([
 /** Attribute keys whose value is a query string without `?`. */
 const QUERY_KEYS = new Set(['url.query', 'http.query']);
 
+/** How an attribute's string value is checked: as a URL, as a query string, or only if it looks like an http(s) URL. */
+export type UrlKeyKind = 'url' | 'query' | 'other';
+
 export interface UrlRedactor {
   /** Whether the attribute under `key` is checked: a URL key, a query key, or a string that looks like an http(s) URL. */
   redactAttribute(key: string, value: unknown): string | undefined;
+  /** The kind of `key` (for callers that remember it per key). */
+  keyKind(key: string): UrlKeyKind;
+  /** {@link redactAttribute} for a key of kind `kind`. */
+  redactValue(kind: UrlKeyKind, value: unknown): string | undefined;
   /** `url` with sensitive query values and userinfo redacted (the same string when nothing is). */
   redactUrl(url: string): string;
   /** A query string (no `?`) with sensitive values redacted. */
   redactQuery(query: string): string;
 }
+
+const keyKind = (key: string): UrlKeyKind =>
+  QUERY_KEYS.has(key) ? 'query' : URL_KEYS.has(key) ? 'url' : 'other';
 
 function decodeName(name: string): string {
   try {
@@ -79,6 +89,8 @@ export function createUrlRedactor(extra: readonly string[] = []): UrlRedactor {
   }
 
   function redactUrl(url: string): string {
+    // most URLs carry neither userinfo nor a query: nothing to slice or match
+    if (url.indexOf('@') < 0 && url.indexOf('?') < 0) return url;
     let out = url;
     // userinfo: scheme://user:pass@host
     const scheme = out.indexOf('://');
@@ -102,22 +114,28 @@ export function createUrlRedactor(extra: readonly string[] = []): UrlRedactor {
     return `${out.slice(0, q + 1)}${redacted}${hash < 0 ? '' : out.slice(hash)}`;
   }
 
+  function redactValue(kind: UrlKeyKind, value: unknown): string | undefined {
+    if (typeof value !== 'string') return undefined;
+    let next: string;
+    if (kind === 'query') {
+      const question = value.startsWith('?');
+      next = redactQuery(question ? value.slice(1) : value);
+      if (question) next = `?${next}`;
+    } else if (
+      kind === 'url' ||
+      // Any other attribute holding an http(s) URL with a query or userinfo (cheap checks first).
+      (value.length > 8 && value.charCodeAt(0) === 104 && /^https?:\/\//.test(value))
+    )
+      next = redactUrl(value);
+    else return undefined;
+    return next === value ? undefined : next;
+  }
+
   return {
     redactUrl,
     redactQuery,
-    redactAttribute(key, value) {
-      if (typeof value !== 'string') return undefined;
-      let next: string;
-      if (QUERY_KEYS.has(key)) next = redactQuery(value.startsWith('?') ? value.slice(1) : value);
-      else if (
-        URL_KEYS.has(key) ||
-        // Any other attribute holding an http(s) URL with a query or userinfo (cheap checks first).
-        (value.length > 8 && value.charCodeAt(0) === 104 && /^https?:\/\//.test(value))
-      )
-        next = redactUrl(value);
-      else return undefined;
-      if (QUERY_KEYS.has(key) && value.startsWith('?')) next = `?${next}`;
-      return next === value ? undefined : next;
-    },
+    keyKind,
+    redactValue,
+    redactAttribute: (key, value) => redactValue(keyKind(key), value),
   };
 }

@@ -63,6 +63,12 @@ function instruments(meter: Meter, other: Meter) {
       unit: 's',
       advice: { explicitBucketBoundaries: [10, 0.5, Infinity, 1, -Infinity, 2] },
     }),
+    // created again, as a framework does per agent: the same stream; another unit: a stream of its own
+    tokensAgain: meter.createHistogram('gen_ai.client.token.usage', {
+      unit: '{token}',
+      valueType: ValueType.INT,
+    }),
+    durationMs: meter.createHistogram('gen_ai.client.operation.duration', { unit: 'ms' }),
     requests: meter.createCounter('http.server.requests'),
     requestsAgain: meter.createCounter('HTTP.server.requests'),
     active: meter.createUpDownCounter('http.server.active_requests', { valueType: ValueType.INT }),
@@ -81,6 +87,8 @@ function interval(i: Instruments, round: number): void {
   i.tokens.record(Number.NaN, BOUND);
   i.tokens.record(-3, BOUND);
   i.tokens.record(42, { 'gen_ai.system': 'bedrock', 'gen_ai.operation.name': 'chat' });
+  i.tokensAgain.record(11, BOUND);
+  i.durationMs.record(250 + round, { round: round % 2 });
   i.duration.record(0.5, { round: round % 2 });
   i.duration.record(1.25 + round / 10, { round: round % 2 });
   i.duration.record(99, { tags: ['a', 'b'] });

@@ -64,6 +64,8 @@ type BatchEntry = { callback: BatchObservableCallback; instruments: Set<LeanObse
 /** Instruments record straight into their stream; observable callbacks run at collection. */
 export class LeanMeter implements Meter {
   private readonly streams: MetricStream[] = [];
+  /** The streams by instrument name: frameworks create their instruments again per agent or request. */
+  private readonly byName = new Map<string, MetricStream[]>();
   private readonly callbacks: { callback: ObservableCallback; instrument: LeanObservable }[] = [];
   private readonly batchCallbacks: BatchEntry[] = [];
 
@@ -174,15 +176,17 @@ export class LeanMeter implements Meter {
     options: MetricOptions | undefined,
     create: (options: SyncStream['options']) => MetricStream,
   ): MetricStream {
-    const descriptor = descriptorOf(name, type, options);
-    const existing = this.streams.find((s) => compatible(s.options.descriptor, descriptor));
+    const named = this.byName.get(name);
+    const existing = named?.find((s) => compatible(s.options.descriptor, type, options));
     if (existing !== undefined) return existing;
     const stream = create({
-      descriptor,
+      descriptor: descriptorOf(name, type, options),
       temporality: temporalityOf(this.options.temporality, type),
       histogram: this.options.histogram,
     });
     this.streams.push(stream);
+    if (named === undefined) this.byName.set(name, [stream]);
+    else named.push(stream);
     return stream;
   }
 
@@ -212,8 +216,13 @@ function descriptorOf(name: string, type: InstrumentType, options?: MetricOption
   };
 }
 
-function compatible(a: InstrumentDescriptor, b: InstrumentDescriptor): boolean {
-  return a.name === b.name && a.unit === b.unit && a.type === b.type && a.valueType === b.valueType;
+/** Whether an instrument of `type` and `options` may share the stream of `existing` (same name). */
+function compatible(existing: InstrumentDescriptor, type: InstrumentType, options?: MetricOptions): boolean {
+  return (
+    existing.type === type &&
+    existing.unit === (options?.unit ?? '') &&
+    existing.valueType === (options?.valueType ?? ValueType.DOUBLE)
+  );
 }
 
 type Observe = (instrument: LeanObservable, value: unknown, attributes?: Attributes) => void;
