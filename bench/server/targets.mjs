@@ -5,6 +5,7 @@ import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
+import { freePort } from '@agentrt/kit';
 
 const kind = process.argv[2];
 const peerDir = process.argv[3];
@@ -61,10 +62,7 @@ if (kind === 'agentrt' || kind === 'agentrt-traced') {
   const entry = join(peerDir, 'node_modules', 'bedrock-agentcore', 'dist', 'src', 'runtime', 'index.js');
   const { BedrockAgentCoreApp } = await import(pathToFileURL(entry).href);
   // Its run() takes a fixed port: find a free one first.
-  const probe = createServer();
-  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const port = probe.address().port;
-  await new Promise((resolve) => probe.close(resolve));
+  const port = await freePort();
   const app = new BedrockAgentCoreApp({
     invocationHandler: { process: async () => reply },
     config: { logging: { enabled: false } },

@@ -1,3 +1,5 @@
+import { HttpError } from '@agentrt/kit';
+
 /** The AWS error names the SDK clients know for the runtime operations, with their HTTP status. */
 export const ERROR_STATUS = {
   ValidationException: 400,
@@ -22,26 +24,22 @@ export interface FieldError {
 }
 
 /**
- * The one error class of the runtime's HTTP server. The error handler turns it into the AWS JSON
- * error shape (`x-amzn-errortype` header plus `{"message"}` body) that the SDK clients parse into
- * the modelled exception. `expose` is false only for 500s, whose detail goes to the log.
+ * The one error class of the runtime's HTTP server: @agentrt/kit's HttpError whose code is the AWS
+ * error name. The error handler turns it into the AWS JSON error shape (`x-amzn-errortype` header
+ * plus `{"message"}` body) that the SDK clients parse into the modelled exception. `expose` is false
+ * only for 500s, whose detail goes to the log.
  */
-export class RuntimeApiError extends Error {
+export class RuntimeApiError extends HttpError {
   override name = 'RuntimeApiError';
-  readonly status: number;
-  readonly expose: boolean;
   constructor(
     readonly type: ErrorType,
     message: string,
     readonly extra: Record<string, unknown> = {},
     options?: { cause?: unknown; headers?: Record<string, string> },
   ) {
-    super(message, options);
-    this.status = ERROR_STATUS[type];
-    this.expose = this.status < 500 || type === 'ServiceException';
-    this.headers = options?.headers ?? {};
+    const status = ERROR_STATUS[type];
+    super(status, message, { ...options, code: type, expose: status < 500 || type === 'ServiceException' });
   }
-  readonly headers: Record<string, string>;
 }
 
 /** A ValidationException naming the field, as the SDK exposes it (`reason`, `fieldList`). */

@@ -105,13 +105,3 @@ export async function startHeaderRecorder(): Promise<{
       }),
   };
 }
-
-/** A TCP port nothing listens on (bound then released). */
-export async function deadPort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

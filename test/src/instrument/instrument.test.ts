@@ -13,12 +13,12 @@ import {
   type AppProcess,
   TEST_ROOT,
   childEnv,
-  deadPort,
   killAllApps,
   spawnApp,
   startHeaderRecorder,
 } from './app-process.js';
 import type { SpanRecord } from '@agentrt/collector';
+import { freePort } from '@agentrt/kit';
 import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver.js';
 
 const KOA_APP = 'src/instrument/fixtures/koa-app.cjs';
@@ -350,7 +350,7 @@ describe('agentrt-instrument bin', { timeout: 90_000 }, () => {
 
 describe('safety', { timeout: 90_000 }, () => {
   it('keeps serving when the collector is unreachable, says so once, and still exits promptly', async () => {
-    const port = await deadPort();
+    const port = await freePort(); // nothing listens on it
     const app = await spawnApp(['--require', '@agentrt/instrument', KOA_APP], {
       ...FAST_EXPORT,
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
