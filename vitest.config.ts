@@ -68,6 +68,7 @@ const FAST_TIER = [
   'packages/instrument/src/propagators.test.ts',
   'packages/instrument/src/span-processors.test.ts',
   'packages/instrument/src/url-redaction.test.ts',
+  'packages/kit/src/logger.test.ts',
   'packages/propagation/src/agent-propagator.test.ts',
   'packages/propagation/src/request-guard.test.ts',
   'packages/propagation/src/server-span.test.ts',

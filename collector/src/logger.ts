@@ -1,21 +1,11 @@
-/** A structured logger: services write JSON lines; the library stays silent unless given one. */
-export interface Logger {
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-  error(msg: string, fields?: Record<string, unknown>): void;
-}
+import { type LogMethods, createLogger } from '@agentrt/kit';
 
-export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
+export { silentLogger } from '@agentrt/kit';
 
-/** JSON-line logger writing through `write` (e.g. process.stdout). */
+/** What the collector logs through; the library stays silent unless given one. */
+export type Logger = Pick<LogMethods, 'info' | 'warn' | 'error'>;
+
+/** The kit's JSON-lines logger writing through `write` (e.g. process.stdout), `base` on every line. */
 export function createJsonLogger(write: (line: string) => void, base: Record<string, unknown> = {}): Logger {
-  const log =
-    (level: string) =>
-    (msg: string, fields: Record<string, unknown> = {}) => {
-      const line = { time: new Date().toISOString(), level, msg, ...base, ...fields };
-      write(
-        `${JSON.stringify(line, (_k, v: unknown) => (v instanceof Error ? { name: v.name, message: v.message } : v))}\n`,
-      );
-    };
-  return { info: log('info'), warn: log('warn'), error: log('error') };
+  return createLogger({ write, fields: base });
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
+import { LOG_LEVELS, type LogLevel } from '@agentrt/kit';
 import { parseKeyPairsIntoRecord } from '@opentelemetry/core';
 import { type OtlpProtocol } from './telemetry/otlp-providers.js';
 import { type ContainerEngineSetting } from './sessions/container-engine.js';
@@ -177,7 +178,7 @@ export interface RuntimeServerOptions {
   logSink?: (line: string) => void;
 }
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type { LogLevel } from '@agentrt/kit';
 
 export interface RuntimeConfig extends Required<Omit<RuntimeServerOptions, 'otlpEndpoint' | 'logSink'>> {
   otlpEndpoint: string | undefined;
@@ -250,7 +251,7 @@ export function resolveRuntimeConfig(
     }
     return out;
   };
-  const logLevel = oneOf<LogLevel>('AGENTRT_LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info');
+  const logLevel = oneOf<LogLevel>('AGENTRT_LOG_LEVEL', LOG_LEVELS, 'info');
 
   const replicaName = options.replicaName ?? str('AGENTRT_K8S_POD_NAME') ?? os.hostname();
   const config: RuntimeConfig = {

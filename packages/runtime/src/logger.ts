@@ -1,23 +1,12 @@
-import { type LogLevel } from './config.js';
+import {
+  type LogFields,
+  type LogLevel,
+  type LogRecord,
+  type Logger,
+  createLogger as createKitLogger,
+} from '@agentrt/kit';
 
-/** Fields attached to a log line; `sessionId` and `runtimeId` tag worker output. */
-export type LogFields = Record<string, unknown>;
-
-export interface LogRecord extends LogFields {
-  time: string;
-  level: LogLevel;
-  msg: string;
-}
-
-export interface Logger {
-  debug(msg: string, fields?: LogFields): void;
-  info(msg: string, fields?: LogFields): void;
-  warn(msg: string, fields?: LogFields): void;
-  error(msg: string, fields?: LogFields): void;
-  child(fields: LogFields): Logger;
-}
-
-const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+export type { LogFields, LogRecord, Logger } from '@agentrt/kit';
 
 export interface LoggerOptions {
   level: LogLevel;
@@ -26,19 +15,7 @@ export interface LoggerOptions {
   onRecord?: (record: LogRecord) => void;
 }
 
-/** A JSON-lines logger: one object per line with `time`, `level`, `msg` and the bound fields. */
-export function createLogger(options: LoggerOptions, bound: LogFields = {}): Logger {
-  const write = (level: LogLevel, msg: string, fields?: LogFields): void => {
-    if (ORDER[level] < ORDER[options.level]) return;
-    const record: LogRecord = { time: new Date().toISOString(), level, msg, ...bound, ...fields };
-    options.sink(`${JSON.stringify(record)}\n`);
-    options.onRecord?.(record);
-  };
-  return {
-    debug: (msg, fields) => write('debug', msg, fields),
-    info: (msg, fields) => write('info', msg, fields),
-    warn: (msg, fields) => write('warn', msg, fields),
-    error: (msg, fields) => write('error', msg, fields),
-    child: (fields) => createLogger(options, { ...bound, ...fields }),
-  };
+/** The kit's JSON-lines logger writing to `sink`, with `bound` on every record. */
+export function createLogger({ sink, ...options }: LoggerOptions, bound: LogFields = {}): Logger {
+  return createKitLogger({ ...options, write: sink, fields: bound });
 }

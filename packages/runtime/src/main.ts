@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // Runs the runtime as a service: `node dist/main.js` (settings from AGENTRT_* env vars).
+import { createLogger } from '@agentrt/kit';
 import { createRuntimeServer } from './server.js';
 
 // A reader of stdout that went away (its pipe closed: EPIPE) loses the log lines, not the runtime
@@ -13,9 +14,7 @@ let stopping = false;
 const stop = (signal: string) => {
   if (stopping) return;
   stopping = true;
-  process.stderr.write(
-    `${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: `${signal}: stopping workers` })}\n`,
-  );
+  createLogger({ write: (line) => process.stderr.write(line) }).info(`${signal}: stopping workers`);
   void started.then((server) => server.close()).then(() => process.exit(0));
 };
 process.on('SIGINT', () => stop('SIGINT'));

@@ -79,7 +79,7 @@ export function parseWorkerLine(line: string, stream: 'stdout' | 'stderr'): Work
   const record = parseJsonObject(line.trim());
   const msg = record?.['msg'] ?? record?.['message'];
   if (!record || typeof msg !== 'string') return plain;
-  const fields: LogFields = { stream };
+  const fields: Record<string, unknown> = { stream };
   for (const [key, value] of Object.entries(record)) if (!OWN_KEYS.has(key)) fields[key] = value;
   const traceId = idOf(record['traceId'] ?? record['trace_id'], 32);
   const spanId = idOf(record['spanId'] ?? record['span_id'], 16);
