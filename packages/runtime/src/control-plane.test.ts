@@ -596,6 +596,34 @@ describe('persistence', () => {
     }
   });
 
+  it('finishes a deletion a crashed process left DELETING when it starts again', async () => {
+    const first = await startRuntime();
+    const ready = await createReady(first.control, 'interrupted_delete', 'counter');
+    await first.server.close();
+    // What a crash between DeleteAgentRuntime's 202 and the end of its work leaves behind.
+    const store = createSqliteStore(first.dataDir);
+    const id = ready.agentRuntimeId!;
+    const runtime = store.get('runtime', id)!;
+    await store.put('runtime', id, { ...runtime, status: 'DELETING' }, '', Date.parse(runtime.createdAt));
+    await store.close();
+    const second = await startRuntime({}, first.dataDir);
+    try {
+      const gone = () =>
+        second.control.send(new GetAgentRuntimeCommand({ agentRuntimeId: id })).then(
+          () => false,
+          (e: unknown) => e instanceof ResourceNotFoundException,
+        );
+      await waitFor(gone, 15_000, 'the interrupted deletion finished');
+      await expect(
+        second.control.send(new ListAgentRuntimeVersionsCommand({ agentRuntimeId: id })),
+      ).rejects.toBeInstanceOf(ResourceNotFoundException);
+      expect(second.logs.some((l) => String(l.msg).includes('left DELETING'))).toBe(true);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  }, 30_000);
+
   it('refuses a foreign Host (DNS rebinding) and cross-site state-changing requests, not plain clients', async () => {
     const rt = await startRuntime({ allowedHosts: ['runtime'] });
     const send = (headers: Record<string, string>, method = 'POST') =>

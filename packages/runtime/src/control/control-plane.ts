@@ -9,6 +9,7 @@ import { type SessionManager } from '../sessions/session-manager.js';
 import { createArtifactPins } from './artifacts.js';
 import { authedRoute } from './authed-route.js';
 import { registerEndpointRoutes } from './endpoint-routes.js';
+import { createRuntimeDeleter } from './runtime-delete.js';
 import { registerRuntimeRoutes } from './runtime-routes.js';
 import { type Store } from './store.js';
 import { registerTagRoutes } from './tag-routes.js';
@@ -26,9 +27,11 @@ export interface ControlPlaneDeps {
 export function registerControlPlane(router: Router, deps: ControlPlaneDeps): void {
   const pins = createArtifactPins(deps.config, deps.store, deps.logger);
   const { settle, resumeUnsettled } = createVersionSettler({ ...deps, pins });
+  const { finish: finishDelete, resumeDeleting } = createRuntimeDeleter({ ...deps, pins });
   resumeUnsettled();
+  resumeDeleting();
   const routeDeps = { ...deps, authed: authedRoute(deps) };
-  registerRuntimeRoutes(router, { ...routeDeps, pins, settle });
+  registerRuntimeRoutes(router, { ...routeDeps, pins, settle, finishDelete });
   registerEndpointRoutes(router, routeDeps);
   registerTagRoutes(router, routeDeps);
 }

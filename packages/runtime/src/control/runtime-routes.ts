@@ -10,6 +10,7 @@ import { type ControlRouteDeps, now } from './authed-route.js';
 import { idempotentCall } from './idempotency.js';
 import { getRuntimeOr404, getVersionOr404 } from './records.js';
 import { type RuntimeRecord, StoreConflictError } from './store.js';
+import { type createRuntimeDeleter } from './runtime-delete.js';
 import { type createVersionSettler } from './version-settle.js';
 import {
   NAME_RE,
@@ -25,6 +26,7 @@ import {
 export interface RuntimeRouteDeps extends ControlRouteDeps {
   pins: ReturnType<typeof createArtifactPins>;
   settle: ReturnType<typeof createVersionSettler>['settle'];
+  finishDelete: ReturnType<typeof createRuntimeDeleter>['finish'];
 }
 
 function versionParam(ctx: RouteContext): number | undefined {
@@ -35,7 +37,7 @@ function versionParam(ctx: RouteContext): number | undefined {
 }
 
 export function registerRuntimeRoutes(router: Router, deps: RuntimeRouteDeps): void {
-  const { config, store, sessions, logger, authed, pins, settle } = deps;
+  const { config, store, logger, authed, pins, settle, finishDelete } = deps;
 
   router.add(
     'PUT',
@@ -227,12 +229,7 @@ export function registerRuntimeRoutes(router: Router, deps: RuntimeRouteDeps): v
         Date.parse(runtime.createdAt),
       );
       sendJson(ctx.res, 202, { status: 'DELETING', agentRuntimeId: runtime.id });
-      await sessions.stopRuntime(runtime.id);
-      await store.deleteChildren(runtime.id);
-      await store.delete('tags', runtime.arn);
-      await store.delete('runtime', runtime.id);
-      void pins.prune();
-      logger.info('runtime deleted', { runtimeId: runtime.id });
+      await finishDelete(runtime);
     }),
   );
 

@@ -125,6 +125,11 @@ export function registerDataPlane(router: Router, deps: DataPlaneDeps): WebSocke
         'RetryableConflictException',
         `Agent runtime ${runtime.id} version ${version.version} is ${runtime.status === 'DELETING' ? 'DELETING' : 'not ready yet'}`,
       );
+    if (runtime.status === 'DELETE_FAILED')
+      throw new RuntimeApiError(
+        'ConflictException',
+        `Agent runtime ${runtime.id} is DELETE_FAILED (${runtime.failureReason ?? 'unknown reason'}); call DeleteAgentRuntime again`,
+      );
     if (version.status !== 'READY')
       throw new RuntimeApiError(
         'RuntimeClientError',

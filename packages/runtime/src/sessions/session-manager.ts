@@ -401,12 +401,8 @@ export function createSessionManager({
         pool.dropRuntime(runtimeId),
       ]);
       storage?.dropRuntime(runtimeId);
-      await shared?.dropStorage?.(runtimeId).catch((error: unknown) =>
-        logger.warn('could not delete the storage of a deleted runtime', {
-          runtimeId,
-          error: String(error),
-        }),
-      );
+      // a failure is the deletion's (the runtime turns DELETE_FAILED): no claim is left unowned
+      await shared?.dropStorage?.(runtimeId);
     },
     refreshWarmPool: (target) => pool.refresh(target),
     list() {

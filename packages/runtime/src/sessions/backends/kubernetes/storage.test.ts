@@ -7,7 +7,7 @@
 // session's storage starts empty (its old version's PVC deleted once no pod mounts it), and a deleted
 // runtime's PVCs go (storage-reaper.ts).
 import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
-import { DeleteAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
+import { DeleteAgentRuntimeCommand, GetAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
 import { CoreV1Api, KubeConfig, type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeBackend } from '../../../test-support/k8s/node-backend.js';
@@ -204,6 +204,43 @@ describe.runIf(backend.name === 'bwrap').each(['pods', 'agent-sandbox'] as const
         expect((await claims()).map((c) => c.metadata.name)).toEqual([name]);
       },
       60_000,
+    );
+
+    it.runIf(mode === 'pods')(
+      'a deletion the API server cannot carry out is DELETE_FAILED, keeps the PVCs, and is retried',
+      async () => {
+        const runtime = await createReady(rt.control, 'storage_delete_failed', 'hostile', {
+          filesystemConfigurations: [{ sessionStorage: { mountPath: '/mnt/workspace' } }],
+        });
+        const { agentRuntimeArn: arn, agentRuntimeId: id } = runtime as {
+          agentRuntimeArn: string;
+          agentRuntimeId: string;
+        };
+        const write = { sh: 'echo kept > /mnt/workspace/notes.txt && echo ok' };
+        expect(await invokeJson(rt.data, arn, sessionId('doomed'), write)).toMatchObject({ stdout: 'ok\n' });
+        await stopSession(rt.data, arn, 'doomed');
+        const pvcs = () => kubectlGet<V1PersistentVolumeClaim>('pvc', `${LABELS.runtime}=${labelValue(id)}`);
+        expect(await pvcs()).toHaveLength(1);
+        const status = async () => rt.control.send(new GetAgentRuntimeCommand({ agentRuntimeId: id }));
+
+        await cluster.api.suspend(); // the API server unreachable while the storage is deleted
+        try {
+          await rt.control.send(new DeleteAgentRuntimeCommand({ agentRuntimeId: id }));
+          await waitFor(async () => (await status()).status === 'DELETE_FAILED', 30_000, 'DELETE_FAILED');
+          expect((await status()).failureReason).toMatch(/PersistentVolumeClaims of runtime/);
+          await expect(invokeJson(rt.data, arn, sessionId('doomed'), write)).rejects.toThrow(
+            /DELETE_FAILED.*call DeleteAgentRuntime again/,
+          );
+        } finally {
+          await cluster.api.resume();
+        }
+        expect(await pvcs()).toHaveLength(1); // still the runtime's, not orphaned
+
+        await rt.control.send(new DeleteAgentRuntimeCommand({ agentRuntimeId: id }));
+        await waitFor(async () => (await pvcs()).length === 0, 30_000, 'the PVCs deleted on the retry');
+        await expect(status()).rejects.toThrow(/not found|ResourceNotFound/i);
+      },
+      90_000,
     );
 
     it('is empty after a version update, the old version’s PVCs go once unmounted, and all go with the runtime', async () => {
