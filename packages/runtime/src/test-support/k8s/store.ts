@@ -1,7 +1,7 @@
 // The test API server's state: every object by kind, namespace and name, one resourceVersion
 // counter, the recent changes a watch resumes from (older ones are compacted away: 410 Gone),
 // ownerReference garbage collection, finalizers and ResourceQuota counts. In memory, as etcd
-// would hold it.
+// would hold it. What a write must pass first (Pod defaults, schemas, quotas) is in admission.ts.
 import {
   KubeError,
   type KubeObject,
@@ -16,7 +16,7 @@ import {
 } from './objects.js';
 import { type PatchType, jsonPatch, mergePatch } from './patch.js';
 import { type ResourceType, groupVersionOf, typeKey, typesOfCrd } from './resource-types.js';
-import { validateAgainstSchema } from './schema.js';
+import { checkQuota, defaultPod, validateObject } from './admission.js';
 import { ChangeLog, type EventType, type StoredEvent, type WatchFilter } from './change-log.js';
 
 export type { EventType, StoredEvent, WatchFilter } from './change-log.js';
@@ -98,7 +98,10 @@ export class ObjectStore {
         group: type.group,
         kind: type.plural,
       });
-    if (type.namespaced) this.checkQuota(type, namespace as string);
+    if (type.namespaced) {
+      const all = (t: ResourceType) => this.list({ type: t, namespace, selector: () => true });
+      checkQuota(type, all(this.typeFor('v1', 'resourcequotas') as ResourceType), () => all(type).length);
+    }
     if (type.plural === 'customresourcedefinitions' && type.group === 'apiextensions.k8s.io')
       for (const t of typesOfCrd(object)) this.register(t);
     this.writes.create++;
@@ -131,8 +134,8 @@ export class ObjectStore {
     };
     delete object.metadata.deletionTimestamp;
     if (type.subresources.includes('status') && type.plural !== 'pods') delete object.status;
-    if (type.plural === 'pods' && !type.group) this.defaultPod(object);
-    this.validate(type, object);
+    if (type.plural === 'pods' && !type.group) defaultPod(object);
+    validateObject(type, object);
     return object;
   }
 
@@ -159,64 +162,6 @@ export class ObjectStore {
       metadata: { name },
       status: { phase: 'Active' },
     });
-  }
-
-  private defaultPod(pod: KubeObject): void {
-    const spec = pod.spec as { containers?: unknown; restartPolicy?: string } | undefined;
-    if (!isRecord(spec) || !Array.isArray(spec.containers) || spec.containers.length === 0)
-      throw new KubeError(
-        'Invalid',
-        `Pod "${pod.metadata.name}" is invalid: spec.containers: Required value`,
-      );
-    for (const [i, c] of (spec.containers as unknown[]).entries())
-      if (!isRecord(c) || typeof c.name !== 'string' || typeof c.image !== 'string' || c.image === '')
-        throw new KubeError(
-          'Invalid',
-          `Pod "${pod.metadata.name}" is invalid: spec.containers[${i}]: name and image are required`,
-        );
-    spec.restartPolicy ??= 'Always';
-    pod.status = { phase: 'Pending', qosClass: 'BestEffort' };
-  }
-
-  private validate(type: ResourceType, object: KubeObject): void {
-    if (!type.schema) return;
-    const errors = validateAgainstSchema(type.schema, object as unknown as Record<string, unknown>);
-    if (errors.length > 0)
-      throw new KubeError(
-        'Invalid',
-        `${type.kind}.${type.group} "${object.metadata.name}" is invalid: ${errors.join(', ')}`,
-        {
-          name: object.metadata.name,
-          group: type.group,
-          kind: type.kind,
-          causes: errors.map((message) => ({
-            reason: 'FieldValueInvalid',
-            message,
-            field: message.split(':')[0],
-          })),
-        },
-      );
-  }
-
-  /** ResourceQuota `pods`, `count/<plural>[.<group>]` and `persistentvolumeclaims` hard limits. */
-  private checkQuota(type: ResourceType, namespace: string): void {
-    const quotaType = this.typeFor('v1', 'resourcequotas') as ResourceType;
-    const names = [`count/${type.plural}${type.group ? `.${type.group}` : ''}`];
-    if (!type.group && (type.plural === 'pods' || type.plural === 'persistentvolumeclaims'))
-      names.push(type.plural);
-    for (const quota of this.list({ type: quotaType, namespace, selector: () => true })) {
-      const hard = (quota.spec as { hard?: Record<string, string> } | undefined)?.hard ?? {};
-      for (const name of names) {
-        if (hard[name] === undefined) continue;
-        const used = this.list({ type, namespace, selector: () => true }).length;
-        if (used + 1 > Number(hard[name]))
-          throw new KubeError(
-            'Forbidden',
-            `${type.plural} is forbidden: exceeded quota: ${quota.metadata.name}, requested: ${name}=1, used: ${name}=${used}, limited: ${name}=${hard[name]}`,
-            { kind: type.plural },
-          );
-      }
-    }
   }
 
   private commit(type: ResourceType, key: string, object: KubeObject, event: EventType): KubeObject {
@@ -300,7 +245,7 @@ export class ObjectStore {
         },
       );
     const merged = this.mergeWrite(type, current, next, subresource);
-    this.validate(type, merged);
+    validateObject(type, merged);
     this.writes[verb]++;
     const written = this.commit(type, key, merged, 'MODIFIED');
     // The last finalizer of an object being deleted taken off: now it goes.
