@@ -78,6 +78,18 @@ describe('createLogger', () => {
     expect(seen[0]!['error']).toEqual({ name: 'Error', message: 'boom' });
   });
 
+  it('gives onRecord plain records as written, and Dates, deep Errors and deep nesting as their lines parse', () => {
+    const seen: LogRecord[] = [];
+    const { lines, logger } = capture({ onRecord: (record) => seen.push(record) });
+    const deep = { a: { b: { c: { d: { error: new Error('deep') } } } } };
+    logger.info('plain', { city: 'Paris', forecast: { temp: 21, periods: [1, 2] } });
+    logger.info('dated', { at: new Date(0) });
+    logger.info('deep', { deep });
+    expect(seen).toEqual(lines.map((line) => JSON.parse(line) as LogRecord));
+    expect(seen[1]!['at']).toBe('1970-01-01T00:00:00.000Z');
+    expect(JSON.stringify(seen[2])).toContain('"error":{"name":"Error","message":"deep"}');
+  });
+
   it('writes an Error as its name, message, code and cause, at any depth', () => {
     const { logger, records } = capture();
     const cause = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });

@@ -35,7 +35,7 @@ export interface LoggerOptions {
   write?: (line: string) => void;
   /** Fields on every record. */
   fields?: LogFields;
-  /** Also receives every record that passes the level, parsed back from its line. */
+  /** Also receives every record that passes the level, as its line parses back. */
   onRecord?: (record: LogRecord) => void;
 }
 
@@ -75,20 +75,48 @@ function safeReplacer(): (this: unknown, key: string, value: unknown) => unknown
   };
 }
 
+/** How deep {@link plainJson} looks before it leaves a value to the replacer. */
+const PLAIN_DEPTH = 4;
+
+/**
+ * Whether `value` is written by plain JSON.stringify exactly as the replacer would write it, and
+ * parses back to itself (keys holding undefined aside): no Error, BigInt or `toJSON` within
+ * PLAIN_DEPTH levels, and nothing deeper (a cycle always is). Worker output goes through the
+ * logger line by line: the replacer, a call into JavaScript for every value, and parsing the line
+ * back for `onRecord` made each line 2–3 times as costly.
+ */
+function plainJson(value: unknown, depth = 0): boolean {
+  if (typeof value === 'bigint') return false;
+  if (typeof value !== 'object' || value === null) return true;
+  if (depth >= PLAIN_DEPTH || value instanceof Error) return false;
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+  if (Array.isArray(value)) return value.every((item) => plainJson(item, depth + 1));
+  for (const key in value) if (!plainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+  return true;
+}
+
+/** A record as written, and as its one JSON line. */
+interface Written {
+  line: string;
+  /** The record itself when its line parses back to it; else undefined (parse the line). */
+  record: LogRecord | undefined;
+}
+
 /**
  * One record as one JSON line. Fields the replacer cannot save (a getter or `toJSON` that throws)
  * leave the record with `time`, `level`, `msg` and `logError` naming the reason.
  */
-function jsonLine(level: LogLevel, msg: string, bound: LogFields, fields: LogFields | undefined): string {
+function jsonLine(level: LogLevel, msg: string, bound: LogFields, fields: LogFields | undefined): Written {
   const time = new Date().toISOString();
   try {
     const record = { time, level, msg, ...bound, ...fields };
     // The logger's own keys win over a field of the same name, in their place at the front.
     Object.assign(record, { time, level, msg });
-    return `${JSON.stringify(record, safeReplacer())}\n`;
+    if (plainJson(record)) return { line: `${JSON.stringify(record)}\n`, record };
+    return { line: `${JSON.stringify(record, safeReplacer())}\n`, record: undefined };
   } catch (error) {
     const logError = `fields not written: ${error instanceof Error ? error.message : String(error)}`;
-    return `${JSON.stringify({ time, level, msg: String(msg), logError })}\n`;
+    return { line: `${JSON.stringify({ time, level, msg: String(msg), logError })}\n`, record: undefined };
   }
 }
 
@@ -106,9 +134,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const method = (level: LogLevel) => {
     if (LOG_LEVELS.indexOf(level) < min) return ignore;
     return (msg: string, fields?: LogFields): void => {
-      const line = jsonLine(level, msg, bound, fields);
+      const { line, record } = jsonLine(level, msg, bound, fields);
       write(line);
-      onRecord?.(JSON.parse(line) as LogRecord);
+      onRecord?.(record ?? (JSON.parse(line) as LogRecord));
     };
   };
   return {
