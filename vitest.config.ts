@@ -74,6 +74,7 @@ const FAST_TIER = [
   'packages/propagation/src/server-span.test.ts',
   'packages/runtime/src/data/relay-body.test.ts',
   'packages/runtime/src/control/store/sqlite-store.test.ts',
+  'packages/runtime/src/control/artifacts.test.ts',
   'packages/runtime/src/sessions/backends/kubernetes/pod-spec.test.ts',
   'packages/runtime/src/sessions/worker-output.test.ts',
   'packages/runtime/src/evaluate/judge/parse-answer.test.ts',
