@@ -33,7 +33,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -77,6 +77,26 @@ function sessions(): { name: string; steps: SandboxStep[] }[] {
   if (stack.length || onStack.length)
     out.push({ name: 'the local stack (npm start)', steps: [...stack, ...onStack].map(stepOf) });
   return out;
+}
+
+/**
+ * What README blocks edit in the checkout: the "Develop an agent" walkthrough saves a change to the
+ * custom agent, the dev loop rebuilds it (dist, tsconfig.tsbuildinfo), and the original goes back.
+ * Each sandbox gets a copy of its own bound over it, so tests running beside this one (the custom
+ * agent's own, hot reload, the image builds) never see the edit. A whole folder: `sed -i` renames
+ * over the file it edits, which a file bind mount refuses.
+ */
+const EDITED_BY_READMES = ['examples/custom-agent'];
+
+/** bwrap arguments binding a copy in `scratch` over each folder READMEs edit. */
+async function privateCopies(scratch: string): Promise<string[]> {
+  const binds: string[] = [];
+  for (const path of EDITED_BY_READMES) {
+    const copy = join(scratch, 'checkout', path);
+    await cp(join(repoRoot, path), copy, { recursive: true });
+    binds.push('--bind', copy, join(repoRoot, path));
+  }
+  return binds;
 }
 
 let scratchRoot: string | undefined;
@@ -140,6 +160,7 @@ async function runSession(name: string, steps: SandboxStep[]): Promise<SandboxRe
       '--bind',
       data,
       join(repoRoot, '.data'),
+      ...(await privateCopies(scratch)),
       '--unshare-net',
       '--unshare-pid',
       '--die-with-parent',

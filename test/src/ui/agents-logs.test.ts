@@ -197,7 +197,8 @@ describe.skipIf(!hasChromium)(
       });
       expect(sent.status).toBe(200);
       let doctorOut = '';
-      await main(['doctor', '--json', '--collector-url', collector.url], {
+      // a generous deadline: the round trip is what this test needs, not its speed on a loaded machine
+      await main(['doctor', '--json', '--collector-url', collector.url, '--timeout-ms', '30000'], {
         stdout: (t) => (doctorOut += t),
         stderr: (t) => (doctorOut += t),
         env: {},
