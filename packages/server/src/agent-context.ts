@@ -300,9 +300,9 @@ function noteIgnoredHeaders(
       headers: TRACE_HEADERS.filter((n) => headers[n] !== undefined),
     });
   }
-  if (!sessionHeaderValid && anySent(headers, SESSION_ID_HEADERS)) {
+  if (!sessionHeaderValid) {
     const sent = SESSION_ID_HEADERS.filter((name) => headers[name] !== undefined);
-    logger.debug('ignored malformed session id header', { headers: sent });
+    if (sent.length > 0) logger.debug('ignored malformed session id header', { headers: sent });
   }
   if (headers[BAGGAGE_HEADER] !== undefined && propagation.getBaggage(extracted) === undefined) {
     logger.debug('ignored malformed baggage header');

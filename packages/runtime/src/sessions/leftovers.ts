@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { dirname, join } from 'node:path';
 import { type Logger } from '../logger.js';
 import { sweepStorageVolumes } from './storage-volume.js';
+import { storageRootOf } from './sandbox-session.js';
 
 /** The pid of the runtime that owns a data dir's session folders. */
 const OWNER_FILE = 'owner.pid';
@@ -34,7 +35,7 @@ export function sweepSessionDirs(sessionsRoot: string, logger: Logger): Promise<
   writeFileSync(ownerFile, String(process.pid));
   if (left.length > 0)
     logger.info('removed the session folders an earlier run left behind', { count: left.length });
-  return sweepStorageVolumes(join(dirname(sessionsRoot), 'session-storage')).then((count) => {
+  return sweepStorageVolumes(storageRootOf(dirname(sessionsRoot))).then((count) => {
     if (count > 0) logger.info('unmounted the storage volumes an earlier run left mounted', { count });
   });
 }

@@ -113,8 +113,11 @@ export function storageHashOf(sessionId: string): string {
  * version, outside the session dir (storage-sweep.ts removes what no version kept needs).
  */
 export function storageDirOf(dataDir: string, runtimeId: string, version: number, sessionId: string): string {
-  return join(dataDir, 'session-storage', runtimeId, storageHashOf(sessionId), `v${version}`);
+  return join(storageRootOf(dataDir), runtimeId, storageHashOf(sessionId), `v${version}`);
 }
+
+/** The folder of every session's storage on this host: `<data dir>/session-storage`. */
+export const storageRootOf = (dataDir: string): string => join(dataDir, 'session-storage');
 
 /**
  * Prepares a sandboxed worker: its session dir (home, tmp, the bridge dir `run`, generated /etc

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { type Logger } from '../logger.js';
 import { type SessionTarget, type SharedJob, sessionStorageMount } from './backend.js';
 import { periodicJob } from './periodic-job.js';
-import { storageDirOf, storageHashOf } from './sandbox-session.js';
+import { storageDirOf, storageHashOf, storageRootOf } from './sandbox-session.js';
 
 const VERSION_ENTRY = /^v(\d+)(\.img)?$/;
 
@@ -63,16 +63,12 @@ const freshen = (path: string, at: Date) => {
 const partsOf = (dir: string) => [dir, `${dir}.img`].filter((path) => existsSync(path));
 
 /**
- * Whether a session's storage of `version` (its folder `dir`) has outlived its use: last used when
- * its session last started or was last seen running (the mtime of the folder or its image).
+ * Whether a session's storage of a version (its folder `dir`) not running now has outlived its use:
+ * its version is not kept, or it was last used (the mtime of the folder or its image: set when its
+ * session last started or was last seen running) more than `idleMs` ago.
  */
-function outlived(rule: SweepRule, versions: number[], at: [string, string, number], dir: string) {
-  if (rule.live(...at)) {
-    const now = new Date();
-    for (const path of partsOf(dir)) freshen(path, now); // used now: idle time starts at its end
-    return false;
-  }
-  if (!versions.includes(at[2])) return true;
+function outlived(rule: SweepRule, versions: number[], version: number, dir: string) {
+  if (!versions.includes(version)) return true;
   const usedMs = Math.max(...partsOf(dir).map((path) => statSync(path).mtimeMs));
   return Date.now() - usedMs > rule.idleMs;
 }
@@ -97,8 +93,12 @@ export function sweepStorage(root: string, rule: SweepRule): number {
       );
       for (const version of new Set(numbers.filter(Number.isInteger))) {
         const dir = join(root, runtimeId, hash, `v${version}`);
-        if (!outlived(rule, versions, [runtimeId, hash, version], dir)) continue;
-        removed += Number(remove(`${dir}.img`) && remove(dir));
+        if (rule.live(runtimeId, hash, version)) {
+          const now = new Date();
+          for (const path of partsOf(dir)) freshen(path, now); // used now: idle time starts at its end
+        } else if (outlived(rule, versions, version, dir)) {
+          removed += Number(remove(`${dir}.img`) && remove(dir));
+        }
       }
     }
   }
@@ -147,7 +147,7 @@ export function localStorageLifetime(
   dataDir: string,
   options: Omit<StorageSweeperOptions, 'root'>,
 ): LocalStorageLifetime {
-  const root = join(dataDir, 'session-storage');
+  const root = storageRootOf(dataDir);
   return {
     sweep: storageSweeper({ ...options, root }),
     started(target, sessionId) {

@@ -33,7 +33,7 @@ import { PodWorker } from './pod-worker.js';
 import { createSandboxBackend } from './sandbox-mode.js';
 import { createClusterDemand, createWarmKeeper } from './warm-keeper.js';
 import { createSessionLocks } from './session-locks.js';
-import { deleteRuntimeStorage, storageReaperJobs, touchStorage } from './storage-reaper.js';
+import { clusterStorage, touchStorage } from './storage-reaper.js';
 import { createWarmPods } from './warm-pods.js';
 
 export interface KubernetesBackend extends SessionBackend {
@@ -160,6 +160,7 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
     exec: exec(pod.name),
     adopted: pod.adopted,
   });
+  const storage = clusterStorage({ core, namespace, pods: cache, writes }, config.sessionStorageIdleS);
 
   return {
     name: 'kubernetes',
@@ -198,7 +199,7 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
     sessions: () => cache.sessions(),
     touch: (worker) => worker.podName && activity.touch(worker.podName),
     warmCount: (runtimeId) => warm.count(labelValue(runtimeId)),
-    dropStorage: (runtimeId) => deleteRuntimeStorage(core, namespace, runtimeId, writes),
+    dropStorage: storage.dropStorage,
     sharedJobs(input) {
       const keeper = createWarmKeeper(warm, demand, input);
       warm.hear(demand, () => keeper.kick());
@@ -207,8 +208,7 @@ function createPodsBackend(config: Readonly<RuntimeConfig>, logger: Logger): Kub
         intervalMs: input.intervalMs,
         logger: input.logger,
       });
-      const storage = { core, namespace, pods: cache, writes };
-      return [keeper, reaper, ...storageReaperJobs(input, config.sessionStorageIdleS, storage)];
+      return [keeper, reaper, ...storage.jobs(input)];
     },
     close: async () => {
       activity.close();

@@ -19,7 +19,7 @@ import { ANNOTATIONS, LABELS, labelValue, podSettingsOf, sessionHash } from './p
 import { type SandboxCache, createSandboxCache } from './sandbox-cache.js';
 import { type SandboxObjects, createSandboxObjects } from './sandbox-objects.js';
 import { keepStorage, resetStorage } from './sandbox-storage.js';
-import { deleteRuntimeStorage, storageReaperJobs } from './storage-reaper.js';
+import { clusterStorage } from './storage-reaper.js';
 import {
   SANDBOX_KEYS,
   type SandboxObject,
@@ -156,6 +156,7 @@ export function createSandboxBackend(
     worker,
     exec: podCommand(kc, namespace, () => worker.podName ?? worker.id),
   });
+  const storage = clusterStorage({ core, namespace, pods, writes }, config.sessionStorageIdleS);
   return {
     name: 'kubernetes',
     writes,
@@ -203,15 +204,14 @@ export function createSandboxBackend(
         cache,
         targets().filter((t) => t.runtime.id === runtimeId),
       ),
-    dropStorage: (runtimeId) => deleteRuntimeStorage(core, namespace, runtimeId, writes),
+    dropStorage: storage.dropStorage,
     sharedJobs(input) {
       targets = input.targets;
       const keeper = createWarmKeeper(clusterPoolsOf(objects), demand, input);
       hearClaims(cache, demand, () => keeper.kick());
       const candidates = () => claimCandidates(cache, pods, deleteClaim);
       const reaper = createSessionReaper({ candidates, intervalMs: input.intervalMs, logger: input.logger });
-      const storage = { core, namespace, pods, writes };
-      return [keeper, reaper, ...storageReaperJobs(input, config.sessionStorageIdleS, storage)];
+      return [keeper, reaper, ...storage.jobs(input)];
     },
     close: () => {
       activity.close();

@@ -81,7 +81,7 @@ export async function touchStorage(
 }
 
 /** Deletes every session-storage PVC of a runtime (DeleteAgentRuntime, its sessions stopped). */
-export async function deleteRuntimeStorage(
+async function deleteRuntimeStorage(
   core: CoreV1Api,
   namespace: string,
   runtimeId: string,
@@ -132,14 +132,21 @@ export function createStorageReaper(options: StorageReaperOptions): SharedJob {
   return periodicJob('storage reaper', pass, options.intervalMs, logger);
 }
 
-/** The storage reaper among the shared jobs, when the session manager says which versions are kept. */
-export function storageReaperJobs(
-  input: SharedJobInput,
-  idleS: number,
+/**
+ * A cluster backend's session storage: a deleted runtime's PVCs go (`dropStorage`), and the storage
+ * reaper runs among the shared jobs when the session manager says which versions are kept.
+ */
+export function clusterStorage(
   on: Pick<StorageReaperOptions, 'core' | 'namespace' | 'pods' | 'writes'>,
-): SharedJob[] {
-  const { storedVersions } = input;
-  return storedVersions
-    ? [createStorageReaper({ ...input, ...on, storedVersions, idleMs: idleS * 1000 })]
-    : [];
+  idleS: number,
+) {
+  const { core, namespace, writes } = on;
+  return {
+    dropStorage: (runtimeId: string) => deleteRuntimeStorage(core, namespace, runtimeId, writes),
+    jobs({ storedVersions, ...input }: SharedJobInput): SharedJob[] {
+      return storedVersions
+        ? [createStorageReaper({ ...input, ...on, storedVersions, idleMs: idleS * 1000 })]
+        : [];
+    },
+  };
 }

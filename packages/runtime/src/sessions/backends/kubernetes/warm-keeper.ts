@@ -13,6 +13,7 @@ import {
 } from '../../backend.js';
 import { DEMAND_WINDOW_MS, createWarmDemand } from '../../warm-demand.js';
 import { labelValue } from './pod-spec.js';
+import { periodicJob } from '../../periodic-job.js';
 
 export type VersionWorker = Pick<WorkerRequest, 'env' | 'healthCheck'>;
 
@@ -56,47 +57,11 @@ export function createWarmKeeper(
   demand: ClusterDemand,
   input: SharedJobInput,
 ): SharedJob & { kick(): void } {
-  let running = false;
-  let timer: NodeJS.Timeout | undefined;
-  let passing: Promise<void> | undefined;
-  let again = false;
   const pass = async () => {
     const targets = input.targets().filter((t) => !sessionStorageMount(t));
     await Promise.all(targets.map((t) => pools.keep(t, demand.target(targetKey(t)), input.worker(t))));
     await pools.prune(targets);
   };
-  const run = () => {
-    clearTimeout(timer);
-    if (!running) return;
-    if (passing) {
-      again = true;
-      return;
-    }
-    passing = pass()
-      .catch((error: unknown) =>
-        input.logger.warn('warm pool keeper pass failed', { error: (error as Error).message }),
-      )
-      .finally(() => {
-        passing = undefined;
-        if (!running) return;
-        if (again) {
-          again = false;
-          run();
-        } else timer = setTimeout(run, input.intervalMs);
-      });
-  };
-  return {
-    start() {
-      running = true;
-      run();
-    },
-    stop() {
-      running = false;
-      clearTimeout(timer);
-    },
-    /** A session started somewhere: its version's pool refills now rather than at the next pass. */
-    kick() {
-      if (running) setImmediate(run);
-    },
-  };
+  // `kick`: a session started somewhere, so its version's pool refills now rather than at the next pass.
+  return periodicJob('warm pool keeper', pass, input.intervalMs, input.logger);
 }
