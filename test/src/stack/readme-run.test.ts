@@ -144,8 +144,7 @@ async function runSession(name: string, steps: SandboxStep[]): Promise<SandboxRe
     'OTEL_EXPORTER_OTLP_ENDPOINT',
   ])
     delete env[name];
-  const child = spawn(
-    'bwrap',
+  const { code, stdout, stderr } = await runBwrap(
     [
       '--dev-bind',
       '/',
@@ -169,13 +168,8 @@ async function runSession(name: string, steps: SandboxStep[]): Promise<SandboxRe
       SANDBOX_MAIN,
       planFile,
     ],
-    { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: repoRoot, env },
   );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
   expect(code, `the sandbox for ${name} failed:\n${stderr}`).toBe(0);
   const results = stdout
     .split('\n')
@@ -189,6 +183,28 @@ async function runSession(name: string, steps: SandboxStep[]): Promise<SandboxRe
   tally.run += new Set(results.map((r) => `${r.file}:${r.line}`)).size;
   tally.files += steps.filter((s) => s.kind === 'file').length;
   return results;
+}
+
+/**
+ * Runs bwrap, again (up to three tries) when bwrap itself failed to set the sandbox up, before it
+ * ran anything: `--dev-bind / /` copies every mount of the host, and one that goes away meanwhile
+ * (a container's overlay, as another test stops it) fails the copy ("Can't bind mount …").
+ */
+async function runBwrap(
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const child = spawn('bwrap', args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    const setUpFailed = code !== 0 && stdout === '' && /^bwrap: Can't (bind )?mount/.test(stderr);
+    if (!setUpFailed || attempt === 3) return { code, stdout, stderr };
+    console.warn(`bwrap failed to set up (${stderr.trim()}); trying again`);
+  }
 }
 
 function isInside(path: string, dir: string): boolean {

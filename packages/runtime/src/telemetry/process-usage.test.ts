@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -23,10 +24,16 @@ describe('per-session usage from /proc', () => {
 
   it.skipIf(process.platform !== 'linux')('sums a process tree and integrates memory over time', async () => {
     // A shell that burns CPU in a child: the child's time counts towards the root's session.
-    const child = spawn('sh', ['-c', 'node -e "const t=Date.now(); while (Date.now()-t < 5000);" & wait'], {
-      stdio: 'ignore',
-    });
+    // It says when it runs: sampled right after spawn, it may still be in exec, with no memory yet.
+    const child = spawn(
+      'sh',
+      ['-c', 'node -e "const t=Date.now(); while (Date.now()-t < 5000);" & echo up; wait'],
+      {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
     try {
+      await once(child.stdout, 'data');
       let clock = 1_000_000;
       const sampler = createUsageSampler(() => clock);
       const first = sampler.sample([{ key: 's', pid: child.pid! }]).get('s')!;
