@@ -1,7 +1,7 @@
 // What a replay of a trace re-sends: the InvokeAgentRuntime call at the top of the trace, as the
 // runtime recorded it on its span (AGENTRT_CAPTURE_REQUESTS, which `agentrt dev` turns on) — the
-// runtime ARN, qualifier, session id, payload, content type, accept and custom headers. Shared by
-// `agentrt replay` and the trace view's Replay button; both send it to the runtime with
+// runtime ARN, qualifier, session id, payload, content type, accept, custom and MCP headers.
+// Shared by `agentrt replay` and the trace view's Replay button; both send it to the runtime with
 // `X-Agentrt-Replay-Of: <traceId>-<spanId>` so the new trace links to this one.
 import type { AttributeValue, SpanNode, SpanRecord } from '../wire-types.js';
 
@@ -15,7 +15,10 @@ export interface ReplayRequest {
   payload: Uint8Array;
   contentType?: string;
   accept?: string;
-  /** The custom headers (`X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`) the agent got. */
+  /**
+   * The custom headers (`X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`) the agent got, and an MCP
+   * call's `Mcp-Session-Id` and `MCP-Protocol-Version` (its server may answer it only in that session).
+   */
   headers: Record<string, string>;
 }
 

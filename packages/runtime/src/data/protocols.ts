@@ -59,6 +59,8 @@ export interface McpSessionRouter {
   ): McpRoute;
   /** The container minted its own MCP session id: later requests carrying it reach the same session. */
   bind(runtimeId: string, mcpSessionId: string, sessionId: string): void;
+  /** The runtime session a server-minted MCP session id was bound to (none for other ids). */
+  boundSession(runtimeId: string, mcpSessionId: string): string | undefined;
 }
 
 const MAX_BINDINGS = 100_000;
@@ -97,6 +99,7 @@ export function createMcpSessionRouter(): McpSessionRouter {
       }
       bindings.set(key(runtimeId, mcpSessionId), sessionId);
     },
+    boundSession: (runtimeId, mcpSessionId) => bindings.get(key(runtimeId, mcpSessionId)),
   };
 }
 

@@ -1,7 +1,8 @@
 // What `agentrt replay` needs of an invocation, recorded on its InvokeAgentRuntime span when the
 // runtime captures requests (AGENTRT_CAPTURE_REQUESTS): the payload (up to 64 KiB; UTF-8 text as
-// it is, other bytes as base64), its content type and accept, and the custom headers the agent
-// gets. Credentials (Authorization, X-Api-Key, SigV4) are never recorded. A replay carries
+// it is, other bytes as base64), its content type and accept, the custom headers the agent gets,
+// and an MCP call's session and protocol version (a replay of it needs its MCP session).
+// Credentials (Authorization, X-Api-Key, SigV4) are never recorded. A replay carries
 // `X-Agentrt-Replay-Of: <traceId>-<spanId>`: its span links to the invocation it re-sends.
 import { type IncomingMessage } from 'node:http';
 import { type Attributes } from '@opentelemetry/api';
@@ -23,6 +24,8 @@ export const REPLAY_OF_HEADER = 'x-agentrt-replay-of';
 /** Payloads past this are not recorded (the span says so; a replay of it is refused). */
 export const MAX_CAPTURED_PAYLOAD_BYTES = 64 * 1024;
 const CUSTOM_PREFIX = 'x-amzn-bedrock-agentcore-runtime-custom-';
+/** An MCP call outside its session is refused by a stateful server: a replay re-sends these too. */
+const MCP_HEADERS = new Set(['mcp-session-id', 'mcp-protocol-version']);
 
 /** The span attributes of one invocation's request. */
 export function capturedRequest(req: IncomingMessage, body: Buffer): Attributes {
@@ -43,10 +46,13 @@ export function capturedRequest(req: IncomingMessage, body: Buffer): Attributes 
   const accept = req.headers.accept;
   if (accept) attrs[REQUEST_ATTRIBUTES.accept] = accept;
   for (const [name, value] of Object.entries(req.headers))
-    if (name.startsWith(CUSTOM_PREFIX) && value !== undefined)
+    if ((name.startsWith(CUSTOM_PREFIX) || MCP_HEADERS.has(name)) && value !== undefined)
       attrs[`${REQUEST_ATTRIBUTES.headerPrefix}${name}`] = Array.isArray(value) ? value.join(', ') : value;
   return attrs;
 }
+
+/** Whether the request is a replay (`agentrt replay`, the trace view's Replay button). */
+export const isReplay = (req: IncomingMessage): boolean => req.headers[REPLAY_OF_HEADER] !== undefined;
 
 /** The invocation a replay re-sends (`X-Agentrt-Replay-Of: <32 hex>-<16 hex>`); 400 when malformed. */
 export function replayOf(req: IncomingMessage): { traceId: string; spanId: string } | undefined {
