@@ -11,7 +11,7 @@ import { authedRoute } from './authed-route.js';
 import { registerEndpointRoutes } from './endpoint-routes.js';
 import { createRuntimeDeleter } from './runtime-delete.js';
 import { registerRuntimeRoutes } from './runtime-routes.js';
-import { type Store } from './store.js';
+import { type RuntimeRecord, type Store } from './store.js';
 import { registerTagRoutes } from './tag-routes.js';
 import { createVersionSettler } from './version-settle.js';
 
@@ -28,10 +28,25 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
   const pins = createArtifactPins(deps.config, deps.store, deps.logger);
   const { settle, resumeUnsettled } = createVersionSettler({ ...deps, pins });
   const { finish: finishDelete, resumeDeleting } = createRuntimeDeleter({ ...deps, pins });
-  resumeUnsettled();
-  resumeDeleting();
+  resumeInterrupted(deps.store, pins, [resumeUnsettled, resumeDeleting]);
   const routeDeps = { ...deps, authed: authedRoute(deps) };
   registerRuntimeRoutes(router, { ...routeDeps, pins, settle, finishDelete });
   registerEndpointRoutes(router, routeDeps);
   registerTagRoutes(router, routeDeps);
+}
+
+/**
+ * At start, one pass over the runtimes: each one an earlier process left mid-way (it stopped) is
+ * finished by its owner — CREATING or UPDATING settles (version-settle.ts), DELETING is deleted
+ * (runtime-delete.ts). The snapshots no version names are pruned first: a settle's pin in flight
+ * would put the prune off.
+ */
+function resumeInterrupted(
+  store: Store,
+  pins: ReturnType<typeof createArtifactPins>,
+  resumers: ((runtime: RuntimeRecord) => void)[],
+): void {
+  void pins.prune();
+  for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 }))
+    for (const resume of resumers) resume(runtime);
 }

@@ -52,13 +52,14 @@ export function createRuntimeDeleter({ store, sessions, logger, pins }: RuntimeD
     }
   };
 
-  /** Finishes every deletion an earlier process left DELETING. */
-  const resumeDeleting = () => {
-    for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
-      if (runtime.status !== 'DELETING') continue;
-      logger.warn('runtime left DELETING by an earlier process; deleting it', { runtimeId: runtime.id });
-      void finish(runtime);
-    }
+  /**
+   * Finishes the deletion of a runtime an earlier process left DELETING; other statuses are left
+   * alone (control-plane.ts hands every runtime, once, at start).
+   */
+  const resumeDeleting = (runtime: RuntimeRecord) => {
+    if (runtime.status !== 'DELETING') return;
+    logger.warn('runtime left DELETING by an earlier process; deleting it', { runtimeId: runtime.id });
+    void finish(runtime);
   };
 
   return { finish, resumeDeleting };

@@ -52,19 +52,17 @@ export function createVersionSettler({ store, sessions, logger, pins }: VersionS
 
   /**
    * A runtime left CREATING or UPDATING by a process that stopped mid-way would stay so for good:
-   * its artifact is checked again now and it settles as a live create/update would.
+   * its artifact is checked again now and it settles as a live create/update would. Other
+   * statuses are left alone (control-plane.ts hands every runtime, once, at start).
    */
-  const resumeUnsettled = () => {
-    void pins.prune();
-    for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 })) {
-      if (runtime.status !== 'CREATING' && runtime.status !== 'UPDATING') continue;
-      const creating = runtime.status === 'CREATING';
-      logger.warn('runtime left in transition by an earlier process; settling it', {
-        runtimeId: runtime.id,
-        status: runtime.status,
-      });
-      settle(runtime.id, runtime.latestVersion, 'READY', creating ? 'CREATE_FAILED' : 'UPDATE_FAILED');
-    }
+  const resumeUnsettled = (runtime: RuntimeRecord) => {
+    if (runtime.status !== 'CREATING' && runtime.status !== 'UPDATING') return;
+    const creating = runtime.status === 'CREATING';
+    logger.warn('runtime left in transition by an earlier process; settling it', {
+      runtimeId: runtime.id,
+      status: runtime.status,
+    });
+    settle(runtime.id, runtime.latestVersion, 'READY', creating ? 'CREATE_FAILED' : 'UPDATE_FAILED');
   };
 
   return { settle, resumeUnsettled };
