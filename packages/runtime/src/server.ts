@@ -151,7 +151,7 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
     },
   );
   const deps = { config, store, sessions, auth, logger, startWebSocket: telemetry.startWebSocket };
-  registerControlPlane(router, deps);
+  registerControlPlane(router, { ...deps, leader });
   const webSockets = registerDataPlane(router, deps);
   const evaluation = registerEvaluate(router, deps); // POST /evaluations/evaluate/{evaluatorId}
   registerOnlineEvaluation(router, { ...deps, service: evaluation.service });
@@ -239,15 +239,6 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
   origin = url;
-  // Runtimes a stopped process left DELETING are removed — by one replica, the leader, when the
-  // records are shared (AGENTRT_CONTROL_STORE=kubernetes) — and this replica's warm pools refill.
-  const finishDeletions = async () => {
-    for (const runtime of store.list('runtime', { offset: 0, limit: 100_000 }))
-      if (runtime.status === 'DELETING') {
-        await store.deleteChildren(runtime.id);
-        await store.delete('runtime', runtime.id);
-      }
-  };
   // Kubernetes sessions: this process says it is alive (its heartbeat Lease), and the leader deletes
   // the pods of processes that stopped saying so (killed mid-start: nobody serves those pods).
   const heartbeat =
@@ -270,17 +261,6 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
           podGraceMs: 2 * leaseMs,
         })
       : undefined;
-  if (leader)
-    leader.whileLeading({
-      start: () =>
-        void finishDeletions().catch((error: unknown) =>
-          logger.warn('deletions left by a stopped replica not finished', {
-            error: (error as Error).message,
-          }),
-        ),
-      stop: () => undefined,
-    });
-  else await finishDeletions();
   // The stored online evaluation rules: run by one replica, the leader, when records are shared.
   if (onlineRules && leader)
     leader.whileLeading({ start: () => onlineRules.start(), stop: () => void onlineRules.stop() });

@@ -9,6 +9,7 @@ import { type SessionManager } from '../sessions/session-manager.js';
 import { createArtifactPins } from './artifacts.js';
 import { authedRoute } from './authed-route.js';
 import { registerEndpointRoutes } from './endpoint-routes.js';
+import { type LeaderJob } from './leader-lease.js';
 import { createRuntimeDeleter } from './runtime-delete.js';
 import { registerRuntimeRoutes } from './runtime-routes.js';
 import { type RuntimeRecord, type Store } from './store.js';
@@ -21,6 +22,8 @@ export interface ControlPlaneDeps {
   sessions: SessionManager;
   auth: Authenticator;
   logger: Logger;
+  /** Shared records, several replicas: the one holding the Lease finishes what a stopped one left. */
+  leader?: { whileLeading(job: LeaderJob): void } | undefined;
 }
 
 /** Registers the control-plane operations of `BedrockAgentCoreControlClient` on the router. */
@@ -28,7 +31,12 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
   const pins = createArtifactPins(deps.config, deps.store, deps.logger);
   const { settle, resumeUnsettled } = createVersionSettler({ ...deps, pins });
   const { finish: finishDelete, resumeDeleting } = createRuntimeDeleter({ ...deps, pins });
-  resumeInterrupted(deps.store, pins, [resumeUnsettled, resumeDeleting]);
+  const resume = {
+    start: () => resumeInterrupted(deps.store, pins, [resumeUnsettled, resumeDeleting]),
+    stop() {},
+  };
+  if (deps.leader) deps.leader.whileLeading(resume);
+  else resume.start();
   const routeDeps = { ...deps, authed: authedRoute(deps) };
   registerRuntimeRoutes(router, { ...routeDeps, pins, settle, finishDelete });
   registerEndpointRoutes(router, routeDeps);
@@ -36,8 +44,9 @@ export function registerControlPlane(router: Router, deps: ControlPlaneDeps): vo
 }
 
 /**
- * At start, one pass over the runtimes: each one an earlier process left mid-way (it stopped) is
- * finished by its owner — CREATING or UPDATING settles (version-settle.ts), DELETING is deleted
+ * At start (with shared records, on becoming the leader), one pass over the runtimes: each one an
+ * earlier process left mid-way (it stopped) is finished by its owner — CREATING or UPDATING
+ * settles (version-settle.ts), DELETING is deleted, its sessions and storage first
  * (runtime-delete.ts). The snapshots no version names are pruned first: a settle's pin in flight
  * would put the prune off.
  */

@@ -10,6 +10,10 @@ import { StopRuntimeSessionCommand } from '@aws-sdk/client-bedrock-agentcore';
 import { DeleteAgentRuntimeCommand, GetAgentRuntimeCommand } from '@aws-sdk/client-bedrock-agentcore-control';
 import { CoreV1Api, KubeConfig, type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSqliteStore } from '../../../control/store/sqlite-store.js';
 import { nodeBackend } from '../../../test-support/k8s/node-backend.js';
 import { type SandboxCluster, startSandboxCluster } from '../../../test-support/k8s/test-cluster.js';
 import {
@@ -241,6 +245,55 @@ describe.runIf(backend.name === 'bwrap').each(['pods', 'agent-sandbox'] as const
         await expect(status()).rejects.toThrow(/not found|ResourceNotFound/i);
       },
       90_000,
+    );
+
+    it.runIf(mode === 'pods')(
+      'a deletion a stopped process left DELETING, resumed at start while the API server is away, is DELETE_FAILED and keeps the PVCs',
+      async () => {
+        const options = {
+          sessions: 'kubernetes',
+          kubernetesMode: mode,
+          kubeconfig: cluster.kubeconfig,
+        } as const;
+        const first = await startRuntime(options, mkdtempSync(join(tmpdir(), 'agentrt-resume-delete-')));
+        const runtime = await createReady(first.control, 'storage_resume_delete', 'hostile', {
+          filesystemConfigurations: [{ sessionStorage: { mountPath: '/mnt/workspace' } }],
+        });
+        const id = runtime.agentRuntimeId!;
+        const write = { sh: 'echo kept > /mnt/workspace/notes.txt && echo ok' };
+        expect(
+          await invokeJson(first.data, runtime.agentRuntimeArn!, sessionId('left'), write),
+        ).toMatchObject({
+          stdout: 'ok\n',
+        });
+        await stopSession(first.data, runtime.agentRuntimeArn!, 'left');
+        await first.server.close();
+        // What a process stopped between DeleteAgentRuntime's 202 and the end of its work leaves.
+        const store = createSqliteStore(first.dataDir);
+        const record = store.get('runtime', id)!;
+        await store.put('runtime', id, { ...record, status: 'DELETING' }, '', Date.parse(record.createdAt));
+        await store.close();
+        const pvcs = () => kubectlGet<V1PersistentVolumeClaim>('pvc', `${LABELS.runtime}=${labelValue(id)}`);
+        let second: TestRuntime | undefined;
+        await cluster.api.suspend(); // the next start cannot delete the storage
+        try {
+          second = await startRuntime(options, first.dataDir);
+          const status = async () => second!.control.send(new GetAgentRuntimeCommand({ agentRuntimeId: id }));
+          await waitFor(async () => (await status()).status === 'DELETE_FAILED', 30_000, 'DELETE_FAILED');
+          expect((await status()).failureReason).toMatch(/PersistentVolumeClaims of runtime/);
+        } finally {
+          await cluster.api.resume();
+        }
+        try {
+          expect(await pvcs()).toHaveLength(1); // still the runtime's, not orphaned
+          await second.control.send(new DeleteAgentRuntimeCommand({ agentRuntimeId: id }));
+          await waitFor(async () => (await pvcs()).length === 0, 30_000, 'the PVCs deleted on the retry');
+        } finally {
+          await second.close();
+          rmSync(first.dataDir, { recursive: true, force: true });
+        }
+      },
+      120_000,
     );
 
     it('is empty after a version update, the old version’s PVCs go once unmounted, and all go with the runtime', async () => {
