@@ -5,7 +5,7 @@
 // answers with the response's JSON bytes. On the main thread that work held up ingest and /healthz
 // for as long as a second per query; here the pool's deadline ends it with the thread.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { QueryPoolData, QueryReply, QueryRequest } from '../reader-pool.js';
+import type { QueryPoolData, QueryReply, QueryRequest } from '../query-protocol.js';
 import { resultBytes } from '../../query/result-bytes.js';
 import { type ClickHouseConnection, connectClickHouse, isUnreachable } from './clickhouse-client.js';
 import { clickHouseQueryFailure, runClickHouseQuery } from './clickhouse-query.js';

@@ -5,7 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { metricFailure } from '../../metrics/metric-read.js';
 import { createReadOps } from './read-ops.js';
 import { runQuery } from '../../query/engine.js';
-import type { QueryPoolData, QueryReply, QueryRequest } from '../reader-pool.js';
+import type { QueryPoolData, QueryReply, QueryRequest } from '../query-protocol.js';
 import { QueryError } from '../../query/query-error.js';
 import { resultBytes } from '../../query/result-bytes.js';
 import { deadlineError, isDeadlineStop, withDeadline } from '../../query/sqlite-deadline.js';
