@@ -1,30 +1,26 @@
-import { randomUUID } from 'node:crypto';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
-import { type AddressInfo } from 'node:net';
-import { type Duplex } from 'node:stream';
-import { type RuntimeServerOptions, resolveRuntimeConfig } from './config.js';
-import { registerControlPlane } from './control/control-plane.js';
-import { createLeaderElection } from './control/leader-lease.js';
-import { createReplicaHeartbeat, reapWhileLeading } from './control/orphan-reaper.js';
-import { StoreUnavailableError } from './control/store/kubernetes-store.js';
-import { kubeConfigOf, openControlStore } from './control/store/open-store.js';
+import { type Server } from 'node:http';
+import { type RuntimeConfig, type RuntimeServerOptions, resolveRuntimeConfig } from './config.js';
+import { type LeaderElection } from './control/leader-lease.js';
+import {
+  type LeaseTiming,
+  type ReplicaJobs,
+  createReplicaLeader,
+  leaseTimingOf,
+  startReplicaJobs,
+} from './control/replica-jobs.js';
+import { readyTargets, storedVersions } from './control/session-targets.js';
+import { type Store } from './control/store.js';
+import { openControlStore } from './control/store/open-store.js';
 import { createAuthenticator } from './data/auth.js';
-import { registerDataPlane } from './data/data-plane.js';
-import { registerEvaluate } from './data/evaluate-route.js';
-import { registerOnlineEvaluation } from './control/online-evaluation-routes.js';
-import { createOnlineRules } from './evaluate/online-rules.js';
-import { registerActiveSessions } from './local/active-sessions.js';
-import { RuntimeApiError } from './errors.js';
-import { handleCors } from './http/cors.js';
-import { guardRuntimeRequest } from './http/request-guard.js';
+import { type OnlineRules } from './evaluate/online-rules.js';
+import { createRuntimeHttpServer, listenOn } from './http/http-server.js';
+import { createRequestHandler } from './http/request-handler.js';
 import { createRouter } from './http/router.js';
-import { sendJson } from '@agentrt/kit';
 import { type Logger, createLogger } from './logger.js';
-import { type IsolationMode, detectIsolation } from './sessions/isolation.js';
-import { type Session, createSessionManager } from './sessions/session-manager.js';
-import { operationName } from './telemetry/operations.js';
-import { UNTRACED_OPERATION } from './telemetry/operation.js';
-import { createRuntimeTelemetry } from './telemetry/runtime-telemetry.js';
+import { registerServerRoutes } from './server-routes.js';
+import { type Isolation, type IsolationMode, detectIsolation } from './sessions/isolation.js';
+import { type Session, type SessionManager, createSessionManager } from './sessions/session-manager.js';
+import { type RuntimeTelemetry, createRuntimeTelemetry } from './telemetry/runtime-telemetry.js';
 
 export interface RuntimeServer {
   /** `http://host:port`, the `endpoint` to give the AWS SDK clients. */
@@ -40,109 +36,72 @@ export interface RuntimeServer {
   close(): Promise<void>;
 }
 
-/** The one error handler: any error becomes the AWS JSON error shape the SDK clients parse. */
-function sendError(res: ServerResponse, error: unknown, requestId: string, logger: Logger): void {
-  let err: RuntimeApiError;
-  if (error instanceof RuntimeApiError) err = error;
-  else if (error instanceof StoreUnavailableError)
-    // The records live in the cluster and its API server did not answer: nothing was written.
-    err = new RuntimeApiError(
-      'ServiceException',
-      `${error.message}; retry`,
-      {},
-      { headers: { 'retry-after': '5' } },
-    );
-  else if (error instanceof URIError)
-    err = new RuntimeApiError('ValidationException', `path: malformed percent-encoding (${error.message})`, {
-      reason: 'CannotParse',
-    });
-  else {
-    logger.error('internal error', {
-      requestId,
-      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
-    });
-    err = new RuntimeApiError(
-      'InternalServerException',
-      `Internal error; see the runtime log for request ${requestId}`,
-    );
-  }
-  if (err.status >= 500 && error instanceof RuntimeApiError)
-    logger.error(err.message, { requestId, type: err.type });
-  if (res.headersSent) {
-    res.destroy(err);
-    return;
-  }
-  sendJson(
-    res,
-    err.status,
-    { message: err.message, ...err.extra },
-    { ...err.headers, 'x-amzn-errortype': err.type, 'x-amzn-requestid': requestId },
-  );
-}
-
 /**
  * Starts the local hosting runtime: the AgentCore control plane and data plane on one port, state
  * in SQLite under `dataDir`, one isolated worker process per session.
+ *
+ * The order matters: the sessions learn the runtime's origin only once the server listens, and the
+ * jobs that start sessions (warm pools) or act for the cluster (heartbeat, reaper, online rules)
+ * start after that; `shutDown` undoes it in its own order.
  */
 export async function createRuntimeServer(options: RuntimeServerOptions = {}): Promise<RuntimeServer> {
   const config = resolveRuntimeConfig(options);
   const telemetry = createRuntimeTelemetry(config);
-  const logger = createLogger({
-    level: config.logLevel,
-    sink: config.logSink,
-    ...(config.otlpEndpoint ? { onRecord: (r) => telemetry.emitLog(r) } : {}),
-  });
-  for (const warning of config.warnings) logger.warn(warning);
+  const logger = createRuntimeLogger(config, telemetry);
   const isolation = detectIsolation({
     setting: config.isolation,
     sandboxIds: { uid: config.sandboxUid, gid: config.sandboxGid },
   });
   for (const off of isolation.off) logger.warn(`isolation: ${off}`);
   const store = await openControlStore(config, logger);
-  const leaseMs = config.leaseSeconds * 1000;
-  const leaseTiming = {
-    leaseDurationMs: leaseMs,
-    renewDeadlineMs: (leaseMs * 2) / 3,
-    retryMs: (leaseMs * 2) / 15,
-  };
-  // Shared records, several replicas: work only one of them may do runs on the Lease's holder.
-  const leader =
-    config.controlStore === 'kubernetes'
-      ? createLeaderElection({
-          kubeConfig: kubeConfigOf(config),
-          namespace: config.kubernetesNamespace,
-          identity: config.replicaName,
-          logger: logger.child({ component: 'leader' }),
-          ...leaseTiming,
-        })
-      : undefined;
+  const leaseTiming = leaseTimingOf(config);
+  const leader = createReplicaLeader(config, logger, leaseTiming);
   let origin = '';
-  // The versions sessions start on now: what a cluster's warm-pool keeper keeps pools of.
-  const targets = () =>
-    store.list('runtime', { offset: 0, limit: 100_000 }).flatMap((runtime) => {
-      const version = store.get('version', `${runtime.id}#${runtime.latestVersion}`);
-      return runtime.status === 'READY' && version?.status === 'READY' ? [{ runtime, version }] : [];
-    });
-  // The versions whose sessions keep their storage: the latest, and any an endpoint serves or moves to.
-  const storedVersions = (runtimeId: string) => {
-    const runtime = store.get('runtime', runtimeId);
-    if (!runtime) return undefined;
-    const endpoints = store.list('endpoint', { parent: runtimeId, offset: 0, limit: 100_000 });
-    const served = endpoints.flatMap((e) => [e.liveVersion, e.targetVersion]);
-    return [runtime.latestVersion, ...served.filter((v): v is number => v !== undefined)];
-  };
   const sessions = createSessionManager({
     config,
     isolation,
     logger,
     origin: () => origin,
     leader,
-    targets,
-    storedVersions,
+    targets: () => readyTargets(store),
+    storedVersions: (runtimeId) => storedVersions(store, runtimeId),
     owns: (runtimeId) => store.get('runtime', runtimeId) !== undefined,
   });
   const auth = createAuthenticator(config.apiKeys, { requireExp: config.jwtRequireExp });
   const router = createRouter();
+  observeSessions(telemetry, sessions, store);
+  const routeDeps = { config, store, sessions, auth, logger, telemetry, leader, isolation: isolation.mode };
+  const { webSockets, onlineRules } = registerServerRoutes(router, routeDeps);
+  const handle = createRequestHandler({ config, router, telemetry, logger });
+  const { server, port, url } = await listenOn(createRuntimeHttpServer(config, handle, webSockets), config);
+  origin = url;
+  const jobs = startJobs(config, logger, leaseTiming, { leader, onlineRules, sessions, store });
+  logListening(logger, url, isolation, config);
+  const parts: ServerParts = { server, webSockets, ...jobs, onlineRules, leader, sessions, store, telemetry };
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    isolation: isolation.mode,
+    sessions: () => sessions.list(),
+    warmCount: (runtimeId) => sessions.warmCount(runtimeId),
+    close: () => (closed ??= shutDown(parts)),
+  };
+}
+
+/** The runtime's JSON-lines logger, exported as OTLP logs too when an endpoint is set. */
+function createRuntimeLogger(config: Readonly<RuntimeConfig>, telemetry: RuntimeTelemetry): Logger {
+  const logger = createLogger({
+    level: config.logLevel,
+    sink: config.logSink,
+    ...(config.otlpEndpoint ? { onRecord: (r) => telemetry.emitLog(r) } : {}),
+  });
+  for (const warning of config.warnings) logger.warn(warning);
+  return logger;
+}
+
+/** The session gauges, each session named by its runtime's ARN, id and name. */
+function observeSessions(telemetry: RuntimeTelemetry, sessions: SessionManager, store: Store): void {
   telemetry.observeSessions(
     () => sessions.list(),
     (runtimeId) => {
@@ -150,123 +109,40 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
       return runtime && { runtimeArn: runtime.arn, runtimeId: runtime.id, runtimeName: runtime.name };
     },
   );
-  const deps = { config, store, sessions, auth, logger, startWebSocket: telemetry.startWebSocket };
-  registerControlPlane(router, { ...deps, leader });
-  const webSockets = registerDataPlane(router, deps);
-  const evaluation = registerEvaluate(router, deps); // POST /evaluations/evaluate/{evaluatorId}
-  registerOnlineEvaluation(router, { ...deps, service: evaluation.service });
-  const onlineRules = evaluation.collector
-    ? createOnlineRules({
-        store,
-        service: evaluation.service,
-        collector: evaluation.collector,
-        intervalMs: config.onlineEvaluationIntervalMs,
-        catchUpMs: config.onlineEvaluationCatchUpMs,
-        logger: logger.child({ component: 'online-evaluation' }),
-      })
-    : undefined;
-  registerActiveSessions(router, deps); // GET /local/sessions: local only, not an AWS API
-  // Health of the runtime host itself (not part of the AWS API): what `agentrt dev`, compose and
-  // load balancers probe. Same shape as the container contract's /ping.
-  const startedAt = Math.floor(Date.now() / 1000);
-  router.add('GET', '/ping', async ({ res }) => {
-    sendJson(res, 200, {
-      status: 'Healthy',
-      time_of_last_update: startedAt,
-      sessions: sessions.list().length,
-      isolation: isolation.mode,
-    });
-  });
+}
 
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const requestId = randomUUID();
-    res.setHeader('x-amzn-requestid', requestId);
-    // A preflight from an allowed origin (the Inspector page) is answered here, untraced.
-    if (handleCors(req, res, config.allowedOrigins)) return;
-    const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
-    const method = req.method ?? 'GET';
-    let found: ReturnType<typeof router.match> | undefined;
-    let matchError: unknown;
-    try {
-      found = router.match(method, rawPath);
-    } catch (error) {
-      matchError = error; // a malformed path: answered below, inside the operation's span
-    }
-    const pattern = found && 'pattern' in found ? found.pattern : undefined;
-    const name = operationName(method, pattern);
-    const operation =
-      name === null ? UNTRACED_OPERATION : telemetry.startOperation(name, req, res, requestId, pattern);
-    try {
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      guardRuntimeRequest(req, config);
-      if (found === undefined) throw matchError;
-      if (!('handler' in found)) {
-        throw found.methodMismatch
-          ? new RuntimeApiError(
-              'ValidationException',
-              `method ${req.method} is not allowed on ${url.pathname}`,
-            )
-          : new RuntimeApiError('ResourceNotFoundException', `No operation at ${req.method} ${url.pathname}`);
-      }
-      await found.handler({ req, res, params: found.params, query: url.searchParams, requestId, operation });
-    } catch (error) {
-      operation.fail(error);
-      sendError(res, error, requestId, logger);
-    }
-  };
+interface StartupParts {
+  leader: LeaderElection | undefined;
+  onlineRules: OnlineRules | undefined;
+  sessions: SessionManager;
+  store: Store;
+}
 
-  const server: Server = createServer(
-    { keepAliveTimeout: 65_000, requestTimeout: 0 },
-    (req, res) => void handle(req, res),
-  );
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    try {
-      guardRuntimeRequest(req, config, { upgrade: true });
-    } catch (error) {
-      const { status, message } = error as RuntimeApiError;
-      socket.end(
-        `HTTP/1.1 ${status} Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${message}\n`,
-      );
-      return;
-    }
-    void webSockets.handleUpgrade(req, socket, head);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-  origin = url;
-  // Kubernetes sessions: this process says it is alive (its heartbeat Lease), and the leader deletes
-  // the pods of processes that stopped saying so (killed mid-start: nobody serves those pods).
-  const heartbeat =
-    config.sessions === 'kubernetes'
-      ? createReplicaHeartbeat({
-          kubeConfig: kubeConfigOf(config),
-          namespace: config.kubernetesNamespace,
-          instance: config.replicaInstance,
-          logger: logger.child({ component: 'heartbeat' }),
-          ...leaseTiming,
-        })
-      : undefined;
-  const stopReaping =
-    config.sessions === 'kubernetes'
-      ? reapWhileLeading(leader, {
-          kubeConfig: kubeConfigOf(config),
-          namespace: config.kubernetesNamespace,
-          logger: logger.child({ component: 'orphan-reaper' }),
-          intervalMs: leaseTiming.renewDeadlineMs,
-          podGraceMs: 2 * leaseMs,
-        })
-      : undefined;
+/**
+ * What runs once the server listens (the origin known): the replica's heartbeat and reaper, the
+ * online evaluation rules, and a first fill of every ready version's warm pool.
+ */
+function startJobs(
+  config: Readonly<RuntimeConfig>,
+  logger: Logger,
+  leaseTiming: LeaseTiming,
+  { leader, onlineRules, sessions, store }: StartupParts,
+): ReplicaJobs {
+  const jobs = startReplicaJobs(config, leader, logger, leaseTiming);
   // The stored online evaluation rules: run by one replica, the leader, when records are shared.
   if (onlineRules && leader)
     leader.whileLeading({ start: () => onlineRules.start(), stop: () => void onlineRules.stop() });
   else onlineRules?.start();
-  for (const target of targets()) sessions.refreshWarmPool(target);
+  for (const target of readyTargets(store)) sessions.refreshWarmPool(target);
+  return jobs;
+}
 
+function logListening(
+  logger: Logger,
+  url: string,
+  isolation: Isolation,
+  config: Readonly<RuntimeConfig>,
+): void {
   logger.info('runtime listening', {
     url,
     isolation: isolation.mode,
@@ -276,27 +152,34 @@ export async function createRuntimeServer(options: RuntimeServerOptions = {}): P
     dataDir: config.dataDir,
     pdeathsig: isolation.pdeathsig,
   });
+}
 
-  let closed: Promise<void> | undefined;
-  return {
-    url,
-    port,
-    isolation: isolation.mode,
-    sessions: () => sessions.list(),
-    warmCount: (runtimeId) => sessions.warmCount(runtimeId),
-    close: () =>
-      (closed ??= (async () => {
-        const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-        webSockets.close();
-        stopReaping?.();
-        await onlineRules?.stop();
-        await heartbeat?.close();
-        await leader?.close();
-        await sessions.close();
-        server.closeAllConnections();
-        await serverClosed;
-        await store.close();
-        await telemetry.close();
-      })()),
-  };
+interface ServerParts extends ReplicaJobs {
+  server: Server;
+  webSockets: { close(): void };
+  onlineRules: OnlineRules | undefined;
+  leader: LeaderElection | undefined;
+  sessions: SessionManager;
+  store: Store;
+  telemetry: RuntimeTelemetry;
+}
+
+/**
+ * Stops in this order: the server takes no new connection; the WebSockets, the cluster jobs and the
+ * Leases end; every worker stops; the connections left are cut and the server closes; the store
+ * and the telemetry close last, as what stops before them still reads records and writes logs.
+ */
+async function shutDown(parts: ServerParts): Promise<void> {
+  const { server, sessions } = parts;
+  const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+  parts.webSockets.close();
+  parts.stopReaping?.();
+  await parts.onlineRules?.stop();
+  await parts.heartbeat?.close();
+  await parts.leader?.close();
+  await sessions.close();
+  server.closeAllConnections();
+  await serverClosed;
+  await parts.store.close();
+  await parts.telemetry.close();
 }
