@@ -7,7 +7,8 @@ export {
   getAgentContextState,
   setRoute,
 } from './agent-context.js';
-export { type AgentApp, type AgentAppOptions, type Entrypoint, createApp } from './app.js';
+export { type AgentApp, createApp } from './app.js';
+export { type AgentAppOptions, type Entrypoint } from './app-options.js';
 export { DEFAULT_CONFIG, type ServerConfig, readConfig } from './config.js';
 export {
   AgentError,

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { type AgentApp, type AgentAppOptions, type Entrypoint, createApp } from './app.js';
+import { type AgentApp, createApp } from './app.js';
+import type { AgentAppOptions, Entrypoint } from './app-options.js';
 import { readConfig } from './config.js';
 import { type Logger, createJsonLineLogger } from './logger.js';
 

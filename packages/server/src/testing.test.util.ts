@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server, ServerResponse } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { type AgentApp, type AgentAppOptions, type Entrypoint, createApp } from './app.js';
+import { type AgentApp, createApp } from './app.js';
+import type { AgentAppOptions, Entrypoint } from './app-options.js';
 
 export interface Started {
   app: AgentApp;
