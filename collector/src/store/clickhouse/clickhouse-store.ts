@@ -2,9 +2,9 @@
 // cluster of shards) through the official client over HTTP. A request's records are acknowledged
 // once they are in the local spool (clickhouse-writer.ts), which ships them in large batches; while
 // ClickHouse is down the spool absorbs ingest up to its limit (then 503 + Retry-After), reads fail
-// fast with StoreUnavailableError, and a probe brings the store back. Reads: clickhouse-reads.ts;
-// the query language and log search on threads of their own (clickhouse-query-worker.ts).
-import { Readable } from 'node:stream';
+// fast with StoreUnavailableError, and a probe brings the store back (clickhouse-availability.ts).
+// Start-up and schema: clickhouse-start.ts. Reads: clickhouse-reads.ts; the query language and
+// log search on threads of their own (clickhouse-query-worker.ts).
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from '../../logger.js';
 import { type QueryPool, createQueryPool } from '../reader-pool.js';
@@ -12,7 +12,6 @@ import {
   type ClickHouseLocation,
   type Backend,
   type MetricBackend,
-  StoreConfigError,
   StoreUnavailableError,
   type TraceListFilter,
 } from '../store.js';
@@ -25,17 +24,18 @@ import { createClickHouseWriter } from './clickhouse-writer.js';
 import { dropOldDays } from './clickhouse-retention.js';
 import type { LogQuery } from '../../logs/log-query.js';
 import { clickHouseAlertWindows } from './clickhouse-alert-windows.js';
-import { connectClickHouse, isUnreachable } from './clickhouse-client.js';
+import { type ClickHouseStatements, clickHouseStatements, connectClickHouse } from './clickhouse-client.js';
+import { type Availability, createAvailability, createInserter } from './clickhouse-availability.js';
 import type { ClickHouseWorkerData } from './clickhouse-query-worker.js';
-import { type SchemaTarget, migrationsTable, tableName } from './schema-ddl.js';
-import { CLICKHOUSE_SCHEMA_VERSION, MIGRATIONS, MIN_CLICKHOUSE_VERSION } from './schema.js';
+import { migrate, serverVersionOf } from './clickhouse-start.js';
+import { type SchemaTarget, tableName } from './schema-ddl.js';
+
+export { versionAtLeast } from './clickhouse-start.js';
 
 const QUERY_WORKER = new URL(
   import.meta.url.endsWith('.ts') ? './clickhouse-query-worker.ts' : './clickhouse-query-worker.js',
   import.meta.url,
 ).href;
-/** A read decoding rows gives the event loop a turn this often (ms). */
-const BREATHE_EVERY_MS = 5;
 
 export interface ClickHouseStoreOptions extends ClickHouseLocation {
   logger: Logger;
@@ -71,15 +71,8 @@ export type ClickHouseStore = Backend & {
   readonly metrics: MetricBackend;
 };
 
-/** Compares a version string like 18.16.1 with [major, minor]. */
-export function versionAtLeast(version: string, min: readonly [number, number]): boolean {
-  const [major = 0, minor = 0] = version.split('.').map((p) => Number.parseInt(p, 10));
-  return major > min[0] || (major === min[0] && minor >= min[1]);
-}
-
 /** Connects, checks the server version, creates or migrates the schema. */
 export async function createClickHouseStore(options: ClickHouseStoreOptions): Promise<ClickHouseStore> {
-  const logger = options.logger;
   const target: SchemaTarget = {
     database: options.database,
     replicated: options.replicated,
@@ -87,233 +80,118 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
   };
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
   const client: ClickHouseClient = connectClickHouse({ ...options, requestTimeoutMs });
-  const location = `${options.url}/${options.database}${options.cluster ? ` (cluster ${options.cluster})` : ''}`;
-
-  /**
-   * Runs a SELECT and hands each row to `each` as it is decoded. Every few milliseconds of that work
-   * it gives the event loop a turn: a read of thousands of whole records (a session list parses
-   * every span of its traces) would otherwise hold up ingest and /healthz for as long as a second.
-   */
-  async function eachRow<T>(sql: string, each: (row: T) => void): Promise<void> {
-    try {
-      const rs = await client.query({ query: sql, format: 'JSONEachRow' });
-      let turn = performance.now();
-      for await (const rows of rs.stream<T>()) {
-        for (const row of rows) each(row.json());
-        if (performance.now() - turn > BREATHE_EVERY_MS) {
-          await new Promise((resolve) => setImmediate(resolve));
-          turn = performance.now();
-        }
-      }
-    } catch (error) {
-      throw unavailableOr(error);
-    }
-  }
-
-  async function select<T>(sql: string): Promise<T[]> {
-    const out: T[] = [];
-    await eachRow<T>(sql, (row) => out.push(row));
-    return out;
-  }
-
-  async function command(sql: string): Promise<void> {
-    try {
-      await client.command({
-        query: sql,
-        clickhouse_settings: options.cluster ? { distributed_ddl_task_timeout: '60' } : {},
-      });
-    } catch (error) {
-      throw unavailableOr(error);
-    }
-  }
-
-  function unavailableOr(error: unknown): Error {
-    if (isUnreachable(error)) {
-      return new StoreUnavailableError(
-        `ClickHouse at ${options.url} is not answering (${(error as Error).message})`,
-        {
-          cause: error,
-        },
-      );
-    }
-    return error as Error;
-  }
-
-  // Start-up: wait for the server, then check what it can run.
-  let serverVersion = '';
-  const deadline = Date.now() + (options.connectTimeoutMs ?? 30_000);
-  for (;;) {
-    try {
-      serverVersion = (await select<{ v: string }>('SELECT version() AS v'))[0]!.v;
-      break;
-    } catch (error) {
-      if (!(error instanceof StoreUnavailableError) || Date.now() > deadline) {
-        await client.close();
-        throw error;
-      }
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-  if (!versionAtLeast(serverVersion, MIN_CLICKHOUSE_VERSION)) {
-    await client.close();
-    throw new StoreConfigError(
-      `ClickHouse ${serverVersion} at ${options.url} is older than ${MIN_CLICKHOUSE_VERSION.join('.')}, the oldest release this collector runs on`,
-    );
-  }
-
-  async function migrate(): Promise<void> {
-    const ddl = async (sql: string): Promise<void> => {
-      try {
-        await command(sql);
-      } catch (error) {
-        if (error instanceof StoreUnavailableError) throw error;
-        throw new StoreConfigError(
-          `ClickHouse ${serverVersion} could not run ${JSON.stringify(sql.replace(/\s+/g, ' ').slice(0, 120))}: ${(error as Error).message}`,
-          { cause: error },
-        );
-      }
-    };
-    await ddl(
-      `CREATE DATABASE IF NOT EXISTS ${target.database}${target.cluster ? ` ON CLUSTER ${target.cluster}` : ''}`,
-    );
-    await ddl(migrationsTable(target));
-    const [row] = await select<{ v: number }>(
-      `SELECT max(version) AS v FROM ${target.database}.schema_migrations`,
-    );
-    const have = Number(row?.v ?? 0);
-    if (have > CLICKHOUSE_SCHEMA_VERSION) {
-      throw new StoreConfigError(
-        `the ClickHouse schema in ${target.database} is version ${have}, newer than this collector's ${CLICKHOUSE_SCHEMA_VERSION}; upgrade the collector`,
-      );
-    }
-    for (let v = have + 1; v <= CLICKHOUSE_SCHEMA_VERSION; v++) {
-      for (const sql of MIGRATIONS[v]!(target)) await ddl(sql);
-      await command(`INSERT INTO ${target.database}.schema_migrations VALUES (${v}, now())`);
-      logger.info('clickhouse schema migrated', { version: v, database: target.database });
-    }
-  }
+  const sql = clickHouseStatements(client, options.url, options.cluster);
+  const T = (name: string): string => tableName(target, name);
   try {
-    await migrate();
+    const serverVersion = await serverVersionOf(sql, options.url, options.connectTimeoutMs ?? 30_000);
+    await migrate(sql, target, serverVersion, options.logger);
+    const parts = await openParts({ options, client, sql, T, serverVersion, requestTimeoutMs });
+    return clickHouseBackend({ ...parts, options, client, sql, T, target, serverVersion });
   } catch (error) {
     await client.close();
     throw error;
   }
+}
 
-  const T = (name: string): string => tableName(target, name);
+interface StoreContext {
+  options: ClickHouseStoreOptions;
+  client: ClickHouseClient;
+  sql: ClickHouseStatements;
+  /** A table's name in the store's database. */
+  T(name: string): string;
+  serverVersion: string;
+}
 
-  // ---- writes ----------------------------------------------------------------------------------
-  /** Why reads fail now (ClickHouse not answering), until the probe finds it back. */
-  let down: StoreUnavailableError | undefined;
-  let probe: NodeJS.Timeout | undefined;
-  let closed = false;
-  const maxBatch = options.maxBatchRecords ?? 100_000;
+interface StoreParts {
+  availability: Availability;
+  insert: ReturnType<typeof createInserter>;
+  writer: ReturnType<typeof createClickHouseWriter>;
+  metrics: MetricStore;
+  pool: QueryPool;
+}
+
+/** The writer and its spool, the metric tables and the query threads, over one connection. */
+async function openParts(ctx: StoreContext & { requestTimeoutMs: number }): Promise<StoreParts> {
+  const { options, client, sql, T } = ctx;
   const insertSettings: Record<string, 0 | 1> = options.cluster ? { insert_distributed_sync: 1 } : {};
-
-  function markDown(error: StoreUnavailableError): void {
-    if (!down)
-      logger.warn('clickhouse unavailable; ingest is spooled until it is back', { error: error.message });
-    down = error;
-    if (probe || closed) return;
-    probe = setInterval(() => {
-      client.ping().then(
-        (r) => {
-          if (!r.success || !down) return;
-          logger.info('clickhouse is back', { url: options.url });
-          down = undefined;
-          writer.retryNow();
-          clearInterval(probe);
-          probe = undefined;
-        },
-        () => undefined,
-      );
-    }, options.probeIntervalMs ?? 1000);
-    probe.unref();
-  }
-
-  /**
-   * INSERTs TabSeparated bodies, one statement each. A ClickHouse that is not there marks the store
-   * down and rejects with StoreUnavailableError.
-   */
-  async function insert(table: string, columns: readonly string[], bodies: Buffer[]): Promise<void> {
-    try {
-      for (const body of bodies) {
-        await client.insert({
-          table: T(table),
-          columns: columns as [string, ...string[]],
-          // One buffer as the body (raw formats take a byte stream, not objects).
-          values: Readable.from([body], { objectMode: false }),
-          format: 'TabSeparated',
-          clickhouse_settings: insertSettings,
-        });
-      }
-    } catch (error) {
-      const e = unavailableOr(error);
-      if (e instanceof StoreUnavailableError) markDown(e);
-      throw e;
-    }
-  }
-
-  /** TabSeparated lines as INSERT bodies of at most maxBatch lines. */
-  function bodiesOf(lines: string[]): Buffer[] {
-    const bodies: Buffer[] = [];
-    for (let i = 0; i < lines.length; i += maxBatch)
-      bodies.push(Buffer.from(lines.slice(i, i + maxBatch).join('')));
-    return bodies;
-  }
-
+  const availability = createAvailability({
+    client,
+    logger: options.logger,
+    url: options.url,
+    probeIntervalMs: options.probeIntervalMs ?? 1000,
+    onBack: () => writer.retryNow(),
+  });
+  const insert = createInserter({
+    client,
+    table: T,
+    insertSettings,
+    maxBatch: options.maxBatchRecords ?? 100_000,
+    sql,
+    availability,
+  });
   const writer = createClickHouseWriter({
     client,
-    logger,
+    logger: options.logger,
     table: T,
-    select,
+    select: sql.select,
     insertSettings,
     spoolDir: options.spoolDir,
     spoolMaxBytes: options.spoolMaxBytes ?? 1024 * 1024 * 1024,
     ...(options.shipDelayMs !== undefined ? { shipDelayMs: options.shipDelayMs } : {}),
     onUnreachable(error) {
-      const e = error instanceof StoreUnavailableError ? error : unavailableOr(error);
+      const e = error instanceof StoreUnavailableError ? error : sql.unavailableOr(error);
       if (!(e instanceof StoreUnavailableError)) return undefined;
-      markDown(e);
+      availability.markDown(e);
       return e;
     },
   });
+  const metrics = await createClickHouseMetricStore({
+    location: locationOf(options),
+    table: T,
+    select: sql.select,
+    insert,
+    unavailable: availability.down,
+    ...(options.metricLimits ? { limits: options.metricLimits } : {}),
+  });
+  return { availability, insert, writer, metrics, pool: await openQueryPool(ctx) };
+}
 
-  // Queries run on threads of their own (clickhouse-query-worker.ts), as on SQLite: the parts the
-  // language evaluates in JS would hold up ingest and /healthz on this one.
+/**
+ * Queries run on threads of their own (clickhouse-query-worker.ts), as on SQLite: the parts the
+ * language evaluates in JS would hold up ingest and /healthz on this one.
+ */
+function openQueryPool({
+  options,
+  T,
+  serverVersion,
+  requestTimeoutMs,
+}: StoreContext & { requestTimeoutMs: number }) {
   const queryTimeoutMs = options.queryTimeoutMs ?? 30_000;
-  let metrics: MetricStore;
-  let pool: QueryPool;
-  try {
-    metrics = await createClickHouseMetricStore({
-      location,
-      table: T,
-      select,
-      insert: (table, columns, lines) => insert(table, columns, bodiesOf(lines)),
-      unavailable: () => down,
-      ...(options.metricLimits ? { limits: options.metricLimits } : {}),
-    });
-    pool = await createQueryPool({
-      entry: QUERY_WORKER,
-      extra: {
-        url: options.url,
-        username: options.username,
-        password: options.password,
-        requestTimeoutMs,
-        queryTimeoutMs,
-        table: T('spans'),
-        rollupTable: T('span_rollup'),
-        serverVersion,
-        database: target.database,
-      } satisfies ClickHouseWorkerData,
-      logger,
-      size: options.queryWorkers ?? 1,
-      timeoutMs: queryTimeoutMs,
-    });
-  } catch (error) {
-    await client.close();
-    throw error;
-  }
+  return createQueryPool({
+    entry: QUERY_WORKER,
+    extra: {
+      url: options.url,
+      username: options.username,
+      password: options.password,
+      requestTimeoutMs,
+      queryTimeoutMs,
+      table: T('spans'),
+      rollupTable: T('span_rollup'),
+      serverVersion,
+      database: options.database,
+    } satisfies ClickHouseWorkerData,
+    logger: options.logger,
+    size: options.queryWorkers ?? 1,
+    timeoutMs: queryTimeoutMs,
+  });
+}
 
+const locationOf = (o: ClickHouseStoreOptions): string =>
+  `${o.url}/${o.database}${o.cluster ? ` (cluster ${o.cluster})` : ''}`;
+
+/** The store's Backend over its parts. */
+function clickHouseBackend(store: StoreContext & StoreParts & { target: SchemaTarget }): ClickHouseStore {
+  const { sql, T, writer, metrics, pool, insert } = store;
   /** A read that first ships what this collector acknowledged: it sees its own writes. */
   const fresh =
     <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
@@ -322,14 +200,10 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
       return read(...args);
     };
   return {
-    location,
-    serverVersion,
-    select,
-    alertWindows: clickHouseAlertWindows({
-      table: T,
-      select,
-      insert: (table, columns, lines) => insert(table, columns, bodiesOf(lines)),
-    }),
+    location: locationOf(store.options),
+    serverVersion: store.serverVersion,
+    select: sql.select,
+    alertWindows: clickHouseAlertWindows({ table: T, select: sql.select, insert }),
     // The log search and metric reads run on the query threads, as on SQLite (the rows they decode
     // and add up held up ingest and /healthz here).
     metrics: Object.assign(metrics, { json: (read: MetricRead) => pool.read('metric', [read]) }),
@@ -340,19 +214,7 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
     unwritable: () => writer.unwritable(),
     failure: (error) => error,
     health: () => ({ ok: true, detail: { spool: writer.stats() } }),
-    spans: {
-      queryJson: fresh((q: string, range?: Parameters<typeof pool.run>[1]) => pool.run(q, range)),
-      spansOfTrace: fresh((traceId: string) => pool.readParsed('spansOfTrace', [traceId])),
-      traceJson: fresh((traceId: string) => pool.readBytes('trace', [traceId])),
-      sessionJson: fresh((sessionId: string) => pool.readBytes('getSession', [sessionId])),
-      listTraces: fresh((filter?: TraceListFilter) => pool.readParsed('listTraces', [filter])),
-      listSessions: fresh((limit?: number) => pool.readParsed('listSessions', [limit])),
-      getSession: fresh((sessionId: string) => pool.readParsed('getSession', [sessionId])),
-      services: fresh(() => pool.readParsed('services', [])),
-      attributeKeys: fresh(() => attributeKeys({ T, select })),
-      // Summaries are kept by materialized views and finished on read: nothing to refresh.
-      refreshSummaries: async () => 0,
-    },
+    spans: spanReads(store, fresh),
     logs: {
       json: fresh((q: LogQuery) => pool.read('logs', [q])),
       ofTrace: fresh((traceId: string) => pool.readParsed('logsOfTrace', [traceId])),
@@ -364,14 +226,32 @@ export async function createClickHouseStore(options: ClickHouseStoreOptions): Pr
         await pool.readBytes('exportPage', [table, sel, after, shape], after[0] !== -Infinity),
       ),
     caughtUp: () => writer.caughtUp(),
-    applyRetention: (opts) => dropOldDays({ select, command }, target, opts),
+    applyRetention: (opts) => dropOldDays(sql, store.target, opts),
     async close(): Promise<void> {
-      closed = true;
-      clearInterval(probe);
+      store.availability.close();
       await writer.close();
       await metrics.close();
       await pool.close();
-      await client.close();
+      await store.client.close();
     },
+  };
+}
+
+type Fresh = <A extends unknown[], R>(read: (...args: A) => Promise<R>) => (...args: A) => Promise<R>;
+
+/** The span reads: on the query threads, each after this collector's own writes are shipped. */
+function spanReads({ pool, T, sql }: StoreContext & StoreParts, fresh: Fresh): ClickHouseStore['spans'] {
+  return {
+    queryJson: fresh((q: string, range?: Parameters<typeof pool.run>[1]) => pool.run(q, range)),
+    spansOfTrace: fresh((traceId: string) => pool.readParsed('spansOfTrace', [traceId])),
+    traceJson: fresh((traceId: string) => pool.readBytes('trace', [traceId])),
+    sessionJson: fresh((sessionId: string) => pool.readBytes('getSession', [sessionId])),
+    listTraces: fresh((filter?: TraceListFilter) => pool.readParsed('listTraces', [filter])),
+    listSessions: fresh((limit?: number) => pool.readParsed('listSessions', [limit])),
+    getSession: fresh((sessionId: string) => pool.readParsed('getSession', [sessionId])),
+    services: fresh(() => pool.readParsed('services', [])),
+    attributeKeys: fresh(() => attributeKeys({ T, select: sql.select })),
+    // Summaries are kept by materialized views and finished on read: nothing to refresh.
+    refreshSummaries: async () => 0,
   };
 }
