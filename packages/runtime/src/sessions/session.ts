@@ -1,7 +1,8 @@
 // A live session as the session manager keeps it, and the types its callers see.
 import { type CommandSpawn, type SessionTarget, type SharedSession } from './backend.js';
 import { startFailure } from './start-outcome.js';
-import { type PingState, type Worker } from './worker.js';
+import { type Worker } from './worker.js';
+import { type PingState } from './worker-probe.js';
 
 /** Hears one step of a session start: its name and wall-clock bounds (epoch ms). */
 export type StartPhaseRecorder = (

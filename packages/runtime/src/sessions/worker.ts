@@ -1,19 +1,13 @@
 import { type ChildProcess } from 'node:child_process';
 import { lstatSync } from 'node:fs';
-import { Agent, request } from 'node:http';
-import { connect } from 'node:net';
+import { Agent } from 'node:http';
 import { type Logger } from '../logger.js';
 import { childrenOf, running } from '../telemetry/process-usage.js';
 import { type CgroupUsage } from './cgroups.js';
 import { spawnHelper } from './helpers.js';
 import { preloadsInstrument } from './instrument-preload.js';
+import { type PingState, healthProbe } from './worker-probe.js';
 import { EXPORTED_BY_AGENT, exportedByInstrument, parseWorkerLine } from './worker-output.js';
-
-/** What the last `/ping` said. `timeOfLastUpdateMs` is absent when the worker does not send it. */
-export interface PingState {
-  status: 'Healthy' | 'HealthyBusy' | 'Unknown';
-  timeOfLastUpdateMs?: number;
-}
 
 export type WorkerExit = { code: number | null; signal: NodeJS.Signals | null };
 
@@ -76,47 +70,6 @@ export class BackendUnavailableError extends WorkerStartError {
 
 const OUTPUT_TAIL_BYTES = 4096;
 
-function parseTimeOfLastUpdate(value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isFinite(value)) return value < 1e11 ? value * 1000 : value; // unix s or ms
-  if (typeof value === 'string') {
-    const ms = /^\d+(\.\d+)?$/.test(value) ? Number(value) * 1000 : Date.parse(value);
-    return Number.isFinite(ms) ? ms : undefined;
-  }
-  return undefined;
-}
-
-/** `GET /ping` over `target`: what the worker says of its health (HTTP, A2A and AG-UI workers). */
-export function pingOver(
-  target: { socketPath: string } | { host: string; port: number },
-  agent: Agent,
-  timeoutMs: number,
-): Promise<PingState> {
-  return new Promise((resolve, reject) => {
-    const req = request({ ...target, path: '/ping', method: 'GET', agent, timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body = (body + c).slice(0, 4096)));
-      res.on('end', () => {
-        if (res.statusCode !== 200) return reject(new Error(`/ping answered ${res.statusCode}`));
-        let parsed: Record<string, unknown> = {};
-        try {
-          parsed = JSON.parse(body) as Record<string, unknown>;
-        } catch {
-          // A 200 with a non-JSON body still means the server is up; its status is unknown.
-        }
-        const status =
-          parsed.status === 'Healthy' || parsed.status === 'HealthyBusy' ? parsed.status : 'Unknown';
-        const t = parseTimeOfLastUpdate(parsed.time_of_last_update);
-        resolve(t === undefined ? { status } : { status, timeOfLastUpdateMs: t });
-      });
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`/ping timed out after ${timeoutMs} ms`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 export interface SpawnWorkerOptions {
   id: string;
   /** Starts with a helper by absolute path (see isolate), or the container engine. */
@@ -153,19 +106,6 @@ export interface SpawnWorkerOptions {
   stopWith?: ((graceMs: number) => Promise<void>) | undefined;
 }
 
-/** Resolves once something accepts a TCP connection on the loopback port. */
-function probeConnect(port: number, timeoutMs: number): Promise<PingState> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, timeout: timeoutMs });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve({ status: 'Healthy' });
-    });
-    socket.once('timeout', () => socket.destroy(new Error(`connect timed out after ${timeoutMs} ms`)));
-    socket.once('error', reject);
-  });
-}
-
 /** The `child-pid` of bwrap's --info-fd JSON, once the object is complete. */
 function parseSandboxPid(text: string): number | undefined {
   try {
@@ -176,59 +116,69 @@ function parseSandboxPid(text: string): number | undefined {
   }
 }
 
-/**
- * Starts one worker in its own process group (detached) so that stopping it reaches every process
- * it forked. Output is logged line by line through `logger` (tagged with the session by the caller)
- * and its tail kept for error messages. A worker exit is an event, never an exception.
- */
-export function spawnWorker(options: SpawnWorkerOptions): Worker {
-  const { argv, port } = options;
-  let logger = options.logger;
-  const sandboxed = options.prepare !== undefined;
-  const child: ChildProcess = spawnHelper(argv, {
-    cwd: options.cwd,
-    tenantEnv: options.env,
-    helperEnv: options.helperEnv,
-    stdio: sandboxed ? ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
-  });
-  let tail = '';
-  let cleanup: (() => void) | undefined;
-  let sandboxPid: number | undefined;
+/** What the parts of one worker share: its process, the tail of its output, and how it ended. */
+interface WorkerState {
+  readonly child: ChildProcess;
+  readonly options: SpawnWorkerOptions;
+  /** Logs its output; `tagLogs` adds fields to it. */
+  logger: Logger;
+  /** The tail of stdout+stderr and of what went wrong starting it, for error messages. */
+  tail: string;
+  /** Undoes what `prepare` set up for its sandbox; run when the worker exits. */
+  cleanup: (() => void) | undefined;
+  sandboxPid: number | undefined;
   /** The worker inside the sandbox (the child of its first process), once it answered. */
-  let sandboxedPid: number | undefined;
-  let exited: WorkerExit | undefined;
-  const exitListeners = new Set<(exit: WorkerExit) => void>();
-  const exitPromise = new Promise<WorkerExit>((resolve) => {
+  sandboxedPid: number | undefined;
+  exited: WorkerExit | undefined;
+  readonly exitListeners: Set<(exit: WorkerExit) => void>;
+}
+
+/** Signals the worker's whole process group; nothing when the group is gone. */
+function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
+  try {
+    if (child.pid) process.kill(-child.pid, sig);
+  } catch {
+    /* already gone */
+  }
+}
+
+/**
+ * Resolves with the worker's exit (once): its process exited, or could not be spawned. Then its
+ * sandbox is cleaned up, what it left in its group killed, and the `onExit` listeners told.
+ */
+function watchExit(state: WorkerState): Promise<WorkerExit> {
+  return new Promise<WorkerExit>((resolve) => {
     const done = (exit: WorkerExit) => {
-      if (exited) return;
-      exited = exit;
-      cleanup?.();
+      if (state.exited) return;
+      state.exited = exit;
+      state.cleanup?.();
       // Kill anything the worker left behind in its group; ESRCH when nothing is left.
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        /* nothing left in the group */
-      }
+      signalGroup(state.child, 'SIGKILL');
       resolve(exit);
-      for (const listener of exitListeners) listener(exit);
+      for (const listener of state.exitListeners) listener(exit);
     };
-    child.on('exit', (code, signal) => done({ code, signal }));
-    child.on('error', (error) => {
-      tail += `\n[spawn failed: ${error.message}]`;
+    state.child.on('exit', (code, signal) => done({ code, signal }));
+    state.child.on('error', (error) => {
+      state.tail += `\n[spawn failed: ${error.message}]`;
       done({ code: null, signal: null });
     });
   });
+}
+
+/** Logs stdout and stderr line by line (a last line without a newline at the end) and keeps the tail. */
+function logOutput(state: WorkerState): void {
+  const { child, options } = state;
   const selfExporting = preloadsInstrument(options.env);
   const logLine = (line: string, stream: 'stdout' | 'stderr'): void => {
     const out = parseWorkerLine(line, stream);
     const exported = selfExporting && exportedByInstrument(out, stream);
-    logger[out.level](out.msg, exported ? { ...out.fields, [EXPORTED_BY_AGENT]: true } : out.fields);
+    state.logger[out.level](out.msg, exported ? { ...out.fields, [EXPORTED_BY_AGENT]: true } : out.fields);
   };
   for (const stream of ['stdout', 'stderr'] as const) {
     let partial = '';
     child[stream]?.setEncoding('utf8');
     child[stream]?.on('data', (text: string) => {
-      tail = (tail + text).slice(-OUTPUT_TAIL_BYTES);
+      state.tail = (state.tail + text).slice(-OUTPUT_TAIL_BYTES);
       options.output?.(text);
       const lines = (partial + text).split('\n');
       partial = lines.pop() ?? '';
@@ -236,34 +186,42 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
     });
     child[stream]?.on('end', () => partial && logLine(partial, stream));
   }
-  if (sandboxed) {
-    const info = child.stdio[3] as NodeJS.ReadableStream | null;
-    const block = child.stdio[4] as NodeJS.WritableStream | null;
-    let text = '';
-    info?.setEncoding('utf8');
-    info?.on('data', (chunk: string) => {
-      if (sandboxPid !== undefined) return;
-      text += chunk;
-      sandboxPid = parseSandboxPid(text);
-      if (sandboxPid === undefined) return;
-      if (!options.prepare) return;
-      options.prepare(sandboxPid).then(
-        (done) => {
-          if (exited) return done();
-          cleanup = done;
-          block?.write('go');
-        },
-        (error: unknown) => {
-          tail += `\n[sandbox setup failed: ${(error as Error).message}]`;
-          signal('SIGKILL');
-        },
-      );
-    });
-    info?.on('error', () => undefined); // the pipe closes when bwrap execs the worker
-    (block as unknown as { on?: (e: string, f: () => void) => void })?.on?.('error', () => undefined);
-  }
+}
+
+/**
+ * A sandboxed start (see `SpawnWorkerOptions.prepare`): once bwrap reports the sandbox pid on fd 3,
+ * `prepare` runs, then the sandbox goes on (fd 4); the worker is killed when `prepare` fails.
+ */
+function prepareSandbox(state: WorkerState, prepare: (sandboxPid: number) => Promise<() => void>): void {
+  const info = state.child.stdio[3] as NodeJS.ReadableStream | null;
+  const block = state.child.stdio[4] as NodeJS.WritableStream | null;
+  let text = '';
+  info?.setEncoding('utf8');
+  info?.on('data', (chunk: string) => {
+    if (state.sandboxPid !== undefined) return;
+    text += chunk;
+    const sandboxPid = parseSandboxPid(text);
+    state.sandboxPid = sandboxPid;
+    if (sandboxPid === undefined) return;
+    prepare(sandboxPid).then(
+      (done) => {
+        if (state.exited) return done();
+        state.cleanup = done;
+        block?.write('go');
+      },
+      (error: unknown) => {
+        state.tail += `\n[sandbox setup failed: ${(error as Error).message}]`;
+        signalGroup(state.child, 'SIGKILL');
+      },
+    );
+  });
+  info?.on('error', () => undefined); // the pipe closes when bwrap execs the worker
+  (block as unknown as { on?: (e: string, f: () => void) => void })?.on?.('error', () => undefined);
+}
+
+/** The keep-alive agent for requests to the worker, over its sandbox's socket when it has one. */
+function workerAgent(socketPath: string | undefined): Agent {
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity, keepAliveMsecs: 10_000 });
-  const socketPath = options.socketPath;
   if (socketPath) {
     // The bridge socket lives in a folder the sandbox could write to before it was sealed: connect
     // only to a real socket, never through a link it may have put there to reach another session.
@@ -274,116 +232,147 @@ export function spawnWorker(options: SpawnWorkerOptions): Worker {
       return connectTo(opts, callback);
     };
   }
-  const target = options.socketPath ? { socketPath: options.socketPath } : { host: '127.0.0.1', port };
+  return agent;
+}
 
-  const httpPing = (timeoutMs = 2000): Promise<PingState> => pingOver(target, agent, timeoutMs);
-
-  // Through a sandbox's socket a connect always succeeds (its bridge listens): any HTTP answer from
-  // the worker behind it, whatever the status, is what shows an MCP server is up.
-  const answersHttp = (timeoutMs: number): Promise<PingState> =>
-    new Promise((resolve, reject) => {
-      const req = request({ ...target, path: '/ping', method: 'GET', agent, timeout: timeoutMs }, (res) => {
-        res.resume();
-        resolve({ status: 'Healthy' });
-      });
-      req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-      req.on('error', reject);
-      req.end();
-    });
-  const ping = (timeoutMs = 2000): Promise<PingState> =>
-    options.healthCheck !== 'connect'
-      ? httpPing(timeoutMs)
-      : socketPath
-        ? answersHttp(timeoutMs)
-        : probeConnect(port, timeoutMs);
-
-  const waitReady = async (timeoutMs: number, cancelled: () => boolean = () => false): Promise<void> => {
-    const deadline = Date.now() + timeoutMs;
-    let delayMs = 5;
-    for (;;) {
-      if (cancelled()) return;
-      if (exited) {
-        const how = exited.signal ? `signal ${exited.signal}` : `code ${exited.code}`;
-        throw new WorkerStartError(
-          `worker exited with ${how} before answering /ping. Last output:\n${tail.trim() || '(none)'}${options.limitHit?.() ? `\n[${options.limitHit()}]` : ''}`,
-        );
-      }
-      const left = deadline - Date.now();
-      if (left <= 0)
-        throw new WorkerStartError(
-          `Runtime initialization time exceeded: /ping did not answer within ${timeoutMs} ms. Last output:\n${tail.trim() || '(none)'}`,
-        );
-      try {
-        await ping(Math.max(50, Math.min(1000, left)));
-        // bwrap's own exit, and so the bridge's, comes a moment after the worker's: watch the worker.
-        if (sandboxPid !== undefined) sandboxedPid = childrenOf(sandboxPid)[0];
-        return;
-      } catch {
-        // Not listening yet: poll again after a short, growing delay.
-        await new Promise((r) => setTimeout(r, Math.min(delayMs, Math.max(1, deadline - Date.now()))));
-        delayMs = Math.min(delayMs * 2, 50);
-      }
+/** Polls the worker's health until it answers; throws with its last output on exit or timeout. */
+async function waitUntilReady(
+  state: WorkerState,
+  ping: (timeoutMs: number) => Promise<PingState>,
+  timeoutMs: number,
+  cancelled: () => boolean,
+): Promise<void> {
+  const { options } = state;
+  const deadline = Date.now() + timeoutMs;
+  let delayMs = 5;
+  for (;;) {
+    if (cancelled()) return;
+    const { exited } = state;
+    if (exited) {
+      const how = exited.signal ? `signal ${exited.signal}` : `code ${exited.code}`;
+      throw new WorkerStartError(
+        `worker exited with ${how} before answering /ping. Last output:\n${state.tail.trim() || '(none)'}${options.limitHit?.() ? `\n[${options.limitHit()}]` : ''}`,
+      );
     }
-  };
-
-  const signal = (sig: NodeJS.Signals) => {
+    const left = deadline - Date.now();
+    if (left <= 0)
+      throw new WorkerStartError(
+        `Runtime initialization time exceeded: /ping did not answer within ${timeoutMs} ms. Last output:\n${state.tail.trim() || '(none)'}`,
+      );
     try {
-      if (child.pid) process.kill(-child.pid, sig);
+      await ping(Math.max(50, Math.min(1000, left)));
+      // bwrap's own exit, and so the bridge's, comes a moment after the worker's: watch the worker.
+      if (state.sandboxPid !== undefined) state.sandboxedPid = childrenOf(state.sandboxPid)[0];
+      return;
     } catch {
-      /* already gone */
+      // Not listening yet: poll again after a short, growing delay.
+      await new Promise((r) => setTimeout(r, Math.min(delayMs, Math.max(1, deadline - Date.now()))));
+      delayMs = Math.min(delayMs * 2, 50);
     }
-  };
+  }
+}
 
+/** Ends the worker: `stopWith` first when set, then SIGTERM to its group, SIGKILL after `graceMs`. */
+async function stopWorker(
+  state: WorkerState,
+  agent: Agent,
+  exitPromise: Promise<WorkerExit>,
+  graceMs: number,
+): Promise<WorkerExit> {
+  agent.destroy();
+  if (state.exited) return state.exited;
+  await state.options.stopWith?.(graceMs).catch(() => undefined); // the group's signals follow anyway
+  signalGroup(state.child, 'SIGTERM');
+  const timer = setTimeout(() => signalGroup(state.child, 'SIGKILL'), graceMs);
+  const exit = await exitPromise;
+  clearTimeout(timer);
+  return exit;
+}
+
+/** Whether the worker exits within `ms`: at once when it has. */
+function exitedWithin(state: WorkerState, exitPromise: Promise<WorkerExit>, ms: number): Promise<boolean> {
+  if (state.exited) return Promise.resolve(true);
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    void exitPromise.then(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+/**
+ * Starts one worker in its own process group (detached) so that stopping it reaches every process
+ * it forked. Output is logged line by line through `logger` (tagged with the session by the caller)
+ * and its tail kept for error messages. A worker exit is an event, never an exception.
+ */
+export function spawnWorker(options: SpawnWorkerOptions): Worker {
+  const sandboxed = options.prepare !== undefined;
+  const child: ChildProcess = spawnHelper(options.argv, {
+    cwd: options.cwd,
+    tenantEnv: options.env,
+    helperEnv: options.helperEnv,
+    stdio: sandboxed ? ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
+  });
+  const state: WorkerState = {
+    child,
+    options,
+    logger: options.logger,
+    tail: '',
+    cleanup: undefined,
+    sandboxPid: undefined,
+    sandboxedPid: undefined,
+    exited: undefined,
+    exitListeners: new Set(),
+  };
+  const exitPromise = watchExit(state);
+  logOutput(state);
+  if (options.prepare) prepareSandbox(state, options.prepare);
+  const agent = workerAgent(options.socketPath);
+  return workerOf(state, agent, exitPromise, healthProbe(options, agent));
+}
+
+/** The `Worker` over a started worker's state. */
+function workerOf(
+  state: WorkerState,
+  agent: Agent,
+  exitPromise: Promise<WorkerExit>,
+  ping: (timeoutMs?: number) => Promise<PingState>,
+): Worker {
+  const { child, options } = state;
   return {
     id: options.id,
     pid: child.pid ?? -1,
-    port,
+    port: options.port,
     socketPath: options.socketPath,
     get sandboxPid() {
-      return sandboxPid;
+      return state.sandboxPid;
     },
-    ended: () => exited !== undefined || (sandboxedPid !== undefined && !running(sandboxedPid)),
+    ended: () =>
+      state.exited !== undefined || (state.sandboxedPid !== undefined && !running(state.sandboxedPid)),
     usage: () => options.usage?.(),
     agent,
     get exited() {
-      return exited;
+      return state.exited;
     },
-    waitReady,
+    waitReady: (timeoutMs, cancelled = () => false) => waitUntilReady(state, ping, timeoutMs, cancelled),
     ping,
-    exitedWithin: (ms) =>
-      exited
-        ? Promise.resolve(true)
-        : new Promise<boolean>((resolve) => {
-            const timer = setTimeout(() => resolve(false), ms);
-            void exitPromise.then(() => {
-              clearTimeout(timer);
-              resolve(true);
-            });
-          }),
+    exitedWithin: (ms) => exitedWithin(state, exitPromise, ms),
     lastOutput: () => {
       const hit = options.limitHit?.();
-      return [tail.trim(), hit ? `[${hit}]` : ''].filter(Boolean).join('\n');
+      return [state.tail.trim(), hit ? `[${hit}]` : ''].filter(Boolean).join('\n');
     },
-    stop: async (graceMs) => {
-      agent.destroy();
-      if (exited) return exited;
-      await options.stopWith?.(graceMs).catch(() => undefined); // the group's signals follow anyway
-      signal('SIGTERM');
-      const timer = setTimeout(() => signal('SIGKILL'), graceMs);
-      const exit = await exitPromise;
-      clearTimeout(timer);
-      return exit;
-    },
+    stop: (graceMs) => stopWorker(state, agent, exitPromise, graceMs),
     tagLogs: (fields) => {
-      logger = logger.child(fields);
+      state.logger = state.logger.child(fields);
     },
     onExit: (listener) => {
-      if (exited) listener(exited);
-      else exitListeners.add(listener);
-      return () => exitListeners.delete(listener);
+      if (state.exited) listener(state.exited);
+      else state.exitListeners.add(listener);
+      return () => state.exitListeners.delete(listener);
     },
     get exitListenerCount() {
-      return exitListeners.size;
+      return state.exitListeners.size;
     },
   };
 }

@@ -6,7 +6,8 @@
 // go with it, by owner references).
 import { Agent } from 'node:http';
 import { type CoreV1Api } from '@kubernetes/client-node';
-import { type PingState, type Worker, type WorkerExit, WorkerStartError } from '../../worker.js';
+import { type Worker, type WorkerExit, WorkerStartError } from '../../worker.js';
+import { type PingState } from '../../worker-probe.js';
 import { ClusterWorker } from './cluster-worker.js';
 import { type PodCache } from './pod-cache.js';
 import { PodWorker, type PodWorkerOptions } from './pod-worker.js';

@@ -9,7 +9,7 @@ import { Agent } from 'node:http';
 import { type CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { parseRuntimeArn } from '../../../control/arn.js';
 import { type Logger } from '../../../logger.js';
-import { pingOver } from '../../worker.js';
+import { pingOver } from '../../worker-probe.js';
 import { type InformerCache } from './informer-cache.js';
 import { periodicJob } from '../../periodic-job.js';
 import { type PodCache, isReady } from './pod-cache.js';
