@@ -63,8 +63,9 @@ describe('sessions through the AWS SDK clients', () => {
     expect((b.env as Record<string, string>).TMPDIR).not.toBe((first.env as Record<string, string>).TMPDIR);
     if (rt.server.isolation === 'bwrap') {
       expect(b.read).toBe('ERR:ENOENT');
-      // Own PID namespace: the worker sees only its sandbox's few processes, not the host's.
-      expect(b.visiblePids).toBeLessThan(5);
+      // Own PID namespace: the worker sees only its sandbox's few processes, not the host's (a
+      // hundred and more); a pod's sandbox on the test kubelet holds a helper or two more at times.
+      expect(b.visiblePids).toBeLessThan(10);
       expect(b.pid).toBeLessThan(5);
     }
     expect((first.env as Record<string, string>).OTEL_RESOURCE_ATTRIBUTES).toContain(
