@@ -11,7 +11,7 @@ import { type ClickHouseConnection, connectClickHouse, isUnreachable } from './c
 import { clickHouseQueryFailure, runClickHouseQuery } from './clickhouse-query.js';
 import { queryClickHouseLogs } from './clickhouse-logs.js';
 import { createClickHouseReads } from './clickhouse-reads.js';
-import { createClickHouseMetricReader } from './clickhouse-metrics.js';
+import { createClickHouseMetricReader } from './clickhouse-metric-reader.js';
 import { tableName } from './schema-ddl.js';
 import type { LogQuery } from '../../logs/log-query.js';
 import { type MetricRead, answerMetricRead, metricFailure } from '../../metrics/metric-read.js';
