@@ -1,19 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { EventStreamCodec } from '@smithy/core/event-streams';
 import { fromUtf8, toUtf8 } from '@smithy/core/serde';
+import { type Transport, RuntimeClientRequestError, createTransport, fail } from './client-transport.js';
 import { SESSION_HEADER } from './data/data-plane.js';
-
-/** An AWS-shaped error answer from the runtime (`x-amzn-errortype` + `{"message"}`). */
-export class RuntimeClientRequestError extends Error {
-  override name = 'RuntimeClientRequestError';
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    message: string,
-  ) {
-    super(`${type} (${status}): ${message}`);
-  }
-}
 
 export interface RuntimeSummary {
   agentRuntimeArn: string;
@@ -164,31 +153,21 @@ export const DEFAULT_ROLE_ARN = 'arn:aws:iam::123456789012:role/AgentRuntimeLoca
  * send, unsigned), used by the `agentrt` CLI. The AWS SDK clients work just as well.
  */
 export function createRuntimeClient(options: { url: string; apiKey?: string }) {
-  const base = options.url.replace(/\/+$/, '');
-  const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
-    ...(options.apiKey ? { 'x-api-key': options.apiKey } : {}),
-    ...extra,
-  });
-  const fail = async (res: Response): Promise<never> => {
-    const text = await res.text();
-    let message = text;
-    try {
-      message = (JSON.parse(text) as { message?: string }).message ?? text;
-    } catch {
-      // not JSON: keep the raw text
-    }
-    throw new RuntimeClientRequestError(res.status, res.headers.get('x-amzn-errortype') ?? 'Error', message);
+  const t = createTransport(options);
+  return {
+    ...runtimeCalls(t),
+    ...onlineEvaluationCalls(t),
+    ...endpointCalls(t),
+    ...localCalls(t),
+    ...sessionCalls(t),
   };
-  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    if (!res.ok) return fail(res);
-    return (res.status === 204 ? {} : await res.json()) as T;
-  };
-  const specBody = (spec: RuntimeSpec) => ({
+}
+
+export type RuntimeClient = ReturnType<typeof createRuntimeClient>;
+
+/** The body of Create and Update: the version-defining fields, a fresh clientToken. */
+function specBody(spec: RuntimeSpec) {
+  return {
     agentRuntimeArtifact: { containerConfiguration: { containerUri: spec.containerUri } },
     roleArn: spec.roleArn ?? DEFAULT_ROLE_ARN,
     networkConfiguration: { networkMode: 'PUBLIC' },
@@ -198,38 +177,21 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
     ...(spec.serverProtocol ? { protocolConfiguration: { serverProtocol: spec.serverProtocol } } : {}),
     ...(spec.authorizerConfiguration ? { authorizerConfiguration: spec.authorizerConfiguration } : {}),
     clientToken: randomUUID(),
-  });
-
-  /** Every item of a paginated List* operation (POST with `?nextToken=`). */
-  const allPages = async <K extends string, T>(path: string, key: K): Promise<T[]> => {
-    const all: T[] = [];
-    let token: string | undefined;
-    do {
-      const page = await call<Record<K, T[]> & { nextToken?: string }>(
-        'POST',
-        `${path}${token ? `?nextToken=${encodeURIComponent(token)}` : ''}`,
-      );
-      all.push(...page[key]);
-      token = page.nextToken;
-    } while (token);
-    return all;
   };
+}
 
-  const client = {
-    list: () => allPages<'agentRuntimes', RuntimeSummary>('/runtimes/', 'agentRuntimes'),
-    get: (id: string) => call<RuntimeDetail>('GET', `/runtimes/${encodeURIComponent(id)}/`),
+const runtimePath = (id: string) => `/runtimes/${encodeURIComponent(id)}/`;
+
+/** Create/List/Get/Update/DeleteAgentRuntime and ListAgentRuntimeVersions. */
+function runtimeCalls({ call, allPages }: Transport) {
+  const list = () => allPages<'agentRuntimes', RuntimeSummary>('/runtimes/', 'agentRuntimes');
+  const get = (id: string) => call<RuntimeDetail>('GET', runtimePath(id));
+  return {
+    list,
+    get,
     /** A runtime by name, id or ARN. */
-    async resolve(ref: string): Promise<RuntimeSummary> {
-      const found = (await client.list()).find(
-        (r) => r.agentRuntimeName === ref || r.agentRuntimeId === ref || r.agentRuntimeArn === ref,
-      );
-      if (!found)
-        throw new RuntimeClientRequestError(
-          404,
-          'ResourceNotFoundException',
-          `No agent runtime named ${ref}`,
-        );
-      return found;
+    resolve(ref: string): Promise<RuntimeSummary> {
+      return resolveRuntime(list, ref);
     },
     create: (name: string, spec: RuntimeSpec) =>
       call<{ agentRuntimeId: string; agentRuntimeArn: string; status: string }>('PUT', '/runtimes/', {
@@ -237,18 +199,44 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
         ...specBody(spec),
       }),
     update: (id: string, spec: RuntimeSpec) =>
-      call<{ agentRuntimeVersion: string; status: string }>(
-        'PUT',
-        `/runtimes/${encodeURIComponent(id)}/`,
-        specBody(spec),
-      ),
-    delete: (id: string) => call<{ status: string }>('DELETE', `/runtimes/${encodeURIComponent(id)}/`),
+      call<{ agentRuntimeVersion: string; status: string }>('PUT', runtimePath(id), specBody(spec)),
+    delete: (id: string) => call<{ status: string }>('DELETE', runtimePath(id)),
     /** Every version of a runtime (ListAgentRuntimeVersions). */
     versions: (id: string) =>
-      allPages<'agentRuntimes', RuntimeSummary>(
-        `/runtimes/${encodeURIComponent(id)}/versions/`,
-        'agentRuntimes',
-      ),
+      allPages<'agentRuntimes', RuntimeSummary>(`${runtimePath(id)}versions/`, 'agentRuntimes'),
+    /** Polls until the runtime leaves CREATING/UPDATING. */
+    waitSettled(id: string, timeoutMs = 60_000): Promise<RuntimeDetail> {
+      return waitSettled(get, id, timeoutMs);
+    },
+  };
+}
+
+async function resolveRuntime(list: () => Promise<RuntimeSummary[]>, ref: string): Promise<RuntimeSummary> {
+  const found = (await list()).find(
+    (r) => r.agentRuntimeName === ref || r.agentRuntimeId === ref || r.agentRuntimeArn === ref,
+  );
+  if (!found)
+    throw new RuntimeClientRequestError(404, 'ResourceNotFoundException', `No agent runtime named ${ref}`);
+  return found;
+}
+
+async function waitSettled(
+  get: (id: string) => Promise<RuntimeDetail>,
+  id: string,
+  timeoutMs: number,
+): Promise<RuntimeDetail> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const got = await get(id);
+    if ((got.status !== 'CREATING' && got.status !== 'UPDATING') || Date.now() > deadline) return got;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Create/List/Get/Update/DeleteOnlineEvaluationConfig. */
+function onlineEvaluationCalls({ call, allPages }: Transport) {
+  const configPath = (id: string) => `/online-evaluation-configs/${encodeURIComponent(id)}`;
+  return {
     /** Stores an online evaluation rule the runtime runs (CreateOnlineEvaluationConfig). */
     createOnlineEvaluation: (body: Record<string, unknown>) =>
       call<{ onlineEvaluationConfigId: string; executionStatus: string }>(
@@ -261,39 +249,38 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
         '/online-evaluation-configs',
         'onlineEvaluationConfigs',
       ),
-    onlineEvaluation: (id: string) =>
-      call<OnlineEvaluationDetail>('GET', `/online-evaluation-configs/${encodeURIComponent(id)}`),
+    onlineEvaluation: (id: string) => call<OnlineEvaluationDetail>('GET', configPath(id)),
     updateOnlineEvaluation: (id: string, body: Record<string, unknown>) =>
-      call<{ executionStatus: string }>('PUT', `/online-evaluation-configs/${encodeURIComponent(id)}`, body),
-    deleteOnlineEvaluation: (id: string) =>
-      call<{ status: string }>('DELETE', `/online-evaluation-configs/${encodeURIComponent(id)}`),
+      call<{ executionStatus: string }>('PUT', configPath(id), body),
+    deleteOnlineEvaluation: (id: string) => call<{ status: string }>('DELETE', configPath(id)),
+  };
+}
+
+/** List/Create/Update/Get/DeleteAgentRuntimeEndpoint. */
+function endpointCalls({ call, allPages }: Transport) {
+  const endpointsPath = (id: string) => `${runtimePath(id)}runtime-endpoints/`;
+  const endpointPath = (id: string, name: string) => `${endpointsPath(id)}${encodeURIComponent(name)}/`;
+  const endpoints = (id: string) =>
+    allPages<'runtimeEndpoints', RuntimeEndpoint>(endpointsPath(id), 'runtimeEndpoints');
+  return {
     /** Every endpoint of a runtime, DEFAULT first (ListAgentRuntimeEndpoints). */
-    endpoints: (id: string) =>
-      allPages<'runtimeEndpoints', RuntimeEndpoint>(
-        `/runtimes/${encodeURIComponent(id)}/runtime-endpoints/`,
-        'runtimeEndpoints',
-      ),
+    endpoints,
     /** Points endpoint `name` at `version`: creates it when it does not exist, else updates it. */
     async pinEndpoint(id: string, name: string, version: string): Promise<RuntimeEndpoint> {
-      const exists = (await client.endpoints(id)).some((e) => e.name === name);
+      const exists = (await endpoints(id)).some((e) => e.name === name);
       const body = { agentRuntimeVersion: version, clientToken: randomUUID() };
-      if (exists)
-        await call(
-          'PUT',
-          `/runtimes/${encodeURIComponent(id)}/runtime-endpoints/${encodeURIComponent(name)}/`,
-          body,
-        );
-      else await call('PUT', `/runtimes/${encodeURIComponent(id)}/runtime-endpoints/`, { name, ...body });
-      return call<RuntimeEndpoint>(
-        'GET',
-        `/runtimes/${encodeURIComponent(id)}/runtime-endpoints/${encodeURIComponent(name)}/`,
-      );
+      if (exists) await call('PUT', endpointPath(id, name), body);
+      else await call('PUT', endpointsPath(id), { name, ...body });
+      return call<RuntimeEndpoint>('GET', endpointPath(id, name));
     },
     deleteEndpoint: (id: string, name: string) =>
-      call<{ status: string }>(
-        'DELETE',
-        `/runtimes/${encodeURIComponent(id)}/runtime-endpoints/${encodeURIComponent(name)}/?clientToken=${randomUUID()}`,
-      ),
+      call<{ status: string }>('DELETE', `${endpointPath(id, name)}?clientToken=${randomUUID()}`),
+  };
+}
+
+/** The local runtime's own calls (`/local/…`), not part of the AWS API. */
+function localCalls({ call }: Transport) {
+  return {
     /** Live sessions of this (local) runtime: state, times, CPU and memory. Not an AWS API. */
     activeSessions: () =>
       call<{ sessions: ActiveSession[] }>('GET', '/local/sessions').then((r) => r.sessions),
@@ -307,41 +294,15 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
         `/local/runtimes/${encodeURIComponent(arnOrId)}/sessions/restart`,
         {},
       ),
-    /** Polls until the runtime leaves CREATING/UPDATING. */
-    async waitSettled(id: string, timeoutMs = 60_000): Promise<RuntimeDetail> {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const got = await client.get(id);
-        if ((got.status !== 'CREATING' && got.status !== 'UPDATING') || Date.now() > deadline) return got;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    },
-    async invoke(
-      arn: string,
-      payload: string | Uint8Array,
-      invoke: InvokeOptions = {},
-    ): Promise<InvokeResult> {
-      const sessionId = invoke.sessionId ?? randomUUID();
-      const query = invoke.qualifier ? `?qualifier=${encodeURIComponent(invoke.qualifier)}` : '';
-      const res = await fetch(`${base}/runtimes/${encodeURIComponent(arn)}/invocations${query}`, {
-        method: 'POST',
-        headers: headers({
-          ...invoke.headers,
-          'content-type': invoke.contentType ?? 'application/json',
-          ...(invoke.accept ? { accept: invoke.accept } : {}),
-          ...(invoke.bearerToken ? { authorization: `Bearer ${invoke.bearerToken}` } : {}),
-          [SESSION_HEADER]: sessionId,
-        }),
-        body: payload,
-      });
-      if (!res.ok) return fail(res);
-      const body = res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
-      return {
-        status: res.status,
-        sessionId: res.headers.get(SESSION_HEADER) ?? sessionId,
-        contentType: res.headers.get('content-type') ?? undefined,
-        body,
-      };
+  };
+}
+
+/** The data plane: InvokeAgentRuntime, its URLs, InvokeAgentRuntimeCommand, StopRuntimeSession. */
+function sessionCalls(t: Transport) {
+  const { base } = t;
+  return {
+    invoke(arn: string, payload: string | Uint8Array, invoke: InvokeOptions = {}): Promise<InvokeResult> {
+      return invokeRuntime(t, arn, payload, invoke);
     },
     /** The invocation URL MCP and A2A clients use: `…/runtimes/<escaped ARN>/invocations?qualifier=`. */
     invocationUrl: (arn: string, qualifier = 'DEFAULT') =>
@@ -350,40 +311,88 @@ export function createRuntimeClient(options: { url: string; apiKey?: string }) {
     webSocketUrl: (arn: string, qualifier = 'DEFAULT') =>
       `${base.replace(/^http/, 'ws')}/runtimes/${encodeURIComponent(arn)}/ws?qualifier=${encodeURIComponent(qualifier)}`,
     /** The headers every request carries (the API key when one is set). */
-    headers: () => headers(),
+    headers: () => t.headers(),
     /** InvokeAgentRuntimeCommand: runs a command in a live session; yields its events as they come. */
-    async runCommand(
+    runCommand(
       arn: string,
       sessionId: string,
       command: string,
       options: { timeoutS?: number; qualifier?: string; bearerToken?: string } = {},
     ): Promise<AsyncGenerator<CommandChunk>> {
-      const query = options.qualifier ? `?qualifier=${encodeURIComponent(options.qualifier)}` : '';
-      const res = await fetch(`${base}/runtimes/${encodeURIComponent(arn)}/commands${query}`, {
-        method: 'POST',
-        headers: headers({
-          'content-type': 'application/json',
-          accept: 'application/vnd.amazon.eventstream',
-          [SESSION_HEADER]: sessionId,
-          ...(options.bearerToken ? { authorization: `Bearer ${options.bearerToken}` } : {}),
-        }),
-        body: JSON.stringify({ command, ...(options.timeoutS ? { timeout: options.timeoutS } : {}) }),
-      });
-      if (!res.ok) return fail(res);
-      return decodeCommandStream(res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }));
+      return runCommand(t, arn, sessionId, command, options);
     },
     stopSession: (arn: string, sessionId: string, options: { bearerToken?: string } = {}) =>
-      fetch(`${base}/runtimes/${encodeURIComponent(arn)}/stopruntimesession`, {
-        method: 'POST',
-        headers: headers({
-          'content-type': 'application/json',
-          [SESSION_HEADER]: sessionId,
-          ...(options.bearerToken ? { authorization: `Bearer ${options.bearerToken}` } : {}),
-        }),
-        body: JSON.stringify({ clientToken: randomUUID() }),
-      }).then((res) => (res.ok ? undefined : fail(res))),
+      stopSession(t, arn, sessionId, options),
   };
-  return client;
 }
 
-export type RuntimeClient = ReturnType<typeof createRuntimeClient>;
+const bearer = (token: string | undefined): Record<string, string> =>
+  token ? { authorization: `Bearer ${token}` } : {};
+const bodyOf = (res: Response) => res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+
+async function invokeRuntime(
+  { base, headers }: Transport,
+  arn: string,
+  payload: string | Uint8Array,
+  invoke: InvokeOptions,
+): Promise<InvokeResult> {
+  const sessionId = invoke.sessionId ?? randomUUID();
+  const query = invoke.qualifier ? `?qualifier=${encodeURIComponent(invoke.qualifier)}` : '';
+  const res = await fetch(`${base}/runtimes/${encodeURIComponent(arn)}/invocations${query}`, {
+    method: 'POST',
+    headers: headers({
+      ...invoke.headers,
+      'content-type': invoke.contentType ?? 'application/json',
+      ...(invoke.accept ? { accept: invoke.accept } : {}),
+      ...bearer(invoke.bearerToken),
+      [SESSION_HEADER]: sessionId,
+    }),
+    body: payload,
+  });
+  if (!res.ok) return fail(res);
+  return {
+    status: res.status,
+    sessionId: res.headers.get(SESSION_HEADER) ?? sessionId,
+    contentType: res.headers.get('content-type') ?? undefined,
+    body: bodyOf(res),
+  };
+}
+
+async function runCommand(
+  { base, headers }: Transport,
+  arn: string,
+  sessionId: string,
+  command: string,
+  options: { timeoutS?: number; qualifier?: string; bearerToken?: string },
+): Promise<AsyncGenerator<CommandChunk>> {
+  const query = options.qualifier ? `?qualifier=${encodeURIComponent(options.qualifier)}` : '';
+  const res = await fetch(`${base}/runtimes/${encodeURIComponent(arn)}/commands${query}`, {
+    method: 'POST',
+    headers: headers({
+      'content-type': 'application/json',
+      accept: 'application/vnd.amazon.eventstream',
+      [SESSION_HEADER]: sessionId,
+      ...bearer(options.bearerToken),
+    }),
+    body: JSON.stringify({ command, ...(options.timeoutS ? { timeout: options.timeoutS } : {}) }),
+  });
+  if (!res.ok) return fail(res);
+  return decodeCommandStream(bodyOf(res));
+}
+
+function stopSession(
+  { base, headers }: Transport,
+  arn: string,
+  sessionId: string,
+  options: { bearerToken?: string },
+): Promise<undefined> {
+  return fetch(`${base}/runtimes/${encodeURIComponent(arn)}/stopruntimesession`, {
+    method: 'POST',
+    headers: headers({
+      'content-type': 'application/json',
+      [SESSION_HEADER]: sessionId,
+      ...bearer(options.bearerToken),
+    }),
+    body: JSON.stringify({ clientToken: randomUUID() }),
+  }).then((res) => (res.ok ? undefined : fail(res)));
+}

@@ -8,12 +8,8 @@ export type { Session, SessionState } from './sessions/session-manager.js';
 export { RuntimeApiError } from './errors.js';
 export type { ErrorType } from './errors.js';
 export { SESSION_HEADER, CLOUD_SESSION_HEADER } from './data/data-plane.js';
-export {
-  createRuntimeClient,
-  decodeCommandStream,
-  RuntimeClientRequestError,
-  DEFAULT_ROLE_ARN,
-} from './client.js';
+export { createRuntimeClient, decodeCommandStream, DEFAULT_ROLE_ARN } from './client.js';
+export { RuntimeClientRequestError } from './client-transport.js';
 export type {
   RuntimeClient,
   RuntimeSummary,
