@@ -63,187 +63,263 @@ function bodiesOf(frames: SpoolFrame[], stored: Set<string>): { spans: Buffer; l
   return { spans: Buffer.concat(spanParts), logs: Buffer.concat(logParts), rows };
 }
 
-/** Starts shipping; `flush()` ships what waits now and resolves once it is in ClickHouse. */
-export function startShipper(options: ShipperOptions) {
-  const { spool, logger } = options;
-  const flushRows = options.flushRows ?? 20_000;
-  const maxRows = options.maxRows ?? 50_000;
-  const maxDelayMs = options.maxDelayMs ?? 1000;
-  const retryMs = options.retryMs ?? 250;
-  const parallel = options.parallel ?? 2;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let backoffMs = 0;
-  let closed = false;
-  /** Flushes waiting for the frames up to a seq. */
-  let flushes: { seq: number; resolve: () => void; reject: (e: Error) => void }[] = [];
+/** The spool's shipper, as the ClickHouse writer drives it. */
+export interface Shipper {
+  /** A frame was appended: ships once enough rows wait or the oldest is due. */
+  appended(): void;
+  /** Ships what is spooled now; resolves once it is in ClickHouse (rejects with its failure). */
+  flush(): Promise<void>;
+  /** ClickHouse answers again: retry now rather than at the end of the back-off. */
+  retryNow(): void;
+  /** Rows spooled and not in ClickHouse yet (for /healthz). */
+  readonly pendingRows: number;
+  /** Ships what is spooled (for up to `timeoutMs`), then stops; what is left stays spooled. */
+  close(timeoutMs?: number): Promise<void>;
+}
 
+/** A batch in flight: its head entries, the rows it sent, its span keys, and its INSERTs. */
+interface Batch {
+  count: number;
+  rows: number;
+  keys: string[];
+  done: Promise<void>;
+}
+
+/** A flush waiting for the frames up to a seq. */
+interface Flush {
+  seq: number;
+  resolve: () => void;
+  reject: (e: Error) => void;
+}
+
+/** A shipper's settings and what it has in hand. */
+interface ShipperState {
+  options: ShipperOptions;
+  spool: Spool;
+  flushRows: number;
+  maxRows: number;
+  maxDelayMs: number;
+  retryMs: number;
+  parallel: number;
+  timer: NodeJS.Timeout | undefined;
+  running: Promise<void> | undefined;
+  backoffMs: number;
+  closed: boolean;
+  flushes: Flush[];
   /** Head entries claimed by the batches in flight, and those batches in spool order. */
-  let claimed = 0;
-  const pipeline: { count: number; rows: number; keys: string[]; done: Promise<void> }[] = [];
+  claimed: number;
+  pipeline: Batch[];
   /** The span keys of the batches in flight: a later batch leaves them out as if stored. */
-  const inFlight = new Set<string>();
+  inFlight: Set<string>;
   /**
    * Frames up to this seq may be half written in ClickHouse (in flight when a batch failed, or left
    * by the last run): their batches take the thorough lookup.
    */
-  let suspectUntil = spool.entries.at(-1)?.seq ?? -1;
+  suspectUntil: number;
+}
 
-  const pendingRows = (from = 0): number => {
-    let n = 0;
-    for (let i = from; i < spool.entries.length; i++) n += spool.entries[i]!.rows;
-    return n;
+/** Starts shipping; `flush()` ships what waits now and resolves once it is in ClickHouse. */
+export function startShipper(options: ShipperOptions): Shipper {
+  const { spool } = options;
+  const s: ShipperState = {
+    options,
+    spool,
+    flushRows: options.flushRows ?? 20_000,
+    maxRows: options.maxRows ?? 50_000,
+    maxDelayMs: options.maxDelayMs ?? 1000,
+    retryMs: options.retryMs ?? 250,
+    parallel: options.parallel ?? 2,
+    timer: undefined,
+    running: undefined,
+    backoffMs: 0,
+    closed: false,
+    flushes: [],
+    claimed: 0,
+    pipeline: [],
+    inFlight: new Set(),
+    suspectUntil: spool.entries.at(-1)?.seq ?? -1,
   };
-  /** How long until the oldest frame not in flight is due (0: now). */
-  const dueInMs = (): number =>
-    flushes.length || pendingRows(claimed) >= flushRows
-      ? 0
-      : Math.max(0, maxDelayMs - (performance.now() - (spool.entries[claimed]?.atMs ?? 0)));
-
-  /** Sends one batch's rows: the spans ClickHouse or an earlier batch in flight holds left out. */
-  async function ship(frames: SpoolFrame[], earlier: Set<string>, thorough: boolean): Promise<number> {
-    const traceIds = [...new Set(frames.flatMap((f) => f.spans.keys.map((k) => k.slice(0, k.indexOf('/')))))];
-    const days = new Set<string>();
-    if (thorough) for (const f of frames) addRowDays(f.spans.bytes, f.spans.rowEnds, days);
-    const stored = traceIds.length
-      ? await options.stored(traceIds, thorough ? [...days] : undefined)
-      : new Set<string>();
-    for (const k of earlier) stored.add(k);
-    const bodies = bodiesOf(frames, stored);
-    if (bodies.spans.length) await options.insert('spans', bodies.spans);
-    if (bodies.logs.length) await options.insert('logs', bodies.logs);
-    return bodies.rows;
-  }
-
-  /** Claims the next frames (up to maxRows) and starts sending them. */
-  function startBatch(): void {
-    let count = 0;
-    for (let rows = 0; claimed + count < spool.entries.length; count++) {
-      const e = spool.entries[claimed + count]!;
-      if (count && rows + e.rows > maxRows) break;
-      rows += e.rows;
-    }
-    const thorough = spool.entries[claimed]!.seq <= suspectUntil;
-    const frames = spool.entries.slice(claimed, claimed + count).map((e) => decodeFrame(spool.read(e)));
-    const keys = frames.flatMap((f) => f.spans.keys);
-    const earlier = new Set(inFlight);
-    for (const k of keys) inFlight.add(k);
-    claimed += count;
-    const job = { count, rows: 0, keys, done: Promise.resolve() };
-    job.done = ship(frames, earlier, thorough).then((rows) => {
-      job.rows = rows;
-    });
-    // Awaited in order by drain(); a later batch failing first is not an unhandled rejection.
-    job.done.catch(() => undefined);
-    pipeline.push(job);
-  }
-
-  /** Resolves the flushes whose frames all left the spool; rejects all with `error`. */
-  function settleFlushes(error?: Error): void {
-    const shipped = spool.entries[0]?.seq ?? Infinity;
-    const left: typeof flushes = [];
-    for (const f of flushes) {
-      if (error) f.reject(error);
-      else if (f.seq < shipped) f.resolve();
-      else left.push(f);
-    }
-    flushes = left;
-  }
-
-  /**
-   * Keeps up to `parallel` batches in flight while frames are due (a batch's INSERTs overlap the
-   * next one's lookup and encoding), and drops each from the spool in order once ClickHouse has it.
-   * A failure fails every batch in flight: they are sent again after the back-off (their spans are
-   * found stored and left out).
-   */
-  async function drain(): Promise<void> {
-    for (;;) {
-      while (!closed && pipeline.length < parallel && claimed < spool.entries.length && dueInMs() === 0)
-        startBatch();
-      const head = pipeline[0];
-      if (!head) return;
-      try {
-        await head.done;
-      } catch (error) {
-        await Promise.allSettled(pipeline.map((j) => j.done));
-        suspectUntil = Math.max(suspectUntil, spool.entries[claimed - 1]?.seq ?? -1);
-        pipeline.length = 0;
-        claimed = 0;
-        inFlight.clear();
-        options.onFailure?.(error as Error);
-        logger.warn('spool: a batch to ClickHouse failed; retrying', { error: (error as Error).message });
-        settleFlushes(error as Error);
-        backoffMs = Math.min(10_000, backoffMs ? backoffMs * 2 : retryMs);
-        return;
-      }
-      pipeline.shift();
-      spool.ack(head.count);
-      claimed -= head.count;
-      for (const k of head.keys) inFlight.delete(k);
-      backoffMs = 0;
-      options.onShipped?.(head.rows);
-      settleFlushes();
-    }
-  }
-
-  /** Runs a drain now, or sets the timer for when the oldest frame falls due (or the back-off ends). */
-  function schedule(): void {
-    clearTimeout(timer);
-    if (running || closed || !spool.entries.length) return;
-    const waitMs = backoffMs || dueInMs();
-    if (waitMs > 0) {
-      timer = setTimeout(() => {
-        backoffMs = 0;
-        schedule();
-      }, waitMs);
-      timer.unref();
-      return;
-    }
-    running = drain().finally(() => {
-      running = undefined;
-      schedule();
-    });
-  }
-
   if (spool.entries.length)
-    logger.info('spool: shipping what the last run left first', { batches: spool.entries.length });
-  schedule();
+    options.logger.info('spool: shipping what the last run left first', { batches: spool.entries.length });
+  schedule(s);
+  return shipperOf(s);
+}
 
+function shipperOf(s: ShipperState): Shipper {
   return {
-    /** A frame was appended: ships once enough rows wait or the oldest is due. */
     appended(): void {
-      if (!backoffMs) schedule();
+      if (!s.backoffMs) schedule(s);
     },
-    /** Ships what is spooled now; resolves once it is in ClickHouse (rejects with its failure). */
-    flush(): Promise<void> {
-      const last = spool.entries.at(-1);
-      if (!last) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        flushes.push({ seq: last.seq, resolve, reject });
-        backoffMs = 0;
-        schedule();
-      });
-    },
-    /** ClickHouse answers again: retry now rather than at the end of the back-off. */
+    flush: () => flush(s),
     retryNow(): void {
-      if (!backoffMs) return;
-      backoffMs = 0;
-      schedule();
+      if (!s.backoffMs) return;
+      s.backoffMs = 0;
+      schedule(s);
     },
     get pendingRows(): number {
-      return pendingRows();
+      return pendingRows(s.spool);
     },
-    /** Ships what is spooled (for up to `timeoutMs`), then stops; what is left stays spooled. */
-    async close(timeoutMs = 5000): Promise<void> {
-      const until = performance.now() + timeoutMs;
-      let failed = false;
-      while (spool.entries.length && performance.now() < until && !failed)
-        await this.flush().catch(() => (failed = true));
-      closed = true;
-      clearTimeout(timer);
-      await running;
-    },
+    close: (timeoutMs = 5000) => close(s, timeoutMs),
   };
 }
 
-export type Shipper = ReturnType<typeof startShipper>;
+function flush(s: ShipperState): Promise<void> {
+  const last = s.spool.entries.at(-1);
+  if (!last) return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    s.flushes.push({ seq: last.seq, resolve, reject });
+    s.backoffMs = 0;
+    schedule(s);
+  });
+}
+
+async function close(s: ShipperState, timeoutMs: number): Promise<void> {
+  const until = performance.now() + timeoutMs;
+  let failed = false;
+  while (s.spool.entries.length && performance.now() < until && !failed)
+    await flush(s).catch(() => (failed = true));
+  s.closed = true;
+  clearTimeout(s.timer);
+  await s.running;
+}
+
+function pendingRows(spool: Spool, from = 0): number {
+  let n = 0;
+  for (let i = from; i < spool.entries.length; i++) n += spool.entries[i]!.rows;
+  return n;
+}
+
+/** How long until the oldest frame not in flight is due (0: now). */
+function dueInMs(s: ShipperState): number {
+  return s.flushes.length || pendingRows(s.spool, s.claimed) >= s.flushRows
+    ? 0
+    : Math.max(0, s.maxDelayMs - (performance.now() - (s.spool.entries[s.claimed]?.atMs ?? 0)));
+}
+
+/** Runs a drain now, or sets the timer for when the oldest frame falls due (or the back-off ends). */
+function schedule(s: ShipperState): void {
+  clearTimeout(s.timer);
+  if (s.running || s.closed || !s.spool.entries.length) return;
+  const waitMs = s.backoffMs || dueInMs(s);
+  if (waitMs > 0) {
+    s.timer = setTimeout(() => {
+      s.backoffMs = 0;
+      schedule(s);
+    }, waitMs);
+    s.timer.unref();
+    return;
+  }
+  s.running = drain(s).finally(() => {
+    s.running = undefined;
+    schedule(s);
+  });
+}
+
+/**
+ * Keeps up to `parallel` batches in flight while frames are due (a batch's INSERTs overlap the
+ * next one's lookup and encoding), and drops each from the spool in order once ClickHouse has it.
+ * A failure fails every batch in flight: they are sent again after the back-off (their spans are
+ * found stored and left out).
+ */
+async function drain(s: ShipperState): Promise<void> {
+  for (;;) {
+    while (
+      !s.closed &&
+      s.pipeline.length < s.parallel &&
+      s.claimed < s.spool.entries.length &&
+      dueInMs(s) === 0
+    )
+      startBatch(s);
+    const head = s.pipeline[0];
+    if (!head) return;
+    try {
+      await head.done;
+    } catch (error) {
+      return failAll(s, error as Error);
+    }
+    landed(s, head);
+  }
+}
+
+/** Claims the next frames (up to maxRows) and starts sending them. */
+function startBatch(s: ShipperState): void {
+  const { spool } = s;
+  let count = 0;
+  for (let rows = 0; s.claimed + count < spool.entries.length; count++) {
+    const e = spool.entries[s.claimed + count]!;
+    if (count && rows + e.rows > s.maxRows) break;
+    rows += e.rows;
+  }
+  const thorough = spool.entries[s.claimed]!.seq <= s.suspectUntil;
+  const frames = spool.entries.slice(s.claimed, s.claimed + count).map((e) => decodeFrame(spool.read(e)));
+  const keys = frames.flatMap((f) => f.spans.keys);
+  const earlier = new Set(s.inFlight);
+  for (const k of keys) s.inFlight.add(k);
+  s.claimed += count;
+  const job: Batch = { count, rows: 0, keys, done: Promise.resolve() };
+  job.done = ship(s.options, frames, earlier, thorough).then((rows) => {
+    job.rows = rows;
+  });
+  // Awaited in order by drain(); a later batch failing first is not an unhandled rejection.
+  job.done.catch(() => undefined);
+  s.pipeline.push(job);
+}
+
+/** Sends one batch's rows: the spans ClickHouse or an earlier batch in flight holds left out. */
+async function ship(
+  options: ShipperOptions,
+  frames: SpoolFrame[],
+  earlier: Set<string>,
+  thorough: boolean,
+): Promise<number> {
+  const traceIds = [...new Set(frames.flatMap((f) => f.spans.keys.map((k) => k.slice(0, k.indexOf('/')))))];
+  const days = new Set<string>();
+  if (thorough) for (const f of frames) addRowDays(f.spans.bytes, f.spans.rowEnds, days);
+  const stored = traceIds.length
+    ? await options.stored(traceIds, thorough ? [...days] : undefined)
+    : new Set<string>();
+  for (const k of earlier) stored.add(k);
+  const bodies = bodiesOf(frames, stored);
+  if (bodies.spans.length) await options.insert('spans', bodies.spans);
+  if (bodies.logs.length) await options.insert('logs', bodies.logs);
+  return bodies.rows;
+}
+
+/** The head batch is in ClickHouse: its frames leave the spool, and the flushes they end resolve. */
+function landed(s: ShipperState, head: Batch): void {
+  s.pipeline.shift();
+  s.spool.ack(head.count);
+  s.claimed -= head.count;
+  for (const k of head.keys) s.inFlight.delete(k);
+  s.backoffMs = 0;
+  s.options.onShipped?.(head.rows);
+  settleFlushes(s);
+}
+
+/**
+ * A batch failed: once every batch in flight has settled, their frames are marked suspect and
+ * unclaimed, the flushes waiting fail, and the next try waits out the back-off.
+ */
+async function failAll(s: ShipperState, error: Error): Promise<void> {
+  await Promise.allSettled(s.pipeline.map((j) => j.done));
+  s.suspectUntil = Math.max(s.suspectUntil, s.spool.entries[s.claimed - 1]?.seq ?? -1);
+  s.pipeline.length = 0;
+  s.claimed = 0;
+  s.inFlight.clear();
+  s.options.onFailure?.(error);
+  s.options.logger.warn('spool: a batch to ClickHouse failed; retrying', { error: error.message });
+  settleFlushes(s, error);
+  s.backoffMs = Math.min(10_000, s.backoffMs ? s.backoffMs * 2 : s.retryMs);
+}
+
+/** Resolves the flushes whose frames all left the spool; rejects all with `error`. */
+function settleFlushes(s: ShipperState, error?: Error): void {
+  const shipped = s.spool.entries[0]?.seq ?? Infinity;
+  const left: Flush[] = [];
+  for (const f of s.flushes) {
+    if (error) f.reject(error);
+    else if (f.seq < shipped) f.resolve();
+    else left.push(f);
+  }
+  s.flushes = left;
+}
