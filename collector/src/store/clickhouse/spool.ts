@@ -83,20 +83,102 @@ function scan(
   return { frames, lost };
 }
 
+/** The spool as the ClickHouse writer and its shipper use it. */
+export interface Spool {
+  /** Frames not shipped yet, oldest first (the shipper reads and acks from the front). */
+  readonly entries: SpoolEntry[];
+  readonly bytes: number;
+  /** Why appends are refused now (the spool is at its limit, or its disk failed), or undefined. */
+  refusal(): string | undefined;
+  /** Appends a payload; resolves once it is on disk. */
+  append(payload: Buffer, rows: number): Promise<void>;
+  /** A spooled frame's payload (from the page cache, mostly). */
+  read(e: SpoolEntry): Buffer;
+  /**
+   * Drops the first `n` entries (ClickHouse acknowledged them): the mark of the first one left is
+   * written, and segments wholly shipped are deleted.
+   */
+  ack(n: number): void;
+  /** Waits for the appends' last sync, closes the files. */
+  close(): Promise<void>;
+}
+
+/** An open spool: its frames, the segment taking appends, and the group sync's state. */
+interface SpoolState {
+  options: SpoolOptions;
+  entries: SpoolEntry[];
+  readFds: Map<string, number>;
+  seq: number;
+  /** Bytes of the frames not shipped yet (headers included). */
+  bytes: number;
+  /** The number of the segment taking appends, its name, its file and its size. */
+  lastNumber: number;
+  current: string;
+  fd: number;
+  size: number;
+  syncing: Promise<void> | undefined;
+  /** Appends waiting for the next group sync. */
+  waiting: (() => void)[];
+  /** Why the disk refuses appends (a failed fsync), for good. */
+  failure: Error | undefined;
+}
+
 /** Opens the spool in `dir` (created when missing), finding what a previous run left unshipped. */
-export function openSpool(options: SpoolOptions, rowsOf: (payload: Buffer) => number) {
+export function openSpool(options: SpoolOptions, rowsOf: (payload: Buffer) => number): Spool {
   mkdirSync(options.dir, { recursive: true });
-  const entries: SpoolEntry[] = [];
-  const readFds = new Map<string, number>();
-  let seq = 0;
-  let bytes = 0;
-  const [ackedSegment = '', ackedOffset = '0'] = (() => {
+  const found = recover(options, rowsOf);
+  const current = segmentName(found.lastNumber + 1);
+  const s: SpoolState = {
+    options,
+    entries: found.entries,
+    readFds: new Map(),
+    seq: found.entries.at(-1)?.seq ?? 0,
+    bytes: found.bytes,
+    lastNumber: found.lastNumber + 1,
+    current,
+    fd: openSync(join(options.dir, current), 'a'),
+    size: 0,
+    syncing: undefined,
+    waiting: [],
+    failure: undefined,
+  };
+  return {
+    entries: s.entries,
+    get bytes(): number {
+      return s.bytes;
+    },
+    refusal: () => refusal(s),
+    append: (payload, rows) => append(s, payload, rows),
+    read: (e) => read(s, e),
+    ack: (n) => ack(s, n),
+    close: () => close(s),
+  };
+}
+
+/** The ack mark a previous run left: the segment and offset of the first frame not shipped. */
+function ackMark(dir: string): [segment: string, offset: number] {
+  const [segment = '', offset = '0'] = (() => {
     try {
-      return readFileSync(join(options.dir, ACK_FILE), 'utf8').trim().split(' ');
+      return readFileSync(join(dir, ACK_FILE), 'utf8').trim().split(' ');
     } catch {
       return [];
     }
   })();
+  return [segment, Number(offset)];
+}
+
+/**
+ * What a previous run left unshipped: the sound frames from the ack mark on (a damaged one is
+ * logged and skipped), their bytes, and the last segment's number; segments before the mark are
+ * deleted.
+ */
+function recover(
+  options: SpoolOptions,
+  rowsOf: (payload: Buffer) => number,
+): { entries: SpoolEntry[]; bytes: number; lastNumber: number } {
+  const entries: SpoolEntry[] = [];
+  let bytes = 0;
+  const [ackedSegment, ackedOffset] = ackMark(options.dir);
   const segments = readdirSync(options.dir)
     .filter((f) => f.endsWith('.spool'))
     .sort();
@@ -106,7 +188,7 @@ export function openSpool(options: SpoolOptions, rowsOf: (payload: Buffer) => nu
       continue;
     }
     const file = readFileSync(join(options.dir, segment));
-    const { frames, lost } = scan(file, segment === ackedSegment ? Number(ackedOffset) : 0);
+    const { frames, lost } = scan(file, segment === ackedSegment ? ackedOffset : 0);
     for (const [from, to] of lost)
       options.logger.error('spool: a damaged batch is lost; the batches after it are kept', {
         file: join(options.dir, segment),
@@ -115,136 +197,119 @@ export function openSpool(options: SpoolOptions, rowsOf: (payload: Buffer) => nu
       });
     for (const f of frames) {
       const rows = rowsOf(file.subarray(f.offset, f.offset + f.length));
-      entries.push({ seq: ++seq, segment, ...f, rows, atMs: 0 });
+      entries.push({ seq: entries.length + 1, segment, ...f, rows, atMs: 0 });
       bytes += f.length + HEADER;
     }
   }
-  let lastNumber = segments.length ? Number.parseInt(segments.at(-1)!, 10) : 0;
-  let current = segmentName(++lastNumber);
-  let fd = openSync(join(options.dir, current), 'a');
-  let size = 0;
-  let syncing: Promise<void> | undefined;
-  let waiting: (() => void)[] = [];
-  let failure: Error | undefined;
-
-  /** One fdatasync for every append made since the last began (group commit). */
-  function sync(): void {
-    if (syncing || !waiting.length) return;
-    const done = waiting;
-    waiting = [];
-    syncing = new Promise<void>((resolve) => {
-      fdatasync(fd, (error) => {
-        // A failed fsync leaves the spool's durability unknown: refuse appends from now on.
-        if (error) failure = new Error(`the spool could not be synced to disk: ${error.message}`);
-        for (const d of done) d();
-        resolve();
-      });
-    }).then(() => {
-      syncing = undefined;
-      sync();
-    });
-  }
-
-  /**
-   * Starts a new segment. What was appended to the old one is synced here (the appends waiting for
-   * the next group sync are then durable already), and the old file is closed only once a sync
-   * still running on it has finished: closing it under that sync failed it (EBADF) and refused
-   * every append after.
-   */
-  function rotate(): void {
-    const old = fd;
-    fsyncSync(old);
-    if (syncing) void syncing.then(() => closeSync(old));
-    else closeSync(old);
-    current = segmentName(++lastNumber);
-    fd = openSync(join(options.dir, current), 'a');
-    size = 0;
-  }
-
-  const full = (): boolean => bytes >= options.maxBytes;
-
-  return {
-    /** Frames not shipped yet, oldest first (the shipper reads and acks from the front). */
-    entries,
-    get bytes(): number {
-      return bytes;
-    },
-    /** Why appends are refused now (the spool is at its limit, or its disk failed), or undefined. */
-    refusal(): string | undefined {
-      if (failure) return failure.message;
-      if (full())
-        return `the spool holds ${Math.round(bytes / 1048576)} MiB not yet in ClickHouse (its limit)`;
-      return undefined;
-    },
-    /** Appends a payload; resolves once it is on disk. */
-    append(payload: Buffer, rows: number): Promise<void> {
-      const refused = this.refusal();
-      if (refused) return Promise.reject(new Error(refused));
-      if (size >= (options.segmentBytes ?? SEGMENT_BYTES)) rotate();
-      const header = Buffer.allocUnsafe(HEADER);
-      header.writeUInt32LE(MAGIC, 0);
-      header.writeUInt32LE(payload.length, 4);
-      header.writeUInt32LE(crc32(payload), 8);
-      writeSync(fd, header);
-      writeSync(fd, payload);
-      entries.push({
-        seq: ++seq,
-        segment: current,
-        offset: size + HEADER,
-        length: payload.length,
-        rows,
-        atMs: performance.now(),
-      });
-      size += HEADER + payload.length;
-      bytes += HEADER + payload.length;
-      return new Promise<void>((resolve, reject) => {
-        waiting.push(() => (failure ? reject(failure) : resolve()));
-        sync();
-      });
-    },
-    /** A spooled frame's payload (from the page cache, mostly). */
-    read(e: SpoolEntry): Buffer {
-      let rfd = readFds.get(e.segment);
-      if (rfd === undefined) readFds.set(e.segment, (rfd = openSync(join(options.dir, e.segment), 'r')));
-      const out = Buffer.allocUnsafe(e.length);
-      readSync(rfd, out, 0, e.length, e.offset);
-      return out;
-    },
-    /**
-     * Drops the first `n` entries (ClickHouse acknowledged them): the mark of the first one left is
-     * written, and segments wholly shipped are deleted.
-     */
-    ack(n: number): void {
-      const done = entries.splice(0, n);
-      for (const e of done) bytes -= e.length + HEADER;
-      const next = entries[0];
-      const mark = next ? `${next.segment} ${next.offset - HEADER}` : `${current} ${size}`;
-      const tmp = join(options.dir, `${ACK_FILE}.tmp`);
-      writeFileSync(tmp, mark);
-      renameSync(tmp, join(options.dir, ACK_FILE));
-      const keep = next?.segment ?? current;
-      for (const e of done) {
-        if (e.segment >= keep) continue;
-        const r = readFds.get(e.segment);
-        if (r !== undefined) closeSync(r);
-        readFds.delete(e.segment);
-        try {
-          unlinkSync(join(options.dir, e.segment));
-        } catch {
-          // Deleted already with an earlier entry of the same segment.
-        }
-      }
-    },
-    /** Waits for the appends' last sync, closes the files. */
-    async close(): Promise<void> {
-      while (syncing) await syncing;
-      fsyncSync(fd);
-      closeSync(fd);
-      for (const r of readFds.values()) closeSync(r);
-      readFds.clear();
-      if (!statSync(join(options.dir, current)).size) unlinkSync(join(options.dir, current));
-    },
-  };
+  return { entries, bytes, lastNumber: segments.length ? Number.parseInt(segments.at(-1)!, 10) : 0 };
 }
 
-export type Spool = ReturnType<typeof openSpool>;
+function refusal(s: SpoolState): string | undefined {
+  if (s.failure) return s.failure.message;
+  if (s.bytes >= s.options.maxBytes)
+    return `the spool holds ${Math.round(s.bytes / 1048576)} MiB not yet in ClickHouse (its limit)`;
+  return undefined;
+}
+
+function append(s: SpoolState, payload: Buffer, rows: number): Promise<void> {
+  const refused = refusal(s);
+  if (refused) return Promise.reject(new Error(refused));
+  if (s.size >= (s.options.segmentBytes ?? SEGMENT_BYTES)) rotate(s);
+  const header = Buffer.allocUnsafe(HEADER);
+  header.writeUInt32LE(MAGIC, 0);
+  header.writeUInt32LE(payload.length, 4);
+  header.writeUInt32LE(crc32(payload), 8);
+  writeSync(s.fd, header);
+  writeSync(s.fd, payload);
+  s.entries.push({
+    seq: ++s.seq,
+    segment: s.current,
+    offset: s.size + HEADER,
+    length: payload.length,
+    rows,
+    atMs: performance.now(),
+  });
+  s.size += HEADER + payload.length;
+  s.bytes += HEADER + payload.length;
+  return new Promise<void>((resolve, reject) => {
+    s.waiting.push(() => (s.failure ? reject(s.failure) : resolve()));
+    sync(s);
+  });
+}
+
+/** One fdatasync for every append made since the last began (group commit). */
+function sync(s: SpoolState): void {
+  if (s.syncing || !s.waiting.length) return;
+  const done = s.waiting;
+  s.waiting = [];
+  s.syncing = new Promise<void>((resolve) => {
+    fdatasync(s.fd, (error) => {
+      // A failed fsync leaves the spool's durability unknown: refuse appends from now on.
+      if (error) s.failure = new Error(`the spool could not be synced to disk: ${error.message}`);
+      for (const d of done) d();
+      resolve();
+    });
+  }).then(() => {
+    s.syncing = undefined;
+    sync(s);
+  });
+}
+
+/**
+ * Starts a new segment. What was appended to the old one is synced here (the appends waiting for
+ * the next group sync are then durable already), and the old file is closed only once a sync
+ * still running on it has finished: closing it under that sync failed it (EBADF) and refused
+ * every append after.
+ */
+function rotate(s: SpoolState): void {
+  const old = s.fd;
+  fsyncSync(old);
+  if (s.syncing) void s.syncing.then(() => closeSync(old));
+  else closeSync(old);
+  s.current = segmentName(++s.lastNumber);
+  s.fd = openSync(join(s.options.dir, s.current), 'a');
+  s.size = 0;
+}
+
+function read(s: SpoolState, e: SpoolEntry): Buffer {
+  let rfd = s.readFds.get(e.segment);
+  if (rfd === undefined) s.readFds.set(e.segment, (rfd = openSync(join(s.options.dir, e.segment), 'r')));
+  const out = Buffer.allocUnsafe(e.length);
+  readSync(rfd, out, 0, e.length, e.offset);
+  return out;
+}
+
+function ack(s: SpoolState, n: number): void {
+  const done = s.entries.splice(0, n);
+  for (const e of done) s.bytes -= e.length + HEADER;
+  const next = s.entries[0];
+  const mark = next ? `${next.segment} ${next.offset - HEADER}` : `${s.current} ${s.size}`;
+  const tmp = join(s.options.dir, `${ACK_FILE}.tmp`);
+  writeFileSync(tmp, mark);
+  renameSync(tmp, join(s.options.dir, ACK_FILE));
+  deleteShipped(s, done, next?.segment ?? s.current);
+}
+
+/** Deletes the segments of these shipped entries before `keep` (the first segment with frames left). */
+function deleteShipped(s: SpoolState, done: SpoolEntry[], keep: string): void {
+  for (const e of done) {
+    if (e.segment >= keep) continue;
+    const r = s.readFds.get(e.segment);
+    if (r !== undefined) closeSync(r);
+    s.readFds.delete(e.segment);
+    try {
+      unlinkSync(join(s.options.dir, e.segment));
+    } catch {
+      // Deleted already with an earlier entry of the same segment.
+    }
+  }
+}
+
+async function close(s: SpoolState): Promise<void> {
+  while (s.syncing) await s.syncing;
+  fsyncSync(s.fd);
+  closeSync(s.fd);
+  for (const r of s.readFds.values()) closeSync(r);
+  s.readFds.clear();
+  if (!statSync(join(s.options.dir, s.current)).size) unlinkSync(join(s.options.dir, s.current));
+}
