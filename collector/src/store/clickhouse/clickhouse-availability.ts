@@ -1,5 +1,6 @@
 // Whether ClickHouse answers, as the store last found: a failed statement marks it down (reads
-// fail fast meanwhile, ingest is spooled), and a probe finds it back.
+// fail fast meanwhile, ingest is spooled), and a probe finds it back. The store's INSERTs (metric
+// points, alert windows) are here too: one that finds ClickHouse gone is what marks it down.
 import { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from '../../logger.js';
