@@ -13,7 +13,8 @@ import type { LogRecord, SpanRecord } from '../../wire-types.js';
 import { type SpanStore, createSpanStore } from './span-store.js';
 import { exportPageFromBytes } from '../export-page.js';
 import type { MetricRead } from '../../metrics/metric-read.js';
-import { type Backend, type MetricBackend, StoreCorruptError } from '../store.js';
+import { type Backend, type BackendHealth, type MetricBackend, StoreCorruptError } from '../store.js';
+import type { RetentionOptions } from '../read-options.js';
 import { type WriterThread, startWriterThread } from './writer-thread.js';
 import { openSqliteAlertWindows } from './alert-windows.js';
 
@@ -59,11 +60,88 @@ const REFRESH_SLICE_MS = 10;
 
 /** Opens (creates, migrates) the SQLite store and starts its writer thread. */
 export async function createSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
-  // The main thread's connection creates and migrates the schema, then serves reads, summaries and
-  // retention; ingest batches are encoded here and committed by the writer thread.
-  let store: SpanStore;
+  const parts = await openParts(options);
+  const integrity = createIntegrityMonitor({
+    file: parts.store.path,
+    check: () => parts.queries.check(),
+    intervalMs: options.integrityCheckMinutes * 60_000,
+    logger: options.logger,
+  });
+  // Before the first acknowledgement: a damaged file found later may lose what was acknowledged.
+  await integrity.start();
+  const alertWindows = openSqliteAlertWindows(options.dataDir);
+  return sqliteBackend({ ...parts, options, integrity, alertWindows });
+}
+
+/** The store's connections and threads, in the order they open. */
+interface StoreParts {
+  /** The main thread's connection. */
+  store: SpanStore;
+  metrics: SqliteMetricStore;
+  writer: WriterThread;
+  queries: QueryPool;
+}
+
+type StoreState = StoreParts & {
+  options: SqliteStoreOptions;
+  integrity: SqliteStore['integrity'];
+  alertWindows: ReturnType<typeof openSqliteAlertWindows>;
+};
+
+/**
+ * The main thread's connection creates and migrates the schema, then serves reads, summaries and
+ * retention; ingest batches are encoded here and committed by the writer thread. A part that fails
+ * to open closes those opened before it.
+ */
+async function openParts(options: SqliteStoreOptions): Promise<StoreParts> {
+  const store = openSpanStore(options);
+  const metrics = await orUndo(
+    () =>
+      createMetricStore({
+        dataDir: options.dataDir,
+        ...(options.metricLimits ? { limits: options.metricLimits } : {}),
+      }),
+    () => store.close(),
+  );
+  const closeStores = async (): Promise<void> => {
+    await metrics.close();
+    store.close();
+  };
+  const { traceIndexPercent, logger } = options;
+  const writer = await orUndo(
+    () => startWriterThread({ path: store.path, traceIndexPercent, logger }),
+    closeStores,
+  );
+  const queries = await orUndo(
+    () =>
+      createQueryPool({
+        path: store.path,
+        metricsPath: metrics.path,
+        logger,
+        size: options.queryWorkers,
+        timeoutMs: options.queryTimeoutMs,
+      }),
+    async () => {
+      await writer.close();
+      await closeStores();
+    },
+  );
+  return { store, metrics, writer, queries };
+}
+
+/** What `open` returns; when it fails, `undo` runs before its error is thrown on. */
+async function orUndo<T>(open: () => T | Promise<T>, undo: () => void | Promise<void>): Promise<T> {
   try {
-    store = createSpanStore({
+    return await open();
+  } catch (error) {
+    await undo();
+    throw error;
+  }
+}
+
+function openSpanStore(options: SqliteStoreOptions): SpanStore {
+  try {
+    return createSpanStore({
       dataDir: options.dataDir,
       traceIndexPercent: options.traceIndexPercent,
       backgroundCheckpoints: true,
@@ -76,81 +154,12 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
       { cause: error },
     );
   }
-  let metrics: SqliteMetricStore;
-  try {
-    metrics = createMetricStore({
-      dataDir: options.dataDir,
-      ...(options.metricLimits ? { limits: options.metricLimits } : {}),
-    });
-  } catch (error) {
-    store.close();
-    throw error;
-  }
-  let writer: WriterThread;
-  try {
-    writer = await startWriterThread({
-      path: store.path,
-      traceIndexPercent: options.traceIndexPercent,
-      logger: options.logger,
-    });
-  } catch (error) {
-    await metrics.close();
-    store.close();
-    throw error;
-  }
-  let queries: QueryPool;
-  try {
-    queries = await createQueryPool({
-      path: store.path,
-      metricsPath: metrics.path,
-      logger: options.logger,
-      size: options.queryWorkers,
-      timeoutMs: options.queryTimeoutMs,
-    });
-  } catch (error) {
-    await writer.close();
-    await metrics.close();
-    store.close();
-    throw error;
-  }
-  const integrity = createIntegrityMonitor({
-    file: store.path,
-    check: () => queries.check(),
-    intervalMs: options.integrityCheckMinutes * 60_000,
-    logger: options.logger,
-  });
-  // Before the first acknowledgement: a damaged file found later may lose what was acknowledged.
-  await integrity.start();
-  const alertWindows = openSqliteAlertWindows(options.dataDir);
+}
 
-  const readBytes = queries.readBytes.bind(queries);
-  const read = queries.readParsed.bind(queries);
-  let refreshing: Promise<void> | undefined;
-  /**
-   * Brings stale summaries up to date before a read of them, as the in-process store does: on the
-   * writer thread, in slices that let ingest commit in between. Reads arriving meanwhile share it.
-   */
-  const refreshForRead = (): Promise<void> =>
-    (refreshing ??= (async () => {
-      try {
-        const until = performance.now() + READ_REFRESH_MS;
-        for (let done = 0, n = 1; n > 0 && done < READ_REFRESH_ITEMS && performance.now() < until; done += n)
-          n = await writer.refreshSummaries(REFRESH_SLICE_ITEMS, REFRESH_SLICE_MS);
-      } catch (error) {
-        // The writer thread is down (restarting) or the store is closing: the read answers with
-        // the summaries as stored rather than failing.
-        options.logger.warn('summary refresh before a read failed', { error });
-      } finally {
-        refreshing = undefined;
-      }
-    })());
-  /** An error a read or write met: SQLite's words for a damaged file mark the store corrupt. */
-  const failure = (error: unknown): unknown => {
-    if (error instanceof StoreCorruptError || !isCorruption(error)) return error;
-    // markCorrupt logs the file; the client is told the store is corrupt, not where it is.
-    integrity.markCorrupt(error instanceof Error ? error.message : String(error));
-    return corruptError(undefined, error);
-  };
+/** The store's Backend over its parts. */
+function sqliteBackend(s: StoreState): SqliteStore {
+  const { options, store, metrics, writer, queries, integrity } = s;
+  const failure = failureOf(integrity);
   // The ingesting store's open roll-up windows as they are now: the thread reads raw points there.
   const metricJson = (metricRead: MetricRead): Promise<Uint8Array> =>
     queries.read('metric', [metricRead, metrics.unwrittenFromUs()]);
@@ -160,79 +169,142 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Sq
     location: store.path,
     spanStore: store,
     metrics: Object.assign(metrics, { json: metricJson }),
-    alertWindows,
+    alertWindows: s.alertWindows,
     writer,
     ingestLingerMs: options.ingestLingerMs,
-    async write(spans: SpanRecord[], logs: LogRecord[]): Promise<void> {
-      const batch = store.encodeBatch(spans, logs);
-      try {
-        await writer.write(batch);
-      } catch (error) {
-        store.forgetBatch(batch);
-        throw failure(error);
-      }
-    },
+    write: (spans, logs) => writeBatch(s, failure, spans, logs),
     unwritable: () => integrity.unwritable() ?? writer.failure,
     failure,
-    health: () =>
-      integrity.state.status === 'corrupt'
-        ? { ok: false, detail: { status: 'corrupt', store: integrity.publicState(), hint: RECOVERY_HINT } }
-        : { ok: true },
-    spans: {
-      queryJson: (query, range) => queries.run(query, range),
-      spansOfTrace: (traceId) => read('spansOfTrace', [traceId]),
-      async listTraces(filter) {
-        await refreshForRead();
-        return read('listTraces', [filter]);
-      },
-      async listSessions(limit) {
-        await refreshForRead();
-        return read('listSessions', [limit]);
-      },
-      async getSession(sessionId) {
-        await refreshForRead();
-        return read('getSession', [sessionId]);
-      },
-      services: () => read('services', []),
-      // The encoder's key set, in memory (at most maxAttributeKeys): no SQL.
-      attributeKeys: async () => store.attributeKeys(),
-      traceJson: (traceId) => readBytes('trace', [traceId]),
-      async sessionJson(sessionId) {
-        await refreshForRead();
-        return readBytes('getSession', [sessionId]);
-      },
-      refreshSummaries: (limit) => writer.refreshSummaries(limit, REFRESH_SLICE_MS),
-    },
+    health: () => healthOf(integrity),
+    spans: spanReads(s, readRefresher(writer, options.logger)),
     logs: {
       json: (q) => queries.read('logs', [q]),
-      ofTrace: (traceId) => read('logsOfTrace', [traceId]),
+      ofTrace: (traceId) => queries.readParsed('logsOfTrace', [traceId]),
     },
-    async exportPage(table, sel, after, shape) {
-      // An export admitted (http/export.ts) is not refused half-way: its pages go ahead of queries.
-      return exportPageFromBytes(
-        await readBytes('exportPage', [table, sel, after, shape], after[0] !== -Infinity),
-      );
-    },
+    // An export admitted (http/export.ts) is not refused half-way: its pages go ahead of queries.
+    exportPage: async (table, sel, after, shape) =>
+      exportPageFromBytes(
+        await queries.readBytes('exportPage', [table, sel, after, shape], after[0] !== -Infinity),
+      ),
     // Acknowledged means committed: readable at once.
     caughtUp: async () => undefined,
-    // On the writer thread, a DELETE chunk per message: ingest commits in between.
-    async applyRetention(retention) {
-      const nowMs = Date.now();
-      let deleted = 0;
-      for (let step = { deleted: 0, more: true }; step.more; deleted += step.deleted)
-        step = await writer.retain(retention, nowMs);
-      if (deleted) await writer.retain(retention, nowMs, true);
-      return deleted;
-    },
-    async close(): Promise<void> {
-      integrity.close();
-      await queries.close();
-      // The writer's connection closes first, so the main one is the last: it checkpoints the
-      // WAL into the database and removes it.
-      await writer.close();
-      store.close();
-      await metrics.close();
-      alertWindows.close();
-    },
+    applyRetention: (retention) => applyRetention(writer, retention),
+    close: () => closeStore(s),
   };
+}
+
+/** An error a read or write met: SQLite's words for a damaged file mark the store corrupt. */
+function failureOf(integrity: SqliteStore['integrity']): (error: unknown) => unknown {
+  return (error) => {
+    if (error instanceof StoreCorruptError || !isCorruption(error)) return error;
+    // markCorrupt logs the file; the client is told the store is corrupt, not where it is.
+    integrity.markCorrupt(error instanceof Error ? error.message : String(error));
+    return corruptError(undefined, error);
+  };
+}
+
+/** Encodes the batch here and commits it on the writer thread; a batch not stored is forgotten. */
+async function writeBatch(
+  { store, writer }: StoreParts,
+  failure: (error: unknown) => unknown,
+  spans: SpanRecord[],
+  logs: LogRecord[],
+): Promise<void> {
+  const batch = store.encodeBatch(spans, logs);
+  try {
+    await writer.write(batch);
+  } catch (error) {
+    store.forgetBatch(batch);
+    throw failure(error);
+  }
+}
+
+function healthOf(integrity: SqliteStore['integrity']): BackendHealth {
+  return integrity.state.status === 'corrupt'
+    ? { ok: false, detail: { status: 'corrupt', store: integrity.publicState(), hint: RECOVERY_HINT } }
+    : { ok: true };
+}
+
+/**
+ * Brings stale summaries up to date before a read of them, as the in-process store does: on the
+ * writer thread, in slices that let ingest commit in between. Reads arriving meanwhile share it.
+ */
+function readRefresher(writer: WriterThread, logger: Logger): () => Promise<void> {
+  let refreshing: Promise<void> | undefined;
+  return () =>
+    (refreshing ??= (async () => {
+      try {
+        const until = performance.now() + READ_REFRESH_MS;
+        for (let done = 0, n = 1; n > 0 && done < READ_REFRESH_ITEMS && performance.now() < until; done += n)
+          n = await writer.refreshSummaries(REFRESH_SLICE_ITEMS, REFRESH_SLICE_MS);
+      } catch (error) {
+        // The writer thread is down (restarting) or the store is closing: the read answers with
+        // the summaries as stored rather than failing.
+        logger.warn('summary refresh before a read failed', { error });
+      } finally {
+        refreshing = undefined;
+      }
+    })());
+}
+
+/** The span reads, on the query threads; those of summaries after refreshForRead. */
+function spanReads(
+  { store, writer, queries }: StoreParts,
+  refreshForRead: () => Promise<void>,
+): SqliteStore['spans'] {
+  const readBytes = queries.readBytes.bind(queries);
+  const read = queries.readParsed.bind(queries);
+  return {
+    queryJson: (query, range) => queries.run(query, range),
+    spansOfTrace: (traceId) => read('spansOfTrace', [traceId]),
+    async listTraces(filter) {
+      await refreshForRead();
+      return read('listTraces', [filter]);
+    },
+    async listSessions(limit) {
+      await refreshForRead();
+      return read('listSessions', [limit]);
+    },
+    async getSession(sessionId) {
+      await refreshForRead();
+      return read('getSession', [sessionId]);
+    },
+    services: () => read('services', []),
+    // The encoder's key set, in memory (at most maxAttributeKeys): no SQL.
+    attributeKeys: async () => store.attributeKeys(),
+    traceJson: (traceId) => readBytes('trace', [traceId]),
+    async sessionJson(sessionId) {
+      await refreshForRead();
+      return readBytes('getSession', [sessionId]);
+    },
+    refreshSummaries: (limit) => writer.refreshSummaries(limit, REFRESH_SLICE_MS),
+  };
+}
+
+/** On the writer thread, a DELETE chunk per message: ingest commits in between. */
+async function applyRetention(writer: WriterThread, retention: RetentionOptions): Promise<number> {
+  const nowMs = Date.now();
+  let deleted = 0;
+  for (let step = { deleted: 0, more: true }; step.more; deleted += step.deleted)
+    step = await writer.retain(retention, nowMs);
+  if (deleted) await writer.retain(retention, nowMs, true);
+  return deleted;
+}
+
+async function closeStore({
+  integrity,
+  queries,
+  writer,
+  store,
+  metrics,
+  alertWindows,
+}: StoreState): Promise<void> {
+  integrity.close();
+  await queries.close();
+  // The writer's connection closes first, so the main one is the last: it checkpoints the
+  // WAL into the database and removes it.
+  await writer.close();
+  store.close();
+  await metrics.close();
+  alertWindows.close();
 }
