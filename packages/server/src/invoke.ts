@@ -43,7 +43,9 @@ export async function invoke(ctx: KoaContext, scope: AppScope): Promise<void> {
     if (disconnected) invocation.abort(new Error('client disconnected'));
     const inContext = runIn(state, requestContext, otelContext);
     const result: unknown = await inContext(() => scope.entrypoint(payload, requestContext));
-    await respond(ctx, scope, { result, requestContext, sessionId, inContext });
+    // Awaited only when streaming: an answer at once adds no turn of the event loop.
+    const streaming = respond(ctx, scope, { result, requestContext, sessionId, inContext });
+    if (streaming) await streaming;
   } finally {
     leave();
     ctx.res.off('close', onClose);
@@ -77,18 +79,18 @@ interface Outcome {
   inContext: <T>(fn: () => T) => T;
 }
 
-/** Streams a streamable result as server-sent events; answers anything else at once. */
-async function respond(ctx: KoaContext, scope: AppScope, outcome: Outcome): Promise<void> {
+/** Streams a streamable result as server-sent events (the stream's promise); answers anything else at once. */
+function respond(ctx: KoaContext, scope: AppScope, outcome: Outcome): Promise<void> | undefined {
   const { result, requestContext, inContext } = outcome;
   const headers = responseHeaders(requestContext, outcome.sessionId);
   if (!isStreamable(result)) {
     ctx.set(headers);
     sendResult(ctx, result, scope.options.stringResponse ?? 'json');
-    return;
+    return undefined;
   }
   ctx.respond = false;
   if (scope.inFlight.draining) headers.connection = 'close';
-  await inContext(() =>
+  return inContext(() =>
     streamSse(ctx.res, result, {
       heartbeatMs: scope.heartbeatMs,
       signal: requestContext.signal,
