@@ -7,6 +7,7 @@ import { type OtlpProtocol } from './telemetry/otlp-providers.js';
 import { type ContainerEngineSetting } from './sessions/container-engine.js';
 import { type EvaluationSettings } from './evaluate/evaluation-service.js';
 import { type JudgeProviderName } from './evaluate/judge/judge-model.js';
+import { type Env, EnvReader, type EnvReaders } from './env-reader.js';
 
 /**
  * How workers are isolated: `auto` uses the bubblewrap sandbox when it works (Linux), `bwrap` fails
@@ -189,160 +190,186 @@ export interface RuntimeConfig extends Required<Omit<RuntimeServerOptions, 'otlp
 
 export const DEFAULT_PORT = 8787;
 
-type Env = Record<string, string | undefined>;
-
 /** Resolves the runtime's settings: explicit options, then env, then defaults. Blank env = unset. */
 export function resolveRuntimeConfig(
   options: RuntimeServerOptions = {},
   env: Env = process.env,
 ): Readonly<RuntimeConfig> {
-  const warnings: string[] = [];
-  const str = (name: string): string | undefined => {
-    const value = env[name]?.trim();
-    return value ? value : undefined;
-  };
-  const int = (name: string, fallback: number, min = 0): number => {
-    const raw = str(name);
-    if (raw === undefined) return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < min) {
-      warnings.push(`${name}=${raw} is not an integer >= ${min}; using ${fallback}`);
-      return fallback;
-    }
-    return value;
-  };
-  const bool = (name: string, fallback: boolean): boolean => {
-    const raw = str(name)?.toLowerCase();
-    if (raw === undefined) return fallback;
-    if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
-    if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-    warnings.push(`${name}=${raw} is not a boolean; using ${fallback}`);
-    return fallback;
-  };
-  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
-    const raw = str(name);
-    if (raw === undefined) return fallback;
-    if ((allowed as readonly string[]).includes(raw)) return raw as T;
-    warnings.push(`${name}=${raw} is not ${allowed.join('|')}; using ${fallback}`);
-    return fallback;
-  };
-  const isolation = oneOf<IsolationSetting>(
+  const read = new EnvReader(env);
+  // Read first, and even when an option beats them, so a bad value still gets its warning.
+  const isolation = read.oneOf<IsolationSetting>(
     'AGENTRT_ISOLATION',
     ['auto', 'bwrap', 'none', 'unsafe-process'],
     'auto',
   );
-  const otlpProtocol = oneOf<OtlpProtocol>(
+  const otlpProtocol = read.oneOf<OtlpProtocol>(
     'OTEL_EXPORTER_OTLP_PROTOCOL',
     ['http/protobuf', 'http/json'],
     'http/protobuf',
   );
-  /** A comma-separated list; blanks dropped. */
-  const list = (name: string): string[] =>
-    (str(name) ?? '')
-      .split(',')
-      .map((p) => p.trim())
-      .filter(Boolean);
-  const ports = (name: string): number[] => {
-    const out: number[] = [];
-    for (const part of list(name)) {
-      const port = Number(part);
-      if (Number.isInteger(port) && port > 0 && port < 65536) out.push(port);
-      else warnings.push(`${name}: ${part} is not a port (1-65535); ignored`);
-    }
-    return out;
-  };
-  const logLevel = oneOf<LogLevel>('AGENTRT_LOG_LEVEL', LOG_LEVELS, 'info');
+  const logLevel = read.oneOf<LogLevel>('AGENTRT_LOG_LEVEL', LOG_LEVELS, 'info');
 
-  const replicaName = options.replicaName ?? str('AGENTRT_K8S_POD_NAME') ?? os.hostname();
+  const replicaName = options.replicaName ?? read.str('AGENTRT_K8S_POD_NAME') ?? os.hostname();
   const config: RuntimeConfig = {
-    host: options.host ?? str('AGENTRT_RUNTIME_HOST') ?? '127.0.0.1',
-    port: options.port ?? int('AGENTRT_RUNTIME_PORT', DEFAULT_PORT),
-    dataDir: resolve(options.dataDir ?? str('AGENTRT_DATA_DIR') ?? join(os.homedir(), '.agentrt', 'runtime')),
-    region: options.region ?? str('AGENTRT_REGION') ?? str('AWS_REGION') ?? 'us-east-1',
-    accountId: options.accountId ?? str('AGENTRT_ACCOUNT_ID') ?? '123456789012',
-    startTimeoutMs: options.startTimeoutMs ?? int('AGENTRT_START_TIMEOUT_MS', 60_000, 1),
-    stopGraceMs: options.stopGraceMs ?? int('AGENTRT_STOP_GRACE_MS', 5_000),
-    pingIntervalMs: options.pingIntervalMs ?? int('AGENTRT_PING_INTERVAL_MS', 2_000, 10),
-    maxSessions: options.maxSessions ?? int('AGENTRT_MAX_SESSIONS', 100, 1),
-    warmPoolSize: options.warmPoolSize ?? int('AGENTRT_WARM_POOL_SIZE', 0),
-    warmPoolMax: options.warmPoolMax ?? int('AGENTRT_WARM_POOL_MAX', 0),
-    maxConcurrentStarts:
-      options.maxConcurrentStarts ??
-      int('AGENTRT_MAX_CONCURRENT_STARTS', Math.max(32, 8 * os.availableParallelism()), 1),
-    isolation: options.isolation ?? isolation,
-    sandboxUid: options.sandboxUid ?? int('AGENTRT_SANDBOX_UID', 65534, 1),
-    sandboxGid: options.sandboxGid ?? int('AGENTRT_SANDBOX_GID', 65534, 1),
-    sandboxHostPorts: options.sandboxHostPorts ?? ports('AGENTRT_SANDBOX_HOST_PORTS'),
-    allowedHosts: options.allowedHosts ?? list('AGENTRT_RUNTIME_ALLOWED_HOSTS'),
-    allowedOrigins: options.allowedOrigins ?? list('AGENTRT_RUNTIME_ALLOWED_ORIGINS'),
-    jwtRequireExp: options.jwtRequireExp ?? bool('AGENTRT_JWT_REQUIRE_EXP', true),
-    sessionMemoryMb: options.sessionMemoryMb ?? int('AGENTRT_SESSION_MEMORY_MB', 8192, 16),
-    sessionVcpus: options.sessionVcpus ?? int('AGENTRT_SESSION_VCPUS', 2, 1),
-    sessionPids: options.sessionPids ?? int('AGENTRT_SESSION_PIDS', 1024, 16),
-    sessionDiskMb: options.sessionDiskMb ?? int('AGENTRT_SESSION_DISK_MB', 1024, 1),
-    sessionStorageMb: options.sessionStorageMb ?? int('AGENTRT_SESSION_STORAGE_MB', 1024, 8),
-    sessionStorageIdleS: options.sessionStorageIdleS ?? int('AGENTRT_SESSION_STORAGE_IDLE_S', 1_209_600, 1),
-    sessions:
-      options.sessions ?? oneOf<'local' | 'kubernetes'>('AGENTRT_SESSIONS', ['local', 'kubernetes'], 'local'),
-    containerEngine:
-      options.containerEngine ??
-      oneOf<ContainerEngineSetting>('AGENTRT_CONTAINER_ENGINE', ['auto', 'podman', 'docker'], 'auto'),
-    ociRuntime:
-      options.ociRuntime ?? oneOf<'runc' | 'runsc'>('AGENTRT_OCI_RUNTIME', ['runc', 'runsc'], 'runc'),
-    controlStore:
-      options.controlStore ??
-      oneOf<'sqlite' | 'kubernetes'>('AGENTRT_CONTROL_STORE', ['sqlite', 'kubernetes'], 'sqlite'),
-    kubernetesNamespace: options.kubernetesNamespace ?? str('AGENTRT_K8S_NAMESPACE') ?? 'default',
-    kubeconfig: options.kubeconfig ?? str('KUBECONFIG') ?? '',
-    kubernetesRuntimeClass: options.kubernetesRuntimeClass ?? str('AGENTRT_K8S_RUNTIME_CLASS') ?? '',
-    kubernetesHoldMs: options.kubernetesHoldMs ?? int('AGENTRT_K8S_HOLD_MS', 30_000, 1),
-    kubernetesSessionLeaseMs:
-      options.kubernetesSessionLeaseMs ?? int('AGENTRT_K8S_SESSION_LEASE_MS', 30_000, 1),
-    kubernetesMode:
-      options.kubernetesMode ??
-      oneOf<'pods' | 'agent-sandbox'>('AGENTRT_K8S_MODE', ['pods', 'agent-sandbox'], 'pods'),
-    replicaName,
-    leaseSeconds: options.leaseSeconds ?? int('AGENTRT_K8S_LEASE_S', 15, 1),
-    onlineEvaluationIntervalMs:
-      options.onlineEvaluationIntervalMs ?? int('AGENTRT_ONLINE_EVAL_INTERVAL_MS', 10_000, 10),
-    onlineEvaluationCatchUpMs:
-      options.onlineEvaluationCatchUpMs ?? int('AGENTRT_ONLINE_EVAL_CATCH_UP_S', 86_400, 0) * 1000,
+    ...listenSettings(options, read),
+    ...workerSettings(options, read),
+    ...sandboxSettings(options, read, isolation),
+    ...sessionLimits(options, read),
+    ...backendSettings(options, read),
+    ...clusterSettings(options, read, replicaName),
+    ...onlineEvaluationSettings(options, read),
     replicaInstance: options.replicaInstance ?? `${replicaName}-${randomBytes(4).toString('hex')}`,
-    fileArtifacts:
-      options.fileArtifacts ??
-      oneOf<'snapshot' | 'live'>('AGENTRT_FILE_ARTIFACTS', ['snapshot', 'live'], 'snapshot'),
-    artifactMaxMb: options.artifactMaxMb ?? int('AGENTRT_ARTIFACT_MAX_MB', 1024, 1),
-    insecureRegistries: options.insecureRegistries ?? list('AGENTRT_INSECURE_REGISTRIES'),
-    terseErrors: options.terseErrors ?? bool('AGENTRT_TERSE_ERRORS', false),
-    laxSessionIds: options.laxSessionIds ?? bool('AGENTRT_LAX_SESSION_IDS', false),
-    lifecycleMinSeconds: options.lifecycleMinSeconds ?? int('AGENTRT_LIFECYCLE_MIN_S', 60, 1),
-    apiKeys: options.apiKeys ?? list('AGENTRT_API_KEYS'),
-    instrumentWorkers: options.instrumentWorkers ?? bool('AGENTRT_INSTRUMENT_WORKERS', false),
-    captureRequests: options.captureRequests ?? bool('AGENTRT_CAPTURE_REQUESTS', false),
-    otlpEndpoint: options.otlpEndpoint ?? str('OTEL_EXPORTER_OTLP_ENDPOINT'),
-    otlpProtocol: options.otlpProtocol ?? otlpProtocol,
-    metricExportIntervalMs: options.metricExportIntervalMs ?? int('OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100),
-    otlpHeaders: options.otlpHeaders ?? parseKeyPairsIntoRecord(str('OTEL_EXPORTER_OTLP_HEADERS')),
-    otlpRelayMaxExportBytes:
-      options.otlpRelayMaxExportBytes ?? int('AGENTRT_OTLP_MAX_EXPORT_BYTES', 4 * 1024 * 1024, 1024),
-    otlpRelaySessionBytes:
-      options.otlpRelaySessionBytes ?? int('AGENTRT_OTLP_SESSION_BYTES', 16 * 1024 * 1024, 1024),
-    maxBodyBytes: options.maxBodyBytes ?? int('AGENTRT_MAX_BODY_BYTES', 100_000_000, 1),
-    wsMaxFrameBytes: options.wsMaxFrameBytes ?? int('AGENTRT_WS_MAX_FRAME_BYTES', 64 * 1024, 1),
-    wsMaxFramesPerSecond: options.wsMaxFramesPerSecond ?? int('AGENTRT_WS_MAX_FRAMES_PER_S', 250, 1),
-    commandMaxTimeoutS: options.commandMaxTimeoutS ?? int('AGENTRT_COMMAND_MAX_TIMEOUT_S', 3600, 1),
+    ...artifactSettings(options, read),
+    ...apiSettings(options, read),
+    ...telemetrySettings(options, read, otlpProtocol),
+    ...requestLimits(options, read),
     logLevel: options.logLevel ?? logLevel,
-    evaluation: options.evaluation ?? evaluationSettings({ str, int, oneOf }, options.otlpEndpoint),
+    evaluation: options.evaluation ?? evaluationSettings(read, options.otlpEndpoint),
     logSink: options.logSink ?? ((line) => process.stdout.write(line)),
-    warnings,
+    warnings: read.warnings,
   };
   return Object.freeze(config);
 }
 
-interface EnvReaders {
-  str(name: string): string | undefined;
-  int(name: string, fallback: number, min?: number): number;
-  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T;
+type Options = RuntimeServerOptions;
+
+function listenSettings(options: Options, read: EnvReader) {
+  return {
+    host: options.host ?? read.str('AGENTRT_RUNTIME_HOST') ?? '127.0.0.1',
+    port: options.port ?? read.int('AGENTRT_RUNTIME_PORT', DEFAULT_PORT),
+    dataDir: resolve(
+      options.dataDir ?? read.str('AGENTRT_DATA_DIR') ?? join(os.homedir(), '.agentrt', 'runtime'),
+    ),
+    region: options.region ?? read.str('AGENTRT_REGION') ?? read.str('AWS_REGION') ?? 'us-east-1',
+    accountId: options.accountId ?? read.str('AGENTRT_ACCOUNT_ID') ?? '123456789012',
+  };
+}
+
+function workerSettings(options: Options, read: EnvReader) {
+  return {
+    startTimeoutMs: options.startTimeoutMs ?? read.int('AGENTRT_START_TIMEOUT_MS', 60_000, 1),
+    stopGraceMs: options.stopGraceMs ?? read.int('AGENTRT_STOP_GRACE_MS', 5_000),
+    pingIntervalMs: options.pingIntervalMs ?? read.int('AGENTRT_PING_INTERVAL_MS', 2_000, 10),
+    maxSessions: options.maxSessions ?? read.int('AGENTRT_MAX_SESSIONS', 100, 1),
+    warmPoolSize: options.warmPoolSize ?? read.int('AGENTRT_WARM_POOL_SIZE', 0),
+    warmPoolMax: options.warmPoolMax ?? read.int('AGENTRT_WARM_POOL_MAX', 0),
+    maxConcurrentStarts:
+      options.maxConcurrentStarts ??
+      read.int('AGENTRT_MAX_CONCURRENT_STARTS', Math.max(32, 8 * os.availableParallelism()), 1),
+  };
+}
+
+/** The sandbox, and the Host, Origin and JWT checks of every request. */
+function sandboxSettings(options: Options, read: EnvReader, isolation: IsolationSetting) {
+  return {
+    isolation: options.isolation ?? isolation,
+    sandboxUid: options.sandboxUid ?? read.int('AGENTRT_SANDBOX_UID', 65534, 1),
+    sandboxGid: options.sandboxGid ?? read.int('AGENTRT_SANDBOX_GID', 65534, 1),
+    sandboxHostPorts: options.sandboxHostPorts ?? read.ports('AGENTRT_SANDBOX_HOST_PORTS'),
+    allowedHosts: options.allowedHosts ?? read.list('AGENTRT_RUNTIME_ALLOWED_HOSTS'),
+    allowedOrigins: options.allowedOrigins ?? read.list('AGENTRT_RUNTIME_ALLOWED_ORIGINS'),
+    jwtRequireExp: options.jwtRequireExp ?? read.bool('AGENTRT_JWT_REQUIRE_EXP', true),
+  };
+}
+
+function sessionLimits(options: Options, read: EnvReader) {
+  return {
+    sessionMemoryMb: options.sessionMemoryMb ?? read.int('AGENTRT_SESSION_MEMORY_MB', 8192, 16),
+    sessionVcpus: options.sessionVcpus ?? read.int('AGENTRT_SESSION_VCPUS', 2, 1),
+    sessionPids: options.sessionPids ?? read.int('AGENTRT_SESSION_PIDS', 1024, 16),
+    sessionDiskMb: options.sessionDiskMb ?? read.int('AGENTRT_SESSION_DISK_MB', 1024, 1),
+    sessionStorageMb: options.sessionStorageMb ?? read.int('AGENTRT_SESSION_STORAGE_MB', 1024, 8),
+    sessionStorageIdleS:
+      options.sessionStorageIdleS ?? read.int('AGENTRT_SESSION_STORAGE_IDLE_S', 1_209_600, 1),
+  };
+}
+
+/** Where sessions run, with which engine, and where the control plane keeps its records. */
+function backendSettings(options: Options, read: EnvReader) {
+  return {
+    sessions:
+      options.sessions ??
+      read.oneOf<'local' | 'kubernetes'>('AGENTRT_SESSIONS', ['local', 'kubernetes'], 'local'),
+    containerEngine:
+      options.containerEngine ??
+      read.oneOf<ContainerEngineSetting>('AGENTRT_CONTAINER_ENGINE', ['auto', 'podman', 'docker'], 'auto'),
+    ociRuntime:
+      options.ociRuntime ?? read.oneOf<'runc' | 'runsc'>('AGENTRT_OCI_RUNTIME', ['runc', 'runsc'], 'runc'),
+    controlStore:
+      options.controlStore ??
+      read.oneOf<'sqlite' | 'kubernetes'>('AGENTRT_CONTROL_STORE', ['sqlite', 'kubernetes'], 'sqlite'),
+  };
+}
+
+function clusterSettings(options: Options, read: EnvReader, replicaName: string) {
+  return {
+    kubernetesNamespace: options.kubernetesNamespace ?? read.str('AGENTRT_K8S_NAMESPACE') ?? 'default',
+    kubeconfig: options.kubeconfig ?? read.str('KUBECONFIG') ?? '',
+    kubernetesRuntimeClass: options.kubernetesRuntimeClass ?? read.str('AGENTRT_K8S_RUNTIME_CLASS') ?? '',
+    kubernetesHoldMs: options.kubernetesHoldMs ?? read.int('AGENTRT_K8S_HOLD_MS', 30_000, 1),
+    kubernetesSessionLeaseMs:
+      options.kubernetesSessionLeaseMs ?? read.int('AGENTRT_K8S_SESSION_LEASE_MS', 30_000, 1),
+    kubernetesMode:
+      options.kubernetesMode ??
+      read.oneOf<'pods' | 'agent-sandbox'>('AGENTRT_K8S_MODE', ['pods', 'agent-sandbox'], 'pods'),
+    replicaName,
+    leaseSeconds: options.leaseSeconds ?? read.int('AGENTRT_K8S_LEASE_S', 15, 1),
+  };
+}
+
+/** How often stored online evaluation rules look for completed sessions, and how far back they catch up. */
+function onlineEvaluationSettings(options: Options, read: EnvReader) {
+  return {
+    onlineEvaluationIntervalMs:
+      options.onlineEvaluationIntervalMs ?? read.int('AGENTRT_ONLINE_EVAL_INTERVAL_MS', 10_000, 10),
+    onlineEvaluationCatchUpMs:
+      options.onlineEvaluationCatchUpMs ?? read.int('AGENTRT_ONLINE_EVAL_CATCH_UP_S', 86_400, 0) * 1000,
+  };
+}
+
+function artifactSettings(options: Options, read: EnvReader) {
+  return {
+    fileArtifacts:
+      options.fileArtifacts ??
+      read.oneOf<'snapshot' | 'live'>('AGENTRT_FILE_ARTIFACTS', ['snapshot', 'live'], 'snapshot'),
+    artifactMaxMb: options.artifactMaxMb ?? read.int('AGENTRT_ARTIFACT_MAX_MB', 1024, 1),
+    insecureRegistries: options.insecureRegistries ?? read.list('AGENTRT_INSECURE_REGISTRIES'),
+  };
+}
+
+/** How the API answers and whom it lets in. */
+function apiSettings(options: Options, read: EnvReader) {
+  return {
+    terseErrors: options.terseErrors ?? read.bool('AGENTRT_TERSE_ERRORS', false),
+    laxSessionIds: options.laxSessionIds ?? read.bool('AGENTRT_LAX_SESSION_IDS', false),
+    lifecycleMinSeconds: options.lifecycleMinSeconds ?? read.int('AGENTRT_LIFECYCLE_MIN_S', 60, 1),
+    apiKeys: options.apiKeys ?? read.list('AGENTRT_API_KEYS'),
+  };
+}
+
+function telemetrySettings(options: Options, read: EnvReader, otlpProtocol: OtlpProtocol) {
+  return {
+    instrumentWorkers: options.instrumentWorkers ?? read.bool('AGENTRT_INSTRUMENT_WORKERS', false),
+    captureRequests: options.captureRequests ?? read.bool('AGENTRT_CAPTURE_REQUESTS', false),
+    otlpEndpoint: options.otlpEndpoint ?? read.str('OTEL_EXPORTER_OTLP_ENDPOINT'),
+    otlpProtocol: options.otlpProtocol ?? otlpProtocol,
+    metricExportIntervalMs:
+      options.metricExportIntervalMs ?? read.int('OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100),
+    otlpHeaders: options.otlpHeaders ?? parseKeyPairsIntoRecord(read.str('OTEL_EXPORTER_OTLP_HEADERS')),
+    otlpRelayMaxExportBytes:
+      options.otlpRelayMaxExportBytes ?? read.int('AGENTRT_OTLP_MAX_EXPORT_BYTES', 4 * 1024 * 1024, 1024),
+    otlpRelaySessionBytes:
+      options.otlpRelaySessionBytes ?? read.int('AGENTRT_OTLP_SESSION_BYTES', 16 * 1024 * 1024, 1024),
+  };
+}
+
+function requestLimits(options: Options, read: EnvReader) {
+  return {
+    maxBodyBytes: options.maxBodyBytes ?? read.int('AGENTRT_MAX_BODY_BYTES', 100_000_000, 1),
+    wsMaxFrameBytes: options.wsMaxFrameBytes ?? read.int('AGENTRT_WS_MAX_FRAME_BYTES', 64 * 1024, 1),
+    wsMaxFramesPerSecond: options.wsMaxFramesPerSecond ?? read.int('AGENTRT_WS_MAX_FRAMES_PER_S', 250, 1),
+    commandMaxTimeoutS: options.commandMaxTimeoutS ?? read.int('AGENTRT_COMMAND_MAX_TIMEOUT_S', 3600, 1),
+  };
 }
 
 /**
