@@ -4,12 +4,19 @@ import { HelperFailedError, helperPath, runHelper } from './helpers.js';
 export type ContainerEngine = 'podman' | 'docker';
 export type ContainerEngineSetting = 'auto' | ContainerEngine;
 
-/** Runs an engine command (absolute path, HELPER_ENV); resolves with its stdout, rejects with its own words. */
-export function engineCommand(engine: ContainerEngine, args: string[], timeoutMs = 120_000): Promise<string> {
+/**
+ * Runs an engine command (absolute path, HELPER_ENV, 120 s unless told); resolves with its stdout,
+ * rejects with its own words. `cwd`: see RunHelperOptions.
+ */
+export function engineCommand(
+  engine: ContainerEngine,
+  args: string[],
+  { timeoutMs = 120_000, cwd }: { timeoutMs?: number; cwd?: string } = {},
+): Promise<string> {
   const path = helperPath(engine);
   if (!path) return Promise.reject(new Error(`${engine} is not installed`));
   const what = `${engine} ${args[0]}`;
-  return runHelper([path, ...args], what, { timeoutMs }).catch((error: unknown) => {
+  return runHelper([path, ...args], what, { timeoutMs, ...(cwd ? { cwd } : {}) }).catch((error: unknown) => {
     const words = error instanceof HelperFailedError ? error.lastWords : String(error);
     throw new Error(`${what}: ${words.replace(/^Error: /, '')}`);
   });
@@ -25,7 +32,7 @@ function probe(engine: ContainerEngine): Promise<string | undefined> {
       engine === 'podman'
         ? ['info', '--format', '{{.Store.GraphDriverName}}']
         : ['version', '--format', '{{.Server.Version}}'];
-    answer = engineCommand(engine, args, 10_000).then(
+    answer = engineCommand(engine, args, { timeoutMs: 10_000 }).then(
       (out) => (out.trim() ? undefined : 'no answer'),
       (error: unknown) => (error as Error).message,
     );
@@ -79,9 +86,9 @@ interface InspectedImage extends PinnedImage {
 
 async function inspectImage(engine: ContainerEngine, ref: string): Promise<InspectedImage | undefined> {
   const format = '{{.Id}}|{{.Os}}/{{.Architecture}}|{{json .RepoDigests}}';
-  const out = await engineCommand(engine, ['image', 'inspect', '--format', format, ref], 30_000).catch(
-    () => undefined,
-  );
+  const out = await engineCommand(engine, ['image', 'inspect', '--format', format, ref], {
+    timeoutMs: 30_000,
+  }).catch(() => undefined);
   const [id, platform = '', digests = '[]'] = (out ?? '').trim().split('|');
   if (!id) return undefined;
   // The digest of the reference's own repository when the store has one (pulled or pushed there).

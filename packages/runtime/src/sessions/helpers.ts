@@ -163,6 +163,11 @@ export interface RunHelperOptions {
   input?: string;
   /** Killed (SIGTERM) past this; none by default. */
   timeoutMs?: number;
+  /**
+   * Its working folder (the runtime process's unless told). A helper may write there as root: podman's
+   * conmon, for one, leaves a file `oom` in its folder when its container is OOM-killed.
+   */
+  cwd?: string;
 }
 
 /**
@@ -178,6 +183,7 @@ export function runHelper(
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0] as string, argv.slice(1), {
       env: HELPER_ENV,
+      ...(options.cwd ? { cwd: options.cwd } : {}),
       stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
     });

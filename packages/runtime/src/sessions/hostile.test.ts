@@ -277,6 +277,8 @@ describe.skipIf(!canSandbox).each(variants)(
     let cluster: { api: KubeApiServer; kubelet: Kubelet; kubeconfig: string } | undefined;
     const fakeHome = join(root, 'home');
     const dataDir = join(root, 'data');
+    /** The folder the runtime is started in (a user's project, say): it must leave nothing there. */
+    const workDir = join(root, 'cwd');
     const canary = `canary-${Math.random().toString(36).slice(2)}`;
     // Why a case does not run in this variant (skipped tests say so in their names).
     const rootOnly = uid === undefined ? '' : ' (skipped: needs a root runtime for cgroups and volumes)';
@@ -338,6 +340,7 @@ describe.skipIf(!canSandbox).each(variants)(
           ...(oci ? { AGENTRT_CONTAINER_ENGINE: 'podman', AGENTRT_OCI_RUNTIME: oci } : {}),
           ...(cluster ? { AGENTRT_SESSIONS: 'kubernetes', KUBECONFIG: cluster.kubeconfig } : {}),
         },
+        cwd: workDir,
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       runtimeProcess.stdout!.on('data', (c: Buffer) => (output += c.toString('utf8')));
@@ -351,8 +354,9 @@ describe.skipIf(!canSandbox).each(variants)(
       mkdirSync(join(fakeHome, '.aws'), { recursive: true });
       writeFileSync(join(fakeHome, '.aws', 'credentials'), canary);
       mkdirSync(dataDir);
+      mkdirSync(workDir);
       if (uid !== undefined) {
-        for (const dir of [root, fakeHome, dataDir]) chownSync(dir, uid, uid);
+        for (const dir of [root, fakeHome, dataDir, workDir]) chownSync(dir, uid, uid);
         chmodSync(root, 0o755);
       }
       ports = {
@@ -624,6 +628,8 @@ describe.skipIf(!canSandbox).each(variants)(
             (e: unknown) => e,
           ),
         );
+        // Nothing of the kills lands where the runtime was started (podman's conmon writes `oom`).
+        expect(readdirSync(workDir)).toEqual([]);
       },
     );
 

@@ -113,7 +113,9 @@ function execIn(name: string, env: Record<string, string>, sessionDir: string, a
  */
 export function createPodmanBackend({ config, hostIds, cgroups }: PodmanBackendOptions): SessionBackend {
   const label = podmanLabel(config.dataDir);
-  const podman = (args: string[]) => engineCommand('podman', args);
+  // In a folder of the runtime's, never the one it was started in (the user's project, say): a
+  // session's conmon runs in its session's folder (createOnFreePort), the rest in the data dir.
+  const podman = (args: string[], cwd = config.dataDir) => engineCommand('podman', args, { cwd });
   const ociRuntime = ociRuntimeArgs(config.ociRuntime);
 
   const createArgs = (request: WorkerRequest, port: number, env: Record<string, string>, extra: string[]) => {
@@ -209,12 +211,16 @@ export function createPodmanBackend({ config, hostIds, cgroups }: PodmanBackendO
    * take the port between the pick and podman's bind (a burst of sessions picks many at once):
    * then the container is made again on another one.
    */
-  const createOnFreePort = async (name: string, args: (port: number) => string[]): Promise<number> => {
+  const createOnFreePort = async (
+    name: string,
+    sessionDir: string,
+    args: (port: number) => string[],
+  ): Promise<number> => {
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
       try {
         await podman(args(port));
-        await podman(['container', 'init', name]);
+        await podman(['container', 'init', name], sessionDir); // starts its conmon
         return port;
       } catch (error) {
         if (attempt >= PORT_ATTEMPTS || !/address already in use/.test((error as Error).message)) throw error;
@@ -263,7 +269,7 @@ export function createPodmanBackend({ config, hostIds, cgroups }: PodmanBackendO
           cleanups.push(await mountStorageVolume(dir, config.sessionStorageMb * 1024 * 1024, hostIds));
           storage.push('-v', `${dir}:${mountPath}:rw,nosuid,nodev`);
         }
-        const port = await createOnFreePort(name, (p) =>
+        const port = await createOnFreePort(name, sessionDir, (p) =>
           createArgs(request, p, env, [...group.args, ...storage]),
         );
         const pid = Number((await podman(['inspect', '--format', '{{.State.Pid}}', name])).trim());
