@@ -155,157 +155,35 @@ export function readConfig(
   env: Env = process.env,
   warn: ConfigWarn = () => {},
 ): Readonly<InstrumentConfig> {
-  const str = (name: string): string | undefined => {
-    const value = env[name]?.trim();
-    return value === undefined || value === '' ? undefined : value;
-  };
-  const bool = (name: string, fallback: boolean): boolean => {
-    const value = str(name)?.toLowerCase();
-    if (value === undefined) return fallback;
-    if (value === 'true') return true;
-    if (value === 'false') return false;
-    warn(`${name}="${value}" is not true or false; using ${fallback}`);
-    return fallback;
-  };
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const value = str(name);
-    if (value === undefined) return fallback;
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) {
-      warn(`${name}="${value}" is not an integer in [${min}, ${max}]; using ${fallback}`);
-      return fallback;
-    }
-    return n;
-  };
-  const list = (name: string): string[] | undefined => {
-    const value = str(name);
-    if (value === undefined) return undefined;
-    return value
-      .split(',')
-      .map((s) => s.trim())
-      .filter((s) => s !== '');
-  };
-
-  /** A lower-cased choice among `values`; the first is the default. */
-  const oneOf = <T extends string>(name: string, values: readonly [T, ...T[]]): T => {
-    const value = str(name)?.toLowerCase();
-    if (value === undefined) return values[0];
-    if ((values as readonly string[]).includes(value)) return value as T;
-    warn(`${name}="${value}" is not ${values.join(', ')}; using ${values[0]}`);
-    return values[0];
-  };
-
-  const protocolOf = (name: string, fallback: OtlpProtocol): OtlpProtocol => {
-    const value = str(name);
-    if (value === undefined) return fallback;
-    if (value === 'http/protobuf' || value === 'http/json') return value;
-    warn(`${name}="${value}" is not supported (http/protobuf or http/json); using ${fallback}`);
-    return fallback;
-  };
-  const baseProtocol = protocolOf('OTEL_EXPORTER_OTLP_PROTOCOL', 'http/protobuf');
-  const baseEndpoint = endpointOf(str('OTEL_EXPORTER_OTLP_ENDPOINT'), warn, 'OTEL_EXPORTER_OTLP_ENDPOINT');
-
-  const signal = (name: 'TRACES' | 'LOGS' | 'METRICS', path: string): SignalConfig => {
-    const exporterVar = `OTEL_${name}_EXPORTER`;
-    const exporters = list(exporterVar) ?? ['otlp'];
-    let exporter: SignalExporter = 'otlp';
-    const first = exporters[0] ?? 'otlp';
-    if (exporters.includes('none')) exporter = 'none';
-    else if (first === 'otlp' || first === 'console') exporter = first;
-    else warn(`${exporterVar}="${exporters.join(',')}" is not supported (otlp, console, none); using otlp`);
-    const endpointVar = `OTEL_EXPORTER_OTLP_${name}_ENDPOINT`;
-    const url =
-      endpointOf(str(endpointVar), warn, endpointVar) ??
-      `${(baseEndpoint ?? DEFAULT_OTLP_ENDPOINT).replace(/\/+$/, '')}/${path}`;
-    return {
-      exporter,
-      protocol: protocolOf(`OTEL_EXPORTER_OTLP_${name}_PROTOCOL`, baseProtocol),
-      url,
-    };
-  };
-
-  const propagators = (() => {
-    const names = list('OTEL_PROPAGATORS');
-    if (names === undefined) return DEFAULT_PROPAGATORS;
-    const bad = names.filter((n) => !PROPAGATOR_NAMES.has(n));
-    if (bad.length > 0) {
-      warn(
-        `OTEL_PROPAGATORS has unsupported ${bad.join(',')} (${[...PROPAGATOR_NAMES].join(', ')}); ignoring them`,
-      );
-    }
-    if (names.includes('none')) return [];
-    const good = names.filter((n): n is PropagatorName => PROPAGATOR_NAMES.has(n));
-    return good.length > 0 || bad.length === 0 ? good : DEFAULT_PROPAGATORS;
-  })();
-
-  const sampler = (() => {
-    const value = str('OTEL_TRACES_SAMPLER');
-    if (value === undefined) return 'parentbased_always_on' as const;
-    if (SAMPLER_NAMES.has(value)) return value as SamplerName;
-    warn(`OTEL_TRACES_SAMPLER="${value}" is not supported; using parentbased_always_on`);
-    return 'parentbased_always_on' as const;
-  })();
-
-  const samplerRatio = (() => {
-    const value = str('OTEL_TRACES_SAMPLER_ARG');
-    if (value === undefined) return 1;
-    const n = Number(value);
-    if (Number.isFinite(n) && n >= 0 && n <= 1) return n;
-    warn(`OTEL_TRACES_SAMPLER_ARG="${value}" is not a number in [0, 1]; using 1`);
-    return 1;
-  })();
-
-  const logLevel = (() => {
-    const value = str('OTEL_LOG_LEVEL')?.toLowerCase();
-    if (value === undefined) return 'warn' as const;
-    if (LOG_LEVELS.has(value)) return value as DiagLevelName;
-    warn(`OTEL_LOG_LEVEL="${value}" is not supported; using warn`);
-    return 'warn' as const;
-  })();
-
-  const resourceAttributes = parseResourceAttributes(str('OTEL_RESOURCE_ATTRIBUTES'), warn);
+  const r: EnvReader = { env, warn };
+  // Warnings come in the order of the reads: these first, then the fields below in their order.
+  const base = readExportDefaults(r);
+  const propagators = readPropagators(r);
+  const sampler = readSampler(r);
+  const samplerRatio = readSamplerRatio(r);
+  const logLevel = readLogLevel(r);
+  const resourceAttributes = parseResourceAttributes(str(r, 'OTEL_RESOURCE_ATTRIBUTES'), warn);
   const baggageKeys =
-    list('AGENTRT_BAGGAGE_SPAN_ATTRIBUTES') ?? list('OTEL_BAGGAGE_SPAN_ATTRIBUTE_KEYS') ?? [];
-
+    list(r, 'AGENTRT_BAGGAGE_SPAN_ATTRIBUTES') ?? list(r, 'OTEL_BAGGAGE_SPAN_ATTRIBUTE_KEYS') ?? [];
+  // The groups' types are inferred; this annotation checks every field.
   const fromEnv: InstrumentConfig = {
-    disabled: bool('OTEL_SDK_DISABLED', false),
-    sdk: oneOf('AGENTRT_SDK', ['lean', 'otel'] as const),
-    spanLimits: readSpanLimits(int),
-    batch: readBatchConfig(int),
-    serviceName: str('OTEL_SERVICE_NAME'),
+    ...readSdkSettings(r),
+    serviceName: str(r, 'OTEL_SERVICE_NAME'),
     resourceAttributes,
-    deploymentEnvironment: str('NODE_ENV') ?? 'development',
-    traces: signal('TRACES', 'v1/traces'),
-    logs: signal('LOGS', 'v1/logs'),
-    metrics: signal('METRICS', 'v1/metrics'),
-    metricExportIntervalMs: int('OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100, 3_600_000),
-    metricTemporality: oneOf('OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE', [
-      'cumulative',
-      'delta',
-      'lowmemory',
-    ] as const),
-    histogramAggregation: oneOf('OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION', [
-      'explicit_bucket_histogram',
-      'base2_exponential_bucket_histogram',
-    ] as const),
+    deploymentEnvironment: str(r, 'NODE_ENV') ?? 'development',
+    ...readSignalSettings(r, base),
     propagators,
     sampler,
     samplerRatio,
     baggageSpanAttributes: [...new Set(['session.id', ...baggageKeys])],
-    captureMessageContent: bool('OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', false),
-    redactAttributes: list('AGENTRT_REDACT_ATTRIBUTES') ?? [],
-    redactQueryParams: list('AGENTRT_REDACT_QUERY_PARAMS') ?? [],
-    enabledInstrumentations: list('OTEL_NODE_ENABLED_INSTRUMENTATIONS'),
-    disabledInstrumentations: list('OTEL_NODE_DISABLED_INSTRUMENTATIONS') ?? [],
-    middlewareSpans: bool('AGENTRT_MIDDLEWARE_SPANS', false),
-    httpServerSpans: oneOf('AGENTRT_HTTP_SERVER_SPANS', ['agentrt', 'upstream'] as const),
-    fetchSpans: oneOf('AGENTRT_FETCH_SPANS', ['agentrt', 'upstream'] as const),
-    captureConsole: bool('AGENTRT_CAPTURE_CONSOLE', true),
-    compileCache: bool('AGENTRT_COMPILE_CACHE', true),
-    esmLoader: oneOf('AGENTRT_ESM_LOADER', ['auto', 'sync', 'async'] as const),
-    shutdownTimeoutMs: int('AGENTRT_SHUTDOWN_TIMEOUT_MS', DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, 600_000),
+    ...readInstrumentationSettings(r),
     logLevel,
   };
+  return withOptions(fromEnv, options);
+}
+
+/** Explicit options beat the environment; an option left undefined does not. */
+function withOptions(fromEnv: InstrumentConfig, options: InstrumentOptions): Readonly<InstrumentConfig> {
   const merged: InstrumentConfig = { ...fromEnv };
   for (const [key, value] of Object.entries(options)) {
     if (value !== undefined) (merged as unknown as Record<string, unknown>)[key] = value;
@@ -313,33 +191,219 @@ export function readConfig(
   return Object.freeze(merged);
 }
 
-type IntReader = (name: string, fallback: number, min: number, max: number) => number;
+/** The environment and where its warnings go: what every reader below takes. */
+interface EnvReader {
+  readonly env: Env;
+  readonly warn: ConfigWarn;
+}
+
+/** A trimmed value; blank is unset. */
+function str(r: EnvReader, name: string): string | undefined {
+  const value = r.env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function bool(r: EnvReader, name: string, fallback: boolean): boolean {
+  const value = str(r, name)?.toLowerCase();
+  if (value === undefined) return fallback;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  r.warn(`${name}="${value}" is not true or false; using ${fallback}`);
+  return fallback;
+}
+
+function int(r: EnvReader, name: string, fallback: number, min: number, max: number): number {
+  const value = str(r, name);
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    r.warn(`${name}="${value}" is not an integer in [${min}, ${max}]; using ${fallback}`);
+    return fallback;
+  }
+  return n;
+}
+
+/** Comma-separated, entries trimmed, blank entries dropped; undefined when unset. */
+function list(r: EnvReader, name: string): string[] | undefined {
+  const value = str(r, name);
+  if (value === undefined) return undefined;
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/** A lower-cased choice among `values`; the first is the default. */
+function oneOf<T extends string>(r: EnvReader, name: string, values: readonly [T, ...T[]]): T {
+  const value = str(r, name)?.toLowerCase();
+  if (value === undefined) return values[0];
+  if ((values as readonly string[]).includes(value)) return value as T;
+  r.warn(`${name}="${value}" is not ${values.join(', ')}; using ${values[0]}`);
+  return values[0];
+}
+
+function protocolOf(r: EnvReader, name: string, fallback: OtlpProtocol): OtlpProtocol {
+  const value = str(r, name);
+  if (value === undefined) return fallback;
+  if (value === 'http/protobuf' || value === 'http/json') return value;
+  r.warn(`${name}="${value}" is not supported (http/protobuf or http/json); using ${fallback}`);
+  return fallback;
+}
+
+/** `OTEL_EXPORTER_OTLP_PROTOCOL` and `_ENDPOINT`: what a signal without its own setting uses. */
+interface ExportDefaults {
+  protocol: OtlpProtocol;
+  endpoint: string | undefined;
+}
+
+function readExportDefaults(r: EnvReader): ExportDefaults {
+  const protocol = protocolOf(r, 'OTEL_EXPORTER_OTLP_PROTOCOL', 'http/protobuf');
+  const endpoint = endpointOf(str(r, 'OTEL_EXPORTER_OTLP_ENDPOINT'), r.warn, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  return { protocol, endpoint };
+}
+
+/** Whether telemetry runs at all, which SDK, and the lean SDK's limits. */
+function readSdkSettings(r: EnvReader) {
+  return {
+    disabled: bool(r, 'OTEL_SDK_DISABLED', false),
+    sdk: oneOf(r, 'AGENTRT_SDK', ['lean', 'otel'] as const),
+    spanLimits: readSpanLimits(r),
+    batch: readBatchConfig(r),
+  };
+}
+
+/** Where each signal goes, and how metrics are exported. */
+function readSignalSettings(r: EnvReader, base: ExportDefaults) {
+  return {
+    traces: readSignal(r, base, 'TRACES', 'v1/traces'),
+    logs: readSignal(r, base, 'LOGS', 'v1/logs'),
+    metrics: readSignal(r, base, 'METRICS', 'v1/metrics'),
+    metricExportIntervalMs: int(r, 'OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100, 3_600_000),
+    metricTemporality: oneOf(r, 'OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE', [
+      'cumulative',
+      'delta',
+      'lowmemory',
+    ] as const),
+    histogramAggregation: oneOf(r, 'OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION', [
+      'explicit_bucket_histogram',
+      'base2_exponential_bucket_histogram',
+    ] as const),
+  };
+}
+
+/** One signal: its own endpoint (a full URL) beats the shared one plus `/v1/<signal>`. */
+function readSignal(
+  r: EnvReader,
+  base: ExportDefaults,
+  name: 'TRACES' | 'LOGS' | 'METRICS',
+  path: string,
+): SignalConfig {
+  const exporter = readExporter(r, `OTEL_${name}_EXPORTER`);
+  const endpointVar = `OTEL_EXPORTER_OTLP_${name}_ENDPOINT`;
+  const url =
+    endpointOf(str(r, endpointVar), r.warn, endpointVar) ??
+    `${(base.endpoint ?? DEFAULT_OTLP_ENDPOINT).replace(/\/+$/, '')}/${path}`;
+  return {
+    exporter,
+    protocol: protocolOf(r, `OTEL_EXPORTER_OTLP_${name}_PROTOCOL`, base.protocol),
+    url,
+  };
+}
+
+/** `none` anywhere in the list wins; otherwise the first entry, which must be otlp or console. */
+function readExporter(r: EnvReader, exporterVar: string): SignalExporter {
+  const exporters = list(r, exporterVar) ?? ['otlp'];
+  const first = exporters[0] ?? 'otlp';
+  if (exporters.includes('none')) return 'none';
+  if (first === 'otlp' || first === 'console') return first;
+  r.warn(`${exporterVar}="${exporters.join(',')}" is not supported (otlp, console, none); using otlp`);
+  return 'otlp';
+}
+
+/** Unknown names are dropped with a warning; if none is left, the defaults; `none` means none. */
+function readPropagators(r: EnvReader): readonly PropagatorName[] {
+  const names = list(r, 'OTEL_PROPAGATORS');
+  if (names === undefined) return DEFAULT_PROPAGATORS;
+  const bad = names.filter((n) => !PROPAGATOR_NAMES.has(n));
+  if (bad.length > 0) {
+    r.warn(
+      `OTEL_PROPAGATORS has unsupported ${bad.join(',')} (${[...PROPAGATOR_NAMES].join(', ')}); ignoring them`,
+    );
+  }
+  if (names.includes('none')) return [];
+  const good = names.filter((n): n is PropagatorName => PROPAGATOR_NAMES.has(n));
+  return good.length > 0 || bad.length === 0 ? good : DEFAULT_PROPAGATORS;
+}
+
+function readSampler(r: EnvReader): SamplerName {
+  const value = str(r, 'OTEL_TRACES_SAMPLER');
+  if (value === undefined) return 'parentbased_always_on';
+  if (SAMPLER_NAMES.has(value)) return value as SamplerName;
+  r.warn(`OTEL_TRACES_SAMPLER="${value}" is not supported; using parentbased_always_on`);
+  return 'parentbased_always_on';
+}
+
+function readSamplerRatio(r: EnvReader): number {
+  const value = str(r, 'OTEL_TRACES_SAMPLER_ARG');
+  if (value === undefined) return 1;
+  const n = Number(value);
+  if (Number.isFinite(n) && n >= 0 && n <= 1) return n;
+  r.warn(`OTEL_TRACES_SAMPLER_ARG="${value}" is not a number in [0, 1]; using 1`);
+  return 1;
+}
+
+function readLogLevel(r: EnvReader): DiagLevelName {
+  const value = str(r, 'OTEL_LOG_LEVEL')?.toLowerCase();
+  if (value === undefined) return 'warn';
+  if (LOG_LEVELS.has(value)) return value as DiagLevelName;
+  r.warn(`OTEL_LOG_LEVEL="${value}" is not supported; using warn`);
+  return 'warn';
+}
+
+/** What is instrumented and recorded, how the launcher loads, and how long it flushes at exit. */
+function readInstrumentationSettings(r: EnvReader) {
+  return {
+    captureMessageContent: bool(r, 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', false),
+    redactAttributes: list(r, 'AGENTRT_REDACT_ATTRIBUTES') ?? [],
+    redactQueryParams: list(r, 'AGENTRT_REDACT_QUERY_PARAMS') ?? [],
+    enabledInstrumentations: list(r, 'OTEL_NODE_ENABLED_INSTRUMENTATIONS'),
+    disabledInstrumentations: list(r, 'OTEL_NODE_DISABLED_INSTRUMENTATIONS') ?? [],
+    middlewareSpans: bool(r, 'AGENTRT_MIDDLEWARE_SPANS', false),
+    httpServerSpans: oneOf(r, 'AGENTRT_HTTP_SERVER_SPANS', ['agentrt', 'upstream'] as const),
+    fetchSpans: oneOf(r, 'AGENTRT_FETCH_SPANS', ['agentrt', 'upstream'] as const),
+    captureConsole: bool(r, 'AGENTRT_CAPTURE_CONSOLE', true),
+    compileCache: bool(r, 'AGENTRT_COMPILE_CACHE', true),
+    esmLoader: oneOf(r, 'AGENTRT_ESM_LOADER', ['auto', 'sync', 'async'] as const),
+    shutdownTimeoutMs: int(r, 'AGENTRT_SHUTDOWN_TIMEOUT_MS', DEFAULT_SHUTDOWN_TIMEOUT_MS, 0, 600_000),
+  };
+}
+
 const MAX_LIMIT = 2 ** 31 - 1;
 
 /** The SDK's defaults: 128 of everything, values untruncated; span-specific beats general. */
-function readSpanLimits(int: IntReader): SpanLimits {
-  const attributeCount = int('OTEL_ATTRIBUTE_COUNT_LIMIT', 128, 0, MAX_LIMIT);
-  const valueLength = int('OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT', MAX_LIMIT, 0, MAX_LIMIT);
-  const spanValueLength = int('OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT', valueLength, 0, MAX_LIMIT);
+function readSpanLimits(r: EnvReader): SpanLimits {
+  const attributeCount = int(r, 'OTEL_ATTRIBUTE_COUNT_LIMIT', 128, 0, MAX_LIMIT);
+  const valueLength = int(r, 'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT', MAX_LIMIT, 0, MAX_LIMIT);
+  const spanValueLength = int(r, 'OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT', valueLength, 0, MAX_LIMIT);
   return {
-    attributeCountLimit: int('OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT', attributeCount, 0, MAX_LIMIT),
+    attributeCountLimit: int(r, 'OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT', attributeCount, 0, MAX_LIMIT),
     attributeValueLengthLimit: spanValueLength === MAX_LIMIT ? Infinity : spanValueLength,
-    eventCountLimit: int('OTEL_SPAN_EVENT_COUNT_LIMIT', 128, 0, MAX_LIMIT),
-    linkCountLimit: int('OTEL_SPAN_LINK_COUNT_LIMIT', 128, 0, MAX_LIMIT),
-    attributePerEventCountLimit: int('OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT', 128, 0, MAX_LIMIT),
-    attributePerLinkCountLimit: int('OTEL_LINK_ATTRIBUTE_COUNT_LIMIT', 128, 0, MAX_LIMIT),
+    eventCountLimit: int(r, 'OTEL_SPAN_EVENT_COUNT_LIMIT', 128, 0, MAX_LIMIT),
+    linkCountLimit: int(r, 'OTEL_SPAN_LINK_COUNT_LIMIT', 128, 0, MAX_LIMIT),
+    attributePerEventCountLimit: int(r, 'OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT', 128, 0, MAX_LIMIT),
+    attributePerLinkCountLimit: int(r, 'OTEL_LINK_ATTRIBUTE_COUNT_LIMIT', 128, 0, MAX_LIMIT),
   };
 }
 
 /** The batch span processor's settings and defaults (the batch never exceeds the queue). */
-function readBatchConfig(int: IntReader): BatchConfig {
-  const maxQueueSize = int('OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000);
-  const batchSize = int('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1, 1_000_000);
+function readBatchConfig(r: EnvReader): BatchConfig {
+  const maxQueueSize = int(r, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000);
+  const batchSize = int(r, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1, 1_000_000);
   return {
     maxQueueSize,
     maxExportBatchSize: Math.min(batchSize, maxQueueSize),
-    scheduledDelayMs: int('OTEL_BSP_SCHEDULE_DELAY', 5000, 0, 3_600_000),
-    exportTimeoutMs: int('OTEL_BSP_EXPORT_TIMEOUT', 30_000, 0, 3_600_000),
+    scheduledDelayMs: int(r, 'OTEL_BSP_SCHEDULE_DELAY', 5000, 0, 3_600_000),
+    exportTimeoutMs: int(r, 'OTEL_BSP_EXPORT_TIMEOUT', 30_000, 0, 3_600_000),
   };
 }
 
