@@ -8,6 +8,7 @@ import { type CumulativeState, isCumulative, microseconds, storedPointOf } from 
 import type { MetricPoint } from './metric-point.js';
 import {
   DEFAULT_METRIC_LIMITS,
+  type MetricIngestResult,
   type MetricLimits,
   type MetricStore,
   seriesIdentities,
@@ -15,7 +16,7 @@ import {
 } from './metric-store.js';
 import { createSqliteMetricReader } from './sqlite-metric-reader.js';
 import { deleteOldMetricPoints } from './sqlite-metric-retention.js';
-import { createRollupWindows } from './sqlite-rollup-windows.js';
+import { createRollupWindows, type RollupWindows } from './sqlite-rollup-windows.js';
 
 /** Schema of `metrics.sqlite` (its own file: metric writes never wait on the span writer's lock). */
 const SCHEMA_VERSION = 2;
@@ -92,44 +93,101 @@ export function createMetricStore(opts: {
 }): SqliteMetricStore {
   const limits = { ...DEFAULT_METRIC_LIMITS, ...opts.limits };
   const path = metricsPath(opts.dataDir);
+  const db = openMetricDatabase(path);
+  const series = loadSeries(db);
+  const seriesFor = createSeriesResolver(db, limits, series);
+  const windows = createRollupWindows(db);
+  // A store written by a collector before roll-ups (schema 1) gets them built from its points; any
+  // store gets the windows a collector that stopped without writing them left out.
+  inTransaction(db, windows.rebuild);
+  const writePoint = createPointWriter(db, windows, series.previous);
+  const reader = createSqliteMetricReader(db, windows.unwrittenFromUs);
+  return {
+    db,
+    path,
+    location: path,
+    async ingest(points) {
+      return ingestPoints(db, windows, points, seriesFor, writePoint);
+    },
+    seriesOf: reader.seriesOf,
+    names: reader.names,
+    unwrittenFromUs: windows.unwrittenFromUs,
+    totals: reader.totals,
+    async applyRetention(retention) {
+      // Windows are read back from their rows after this: write what only memory holds.
+      inTransaction(db, windows.writeOpen);
+      windows.clear();
+      const { deleted, gone } = deleteOldMetricPoints(db, retention);
+      forgetSeries(series, gone);
+      return deleted;
+    },
+    async close() {
+      inTransaction(db, windows.writeOpen);
+      db.close();
+    },
+  };
+}
+
+/** Opens `metrics.sqlite`, refusing a schema newer than this collector's, and brings it up to date. */
+function openMetricDatabase(path: string): DatabaseSync {
   const db = openDatabase(path);
   const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
   if (version > SCHEMA_VERSION)
     throw new Error(`${path} has metrics schema ${version}; this collector knows up to ${SCHEMA_VERSION}`);
   db.exec(SCHEMA);
   db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+  return db;
+}
 
-  const seriesIds = new Map<string, number>();
-  const seriesPerName = new Map<string, number>();
+/** What the store keeps in memory of its series: ids by key, counts per name (for the limits). */
+interface SeriesState {
+  readonly ids: Map<string, number>;
+  readonly perName: Map<string, number>;
+  /** Per series id, the last cumulative point seen since this collector started. */
+  readonly previous: Map<number, CumulativeState>;
+}
+
+function loadSeries(db: DatabaseSync): SeriesState {
+  const ids = new Map<string, number>();
+  const perName = new Map<string, number>();
   for (const row of db.prepare('SELECT id, key, name FROM metric_series').all() as {
     id: number;
     key: string;
     name: string;
   }[]) {
-    seriesIds.set(row.key, row.id);
-    seriesPerName.set(row.name, (seriesPerName.get(row.name) ?? 0) + 1);
+    ids.set(row.key, row.id);
+    perName.set(row.name, (perName.get(row.name) ?? 0) + 1);
   }
-  const previous = new Map<number, CumulativeState>();
+  return { ids, perName, previous: new Map() };
+}
 
+/** Series that retention deleted are forgotten, so a point of theirs makes them anew. */
+function forgetSeries(series: SeriesState, gone: readonly { id: number; key: string; name: string }[]): void {
+  for (const s of gone) {
+    series.ids.delete(s.key);
+    series.previous.delete(s.id);
+    series.perName.set(s.name, (series.perName.get(s.name) ?? 1) - 1);
+  }
+}
+
+/** A point's series id, its row inserted when new; or why the series limits refuse it. */
+function createSeriesResolver(
+  db: DatabaseSync,
+  limits: MetricLimits,
+  series: SeriesState,
+): (p: MetricPoint) => number | string {
   const insertSeries = db.prepare(
     `INSERT INTO metric_series (key, name, kind, unit, description, temporality, monotonic, service, attributes, resource, last_us)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
   );
-  // A series' newest point comes from its points (one index seek), read once per series and run:
-  // keeping metric_series.last_us current cost one UPDATE per series per export.
-  const lastUsOf = db.prepare('SELECT max(time_us) AS last_us FROM metric_points WHERE series_id = ?');
   const identityOf = seriesIdentities();
-  const insertPoint = db.prepare(
-    'INSERT OR IGNORE INTO metric_points (series_id, time_us, value, delta, count, min, max, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-  );
-
-  const seriesFor = (p: MetricPoint): number | string => {
+  return (p) => {
     const service = typeof p.resource['service.name'] === 'string' ? p.resource['service.name'] : '';
     const { key, attributes, resource } = identityOf(p);
-    const known = seriesIds.get(key);
+    const known = series.ids.get(key);
     if (known !== undefined) return known;
-    const perName = seriesPerName.get(p.name) ?? 0;
-    const refused = seriesLimitReason(limits, p.name, perName, seriesIds.size);
+    const perName = series.perName.get(p.name) ?? 0;
+    const refused = seriesLimitReason(limits, p.name, perName, series.ids.size);
     if (refused) return refused;
     const row = insertSeries.get(
       key,
@@ -144,25 +202,31 @@ export function createMetricStore(opts: {
       resource,
       0,
     ) as { id: number };
-    seriesIds.set(key, row.id);
-    seriesPerName.set(p.name, perName + 1);
+    series.ids.set(key, row.id);
+    series.perName.set(p.name, perName + 1);
     return row.id;
   };
+}
 
-  const windows = createRollupWindows(db);
-
-  // A store written by a collector before roll-ups (schema 1) gets them built from its points; any
-  // store gets the windows a collector that stopped without writing them left out.
-  inTransaction(db, windows.rebuild);
-
-  const ingestOne = (p: MetricPoint, seriesId: number): string | undefined => {
+/** Stores one point of a known series with its increase, and rolls it up; or why it is refused. */
+function createPointWriter(
+  db: DatabaseSync,
+  windows: RollupWindows,
+  previous: Map<number, CumulativeState>,
+): (p: MetricPoint, seriesId: number) => string | undefined {
+  // A series' newest point comes from its points (one index seek), read once per series and run:
+  // keeping metric_series.last_us current cost one UPDATE per series per export.
+  const lastUsOf = db.prepare('SELECT max(time_us) AS last_us FROM metric_points WHERE series_id = ?');
+  const insertPoint = db.prepare(
+    'INSERT OR IGNORE INTO metric_points (series_id, time_us, value, delta, count, min, max, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  return (p, seriesId) => {
     let prev = previous.get(seriesId);
     if (!prev && isCumulative(p)) {
       const { last_us: lastUs } = lastUsOf.get(seriesId) as { last_us: number | null };
-      const startUs = microseconds(p.startTimeUnixNano);
       // First point since this collector started: a counter that started after the last stored
       // point counts from zero; otherwise it is only a baseline (its increase was counted before).
-      if (lastUs !== null && lastUs > 0 && startUs < lastUs) {
+      if (lastUs !== null && lastUs > 0 && microseconds(p.startTimeUnixNano) < lastUs) {
         const baseline = storedPointOf(p, undefined);
         if (typeof baseline !== 'string') prev = baseline.state;
       }
@@ -171,75 +235,48 @@ export function createMetricStore(opts: {
     if (typeof stored === 'string') return stored;
     const { point, state } = stored;
     if (state) previous.set(seriesId, state);
-    const inserted = insertPoint.run(
-      seriesId,
-      point.timeUs,
-      point.value,
-      point.delta,
-      point.count,
-      point.min,
-      point.max,
-      point.buckets ? JSON.stringify(point.buckets) : null,
-    );
+    const buckets = point.buckets ? JSON.stringify(point.buckets) : null;
+    const { timeUs, value, delta, count, min, max } = point;
+    const inserted = insertPoint.run(seriesId, timeUs, value, delta, count, min, max, buckets);
     // An exporter's retry of a stored point is kept once, so it is rolled up once.
     if (inserted.changes) windows.add(seriesId, point);
     return undefined;
   };
+}
 
-  const reader = createSqliteMetricReader(db, windows.unwrittenFromUs);
-
-  return {
-    db,
-    path,
-    location: path,
-    async ingest(points) {
-      let stored = 0;
-      let rejected = 0;
-      let rejectReason: string | undefined;
-      try {
-        inTransaction(db, () => {
-          windows.bound();
-          for (const p of points) {
-            const series = seriesFor(p);
-            const problem = typeof series === 'string' ? series : ingestOne(p, series);
-            if (problem === undefined) stored++;
-            else {
-              rejected++;
-              rejectReason ??= problem;
-            }
-          }
-        });
-      } catch (error) {
-        // Rolled back: the windows held here hold points that are not stored; work them out again.
-        try {
-          inTransaction(db, windows.rebuild);
-        } catch {
-          // The store itself is failing (the first error says why); the next open rebuilds them.
-          windows.clear();
+/** One export in one transaction: each point's series, then the point; a refusal counts, not throws. */
+function ingestPoints(
+  db: DatabaseSync,
+  windows: RollupWindows,
+  points: readonly MetricPoint[],
+  seriesFor: (p: MetricPoint) => number | string,
+  writePoint: (p: MetricPoint, seriesId: number) => string | undefined,
+): MetricIngestResult {
+  let stored = 0;
+  let rejected = 0;
+  let rejectReason: string | undefined;
+  try {
+    inTransaction(db, () => {
+      windows.bound();
+      for (const p of points) {
+        const series = seriesFor(p);
+        const problem = typeof series === 'string' ? series : writePoint(p, series);
+        if (problem === undefined) stored++;
+        else {
+          rejected++;
+          rejectReason ??= problem;
         }
-        throw error;
       }
-      return rejectReason === undefined ? { stored, rejected } : { stored, rejected, rejectReason };
-    },
-    seriesOf: reader.seriesOf,
-    names: reader.names,
-    unwrittenFromUs: windows.unwrittenFromUs,
-    totals: reader.totals,
-    async applyRetention(retention) {
-      // Windows are read back from their rows after this: write what only memory holds.
-      inTransaction(db, windows.writeOpen);
+    });
+  } catch (error) {
+    // Rolled back: the windows held here hold points that are not stored; work them out again.
+    try {
+      inTransaction(db, windows.rebuild);
+    } catch {
+      // The store itself is failing (the first error says why); the next open rebuilds them.
       windows.clear();
-      const { deleted, gone } = deleteOldMetricPoints(db, retention);
-      for (const s of gone) {
-        seriesIds.delete(s.key);
-        previous.delete(s.id);
-        seriesPerName.set(s.name, (seriesPerName.get(s.name) ?? 1) - 1);
-      }
-      return deleted;
-    },
-    async close() {
-      inTransaction(db, windows.writeOpen);
-      db.close();
-    },
-  };
+    }
+    throw error;
+  }
+  return rejectReason === undefined ? { stored, rejected } : { stored, rejected, rejectReason };
 }
