@@ -64,170 +64,222 @@ function matches(rule: AlertRule, span: SpanRecord): boolean {
   );
 }
 
-export function createAlertEngine(options: AlertEngineOptions) {
-  const now = options.now ?? Date.now;
-  const post = options.post ?? defaultPost;
-  let rules: AlertRule[] = [];
-  let groups = new Map<string, Map<string, Group>>();
-  const recent: AlertEvent[] = [];
+/** The engine's state: its rules, each rule's groups, the last events and the groups not yet saved. */
+interface EngineState {
+  prices: Readonly<Record<string, Price>>;
+  now: () => number;
+  post: (url: string, body: string) => Promise<number>;
+  rules: AlertRule[];
+  groups: Map<string, Map<string, Group>>;
+  recent: AlertEvent[];
   /** The groups whose windows changed since they were last taken (rule → group names). */
-  let changed = new Map<string, Set<string>>();
-  const touch = (rule: string, name: string): void => {
-    let names = changed.get(rule);
-    if (!names) changed.set(rule, (names = new Set()));
-    names.add(name);
-  };
+  changed: Map<string, Set<string>>;
+}
 
-  const amountOf = (rule: AlertRule, span: SpanRecord): number => {
-    const usage = spanTokenUsage(span.attributes);
-    if (!usage) return 0;
-    if (rule.measure === 'tokens') return usage.total;
-    return costOfUsage({ [usageModel(span.attributes)]: usage }, options.prices)?.usd ?? 0;
-  };
+/** Marks a group's window as changed: the next takeChanges hands it over to be saved. */
+function touch(state: EngineState, rule: string, name: string): void {
+  let names = state.changed.get(rule);
+  if (!names) state.changed.set(rule, (names = new Set()));
+  names.add(name);
+}
 
-  const deliver = (rule: AlertRule, event: AlertEvent): void => {
-    recent.unshift(event);
-    recent.length = Math.min(recent.length, RECENT);
-    post(rule.webhook, JSON.stringify({ ...event, delivery: undefined })).then(
-      (status) => (event.delivery = String(status)),
-      (error: unknown) => (event.delivery = `failed: ${(error as Error).message}`),
-    );
-  };
+function amountOf(state: EngineState, rule: AlertRule, span: SpanRecord): number {
+  const usage = spanTokenUsage(span.attributes);
+  if (!usage) return 0;
+  if (rule.measure === 'tokens') return usage.total;
+  return costOfUsage({ [usageModel(span.attributes)]: usage }, state.prices)?.usd ?? 0;
+}
 
-  const event = (rule: AlertRule, name: string, g: Group, status: AlertEvent['status'], at: number) => ({
-    rule: rule.name,
-    status,
-    measure: rule.measure,
-    group: name,
-    groupBy: rule.groupBy,
-    value: g.sum,
-    threshold: rule.threshold,
-    windowSeconds: rule.windowSeconds,
-    at: new Date(at).toISOString(),
-  });
+function deliver(state: EngineState, rule: AlertRule, event: AlertEvent): void {
+  state.recent.unshift(event);
+  state.recent.length = Math.min(state.recent.length, RECENT);
+  state.post(rule.webhook, JSON.stringify({ ...event, delivery: undefined })).then(
+    (status) => (event.delivery = String(status)),
+    (error: unknown) => (event.delivery = `failed: ${(error as Error).message}`),
+  );
+}
 
-  /** Drops points older than the window; resolves a firing group back under its threshold. */
-  const age = (rule: AlertRule, name: string, g: Group, at: number): void => {
-    const from = at - rule.windowSeconds * 1000;
-    while (g.points.length && g.points[0]![0] <= from) {
-      g.sum -= g.points.shift()![1];
-      touch(rule.name, name);
+const eventOf = (rule: AlertRule, name: string, g: Group, status: AlertEvent['status'], at: number) => ({
+  rule: rule.name,
+  status,
+  measure: rule.measure,
+  group: name,
+  groupBy: rule.groupBy,
+  value: g.sum,
+  threshold: rule.threshold,
+  windowSeconds: rule.windowSeconds,
+  at: new Date(at).toISOString(),
+});
+
+/** Drops points older than the window; resolves a firing group back under its threshold. */
+function age(state: EngineState, rule: AlertRule, name: string, g: Group, at: number): void {
+  const from = at - rule.windowSeconds * 1000;
+  while (g.points.length && g.points[0]![0] <= from) {
+    g.sum -= g.points.shift()![1];
+    touch(state, rule.name, name);
+  }
+  if (g.firing && g.sum < rule.threshold) {
+    g.firing = false;
+    touch(state, rule.name, name);
+    deliver(state, rule, eventOf(rule, name, g, 'resolved', at));
+  }
+}
+
+function groupFor(state: EngineState, rule: AlertRule, name: string): Group {
+  let byName = state.groups.get(rule.name);
+  if (!byName) state.groups.set(rule.name, (byName = new Map()));
+  let g = byName.get(name);
+  if (!g) {
+    // Bounded: the oldest group goes first (Map keeps insertion order).
+    if (byName.size >= MAX_GROUPS_PER_RULE) {
+      const oldest = byName.keys().next().value!;
+      byName.delete(oldest);
+      touch(state, rule.name, oldest);
     }
-    if (g.firing && g.sum < rule.threshold) {
-      g.firing = false;
-      touch(rule.name, name);
-      deliver(rule, event(rule, name, g, 'resolved', at));
-    }
-  };
+    byName.set(name, (g = { points: [], sum: 0, firing: false }));
+  }
+  return g;
+}
 
-  const groupFor = (rule: AlertRule, name: string): Group => {
-    let byName = groups.get(rule.name);
-    if (!byName) groups.set(rule.name, (byName = new Map()));
-    let g = byName.get(name);
-    if (!g) {
-      // Bounded: the oldest group goes first (Map keeps insertion order).
-      if (byName.size >= MAX_GROUPS_PER_RULE) {
-        const oldest = byName.keys().next().value!;
-        byName.delete(oldest);
-        touch(rule.name, oldest);
-      }
-      byName.set(name, (g = { points: [], sum: 0, firing: false }));
-    }
-    return g;
-  };
+/** Adds one model call's amount to its group under one rule; fires when the group crosses. */
+function observeUnder(state: EngineState, rule: AlertRule, span: SpanRecord, at: number): void {
+  const name = matches(rule, span) ? groupOf(rule, span) : undefined;
+  const amount = name === undefined ? 0 : amountOf(state, rule, span);
+  if (name === undefined || amount <= 0) return;
+  const g = groupFor(state, rule, name);
+  g.points.push([at, amount]);
+  g.sum += amount;
+  touch(state, rule.name, name);
+  age(state, rule, name, g, at);
+  const rearmed = g.firedAt === undefined || at - g.firedAt >= rule.windowSeconds * 1000;
+  if (!g.firing && rearmed && g.sum >= rule.threshold) {
+    g.firing = true;
+    g.firedAt = at;
+    deliver(state, rule, {
+      ...eventOf(rule, name, g, 'firing', at),
+      traceId: span.traceId,
+      spanId: span.spanId,
+    });
+  }
+}
 
+function observeSpans(state: EngineState, spans: readonly SpanRecord[]): void {
+  if (!state.rules.length) return;
+  const at = state.now();
+  for (const span of spans) {
+    if (classifySpan(span) !== 'chat') continue;
+    for (const rule of state.rules) observeUnder(state, rule, span, at);
+  }
+}
+
+function ageAll(state: EngineState): void {
+  const at = state.now();
+  for (const rule of state.rules)
+    for (const [name, g] of state.groups.get(rule.name) ?? []) {
+      age(state, rule, name, g, at);
+      if (g.points.length || g.firing) continue;
+      state.groups.get(rule.name)!.delete(name);
+      touch(state, rule.name, name);
+    }
+}
+
+function replaceRules(state: EngineState, next: AlertRule[]): void {
+  state.rules = next;
+  const kept = (rule: string): boolean => next.some((r) => r.name === rule);
+  for (const [rule, byName] of state.groups)
+    if (!kept(rule)) for (const name of byName.keys()) touch(state, rule, name);
+  state.groups = new Map([...state.groups].filter(([rule]) => kept(rule)));
+}
+
+function takeChanged(state: EngineState): AlertWindowChange[] {
+  const out: AlertWindowChange[] = [];
+  for (const [rule, names] of state.changed)
+    for (const group of names) out.push({ rule, group, window: state.groups.get(rule)?.get(group) ?? null });
+  state.changed = new Map();
+  return out;
+}
+
+function restoreWindows(state: EngineState, saved: AlertWindows): void {
+  for (const rule of state.rules)
+    for (const [name, g] of Object.entries(saved[rule.name] ?? {})) {
+      const group = groupFor(state, rule, name);
+      group.points = g.points.map(([at, amount]) => [at, amount]);
+      group.sum = g.sum;
+      group.firing = g.firing;
+      if (g.firedAt !== undefined) group.firedAt = g.firedAt;
+    }
+}
+
+function firingNow(state: EngineState) {
+  return state.rules.flatMap((rule) =>
+    [...(state.groups.get(rule.name) ?? [])]
+      .filter(([, g]) => g.firing)
+      .map(([name, g]) => ({ ...eventOf(rule, name, g, 'firing', g.firedAt ?? state.now()) })),
+  );
+}
+
+async function sendTest(state: EngineState, name: string): Promise<AlertEvent | undefined> {
+  const rule = state.rules.find((r) => r.name === name);
+  if (!rule) return undefined;
+  const e: AlertEvent = {
+    ...eventOf(rule, 'test', { points: [], sum: 0, firing: false }, 'test', state.now()),
+  };
+  e.delivery = await state.post(rule.webhook, JSON.stringify(e)).then(
+    (status) => String(status),
+    (error: unknown) => `failed: ${(error as Error).message}`,
+  );
+  return e;
+}
+
+export function createAlertEngine(options: AlertEngineOptions) {
+  const state: EngineState = {
+    prices: options.prices,
+    now: options.now ?? Date.now,
+    post: options.post ?? defaultPost,
+    rules: [],
+    groups: new Map(),
+    recent: [],
+    changed: new Map(),
+  };
+  return engineOf(state);
+}
+
+/** The engine's methods over its state. */
+function engineOf(state: EngineState) {
   return {
     /** The committed spans of one request (the ingest queue's onCommit). */
     observe(spans: readonly SpanRecord[]): void {
-      if (!rules.length) return;
-      const at = now();
-      for (const span of spans) {
-        if (classifySpan(span) !== 'chat') continue;
-        for (const rule of rules) {
-          const name = matches(rule, span) ? groupOf(rule, span) : undefined;
-          const amount = name === undefined ? 0 : amountOf(rule, span);
-          if (name === undefined || amount <= 0) continue;
-          const g = groupFor(rule, name);
-          g.points.push([at, amount]);
-          g.sum += amount;
-          touch(rule.name, name);
-          age(rule, name, g, at);
-          const rearmed = g.firedAt === undefined || at - g.firedAt >= rule.windowSeconds * 1000;
-          if (!g.firing && rearmed && g.sum >= rule.threshold) {
-            g.firing = true;
-            g.firedAt = at;
-            deliver(rule, {
-              ...event(rule, name, g, 'firing', at),
-              traceId: span.traceId,
-              spanId: span.spanId,
-            });
-          }
-        }
-      }
+      observeSpans(state, spans);
     },
     /** Ages every group (resolutions that no new span brings); the collector calls it every second. */
     tick(): void {
-      const at = now();
-      for (const rule of rules)
-        for (const [name, g] of groups.get(rule.name) ?? []) {
-          age(rule, name, g, at);
-          if (g.points.length || g.firing) continue;
-          groups.get(rule.name)!.delete(name);
-          touch(rule.name, name);
-        }
+      ageAll(state);
     },
     setRules(next: AlertRule[]): void {
-      rules = next;
-      const kept = (rule: string): boolean => next.some((r) => r.name === rule);
-      for (const [rule, byName] of groups)
-        if (!kept(rule)) for (const name of byName.keys()) touch(rule, name);
-      groups = new Map([...groups].filter(([rule]) => kept(rule)));
+      replaceRules(state, next);
     },
-    rules: (): readonly AlertRule[] => rules,
+    rules: (): readonly AlertRule[] => state.rules,
     /**
      * The groups whose windows changed since the last call, each with its window now (null: the
      * group is gone), to be saved; `retake` puts them back when the save failed.
      */
     takeChanges(): AlertWindowChange[] {
-      const out: AlertWindowChange[] = [];
-      for (const [rule, names] of changed)
-        for (const group of names) out.push({ rule, group, window: groups.get(rule)?.get(group) ?? null });
-      changed = new Map();
-      return out;
+      return takeChanged(state);
     },
     retake(changes: readonly AlertWindowChange[]): void {
-      for (const c of changes) touch(c.rule, c.group);
+      for (const c of changes) touch(state, c.rule, c.group);
     },
     /** Takes saved windows back: those of rules that still exist; `tick` then ages them. */
     restore(saved: AlertWindows): void {
-      for (const rule of rules)
-        for (const [name, g] of Object.entries(saved[rule.name] ?? {})) {
-          const group = groupFor(rule, name);
-          group.points = g.points.map(([at, amount]) => [at, amount]);
-          group.sum = g.sum;
-          group.firing = g.firing;
-          if (g.firedAt !== undefined) group.firedAt = g.firedAt;
-        }
+      restoreWindows(state, saved);
     },
     /** Rules, groups firing now, and the last firings and resolutions with their delivery. */
     state() {
-      const firing = rules.flatMap((rule) =>
-        [...(groups.get(rule.name) ?? [])]
-          .filter(([, g]) => g.firing)
-          .map(([name, g]) => ({ ...event(rule, name, g, 'firing', g.firedAt ?? now()) })),
-      );
-      return { rules, firing, recent };
+      return { rules: state.rules, firing: firingNow(state), recent: state.recent };
     },
     /** Sends a test event to the rule's webhook; resolves with its answer. */
-    async test(name: string): Promise<AlertEvent | undefined> {
-      const rule = rules.find((r) => r.name === name);
-      if (!rule) return undefined;
-      const e: AlertEvent = { ...event(rule, 'test', { points: [], sum: 0, firing: false }, 'test', now()) };
-      e.delivery = await post(rule.webhook, JSON.stringify(e)).then(
-        (status) => String(status),
-        (error: unknown) => `failed: ${(error as Error).message}`,
-      );
-      return e;
+    test(name: string): Promise<AlertEvent | undefined> {
+      return sendTest(state, name);
     },
   };
 }
