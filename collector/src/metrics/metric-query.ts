@@ -178,16 +178,14 @@ function unseenMetric(q: MetricQuery): MetricQueryResult {
   };
 }
 
-/** Answers a time-series query from the metric store. Throws MetricQueryError for a bad question. */
-export async function queryMetric(store: MetricReader, q: MetricQuery): Promise<MetricQueryResult> {
-  if (!q.name) throw new MetricQueryError('name is required (GET /api/metrics lists the names)');
-  if (!Number.isFinite(q.startMs) || !Number.isFinite(q.endMs) || q.endMs <= q.startMs)
-    throw new MetricQueryError('startMs must be before endMs');
-  const all = await store.seriesOf(q.name);
-  // A name no exporter has sent yet (a stack with spans but no runtime metrics) is an empty
-  // answer: a dashboard asks for the names it knows before any point of them arrives.
-  if (!all.length) return unseenMetric(q);
-  const kind = all[0]!.kind;
+/** The function asked for (or the kind's default), checked against the metric's kind. */
+interface ChosenFn {
+  fn: string;
+  percentile: RegExpExecArray | null;
+  histogram: boolean;
+}
+
+function chooseFn(q: MetricQuery, kind: MetricKind): ChosenFn {
   const allowed = FNS_BY_KIND[kind];
   const fn = q.fn ?? allowed[0]!;
   const percentile = PERCENTILE.exec(fn);
@@ -196,6 +194,21 @@ export async function queryMetric(store: MetricReader, q: MetricQuery): Promise<
     throw new MetricQueryError(
       `fn ${JSON.stringify(fn)} does not apply to ${kind} ${JSON.stringify(q.name)}; use ${allowed.join(', ')}${histogram ? ' or a percentile pNN' : ''}`,
     );
+  return { fn, percentile, histogram };
+}
+
+/** The query's time buckets: the step, the range in µs and the first bucket's index. */
+interface TimeBuckets {
+  stepMs: number;
+  startUs: number;
+  endUs: number;
+  stepUs: number;
+  firstIndex: number;
+  oneBucket: boolean;
+  buckets: number;
+}
+
+function timeBucketsOf(q: MetricQuery): TimeBuckets {
   const rangeMs = q.endMs - q.startMs;
   const stepMs = q.stepMs ?? Math.max(1000, Math.ceil(rangeMs / DEFAULT_BUCKETS / 1000) * 1000);
   if (!Number.isFinite(stepMs) || stepMs < 0.001)
@@ -211,13 +224,22 @@ export async function queryMetric(store: MetricReader, q: MetricQuery): Promise<
   const buckets = oneBucket ? 1 : Math.floor((endUs - 1) / stepUs) - firstIndex + 1;
   if (buckets > MAX_BUCKETS)
     throw new MetricQueryError(`${buckets} time buckets asked for; at most ${MAX_BUCKETS} (raise stepMs)`);
+  return { stepMs, startUs, endUs, stepUs, firstIndex, oneBucket, buckets };
+}
+
+/** The series the where filters keep; refused when they and the buckets are too many to read. */
+function chooseSeries(all: MetricSeries[], q: MetricQuery, buckets: number): MetricSeries[] {
   const filters = parseWhere(q.where ?? []);
-  const by = q.by ?? [];
   const chosen = all.filter((s) => filters.every((f) => f(s)));
   if (chosen.length * buckets > MAX_SERIES_BUCKETS)
     throw new MetricQueryError(
       `${chosen.length} series × ${buckets} time buckets is ${chosen.length * buckets} to read, more than ${MAX_SERIES_BUCKETS}, the limit; narrow it with where, a longer step (every, stepMs) or a shorter range (since)`,
     );
+  return chosen;
+}
+
+/** Each series' group key (its `by` values as JSON) and each group's values. */
+function groupsOf(chosen: MetricSeries[], by: string[]) {
   const groupOf = new Map<number, string>();
   const groups = new Map<string, Record<string, string>>();
   for (const s of chosen) {
@@ -227,31 +249,27 @@ export async function queryMetric(store: MetricReader, q: MetricQuery): Promise<
     groupOf.set(s.id, key);
     if (!groups.has(key)) groups.set(key, group);
   }
+  return { groupOf, groups };
+}
 
-  const wantBuckets = histogram && percentile !== null;
-  const cells = new Map<string, Cell[]>(); // group → one cell per time bucket
-  const cellOf = (group: string, b: number): Cell => {
-    let list = cells.get(group);
-    if (!list) cells.set(group, (list = Array.from({ length: buckets }, newCell)));
-    return list[b]!;
-  };
-  const answer = await store.totals({
-    ids: chosen.map((s) => s.id),
-    startUs,
-    endUs,
-    stepUs,
-    firstIndex,
-    oneBucket,
-    buckets: wantBuckets,
-    ...(wantBuckets ? { maxBucketValues: MAX_BUCKET_VALUES } : {}),
-    ...(q.rollups === false ? { rollups: false } : {}),
-  });
-  for (const { s, b, list } of answer.buckets) (cellOf(groupOf.get(s)!, b).buckets ??= []).push(list);
-  // Per series and bucket first (a gauge's bucket value is each series' own average), then groups.
-  // Keyed by the series' place in `chosen` (a ClickHouse series id is a 53-bit hash).
+/** Group → one cell per time bucket. */
+type Cells = Map<string, Cell[]>;
+
+function cellOf(cells: Cells, buckets: number, group: string, b: number): Cell {
+  let list = cells.get(group);
+  if (!list) cells.set(group, (list = Array.from({ length: buckets }, newCell)));
+  return list[b]!;
+}
+
+/**
+ * The store's rows summed per series and time bucket (a store may answer one series' bucket in
+ * several rows: roll-up windows and raw points). Keyed by the series' place in `chosen` (a
+ * ClickHouse series id is a 53-bit hash).
+ */
+function perSeriesTotals(rows: BucketTotals[], chosen: MetricSeries[], buckets: number) {
   const place = new Map(chosen.map((s, i) => [s.id, i]));
   const perSeries = new Map<number, BucketTotals>();
-  for (const r of answer.rows) {
+  for (const r of rows) {
     const key = place.get(r.s)! * buckets + r.b;
     const had = perSeries.get(key);
     if (!had) perSeries.set(key, { ...r });
@@ -264,48 +282,48 @@ export async function queryMetric(store: MetricReader, q: MetricQuery): Promise<
       had.mx = had.mx === null ? r.mx : r.mx === null ? had.mx : Math.max(had.mx, r.mx);
     }
   }
+  return perSeries;
+}
 
-  for (const r of perSeries.values()) {
-    const group = groupOf.get(r.s)!;
-    const cell = cellOf(group, r.b);
-    cell.delta += r.d ?? 0;
-    // A gauge's sum across series adds each series' own average in the bucket.
-    cell.value += kind === 'gauge' ? r.v / r.n : r.v;
-    cell.raw += r.v;
-    cell.count += r.c ?? 0;
-    cell.points += r.n;
-    if (r.mn !== null) cell.min = Math.min(cell.min, r.mn);
-    if (r.mx !== null) cell.max = Math.max(cell.max, r.mx);
+/** Adds one series' totals in one bucket to its group's cell. */
+function addToCell(cell: Cell, r: BucketTotals, kind: MetricKind): void {
+  cell.delta += r.d ?? 0;
+  // A gauge's sum across series adds each series' own average in the bucket.
+  cell.value += kind === 'gauge' ? r.v / r.n : r.v;
+  cell.raw += r.v;
+  cell.count += r.c ?? 0;
+  cell.points += r.n;
+  if (r.mn !== null) cell.min = Math.min(cell.min, r.mn);
+  if (r.mx !== null) cell.max = Math.max(cell.max, r.mx);
+}
+
+/** A cell's value under the query's function; null when the bucket has no data. */
+function valueOf(cell: Cell, { fn, percentile, histogram }: ChosenFn, kind: MetricKind, stepMs: number) {
+  if (cell.points === 0) return null;
+  if (percentile)
+    return percentileOf(mergedOf(cell.buckets), Number(percentile[1]) / 100, cell.min, cell.max);
+  switch (fn) {
+    case 'sum':
+      return kind === 'gauge' ? cell.value : cell.delta;
+    case 'rate':
+      return (histogram ? cell.count : cell.delta) / (stepMs / 1000);
+    case 'count':
+      return histogram ? cell.count : cell.points;
+    case 'avg':
+      if (histogram) return cell.count > 0 ? cell.delta / cell.count : null;
+      return kind === 'gauge' ? cell.raw / cell.points : cell.delta / cell.points;
+    case 'min':
+      return Number.isFinite(cell.min) ? cell.min : null;
+    case 'max':
+      return Number.isFinite(cell.max) ? cell.max : null;
+    default:
+      return null;
   }
-  const valueOf = (cell: Cell): number | null => {
-    if (cell.points === 0) return null;
-    if (percentile)
-      return percentileOf(mergedOf(cell.buckets), Number(percentile[1]) / 100, cell.min, cell.max);
-    switch (fn) {
-      case 'sum':
-        return kind === 'gauge' ? cell.value : cell.delta;
-      case 'rate':
-        return (histogram ? cell.count : cell.delta) / (stepMs / 1000);
-      case 'count':
-        return histogram ? cell.count : cell.points;
-      case 'avg':
-        if (histogram) return cell.count > 0 ? cell.delta / cell.count : null;
-        return kind === 'gauge' ? cell.raw / cell.points : cell.delta / cell.points;
-      case 'min':
-        return Number.isFinite(cell.min) ? cell.min : null;
-      case 'max':
-        return Number.isFinite(cell.max) ? cell.max : null;
-      default:
-        return null;
-    }
-  };
-  let series: MetricSeriesResult[] = [...cells.entries()].map(([key, list]) => ({
-    group: groups.get(key)!,
-    points: list.map(
-      (cell, i) =>
-        [i === 0 ? q.startMs : (firstIndex + i) * stepMs, valueOf(cell)] as [number, number | null],
-    ),
-  }));
+}
+
+/** The MAX_GROUPS largest series (by Σ|value|), then all in group order; whether some were left out. */
+function largestInOrder(all: MetricSeriesResult[]): { series: MetricSeriesResult[]; truncated: boolean } {
+  let series = all;
   let truncated = false;
   if (series.length > MAX_GROUPS) {
     const weight = (s: MetricSeriesResult) => s.points.reduce((n, [, v]) => n + Math.abs(v ?? 0), 0);
@@ -313,15 +331,85 @@ export async function queryMetric(store: MetricReader, q: MetricQuery): Promise<
     truncated = true;
   }
   series.sort((a, b) => JSON.stringify(a.group).localeCompare(JSON.stringify(b.group)));
-  const unit = all[0]!.unit;
+  return { series, truncated };
+}
+
+/** The store's totals for the chosen series, in cells per group and time bucket. */
+async function cellsOf(
+  store: MetricReader,
+  q: MetricQuery,
+  chosen: MetricSeries[],
+  groupOf: Map<number, string>,
+  t: TimeBuckets,
+  kind: MetricKind,
+  wantBuckets: boolean,
+): Promise<Cells> {
+  const cells: Cells = new Map();
+  const answer = await store.totals({
+    ids: chosen.map((s) => s.id),
+    startUs: t.startUs,
+    endUs: t.endUs,
+    stepUs: t.stepUs,
+    firstIndex: t.firstIndex,
+    oneBucket: t.oneBucket,
+    buckets: wantBuckets,
+    ...(wantBuckets ? { maxBucketValues: MAX_BUCKET_VALUES } : {}),
+    ...(q.rollups === false ? { rollups: false } : {}),
+  });
+  for (const { s, b, list } of answer.buckets)
+    (cellOf(cells, t.buckets, groupOf.get(s)!, b).buckets ??= []).push(list);
+  // Per series and bucket first (a gauge's bucket value is each series' own average), then groups.
+  for (const r of perSeriesTotals(answer.rows, chosen, t.buckets).values())
+    addToCell(cellOf(cells, t.buckets, groupOf.get(r.s)!, r.b), r, kind);
+  return cells;
+}
+
+/** One series per group: each time bucket's start (the first clipped to the range) and value. */
+function seriesOfCells(
+  cells: Cells,
+  groups: Map<string, Record<string, string>>,
+  q: MetricQuery,
+  t: TimeBuckets,
+  chosenFn: ChosenFn,
+  kind: MetricKind,
+): MetricSeriesResult[] {
+  return [...cells.entries()].map(([key, list]) => ({
+    group: groups.get(key)!,
+    points: list.map(
+      (cell, i) =>
+        [i === 0 ? q.startMs : (t.firstIndex + i) * t.stepMs, valueOf(cell, chosenFn, kind, t.stepMs)] as [
+          number,
+          number | null,
+        ],
+    ),
+  }));
+}
+
+/** Answers a time-series query from the metric store. Throws MetricQueryError for a bad question. */
+export async function queryMetric(store: MetricReader, q: MetricQuery): Promise<MetricQueryResult> {
+  if (!q.name) throw new MetricQueryError('name is required (GET /api/metrics lists the names)');
+  if (!Number.isFinite(q.startMs) || !Number.isFinite(q.endMs) || q.endMs <= q.startMs)
+    throw new MetricQueryError('startMs must be before endMs');
+  const all = await store.seriesOf(q.name);
+  // A name no exporter has sent yet (a stack with spans but no runtime metrics) is an empty
+  // answer: a dashboard asks for the names it knows before any point of them arrives.
+  if (!all.length) return unseenMetric(q);
+  const { kind, unit } = all[0]!;
+  const chosenFn = chooseFn(q, kind);
+  const t = timeBucketsOf(q);
+  const chosen = chooseSeries(all, q, t.buckets);
+  const { groupOf, groups } = groupsOf(chosen, q.by ?? []);
+  const wantBuckets = chosenFn.histogram && chosenFn.percentile !== null;
+  const cells = await cellsOf(store, q, chosen, groupOf, t, kind, wantBuckets);
+  const { series, truncated } = largestInOrder(seriesOfCells(cells, groups, q, t, chosenFn, kind));
   return {
     name: q.name,
     kind,
     unit,
-    fn,
+    fn: chosenFn.fn,
     startMs: q.startMs,
     endMs: q.endMs,
-    stepMs,
+    stepMs: t.stepMs,
     series,
     ...(truncated ? { truncated } : {}),
   };
