@@ -198,8 +198,9 @@ describe('store writer thread', () => {
       expect((outcome as Error).message).toMatch(
         /the store's writer thread stopped unexpectedly \(exit code 1\)/,
       );
-      // Not acknowledged, and rolled back with the thread's transaction: all or nothing.
-      expect(stored(store, "doc LIKE '%in-flight%'")).toBe(0);
+      // Not acknowledged, and all or nothing: rolled back with the thread's transaction, or
+      // committed just before the thread died with its answer (a loaded CI machine saw that).
+      expect([0, 20_000]).toContain(stored(store, "doc LIKE '%in-flight%'"));
     } else expect(stored(store, "doc LIKE '%in-flight%'")).toBe(20_000);
     expect(writer.failure?.message).toMatch(/stopped unexpectedly/);
     await expect(writer.write(store.encodeBatch(spans(1, 50_000)))).rejects.toThrow(/stopped unexpectedly/);
